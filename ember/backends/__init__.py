@@ -1,0 +1,57 @@
+"""Backends by name: a backend is any callable `(gm: torch.fx.GraphModule, example_inputs) -> callable`.
+
+    "eager"      runs the captured FX graph as it is
+    "aot_eager"  ember's ahead-of-time autograd, then the graphs as they are (not built yet: eager)
+    "ember"      ember's own code generator (not built yet: eager)
+    "inductor"   torch's own compiler, only as a side-by-side reference (reference.py)
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+
+def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    return gm.forward
+
+
+def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    # The AOT autograd issue replaces this with ember's joint tracing and partitioning.
+    return gm.forward
+
+
+def ember_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    # The code-generation issues replace this with ember's loop IR and kernels.
+    return gm.forward
+
+
+def _inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    from .reference import inductor
+
+    return inductor(gm, example_inputs)
+
+
+BACKENDS: dict[str, Callable] = {
+    "eager": eager,
+    "aot_eager": aot_eager,
+    "ember": ember_backend,
+    "inductor": _inductor,
+}
+
+
+def lookup_backend(backend) -> tuple[Callable, str]:
+    if callable(backend):
+        return backend, getattr(backend, "__name__", type(backend).__name__)
+    if isinstance(backend, str):
+        if backend not in BACKENDS:
+            raise ValueError(
+                f"unknown ember backend {backend!r}; choose one of {', '.join(sorted(BACKENDS))} "
+                f"or pass a callable (gm, example_inputs) -> callable"
+            )
+        return BACKENDS[backend], backend
+    raise TypeError(f"backend must be a name or a callable, not {type(backend).__name__}")
+
+
+def list_backends() -> list[str]:
+    return sorted(BACKENDS)

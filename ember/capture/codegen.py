@@ -1,0 +1,510 @@
+"""Glue code: the Python function that runs in place of the captured frame.
+
+After a capture stops (at `return` or at a planned graph break) this module turns the
+interpreter's state into a readable Python function:
+
+    def __ember_glue(__ember_closure, a, b):
+        __ember_out = __ember_graph_0(a, b)         # the compiled graph
+        __t0 = __ember_out[1]                        # values the rest of the frame needs
+        __t1 = __ember_out[0]
+        # graph break at toy.py:5: POP_JUMP_FORWARD_IF_FALSE (data-dependent branch)
+        if __t0:
+            return __ember_resume_0(__ember_closure, b, __t1)
+        return __ember_resume_1(__ember_closure, b, __t1)
+
+Order inside: run the graph; read every value needed into a temporary; replay Python side
+effects; run the instruction the graph broke on; call the resume function for the rest.
+"""
+from __future__ import annotations
+
+import dis
+import functools
+import keyword
+import math
+import types
+from typing import Any, Callable
+
+import torch
+
+from . import bytecode_analysis as analysis
+from .errors import SkipFrame, Unsupported
+from .resume import make_resume_code
+from .sources import CLOSURE, GLOBALS
+from .variables.base import BINARY_OPERATORS, COMPARE_OPERATORS, ConstantVariable, NullVariable, VariableTracker
+from .variables.containers import (
+    BaseListVariable,
+    DictVariable,
+    DictViewVariable,
+    ListIteratorVariable,
+    ListVariable,
+    NamedTupleVariable,
+    RangeIteratorVariable,
+    SetVariable,
+    TupleVariable,
+)
+from .variables.functions import NestedFunctionVariable, PartialVariable, RealCellVariable, UserFunctionVariable, \
+    UserMethodVariable
+from .variables.objects import ExceptionVariable, NewObjectVariable
+from .variables.tensor import TensorVariable
+
+
+class GlueCodegen:
+    def __init__(self, graph, refs: dict[str, Any]) -> None:
+        self.graph = graph
+        self.refs = refs  # shared with the guard function's namespace
+        self._ref_names: dict[int, str] = {id(obj): name for name, obj in refs.items()}
+        self.lines: list[str] = []
+        self.outputs: dict[int, int] = {}  # id(TensorVariable) -> index in graph outputs
+        self._memo: dict[int, str] = {}
+        self._deferred: list[Callable[[], None]] = []
+        self._temps = 0
+
+    def ref(self, obj: Any, hint: str = "ref") -> str:
+        key = id(obj)
+        if key not in self._ref_names:
+            name = f"__ember_{hint}_{len(self.refs)}"
+            self.refs[name] = obj
+            self._ref_names[key] = name
+        return self._ref_names[key]
+
+    def temp(self) -> str:
+        self._temps += 1
+        return f"__t{self._temps - 1}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line)
+
+    # -- reconstruction ----------------------------------------------------------------------------
+    def materialize(self, variable: VariableTracker) -> str:
+        """Evaluate `variable` into a temporary now (before side effects run)."""
+        expr = self.reconstruct(variable)
+        if _is_simple(expr):
+            return expr
+        name = self.temp()
+        self.emit(f"{name} = {expr}")
+        self._memo[id(variable)] = name
+        return name
+
+    def reconstruct(self, variable: VariableTracker) -> str:
+        memo = self._memo.get(id(variable))
+        if memo is not None:
+            return memo
+        expr = self._reconstruct(variable)
+        return expr
+
+    def _reconstruct(self, v: VariableTracker) -> str:
+        if isinstance(v, ConstantVariable):
+            return self.literal(v.value)
+        if isinstance(v, TensorVariable):
+            if v.source is not None:
+                return v.source.expr()
+            return f"__ember_out[{self.outputs[id(v)]}]"
+        if isinstance(v, NamedTupleVariable):
+            items = ", ".join(self.reconstruct(item) for item in v.items)
+            cls = self.ref(v.tuple_class, "type")
+            if hasattr(v.tuple_class, "_make"):
+                return f"{cls}._make(({items},))"
+            return f"{cls}(({items},))"
+        if isinstance(v, TupleVariable):
+            if v.source is not None and not v.items:
+                return "()"
+            items = "".join(f"{self.reconstruct(item)}, " for item in v.items)
+            return f"({items})"
+        if isinstance(v, (ListVariable, DictVariable, SetVariable)) and v.source is not None:
+            return v.source.expr()
+        if isinstance(v, ListVariable):
+            return self._new(v, "[" + ", ".join(self.reconstruct(item) for item in v.items) + "]")
+        if isinstance(v, DictVariable):
+            if v.dict_type is not dict:
+                raise Unsupported(f"rebuilding a {v.dict_type.__name__}")
+            body = ", ".join(f"{self._key(v, key)}: {self.reconstruct(item)}" for key, item in v.items.items())
+            return self._new(v, "{" + body + "}")
+        if isinstance(v, SetVariable):
+            items = ", ".join(self.reconstruct(item) for item in v.items.values())
+            kind = "frozenset" if v.frozen else "set"
+            return self._new(v, f"{kind}(({items},))" if items else f"{kind}()")
+        if isinstance(v, RangeIteratorVariable):
+            return f"iter({self.ref(v.remaining_range, 'range')})"
+        if isinstance(v, ListIteratorVariable):
+            items = "".join(f"{self.reconstruct(item)}, " for item in v.remaining())
+            return self._new(v, f"iter(({items}))")
+        if isinstance(v, DictViewVariable):
+            return f"{self.reconstruct(v.dict_var)}.{v.kind}()"
+        if isinstance(v, NewObjectVariable):
+            return self._new_object(v)
+        if isinstance(v, ExceptionVariable):
+            args = ", ".join(self.reconstruct(arg) for arg in v.args)
+            return f"{self.ref(v.cls, 'type')}({args})"
+        if isinstance(v, UserMethodVariable):
+            return f"{self.ref(types.MethodType)}({self.reconstruct(v.function)}, {self.reconstruct(v.owner)})"
+        if isinstance(v, PartialVariable):
+            args = "".join(f", {self.reconstruct(arg)}" for arg in v.args)
+            kwargs = "".join(f", {key}={self.reconstruct(arg)}" for key, arg in v.keywords.items())
+            return f"{self.ref(functools.partial)}({self.reconstruct(v.function)}{args}{kwargs})"
+        if isinstance(v, NestedFunctionVariable):
+            return self._nested_function(v)
+        if v.source is not None:
+            return v.source.expr()
+        real = getattr(v, "real_object", None)
+        if real is None:
+            getter = getattr(v, "static_value", None)
+            real = getter() if getter is not None else None
+        if real is None and isinstance(v, UserFunctionVariable):
+            real = v.fn
+        if real is None and hasattr(v, "function") and not isinstance(v, UserMethodVariable):
+            real = v.function
+        if real is None and hasattr(v, "cls"):
+            real = v.cls
+        if real is not None:
+            return self.ref(real)
+        raise Unsupported(f"cannot rebuild {v} after a graph break")
+
+    def literal(self, value: Any) -> str:
+        if value is None or isinstance(value, (bool, int, str, bytes)) and type(value) in (bool, int, str, bytes):
+            return repr(value)
+        if type(value) is float and math.isfinite(value):
+            return repr(value)
+        return self.ref(value, "const")
+
+    def _key(self, dict_var: DictVariable, key: Any) -> str:
+        key_var = dict_var.key_vars.get(key)
+        if key_var is not None:
+            return self.reconstruct(key_var)
+        return self.literal(key)
+
+    def _new(self, variable: VariableTracker, expr: str) -> str:
+        name = self.temp()
+        self.emit(f"{name} = {expr}")
+        self._memo[id(variable)] = name
+        return name
+
+    def _new_object(self, v: NewObjectVariable) -> str:
+        name = self.temp()
+        self._memo[id(v)] = name
+        self.emit(f"{name} = {self.ref(object.__new__)}({self.ref(v.cls, 'type')})")
+
+        def set_attributes() -> None:
+            setter = self.ref(object.__setattr__)
+            for attr, value in v.attrs.items():
+                self.emit(f"{setter}({name}, {attr!r}, {self.reconstruct(value)})")
+
+        self._deferred.append(set_attributes)
+        return name
+
+    def _nested_function(self, v: NestedFunctionVariable) -> str:
+        cells = []
+        for cell in v.closure_cells:
+            if not isinstance(cell, RealCellVariable):
+                raise Unsupported("rebuilding a closure over variables of the compiled frame")
+            cells.append(self.ref(cell.cell))
+        closure = f"({''.join(c + ', ' for c in cells)})" if cells else "None"
+        defaults = self.reconstruct(v.defaults) if v.defaults is not None else "None"
+        function = (f"{self.ref(types.FunctionType)}({self.ref(v.code, 'code')}, {self.ref(v.f_globals, 'globals')}, "
+                    f"{v.code.co_name!r}, {defaults}, {closure})")
+        name = self._new(v, function)
+        if v.kwdefaults is not None:
+            self.emit(f"{name}.__kwdefaults__ = {self.reconstruct(v.kwdefaults)}")
+        return name
+
+    def flush_deferred(self) -> None:
+        while self._deferred:
+            pending, self._deferred = self._deferred, []
+            for action in pending:
+                action()
+
+
+def _is_simple(expr: str) -> bool:
+    return expr.isidentifier() or expr.startswith("__ember_out[") or _is_literal(expr)
+
+
+def _is_literal(expr: str) -> bool:
+    try:
+        import ast
+
+        ast.literal_eval(expr)
+        return True
+    except Exception:
+        return False
+
+
+def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
+    """Tensors without a source reachable from `values`: they must be graph outputs."""
+    found: list[TensorVariable] = []
+    seen: set[int] = set()
+
+    def visit(v: Any) -> None:
+        if v is None or id(v) in seen:
+            return
+        seen.add(id(v))
+        if isinstance(v, TensorVariable):
+            if v.source is None:
+                found.append(v)
+        elif isinstance(v, BaseListVariable):
+            for item in v.items:
+                visit(item)
+        elif isinstance(v, DictVariable):
+            for item in v.items.values():
+                visit(item)
+            for item in v.key_vars.values():
+                visit(item)
+        elif isinstance(v, SetVariable):
+            for item in v.items.values():
+                visit(item)
+        elif isinstance(v, ListIteratorVariable):
+            for item in v.remaining():
+                visit(item)
+        elif isinstance(v, NewObjectVariable):
+            for item in v.attrs.values():
+                visit(item)
+        elif isinstance(v, DictViewVariable):
+            visit(v.dict_var)
+        elif isinstance(v, UserMethodVariable):
+            visit(v.function)
+            visit(v.owner)
+        elif isinstance(v, PartialVariable):
+            visit(v.function)
+            for item in [*v.args, *v.keywords.values()]:
+                visit(item)
+        elif isinstance(v, NestedFunctionVariable):
+            visit(v.defaults)
+            visit(v.kwdefaults)
+        elif isinstance(v, ExceptionVariable):
+            for item in v.args:
+                visit(item)
+
+    for value in values:
+        visit(value)
+    return found
+
+
+def side_effect_values(effects) -> list[VariableTracker]:
+    values = []
+    for owner, _, value in effects.attr_writes.values():
+        values += [owner, value]
+    values += list(effects.global_writes.values())
+    for _, value in effects.cell_writes.values():
+        values.append(value)
+    values += list(effects.mutated_containers.values())
+    return values
+
+
+def emit_side_effects(cg: GlueCodegen, effects, root_globals: dict, prepared: dict[int, str]) -> None:
+    for container in effects.mutated_containers.values():
+        target = prepared[id(container)]
+        if isinstance(container, ListVariable):
+            items = ", ".join(cg.reconstruct(item) for item in container.items)
+            cg.emit(f"{target}[:] = [{items}]")
+        elif isinstance(container, DictVariable):
+            body = ", ".join(f"{cg._key(container, k)}: {cg.reconstruct(v)}" for k, v in container.items.items())
+            cg.emit(f"{target}.clear()")
+            cg.emit(f"{target}.update({{{body}}})")
+        elif isinstance(container, SetVariable):
+            items = ", ".join(cg.reconstruct(item) for item in container.items.values())
+            cg.emit(f"{target}.clear()")
+            if items:
+                cg.emit(f"{target}.update(({items},))")
+    for (owner, name, value) in effects.attr_writes.values():
+        target = prepared[id(owner)]
+        if name.isidentifier() and not keyword.iskeyword(name):
+            cg.emit(f"{target}.{name} = {cg.reconstruct(value)}")
+        else:
+            cg.emit(f"setattr({target}, {name!r}, {cg.reconstruct(value)})")
+    for (dict_id, name), value in effects.global_writes.items():
+        globals_dict = effects.global_dicts[dict_id]
+        target = GLOBALS if globals_dict is root_globals else cg.ref(globals_dict, "globals")
+        cg.emit(f"{target}[{name!r}] = {cg.reconstruct(value)}")
+    for cell, value in effects.cell_writes.values():
+        cg.emit(f"{cg.ref(cell.cell, 'cell')}.cell_contents = {cg.reconstruct(value)}")
+
+
+# -- running the instruction a graph broke on ---------------------------------------------------------
+class Branch:
+    def __init__(self, condition: str | None, target: int, stack: list[str | None]) -> None:
+        self.condition = condition
+        self.target = target
+        self.stack = stack  # expressions; None stands for NULL
+
+
+def _next(tx, inst) -> int:
+    return tx.insts.next_offset(inst.offset)
+
+
+def _emit_call(cg, tx, inst, stack):
+    argc = inst.arg
+    args = stack[len(stack) - argc:]
+    first, second = stack[len(stack) - argc - 2], stack[len(stack) - argc - 1]
+    rest = stack[:len(stack) - argc - 2]
+    if first is None:
+        function = second
+    else:
+        function, args = first, [second, *args]
+    names = tx.kw_names or ()
+    positional = args[:len(args) - len(names)]
+    keywords = [f"{name}={value}" for name, value in zip(names, args[len(args) - len(names):])]
+    result = cg.temp()
+    call_args = ", ".join([*positional, *keywords])
+    cg.emit(f"{result} = __ember_wrap({function})({call_args})")
+    return [Branch(None, _next(tx, inst), [*rest, result])]
+
+
+def _emit_call_ex(cg, tx, inst, stack):
+    has_kwargs = inst.arg & 1
+    kwargs = stack[-1] if has_kwargs else None
+    args = stack[-1 - has_kwargs]
+    function = stack[-2 - has_kwargs]
+    below = stack[-3 - has_kwargs]
+    rest = stack[:-3 - has_kwargs]
+    result = cg.temp()
+    prefix = ""
+    if below is not None:
+        function, prefix = below, f"{function}, "
+    extra = f", **{kwargs}" if kwargs else ""
+    cg.emit(f"{result} = __ember_wrap({function})({prefix}*{args}{extra})")
+    return [Branch(None, _next(tx, inst), [*rest, result])]
+
+
+def _emit_jump(jump_if: bool | None, none_test: bool | None = None):
+    def emitter(cg, tx, inst, stack):
+        value = stack[-1]
+        rest = stack[:-1]
+        if none_test is not None:
+            condition = f"{value} is None" if none_test else f"{value} is not None"
+        else:
+            condition = value if jump_if else f"not {value}"
+        return [Branch(condition, inst.argval, rest), Branch(None, _next(tx, inst), rest)]
+
+    return emitter
+
+
+def _emit_jump_or_pop(cg, tx, inst, stack):
+    value = stack[-1]
+    condition = value if inst.opname == "JUMP_IF_TRUE_OR_POP" else f"not {value}"
+    return [Branch(condition, inst.argval, stack), Branch(None, _next(tx, inst), stack[:-1])]
+
+
+def _emit_result(make: Callable[[list[str], Any], str], pops: int):
+    def emitter(cg, tx, inst, stack):
+        operands = stack[len(stack) - pops:]
+        result = cg.temp()
+        cg.emit(f"{result} = {make(operands, inst)}")
+        return [Branch(None, _next(tx, inst), [*stack[:len(stack) - pops], result])]
+
+    return emitter
+
+
+def _emit_statement(make: Callable[[list[str], Any], str], pops: int):
+    def emitter(cg, tx, inst, stack):
+        operands = stack[len(stack) - pops:]
+        cg.emit(make(operands, inst))
+        return [Branch(None, _next(tx, inst), stack[:len(stack) - pops])]
+
+    return emitter
+
+
+def _emit_raise(cg, tx, inst, stack):
+    if inst.arg == 1:
+        cg.emit(f"raise {stack[-1]}")
+    elif inst.arg == 2:
+        cg.emit(f"raise {stack[-2]} from {stack[-1]}")
+    else:
+        raise SkipFrame("bare raise at a graph break")
+    return []
+
+
+def _emit_unpack(cg, tx, inst, stack):
+    names = [cg.temp() for _ in range(inst.arg)]
+    cg.emit(f"{', '.join(names)}, = {stack[-1]}")
+    return [Branch(None, _next(tx, inst), [*stack[:-1], *reversed(names)])]
+
+
+def _emit_load_attr(cg, tx, inst, stack):
+    result = cg.temp()
+    cg.emit(f"{result} = getattr({stack[-1]}, {inst.argval!r})")
+    with_null = inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_ATTR" and
+                                                  tx.code is not None and _py312() and inst.arg & 1)
+    pushed = [None, result] if with_null else [result]
+    return [Branch(None, _next(tx, inst), [*stack[:-1], *pushed])]
+
+
+def _py312() -> bool:
+    import sys
+
+    return sys.version_info >= (3, 12)
+
+
+def _binary_expr(operands, inst):
+    symbol = dis._nb_ops[inst.arg][1]
+    if symbol.endswith("=") and symbol not in ("==", "!="):
+        # a += b must keep in-place semantics: operator.iadd returns the new binding.
+        import operator
+
+        function = BINARY_OPERATORS[symbol]
+        return f"__ember_operator.{function.__name__}({operands[0]}, {operands[1]})"
+    return f"({operands[0]} {symbol} {operands[1]})"
+
+
+def _format_expr(operands, inst):
+    flags = inst.arg
+    if flags & 0x04:
+        value, spec = operands[0], operands[1]
+    else:
+        value, spec = operands[0], "''"
+    conversion = {0: "", 1: "str", 2: "repr", 3: "ascii"}[flags & 0x03]
+    inner = f"{conversion}({value})" if conversion else value
+    return f"format({inner}, {spec})"
+
+
+EMITTERS: dict[str, Callable] = {
+    "CALL": _emit_call,
+    "CALL_FUNCTION_EX": _emit_call_ex,
+    "POP_JUMP_FORWARD_IF_TRUE": _emit_jump(True),
+    "POP_JUMP_BACKWARD_IF_TRUE": _emit_jump(True),
+    "POP_JUMP_IF_TRUE": _emit_jump(True),
+    "POP_JUMP_FORWARD_IF_FALSE": _emit_jump(False),
+    "POP_JUMP_BACKWARD_IF_FALSE": _emit_jump(False),
+    "POP_JUMP_IF_FALSE": _emit_jump(False),
+    "POP_JUMP_FORWARD_IF_NONE": _emit_jump(None, True),
+    "POP_JUMP_IF_NONE": _emit_jump(None, True),
+    "POP_JUMP_FORWARD_IF_NOT_NONE": _emit_jump(None, False),
+    "POP_JUMP_IF_NOT_NONE": _emit_jump(None, False),
+    "JUMP_IF_TRUE_OR_POP": _emit_jump_or_pop,
+    "JUMP_IF_FALSE_OR_POP": _emit_jump_or_pop,
+    "BINARY_OP": _emit_result(_binary_expr, 2),
+    "COMPARE_OP": _emit_result(lambda o, i: f"({o[0]} {i.argval} {o[1]})", 2),
+    "CONTAINS_OP": _emit_result(lambda o, i: f"({o[0]} {'not in' if i.arg else 'in'} {o[1]})", 2),
+    "IS_OP": _emit_result(lambda o, i: f"({o[0]} {'is not' if i.arg else 'is'} {o[1]})", 2),
+    "BINARY_SUBSCR": _emit_result(lambda o, i: f"{o[0]}[{o[1]}]", 2),
+    "UNARY_NOT": _emit_result(lambda o, i: f"(not {o[0]})", 1),
+    "UNARY_NEGATIVE": _emit_result(lambda o, i: f"(-{o[0]})", 1),
+    "UNARY_INVERT": _emit_result(lambda o, i: f"(~{o[0]})", 1),
+    "GET_ITER": _emit_result(lambda o, i: f"iter({o[0]})", 1),
+    "FORMAT_VALUE": None,  # filled below (pops depend on flags)
+    "STORE_SUBSCR": _emit_statement(lambda o, i: f"{o[1]}[{o[2]}] = {o[0]}", 3),
+    "DELETE_SUBSCR": _emit_statement(lambda o, i: f"del {o[0]}[{o[1]}]", 2),
+    "STORE_ATTR": _emit_statement(lambda o, i: f"setattr({o[1]}, {i.argval!r}, {o[0]})", 2),
+    "LOAD_ATTR": _emit_load_attr,
+    "LOAD_METHOD": _emit_load_attr,
+    "RAISE_VARARGS": _emit_raise,
+    "UNPACK_SEQUENCE": _emit_unpack,
+}
+
+
+def _emit_format(cg, tx, inst, stack):
+    pops = 2 if inst.arg & 0x04 else 1
+    return _emit_result(_format_expr, pops)(cg, tx, inst, stack)
+
+
+EMITTERS["FORMAT_VALUE"] = _emit_format
+
+
+def live_locals(tx, offset: int) -> list[str]:
+    live = analysis.live_locals_at(tx.code, offset)
+    return [name for name in tx.code.co_varnames if name in live and name in tx.locals]
+
+
+def check_cells_not_live(tx, offsets: list[int]) -> None:
+    for offset in offsets:
+        live = analysis.live_locals_at(tx.code, offset)
+        for name in tx.code.co_cellvars:
+            if name in live:
+                raise SkipFrame("graph break with a live closure cell of the compiled frame")

@@ -1,0 +1,223 @@
+"""One capture: from a code object and the arguments of a call to a guarded cache entry.
+
+    capture_frame(context, code, globals, closure, args)
+        -> symbolic execution (translator.py), restarted at each newly found graph break
+        -> graph finished and compiled by the backend
+        -> glue function (codegen.py) and guard function (guards.py)
+
+Returns a `CacheEntry`, or `None` when the frame should simply run eagerly (with the
+reason logged).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+import types
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from .. import config as ember_config
+from .. import logs
+from . import bytecode_analysis as analysis
+from .codegen import EMITTERS, Branch, GlueCodegen, check_cells_not_live, collect_tensors, emit_side_effects, \
+    live_locals, side_effect_values
+from .errors import BackendCompilerFailed, CaptureError, RestartCapture, SkipFrame, Unsupported
+from .graph import OutputGraph
+from .resume import make_resume_code
+from .sources import CLOSURE, GLOBALS
+from .translator import argument_names, make_root
+from .variables.base import NullVariable
+
+log_breaks = logs.get("graph_breaks")
+log_guards = logs.get("guards")
+log_graph = logs.get("graph_code")
+log_bytecode = logs.get("bytecode")
+log_fallbacks = logs.get("fallbacks")
+log_perf = logs.get("perf")
+
+
+@dataclasses.dataclass
+class GraphBreak:
+    reason: str
+    filename: str
+    lineno: int | None
+    code_name: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno} in {self.code_name}: {self.reason}"
+
+
+@dataclasses.dataclass
+class CacheEntry:
+    guard: Callable[..., bool]
+    run: Callable[..., Any]
+    guard_source: str
+    glue_source: str
+    guard_set: Any
+    graph_module: torch.fx.GraphModule | None
+    breaks: list[GraphBreak]
+
+
+def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args: tuple) -> CacheEntry | None:
+    started = time.perf_counter()
+    params = argument_names(code)
+    break_plan: dict[int, str] = {}
+    breaks: list[GraphBreak] = []
+    grad_at_entry = torch.is_grad_enabled()
+    for _attempt in range(64):
+        graph = OutputGraph(code, f_globals, closure, context.config)
+        graph.guards.global_state()
+        try:
+            try:
+                root = make_root(code, f_globals, closure, args, graph, context.config, break_plan)
+                root.run_root()
+                entry = _finish(context, root, params, f_globals, breaks)
+            finally:
+                torch._C._set_grad_enabled(grad_at_entry)
+        except RestartCapture as restart:
+            record = GraphBreak(restart.reason, restart.filename, restart.lineno, code.co_name)
+            if context.fullgraph:
+                raise CaptureError(
+                    f"graph break with fullgraph=True at {restart.filename}:{restart.lineno}: {restart.reason}"
+                ) from None
+            if restart.offset in break_plan:
+                raise SkipFrame(f"no progress at offset {restart.offset}: {restart.reason}")
+            break_plan[restart.offset] = restart.reason
+            breaks.append(record)
+            log_breaks.debug("graph break: %s", record)
+            continue
+        except SkipFrame as skip:
+            if context.fullgraph:
+                raise CaptureError(f"cannot capture {code.co_name} ({code.co_filename}:{code.co_firstlineno}) "
+                                   f"with fullgraph=True: {skip}") from None
+            log_fallbacks.debug("running %s eagerly: %s", code.co_name, skip)
+            context.record_skip(code, str(skip))
+            return None
+        for record in breaks:
+            context.record_break(record)
+        log_perf.debug("captured %s in %.1f ms", code.co_name, 1000 * (time.perf_counter() - started))
+        return entry
+    raise SkipFrame("too many graph breaks")
+
+
+def _finish(context, root, params: list[str], f_globals: dict, breaks: list[GraphBreak]) -> CacheEntry:
+    graph = root.graph
+    kind, inst, reason = root.stop
+    refs = graph.guards.refs
+    cg = GlueCodegen(graph, refs)
+
+    # Values the rest of the frame needs, before anything runs.
+    if kind == "return":
+        needed = [root.return_value]
+        branch_offsets: list[int] = []
+    else:
+        emitter = EMITTERS.get(inst.opname)
+        if emitter is None:
+            raise SkipFrame(f"graph break on {inst.opname}, which the glue cannot run: {reason}")
+        branch_offsets = _successor_offsets(root, inst)
+        check_cells_not_live(root, branch_offsets)
+        live = sorted({name for offset in branch_offsets for name in live_locals(root, offset)},
+                      key=root.code.co_varnames.index)
+        needed = [root.locals[name] for name in live] + [v for v in root.stack if not isinstance(v, NullVariable)]
+    effects = graph.side_effects
+    output_tensors = collect_tensors(needed + side_effect_values(effects))
+    for index, tensor in enumerate(output_tensors):
+        cg.outputs[id(tensor)] = index
+
+    graph_module, compiled = _compile_graph(context, graph, output_tensors, root)
+
+    lines_head: list[str] = []
+    if compiled is not None:
+        refs_name = cg.ref(compiled, "graph")
+        inputs = ", ".join(graph_input.source.expr() for graph_input in graph.inputs)
+        lines_head.append(f"__ember_out = {refs_name}({inputs})")
+
+    # Read values into temporaries (materialize), then side effects, then the instruction.
+    prepared: dict[int, str] = {}
+    for owner, _, _ in effects.attr_writes.values():
+        prepared[id(owner)] = cg.materialize(owner)
+    for container in effects.mutated_containers.values():
+        prepared[id(container)] = cg.materialize(container)
+
+    if kind == "return":
+        result = cg.materialize(root.return_value)
+        cg.flush_deferred()
+        emit_side_effects(cg, effects, f_globals, prepared)
+        cg.emit(f"return {result}")
+    else:
+        stack_exprs = [None if isinstance(v, NullVariable) else cg.materialize(v) for v in root.stack]
+        local_exprs = {name: cg.materialize(root.locals[name])
+                       for offset in branch_offsets for name in live_locals(root, offset)}
+        cg.flush_deferred()
+        emit_side_effects(cg, effects, f_globals, prepared)
+        location = f"{root.code.co_filename}:{root.lineno()}"
+        cg.emit(f"# graph break at {location}: {inst.opname} ({reason})")
+        branches = EMITTERS[inst.opname](cg, root, inst, stack_exprs)
+        for branch in branches:
+            call = _resume_call(context, cg, root, branch, local_exprs)
+            if branch.condition is not None:
+                cg.emit(f"if {branch.condition}:")
+                cg.emit(f"    return {call}")
+            else:
+                cg.emit(f"return {call}")
+
+    body = lines_head + cg.lines
+    signature = ", ".join([CLOSURE, *params])
+    source = f"def __ember_glue({signature}):\n" + "\n".join(f"    {line}" for line in body) + "\n"
+    namespace = dict(refs)
+    namespace[GLOBALS] = f_globals
+    namespace["__ember_wrap"] = context.wrap_callable
+    import operator
+
+    namespace["__ember_operator"] = operator
+    namespace["__builtins__"] = __builtins__
+    exec(compile(source, f"<ember glue for {root.code.co_name}>", "exec"), namespace)
+    glue = namespace["__ember_glue"]
+
+    guard_source = graph.guards.source_code(params)
+    guard = graph.guards.compile(params, f_globals)
+    if log_guards.isEnabledFor(logging.DEBUG):
+        log_guards.debug("guards for %s:\n%s", root.code.co_name, guard_source)
+    if log_bytecode.isEnabledFor(logging.DEBUG):
+        log_bytecode.debug("glue for %s:\n%s", root.code.co_name, source)
+    return CacheEntry(guard, glue, guard_source, source, graph.guards, graph_module, list(breaks))
+
+
+def _successor_offsets(root, inst) -> list[int]:
+    if inst.opname in ("RAISE_VARARGS",):
+        return []
+    offsets = [root.insts.next_offset(inst.offset)] if inst.opname not in ("JUMP_FORWARD",) else []
+    if inst.opname.startswith("POP_JUMP") or inst.opname.startswith("JUMP_IF"):
+        offsets.append(inst.argval)
+    return offsets
+
+
+def _resume_call(context, cg: GlueCodegen, root, branch: Branch, local_exprs: dict[str, str]) -> str:
+    live = live_locals(root, branch.target)
+    nulls = tuple(expr is None for expr in branch.stack)
+    code = make_resume_code(root.code, branch.target, nulls, tuple(live))
+    runner = context.code_runner(code, root.f_globals)
+    args = [expr for expr in branch.stack if expr is not None] + [local_exprs[name] for name in live]
+    return f"{cg.ref(runner, 'resume')}({', '.join([CLOSURE, *args])})"
+
+
+def _compile_graph(context, graph: OutputGraph, outputs, root):
+    gm_graph = graph.graph
+    gm_graph.output(tuple(tensor.node for tensor in outputs))
+    graph.remove_dead_code()
+    graph.prune_unused_inputs()
+    if graph.op_count() == 0 and not outputs:
+        return None, None
+    if graph.op_count() == 0 and all(t.node.op == "placeholder" for t in outputs):
+        return None, None
+    module = torch.fx.GraphModule(torch.nn.Module(), gm_graph)
+    if context.config.verify_graphs:
+        gm_graph.lint()
+    example_inputs = [graph_input.example for graph_input in graph.inputs]
+    if log_graph.isEnabledFor(logging.DEBUG):
+        log_graph.debug("graph for %s:\n%s", root.code.co_name, module.print_readable(print_output=False))
+    compiled = context.compile_graph(module, example_inputs)
+    return module, compiled

@@ -1,0 +1,242 @@
+"""OutputGraph: the FX graph a capture builds, its inputs, fake tensors and guards.
+
+Inputs are tensors found at sources (arguments, globals, module parameters); each becomes
+a placeholder named after its source, guarded on its metadata.  The same tensor reached by
+two paths becomes one placeholder plus a guard that the two paths are the same object.
+Operations become `call_function`/`call_method` nodes whose example values come from
+running the same operation on fake tensors.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+import re
+from typing import Any
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+)
+from torch.utils import _pytree as pytree
+
+from .errors import Unsupported
+from .guards import GuardSet
+from .side_effects import SideEffects
+from .sources import Source
+from .variables.base import ConstantVariable, VariableTracker, constant, is_constant_value
+
+
+@dataclasses.dataclass
+class GraphInput:
+    source: Source
+    node: torch.fx.Node
+    example: torch.Tensor  # the real tensor seen at capture time
+
+
+# Functions that change state and must survive dead-code elimination.
+SIDE_EFFECT_TARGETS = {
+    operator.setitem,
+    torch._C._set_grad_enabled,
+    torch.manual_seed,
+}
+_INPLACE_OPERATORS = {
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.imatmul, operator.ilshift, operator.irshift,
+    operator.iand, operator.ior, operator.ixor,
+}
+
+
+def is_impure(node: torch.fx.Node) -> bool:
+    if node.op in ("placeholder", "output"):
+        return True
+    if node.op == "call_method":
+        name = node.target
+        return name.endswith("_") and not name.endswith("__")
+    if node.op == "call_function":
+        target = node.target
+        if target in SIDE_EFFECT_TARGETS or target in _INPLACE_OPERATORS:
+            return True
+        name = getattr(target, "__name__", "")
+        if name.endswith("_") and not name.endswith("__"):
+            return True
+        if "out" in node.kwargs:
+            return True
+    return False
+
+
+class OutputGraph:
+    def __init__(self, code, f_globals: dict, closure, tracer_config) -> None:
+        self.code = code
+        self.f_globals = f_globals
+        self.closure = closure
+        self.config = tracer_config
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode()
+        self.guards = GuardSet()
+        self.side_effects = SideEffects()
+        self.inputs: list[GraphInput] = []
+        self._tensor_inputs: dict[int, "VariableTracker"] = {}
+        # One variable per mutable Python object (identity), so aliases see mutations.
+        self.objects: dict[int, VariableTracker] = {}
+        self._keepalive: list[Any] = []
+        self._last_placeholder: torch.fx.Node | None = None
+        self.node_count = 0
+
+    # -- inputs --------------------------------------------------------------------------------
+    def tensor_input(self, value: torch.Tensor, source: Source) -> VariableTracker:
+        from .variables.tensor import TensorVariable
+
+        known = self._tensor_inputs.get(id(value))
+        if known is not None:
+            if known.source != source:
+                self.guards.same_object(source, known.source)
+            return known
+        self.guards.tensor(source, value)
+        name = _placeholder_name(source.name())
+        if self._last_placeholder is None:
+            first = next(iter(self.graph.nodes), None)
+            context = self.graph.inserting_before(first) if first is not None else self.graph.inserting_after()
+        else:
+            context = self.graph.inserting_after(self._last_placeholder)
+        with context:
+            node = self.graph.placeholder(name)
+        self._last_placeholder = node
+        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        node.meta["example_value"] = fake
+        node.meta["source"] = source.expr()
+        variable = TensorVariable(node, fake, source=source, class_type=type(value))
+        self.inputs.append(GraphInput(source, node, value))
+        self._tensor_inputs[id(value)] = variable
+        self._keepalive.append(value)
+        return variable
+
+    # -- operations ----------------------------------------------------------------------------
+    def call(self, tx, kind: str, target: Any, args: list, kwargs: dict) -> VariableTracker:
+        """Add `target(*args, **kwargs)` to the graph and return the variable for its result."""
+        proxy_args, fake_args = _unwrap(tx, args)
+        proxy_kwargs, fake_kwargs = _unwrap(tx, kwargs)
+        try:
+            with self.fake_mode:
+                if kind == "call_method":
+                    result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+                else:
+                    result = target(*fake_args, **fake_kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException) as error:
+            raise Unsupported(f"data-dependent operator {error} in {_target_name(kind, target)}") from None
+        except Unsupported:
+            raise
+        except NotImplementedError as error:
+            raise Unsupported(f"{_target_name(kind, target)} has no fake-tensor rule: {error}") from None
+        except Exception as error:
+            # Real inputs may raise the same error: running the op eagerly (graph break)
+            # lets Python raise exactly what eager would.
+            raise Unsupported(
+                f"{_target_name(kind, target)} failed on fake tensors ({type(error).__name__}: {error})"
+            ) from None
+        node = self.graph.create_node(kind, target, tuple(proxy_args), dict(proxy_kwargs))
+        node.meta["stack_trace"] = tx.stack_trace()
+        self.node_count += 1
+        return self._wrap_result(tx, node, result)
+
+    def _wrap_result(self, tx, node: torch.fx.Node, result: Any) -> VariableTracker:
+        from .variables.containers import ListVariable, NamedTupleVariable, TupleVariable
+        from .variables.tensor import TensorVariable
+
+        if isinstance(result, torch.Tensor):
+            node.meta["example_value"] = result
+            return TensorVariable(node, result)
+        if isinstance(result, (tuple, list)) and any(isinstance(item, torch.Tensor) for item in result):
+            node.meta["example_value"] = result
+            items = []
+            for index, item in enumerate(result):
+                if isinstance(item, torch.Tensor):
+                    item_node = self.graph.call_function(operator.getitem, (node, index))
+                    item_node.meta["stack_trace"] = node.meta.get("stack_trace")
+                    item_node.meta["example_value"] = item
+                    items.append(TensorVariable(item_node, item))
+                elif is_constant_value(item):
+                    items.append(constant(item))
+                else:
+                    raise Unsupported(f"operator returned a {type(item).__name__} inside a sequence")
+            if hasattr(type(result), "_fields") or type(result).__module__ == "torch.return_types":
+                return NamedTupleVariable(items, type(result))
+            return ListVariable(items) if isinstance(result, list) else TupleVariable(items)
+        # Non-tensor results (sizes, flags) are known statically: no node needed.
+        if node.users:
+            raise Unsupported("non-tensor operator result with users")
+        self.graph.erase_node(node)
+        if is_constant_value(result):
+            return constant(result)
+        raise Unsupported(f"operator returned a {type(result).__name__}")
+
+    # -- finishing -----------------------------------------------------------------------------
+    def remove_dead_code(self) -> None:
+        for node in reversed(list(self.graph.nodes)):
+            if not node.users and not is_impure(node):
+                self.graph.erase_node(node)
+
+    def prune_unused_inputs(self) -> list[GraphInput]:
+        kept = []
+        for graph_input in self.inputs:
+            if graph_input.node.users:
+                kept.append(graph_input)
+            else:
+                self.graph.erase_node(graph_input.node)
+        self.inputs = kept
+        return kept
+
+    def op_count(self) -> int:
+        return sum(1 for node in self.graph.nodes if node.op not in ("placeholder", "output"))
+
+
+def _target_name(kind: str, target: Any) -> str:
+    if kind == "call_method":
+        return f"Tensor.{target}"
+    return getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
+
+
+def _placeholder_name(name: str) -> str:
+    cleaned = re.sub(r"[^0-9a-zA-Z_]", "_", name)
+    if not cleaned or cleaned[0].isdigit():
+        cleaned = "_" + cleaned
+    return cleaned
+
+
+def _unwrap(tx, value: Any) -> tuple[Any, Any]:
+    """(FX argument, fake argument) for a variable or a container of variables."""
+    from .variables.containers import BaseListVariable, DictVariable, NamedTupleVariable
+    from .variables.tensor import TensorVariable
+
+    if isinstance(value, list):
+        pairs = [_unwrap(tx, item) for item in value]
+        return [p for p, _ in pairs], [f for _, f in pairs]
+    if isinstance(value, dict):
+        pairs = {key: _unwrap(tx, item) for key, item in value.items()}
+        return {k: p for k, (p, _) in pairs.items()}, {k: f for k, (_, f) in pairs.items()}
+    if isinstance(value, TensorVariable):
+        return value.node, value.example
+    if isinstance(value, ConstantVariable):
+        return value.value, value.value
+    if isinstance(value, NamedTupleVariable):
+        raise Unsupported("named tuple passed to a tensor operator")
+    if isinstance(value, BaseListVariable):
+        proxies, fakes = _unwrap(tx, value.items)
+        if value.python_type() is tuple:
+            return tuple(proxies), tuple(fakes)
+        return proxies, fakes
+    if isinstance(value, DictVariable):
+        proxies, fakes = _unwrap(tx, value.items)
+        return proxies, fakes
+    static = getattr(value, "static_value", None)
+    if static is not None:
+        known = static()
+        if known is not None:
+            return known, known
+    raise Unsupported(f"{value} passed to a tensor operator")
+
+
+def tree_has_tensor(value: Any) -> bool:
+    return any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(value))

@@ -1,0 +1,166 @@
+"""Guards: the facts a capture relied on, compiled into one Python function per cache entry.
+
+Each guard is a Python boolean expression over sources (see sources.py), plus a short
+human-readable description for logs and `ember.explain`.  `GuardSet.compile()` joins them
+with `and` into a single generated function
+
+    def __ember_guard(__ember_closure, x, y):
+        return (type(x) is __ember_ref_0 and x.dtype is __ember_ref_1 and ...)
+
+which is as fast as plain Python gets: no loops, no dict lookups for constants (they are
+bound as default-free globals of the generated function).  On a miss, `failures()` evaluates
+the guards one by one to say which fact changed (the recompile log).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import torch
+
+from .sources import CLOSURE, GLOBALS, Source
+
+
+@dataclasses.dataclass(frozen=True)
+class Guard:
+    expr: str
+    description: str
+
+
+class GuardSet:
+    def __init__(self) -> None:
+        self.guards: list[Guard] = []
+        self._seen: set[str] = set()
+        self.refs: dict[str, Any] = {}  # name -> object the expressions refer to
+        self._ref_names: dict[int, str] = {}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def ref(self, obj: Any) -> str:
+        """A name under which `obj` is visible to the guard function (kept alive by it)."""
+        key = id(obj)
+        if key not in self._ref_names:
+            name = f"__ember_ref_{len(self._ref_names)}"
+            self._ref_names[key] = name
+            self.refs[name] = obj
+        return self._ref_names[key]
+
+    def add(self, expr: str, description: str) -> None:
+        if expr in self._seen:
+            return
+        self._seen.add(expr)
+        self.guards.append(Guard(expr, description))
+
+    # -- kinds of guards ----------------------------------------------------------------------
+    def identity(self, source: Source, obj: Any) -> None:
+        self.add(f"{source.expr()} is {self.ref(obj)}", f"{source.expr()} is the same object")
+
+    def type_match(self, source: Source, obj: Any) -> None:
+        cls = type(obj)
+        self.add(f"type({source.expr()}) is {self.ref(cls)}", f"type({source.expr()}) is {cls.__qualname__}")
+
+    def constant(self, source: Source, value: Any) -> None:
+        """A Python constant: same type and equal value (so 1, 1.0 and True stay apart)."""
+        expr = source.expr()
+        if value is None or isinstance(value, bool) or value is Ellipsis or value is NotImplemented:
+            self.add(f"{expr} is {self.ref(value)}", f"{expr} is {value!r}")
+            return
+        self.type_match(source, value)
+        if isinstance(value, float) and value != value:  # NaN is not equal to itself
+            self.add(f"{expr} != {expr}", f"{expr} is nan")
+            return
+        self.add(f"{expr} == {self.ref(value)}", f"{expr} == {value!r}")
+
+    def length(self, source: Source, obj: Any) -> None:
+        self.type_match(source, obj)
+        self.add(f"len({source.expr()}) == {len(obj)}", f"len({source.expr()}) == {len(obj)}")
+
+    def dict_keys(self, source: Source, obj: dict) -> None:
+        self.type_match(source, obj)
+        keys = tuple(obj.keys())
+        self.add(f"tuple({source.expr()}.keys()) == {self.ref(keys)}", f"keys of {source.expr()} are {keys!r}")
+
+    def key_absent(self, source: Source, key: str) -> None:
+        self.add(f"{key!r} not in {source.expr()}", f"{key!r} not in {source.expr()}")
+
+    def tensor(self, source: Source, value: torch.Tensor) -> None:
+        expr = source.expr()
+        parts = [
+            f"type({expr}) is {self.ref(type(value))}",
+            f"{expr}.dtype is {self.ref(value.dtype)}",
+            f"{expr}.device == {self.ref(value.device)}",
+            f"{expr}.shape == {tuple(value.shape)!r}",
+            f"{expr}.stride() == {tuple(value.stride())!r}",
+            f"{expr}.requires_grad is {value.requires_grad}",
+        ]
+        description = (
+            f"{expr}: {type(value).__name__} {str(value.dtype).replace('torch.', '')}"
+            f"{list(value.shape)} stride={tuple(value.stride())} {value.device}"
+            f" requires_grad={value.requires_grad}"
+        )
+        self.add(" and ".join(parts), description)
+
+    def same_object(self, source: Source, other: Source) -> None:
+        self.add(f"{source.expr()} is {other.expr()}", f"{source.expr()} is {other.expr()}")
+
+    def global_state(self) -> None:
+        """Grad mode, autocast and the default dtype: every capture depends on them."""
+        grad = torch.is_grad_enabled()
+        self.add(
+            f"{self.ref(torch.is_grad_enabled)}() is {grad}",
+            f"grad mode is {'enabled' if grad else 'disabled'}",
+        )
+        dtype = torch.get_default_dtype()
+        self.add(
+            f"{self.ref(torch.get_default_dtype)}() is {self.ref(dtype)}",
+            f"default dtype is {dtype}",
+        )
+        autocast = _autocast_state()
+        self.add(
+            f"{self.ref(_autocast_state)}() == {self.ref(autocast)}",
+            f"autocast state is {autocast!r}",
+        )
+
+    # -- code generation ------------------------------------------------------------------
+    def source_code(self, params: list[str]) -> str:
+        signature = ", ".join([CLOSURE, *params])
+        body = "\n        and ".join(f"({g.expr})" for g in self.guards) or "True"
+        lines = [f"def __ember_guard({signature}):"]
+        for guard in self.guards:
+            lines.append(f"    # {guard.description}")
+        lines.append(f"    return (\n        {body}\n    )")
+        return "\n".join(lines)
+
+    def compile(self, params: list[str], globals_dict: dict) -> Callable[..., bool]:
+        namespace = dict(self.refs)
+        namespace[GLOBALS] = globals_dict
+        namespace["__builtins__"] = __builtins__
+        exec(compile(self.source_code(params), "<ember guard>", "exec"), namespace)
+        return namespace["__ember_guard"]
+
+    def failures(self, params: list[str], globals_dict: dict, closure, args) -> list[str]:
+        """Descriptions of the guards that do not hold for these arguments (slow path)."""
+        failed = []
+        for guard in self.guards:
+            namespace = dict(self.refs)
+            namespace[GLOBALS] = globals_dict
+            source = f"def __check({', '.join([CLOSURE, *params])}):\n    return ({guard.expr})"
+            exec(source, namespace)
+            try:
+                ok = namespace["__check"](closure, *args)
+            except Exception as error:  # a missing attribute or key also means "changed"
+                ok = False
+                failed.append(f"{guard.description} (raised {type(error).__name__}: {error})")
+                continue
+            if not ok:
+                failed.append(guard.description)
+        return failed
+
+
+def _autocast_state() -> tuple:
+    # One tuple per call keeps the guard a single comparison.
+    return (
+        torch.is_autocast_enabled("cpu"),
+        torch.get_autocast_dtype("cpu"),
+        torch.is_autocast_enabled("cuda"),
+        torch.get_autocast_dtype("cuda"),
+    )

@@ -1,0 +1,813 @@
+"""Opcode handlers for CPython 3.11 and 3.12, one function per opcode family.
+
+`@handler("NAME", ..., min_version=(3, 11), max_version=(3, 12))` registers a function for
+the opcodes it names on the Python versions it covers.  The registrar checks that each name
+is a real opcode of the running Python and refuses duplicates.  An opcode with no handler is
+a graph break naming the opcode, never a crash.
+"""
+from __future__ import annotations
+
+import dis
+import operator
+import sys
+from typing import Callable
+
+from .errors import Unsupported, UserException
+from .variables.base import (
+    BINARY_OPERATORS,
+    COMPARE_OPERATORS,
+    NULL,
+    ConstantVariable,
+    NullVariable,
+    VariableTracker,
+    constant,
+)
+
+HANDLERS: dict[str, Callable] = {}
+VERSION = sys.version_info[:2]
+
+
+def handler(*names: str, min_version=(3, 11), max_version=(3, 12)):
+    def register(function: Callable) -> Callable:
+        if not (min_version <= VERSION <= max_version):
+            return function
+        for name in names:
+            if name not in dis.opmap:
+                raise RuntimeError(f"{name} is not an opcode of Python {VERSION[0]}.{VERSION[1]}")
+            if name in HANDLERS:
+                raise RuntimeError(f"duplicate handler for {name}")
+            HANDLERS[name] = function
+        return function
+
+    return register
+
+
+# -- no-ops ---------------------------------------------------------------------------------------
+@handler("NOP", "RESUME", "PRECALL", "COPY_FREE_VARS", "EXTENDED_ARG")
+def _nop(tx, inst):
+    pass
+
+
+@handler("MAKE_CELL")
+def _make_cell(tx, inst):
+    name = inst.argval
+    cell = tx.cells.get(name)
+    if cell is not None and name in tx.locals and hasattr(cell, "contents"):
+        cell.contents = tx.locals.pop(name)
+
+
+# -- stack manipulation ------------------------------------------------------------------------------
+@handler("POP_TOP")
+def _pop_top(tx, inst):
+    tx.pop()
+
+
+@handler("PUSH_NULL")
+def _push_null(tx, inst):
+    tx.push(NULL)
+
+
+@handler("COPY")
+def _copy(tx, inst):
+    tx.push(tx.stack[-inst.arg])
+
+
+@handler("SWAP")
+def _swap(tx, inst):
+    stack = tx.stack
+    stack[-1], stack[-inst.arg] = stack[-inst.arg], stack[-1]
+
+
+# -- locals, cells, globals, constants ------------------------------------------------------------------
+@handler("LOAD_CONST")
+def _load_const(tx, inst):
+    tx.push(ConstantVariable(inst.argval) if not isinstance(inst.argval, type(dis)) else constant(inst.argval))
+
+
+@handler("RETURN_CONST", min_version=(3, 12))
+def _return_const(tx, inst):
+    tx.return_value = constant(inst.argval)
+    tx.done = True
+
+
+@handler("LOAD_FAST")
+def _load_fast(tx, inst):
+    name = inst.argval
+    if name not in tx.locals:
+        raise UserException(UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value"))
+    tx.push(tx.locals[name])
+
+
+handler("LOAD_FAST_CHECK", min_version=(3, 12))(_load_fast)
+
+
+@handler("LOAD_FAST_AND_CLEAR", min_version=(3, 12))
+def _load_fast_and_clear(tx, inst):
+    tx.push(tx.locals.pop(inst.argval, NULL))
+
+
+@handler("STORE_FAST")
+def _store_fast(tx, inst):
+    value = tx.pop()
+    if isinstance(value, NullVariable):  # 3.12 comprehensions restore an unbound local this way
+        tx.locals.pop(inst.argval, None)
+    else:
+        tx.locals[inst.argval] = value
+
+
+@handler("DELETE_FAST")
+def _delete_fast(tx, inst):
+    tx.locals.pop(inst.argval, None)
+
+
+@handler("LOAD_DEREF")
+def _load_deref(tx, inst):
+    tx.push(tx.read_cell(tx.cells[inst.argval]))
+
+
+@handler("STORE_DEREF")
+def _store_deref(tx, inst):
+    tx.write_cell(tx.cells[inst.argval], tx.pop())
+
+
+@handler("LOAD_CLOSURE")
+def _load_closure(tx, inst):
+    tx.push(tx.cells[inst.argval])
+
+
+@handler("LOAD_GLOBAL")
+def _load_global(tx, inst):
+    if inst.arg & 1:
+        tx.push(NULL)
+    tx.push(tx.load_global(inst.argval))
+
+
+@handler("STORE_GLOBAL")
+def _store_global(tx, inst):
+    tx.store_global(inst.argval, tx.pop())
+
+
+# -- attributes -----------------------------------------------------------------------------------------
+@handler("LOAD_ATTR")
+def _load_attr(tx, inst):
+    owner = tx.pop()
+    if VERSION >= (3, 12) and inst.arg & 1:
+        tx.push(NULL)
+        tx.push(_method(tx, owner, inst.argval))
+    else:
+        tx.push(tx.load_attr(owner, inst.argval))
+
+
+@handler("LOAD_METHOD", max_version=(3, 11))
+def _load_method(tx, inst):
+    owner = tx.pop()
+    tx.push(NULL)
+    tx.push(_method(tx, owner, inst.argval))
+
+
+def _method(tx, owner, name):
+    from .translator import MethodCallVariable
+    from .variables.containers import BaseListVariable, DictVariable, DictViewVariable, SetVariable
+    from .variables.modules import NNModuleVariable
+    from .variables.tensor import TensorVariable
+
+    if isinstance(owner, (TensorVariable, BaseListVariable, DictVariable, SetVariable, DictViewVariable)):
+        return MethodCallVariable(owner, name)
+    if isinstance(owner, NNModuleVariable) and name in (
+            "parameters", "buffers", "children", "named_parameters", "named_buffers", "named_children",
+            "modules", "named_modules", "keys", "values", "items", "__len__", "__getitem__", "__iter__"):
+        return MethodCallVariable(owner, name)
+    return tx.load_attr(owner, name)
+
+
+@handler("LOAD_SUPER_ATTR", min_version=(3, 12))
+def _load_super_attr(tx, inst):
+    from .variables.objects import SuperVariable
+
+    owner = tx.pop()
+    cls = tx.pop()
+    tx.pop()  # the global `super`
+    super_var = SuperVariable(cls.as_python_constant(), owner)
+    if inst.arg & 1:
+        tx.push(NULL)
+    tx.push(super_var.var_getattr(tx, inst.argval))
+
+
+@handler("STORE_ATTR")
+def _store_attr(tx, inst):
+    owner = tx.pop()
+    value = tx.pop()
+    tx.store_attr(owner, inst.argval, value)
+
+
+@handler("DELETE_ATTR")
+def _delete_attr(tx, inst):
+    raise Unsupported("del of an attribute")
+
+
+# -- operators ---------------------------------------------------------------------------------------------
+@handler("BINARY_OP")
+def _binary_op(tx, inst):
+    from .variables.operators import binary_op
+
+    right = tx.pop()
+    left = tx.pop()
+    symbol = dis._nb_ops[inst.arg][1]
+    tx.push(binary_op(tx, BINARY_OPERATORS[symbol], left, right))
+
+
+@handler("COMPARE_OP")
+def _compare_op(tx, inst):
+    from .variables.operators import compare_op
+
+    right = tx.pop()
+    left = tx.pop()
+    tx.push(compare_op(tx, COMPARE_OPERATORS[inst.argval], left, right))
+
+
+@handler("IS_OP")
+def _is_op(tx, inst):
+    from .variables.operators import is_op
+
+    right = tx.pop()
+    left = tx.pop()
+    result = is_op(tx, left, right)
+    tx.push(constant(result != bool(inst.arg)))
+
+
+@handler("CONTAINS_OP")
+def _contains_op(tx, inst):
+    from .variables.builtins import contains
+
+    container = tx.pop()
+    item = tx.pop()
+    result = contains(tx, container, item).as_python_constant()
+    tx.push(constant(result != bool(inst.arg)))
+
+
+@handler("UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT")
+def _unary(tx, inst):
+    from .variables.operators import unary_op
+
+    function = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos, "UNARY_INVERT": operator.invert}
+    tx.push(unary_op(tx, function[inst.opname], tx.pop()))
+
+
+@handler("UNARY_NOT")
+def _unary_not(tx, inst):
+    tx.push(constant(not tx.pop().truth(tx)))
+
+
+@handler("BINARY_SUBSCR")
+def _binary_subscr(tx, inst):
+    index = tx.pop()
+    container = tx.pop()
+    tx.push(tx.getitem(container, index))
+
+
+@handler("BINARY_SLICE", min_version=(3, 12))
+def _binary_slice(tx, inst):
+    stop = tx.pop()
+    start = tx.pop()
+    container = tx.pop()
+    tx.push(tx.getitem(container, _slice(start, stop, constant(None))))
+
+
+@handler("STORE_SLICE", min_version=(3, 12))
+def _store_slice(tx, inst):
+    stop = tx.pop()
+    start = tx.pop()
+    container = tx.pop()
+    value = tx.pop()
+    _setitem(tx, container, _slice(start, stop, constant(None)), value)
+
+
+def _slice(start, stop, step):
+    parts = [start, stop, step]
+    if not all(part.is_python_constant() for part in parts):
+        raise Unsupported("slice with non-constant bounds")
+    return constant(slice(*[part.as_python_constant() for part in parts]))
+
+
+def _setitem(tx, container, index, value):
+    from .variables.containers import DictVariable, ListVariable
+    from .variables.tensor import TensorVariable
+
+    if isinstance(container, TensorVariable):
+        container.call_method(tx, "__setitem__", [index, value], {})
+    elif isinstance(container, (ListVariable, DictVariable)):
+        container.setitem(tx, index, value)
+    else:
+        container.call_method(tx, "__setitem__", [index, value], {})
+
+
+@handler("STORE_SUBSCR")
+def _store_subscr(tx, inst):
+    index = tx.pop()
+    container = tx.pop()
+    value = tx.pop()
+    _setitem(tx, container, index, value)
+
+
+@handler("DELETE_SUBSCR")
+def _delete_subscr(tx, inst):
+    from .variables.containers import DictVariable, ListVariable
+
+    index = tx.pop()
+    container = tx.pop()
+    if isinstance(container, (ListVariable, DictVariable)):
+        container.call_method(tx, "__delitem__", [index], {})
+    else:
+        raise Unsupported(f"del on {container}")
+
+
+# -- building containers ----------------------------------------------------------------------------------
+@handler("BUILD_TUPLE")
+def _build_tuple(tx, inst):
+    from .variables.containers import TupleVariable
+
+    tx.push(TupleVariable(tx.popn(inst.arg)))
+
+
+@handler("BUILD_LIST")
+def _build_list(tx, inst):
+    from .variables.containers import ListVariable
+
+    tx.push(ListVariable(tx.popn(inst.arg)))
+
+
+@handler("BUILD_SET")
+def _build_set(tx, inst):
+    from .variables.containers import SetVariable
+
+    tx.push(SetVariable(tx.popn(inst.arg)))
+
+
+@handler("BUILD_MAP")
+def _build_map(tx, inst):
+    from .variables.containers import DictVariable
+
+    items = tx.popn(2 * inst.arg)
+    result = DictVariable({})
+    for position in range(0, len(items), 2):
+        result.items  # keep insertion order
+        result.setitem(tx, items[position], items[position + 1])
+    result.items = dict(result.items)
+    tx.push(result)
+
+
+@handler("BUILD_CONST_KEY_MAP")
+def _build_const_key_map(tx, inst):
+    from .variables.containers import DictVariable
+
+    keys = tx.pop().as_python_constant()
+    values = tx.popn(inst.arg)
+    tx.push(DictVariable(dict(zip(keys, values))))
+
+
+@handler("BUILD_SLICE")
+def _build_slice(tx, inst):
+    parts = tx.popn(inst.arg)
+    if len(parts) == 2:
+        parts.append(constant(None))
+    tx.push(_slice(*parts))
+
+
+@handler("BUILD_STRING")
+def _build_string(tx, inst):
+    parts = tx.popn(inst.arg)
+    tx.push(constant("".join(part.as_python_constant() for part in parts)))
+
+
+@handler("FORMAT_VALUE", max_version=(3, 12))
+def _format_value(tx, inst):
+    flags = inst.arg
+    spec = tx.pop().as_python_constant() if flags & 0x04 else ""
+    value = tx.pop()
+    if not value.is_python_constant():
+        raise Unsupported(f"formatting {value} in an f-string")
+    real = value.as_python_constant()
+    conversion = flags & 0x03
+    if conversion == 1:
+        real = str(real)
+    elif conversion == 2:
+        real = repr(real)
+    elif conversion == 3:
+        real = ascii(real)
+    try:
+        tx.push(constant(format(real, spec)))
+    except Exception as error:
+        raise UserException(error) from None
+
+
+@handler("LIST_APPEND")
+def _list_append(tx, inst):
+    value = tx.pop()
+    tx.stack[-inst.arg].items.append(value)
+
+
+@handler("SET_ADD")
+def _set_add(tx, inst):
+    value = tx.pop()
+    tx.stack[-inst.arg].call_method(tx, "add", [value], {})
+
+
+@handler("MAP_ADD")
+def _map_add(tx, inst):
+    value = tx.pop()
+    key = tx.pop()
+    tx.stack[-inst.arg].setitem(tx, key, value)
+
+
+@handler("LIST_EXTEND")
+def _list_extend(tx, inst):
+    iterable = tx.pop()
+    tx.stack[-inst.arg].items.extend(iterable.get_iter(tx).unpack_sequence(tx))
+
+
+@handler("SET_UPDATE")
+def _set_update(tx, inst):
+    iterable = tx.pop()
+    tx.stack[-inst.arg].call_method(tx, "update", [iterable], {})
+
+
+@handler("DICT_UPDATE", "DICT_MERGE")
+def _dict_update(tx, inst):
+    from .variables.containers import DictVariable
+
+    other = tx.pop()
+    target = tx.stack[-inst.arg]
+    if inst.opname == "DICT_MERGE" and isinstance(other, DictVariable):
+        for key in other.items:
+            if key in target.items:
+                raise UserException(TypeError(f"got multiple values for keyword argument '{key}'"))
+    target.call_method(tx, "update", [other], {})
+
+
+@handler("LIST_TO_TUPLE", max_version=(3, 11))
+def _list_to_tuple(tx, inst):
+    from .variables.containers import TupleVariable
+
+    tx.push(TupleVariable(tx.pop().items))
+
+
+@handler("CALL_INTRINSIC_1", min_version=(3, 12))
+def _call_intrinsic_1(tx, inst):
+    from .variables.containers import TupleVariable
+
+    name = inst.argrepr
+    if name == "INTRINSIC_LIST_TO_TUPLE":
+        tx.push(TupleVariable(tx.pop().items))
+    elif name == "INTRINSIC_UNARY_POSITIVE":
+        from .variables.operators import unary_op
+
+        tx.push(unary_op(tx, operator.pos, tx.pop()))
+    elif name == "INTRINSIC_STOPITERATION_ERROR":
+        pass
+    else:
+        raise Unsupported(f"intrinsic {name}")
+
+
+@handler("UNPACK_SEQUENCE")
+def _unpack_sequence(tx, inst):
+    value = tx.pop()
+    items = value.get_iter(tx).unpack_sequence(tx) if not hasattr(value, "items") or not isinstance(value.items, list) \
+        else value.unpack_sequence(tx)
+    if len(items) != inst.arg:
+        if len(items) > inst.arg:
+            raise UserException(ValueError(f"too many values to unpack (expected {inst.arg})"))
+        raise UserException(ValueError(f"not enough values to unpack (expected {inst.arg}, got {len(items)})"))
+    for item in reversed(items):
+        tx.push(item)
+
+
+@handler("UNPACK_EX")
+def _unpack_ex(tx, inst):
+    from .variables.containers import ListVariable
+
+    before = inst.arg & 0xFF
+    after = inst.arg >> 8
+    items = tx.pop().get_iter(tx).unpack_sequence(tx)
+    if len(items) < before + after:
+        raise UserException(ValueError(
+            f"not enough values to unpack (expected at least {before + after}, got {len(items)})"))
+    middle = ListVariable(items[before:len(items) - after])
+    for item in reversed(items[len(items) - after:]):
+        tx.push(item)
+    tx.push(middle)
+    for item in reversed(items[:before]):
+        tx.push(item)
+
+
+# -- control flow -------------------------------------------------------------------------------------------
+@handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+def _jump(tx, inst):
+    tx.jump(inst.argval)
+
+
+def _conditional(truth_when_jump: bool | None, none_test: bool | None = None):
+    def run(tx, inst):
+        value = tx.pop()
+        if none_test is not None:
+            is_none = isinstance(value, ConstantVariable) and value.value is None
+            if not is_none and isinstance(value, ConstantVariable):
+                is_none = False
+            jump = is_none if none_test else not is_none
+        else:
+            jump = value.truth(tx) == truth_when_jump
+        if jump:
+            tx.jump(inst.argval)
+
+    return run
+
+
+def _conditional_peek(tx, value):
+    return value
+
+
+for _name, _when in (("POP_JUMP_FORWARD_IF_TRUE", True), ("POP_JUMP_FORWARD_IF_FALSE", False),
+                     ("POP_JUMP_BACKWARD_IF_TRUE", True), ("POP_JUMP_BACKWARD_IF_FALSE", False)):
+    handler(_name, max_version=(3, 11))(_conditional(_when))
+for _name, _none in (("POP_JUMP_FORWARD_IF_NONE", True), ("POP_JUMP_FORWARD_IF_NOT_NONE", False),
+                     ("POP_JUMP_BACKWARD_IF_NONE", True), ("POP_JUMP_BACKWARD_IF_NOT_NONE", False)):
+    handler(_name, max_version=(3, 11))(_conditional(None, _none))
+handler("POP_JUMP_IF_TRUE", min_version=(3, 12))(_conditional(True))
+handler("POP_JUMP_IF_FALSE", min_version=(3, 12))(_conditional(False))
+handler("POP_JUMP_IF_NONE", min_version=(3, 12))(_conditional(None, True))
+handler("POP_JUMP_IF_NOT_NONE", min_version=(3, 12))(_conditional(None, False))
+
+
+@handler("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", max_version=(3, 11))
+def _jump_or_pop(tx, inst):
+    value = tx.stack[-1]
+    truth = value.truth(tx)
+    if truth == (inst.opname == "JUMP_IF_TRUE_OR_POP"):
+        tx.jump(inst.argval)
+    else:
+        tx.pop()
+
+
+@handler("GET_ITER")
+def _get_iter(tx, inst):
+    tx.push(tx.pop().get_iter(tx))
+
+
+@handler("FOR_ITER")
+def _for_iter(tx, inst):
+    iterator = tx.stack[-1]
+    step = getattr(iterator, "next_value", None)
+    if step is None:
+        raise Unsupported(f"for-loop over {iterator}")
+    value = step(tx)
+    if value is not None:
+        tx.push(value)
+        return
+    tx.pop()
+    target = tx.insts.index_of[inst.argval]
+    if VERSION >= (3, 12) and tx.insts[target].opname == "END_FOR":
+        target += 1
+    tx.ip = target
+
+
+@handler("END_FOR", min_version=(3, 12))
+def _end_for(tx, inst):
+    tx.popn(2)
+
+
+@handler("RETURN_VALUE")
+def _return_value(tx, inst):
+    tx.return_value = tx.pop()
+    tx.done = True
+
+
+# -- calls ----------------------------------------------------------------------------------------------------
+@handler("KW_NAMES")
+def _kw_names(tx, inst):
+    tx.kw_names = tx.code.co_consts[inst.arg]
+
+
+@handler("CALL")
+def _call(tx, inst):
+    argc = inst.arg
+    args = tx.popn(argc)
+    second = tx.pop()
+    first = tx.pop()
+    if isinstance(first, NullVariable):
+        function = second
+    else:
+        function, args = first, [second, *args]
+    kwargs = {}
+    if tx.kw_names:
+        names = tx.kw_names
+        kwargs = dict(zip(names, args[len(args) - len(names):]))
+        args = args[:len(args) - len(names)]
+    tx.kw_names = None
+    tx.push(tx.call(function, args, kwargs))
+
+
+@handler("CALL_FUNCTION_EX")
+def _call_function_ex(tx, inst):
+    from .variables.containers import DictVariable
+
+    kwargs_var = tx.pop() if inst.arg & 1 else None
+    args_var = tx.pop()
+    function = tx.pop()
+    below = tx.pop()
+    if not isinstance(below, NullVariable):
+        # 3.11 method form: [callable, self] below the arguments tuple.
+        function, args_prefix = below, [function]
+    else:
+        args_prefix = []
+    args = [*args_prefix, *args_var.get_iter(tx).unpack_sequence(tx)]
+    kwargs = {}
+    if kwargs_var is not None:
+        if not isinstance(kwargs_var, DictVariable):
+            raise Unsupported("** of a non-dict")
+        kwargs = dict(kwargs_var.items)
+    tx.push(tx.call(function, args, kwargs))
+
+
+@handler("MAKE_FUNCTION")
+def _make_function(tx, inst):
+    from .variables.functions import NestedFunctionVariable
+
+    flags = inst.arg
+    if VERSION < (3, 11):
+        tx.pop()
+    code = tx.pop().as_python_constant()
+    closure = tx.pop() if flags & 0x08 else None
+    annotations = tx.pop() if flags & 0x04 else None
+    kwdefaults = tx.pop() if flags & 0x02 else None
+    defaults = tx.pop() if flags & 0x01 else None
+    cells = list(closure.items) if closure is not None else None
+    tx.push(NestedFunctionVariable(code, tx.f_globals, code.co_qualname, defaults, kwdefaults, cells, annotations))
+
+
+# -- with blocks and exceptions --------------------------------------------------------------------------
+class WithExitVariable(VariableTracker):
+    def __init__(self, manager) -> None:
+        super().__init__()
+        self.manager = manager
+
+    def call_function(self, tx, args, kwargs):
+        return self.manager.exit(tx)
+
+
+@handler("BEFORE_WITH")
+def _before_with(tx, inst):
+    manager = tx.pop()
+    enter = getattr(manager, "enter", None)
+    if enter is None:
+        raise Unsupported(f"with-statement on {manager}")
+    tx.push(WithExitVariable(manager))
+    tx.push(enter(tx))
+
+
+@handler("PUSH_EXC_INFO")
+def _push_exc_info(tx, inst):
+    value = tx.pop()
+    previous = tx.exc_stack[-1] if tx.exc_stack else constant(None)
+    tx.push(previous)
+    tx.push(value)
+    tx.exc_stack.append(value)
+
+
+@handler("POP_EXCEPT")
+def _pop_except(tx, inst):
+    tx.pop()
+    if tx.exc_stack:
+        tx.exc_stack.pop()
+
+
+@handler("CHECK_EXC_MATCH")
+def _check_exc_match(tx, inst):
+    expected = tx.pop()
+    value = tx.stack[-1]
+    classes = getattr(expected, "static_value", lambda: None)()
+    if classes is None:
+        classes = expected.as_python_constant()
+    real = getattr(value, "value", None)
+    if not isinstance(real, BaseException):
+        raise Unsupported("except clause on an unknown exception")
+    tx.push(constant(isinstance(real, classes)))
+
+
+@handler("RERAISE")
+def _reraise(tx, inst):
+    value = tx.pop()
+    if inst.arg:
+        tx.pop()  # lasti
+    real = getattr(value, "value", None)
+    if isinstance(real, BaseException):
+        raise UserException(real)
+    raise Unsupported("re-raise of an unknown exception")
+
+
+@handler("RAISE_VARARGS")
+def _raise_varargs(tx, inst):
+    from .variables.objects import ClassVariable, ExceptionVariable
+
+    if inst.arg == 0:
+        if tx.exc_stack and isinstance(getattr(tx.exc_stack[-1], "value", None), BaseException):
+            raise UserException(tx.exc_stack[-1].value)
+        raise Unsupported("bare raise")
+    cause = tx.pop() if inst.arg == 2 else None
+    value = tx.pop()
+    if isinstance(value, ClassVariable) and issubclass(value.cls, BaseException):
+        value = ExceptionVariable(value.cls, [])
+    if isinstance(value, ExceptionVariable):
+        if not all(arg.is_python_constant() for arg in value.args):
+            raise Unsupported("raise with non-constant arguments")
+        real = value.real()
+    elif isinstance(getattr(value, "value", None), BaseException):
+        real = value.value
+    else:
+        raise Unsupported(f"raise of {value}")
+    if cause is not None:
+        cause_value = getattr(cause, "value", None)
+        real.__cause__ = cause_value if isinstance(cause_value, BaseException) else None
+    raise UserException(real)
+
+
+@handler("WITH_EXCEPT_START")
+def _with_except_start(tx, inst):
+    value = tx.stack[-1]
+    exit_function = tx.stack[-4]
+    result = exit_function.call_function(tx, [], {})
+    real = getattr(value, "value", None)
+    if not isinstance(real, BaseException):
+        raise Unsupported("with-block exit on an unknown exception")
+    tx.push(result)
+
+
+@handler("LOAD_ASSERTION_ERROR")
+def _load_assertion_error(tx, inst):
+    from .variables.objects import ClassVariable
+
+    tx.push(ClassVariable(AssertionError))
+
+
+@handler("IMPORT_NAME")
+def _import_name(tx, inst):
+    from .variables.builder import wrap_static
+
+    fromlist = tx.pop().as_python_constant()
+    level = tx.pop().as_python_constant()
+    if level != 0:
+        raise Unsupported("relative import inside a compiled function")
+    module = __import__(inst.argval, tx.f_globals, None, fromlist, level)
+    tx.push(wrap_static(tx, module))
+
+
+@handler("IMPORT_FROM")
+def _import_from(tx, inst):
+    tx.push(tx.load_attr(tx.stack[-1], inst.argval))
+
+
+# -- generators (materialized when inlined) ---------------------------------------------------------------
+@handler("RETURN_GENERATOR")
+def _return_generator(tx, inst):
+    if tx.generated is None:
+        raise Unsupported("generator frame at the root")
+    tx.push(constant(None))
+
+
+@handler("YIELD_VALUE")
+def _yield_value(tx, inst):
+    if tx.generated is None:
+        raise Unsupported("yield outside a materialized generator")
+    tx.generated.append(tx.pop())
+    tx.push(constant(None))
+
+
+@handler("GET_YIELD_FROM_ITER")
+def _get_yield_from_iter(tx, inst):
+    tx.push(tx.pop().get_iter(tx))
+
+
+@handler("SEND")
+def _send(tx, inst):
+    tx.pop()  # the value sent in (always None when materializing)
+    iterator = tx.stack[-1]
+    value = iterator.next_value(tx)
+    if value is not None:
+        tx.push(value)
+        return
+    if VERSION >= (3, 12):
+        tx.push(constant(None))
+    else:
+        tx.pop()
+        tx.push(constant(None))
+    tx.jump(inst.argval)
+
+
+@handler("END_SEND", min_version=(3, 12))
+def _end_send(tx, inst):
+    value = tx.pop()
+    tx.pop()
+    tx.push(value)
+
+
+@handler("CLEANUP_THROW", min_version=(3, 12))
+def _cleanup_throw(tx, inst):
+    raise Unsupported("generator throw")

@@ -1,0 +1,242 @@
+"""The base of all symbolic values, and Python constants.
+
+A VariableTracker stands for one Python value during symbolic execution.  It knows where
+the value came from (`source`, for guards and for reading it back), and it answers the
+operations the interpreter asks of it: attribute reads, calls, method calls, iteration.
+Anything a kind of value cannot do symbolically raises `Unsupported`, which becomes a
+graph break; it never guesses.
+"""
+from __future__ import annotations
+
+import math
+import operator
+import types
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from ..errors import Unsupported, UserException
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..translator import Translator
+    from ..sources import Source
+
+
+class VariableTracker:
+    source: "Source | None" = None
+
+    def __init__(self, source: "Source | None" = None) -> None:
+        self.source = source
+
+    # -- what the value is --------------------------------------------------------------------
+    def python_type(self) -> type:
+        raise Unsupported(f"type() of {self}")
+
+    def is_python_constant(self) -> bool:
+        try:
+            self.as_python_constant()
+            return True
+        except Unsupported:
+            return False
+
+    def as_python_constant(self) -> Any:
+        raise Unsupported(f"{self} is not a Python constant")
+
+    def truth(self, tx: "Translator") -> bool:
+        """bool(value) when it is known at capture time; raises Unsupported otherwise."""
+        return bool(self.as_python_constant())
+
+    # -- operations -----------------------------------------------------------------------------
+    def var_getattr(self, tx: "Translator", name: str) -> "VariableTracker":
+        raise Unsupported(f"attribute {name!r} of {self}")
+
+    def call_function(self, tx: "Translator", args: list, kwargs: dict) -> "VariableTracker":
+        raise Unsupported(f"call of {self}")
+
+    def call_method(self, tx: "Translator", name: str, args: list, kwargs: dict) -> "VariableTracker":
+        method = self.var_getattr(tx, name)
+        return method.call_function(tx, args, kwargs)
+
+    def unpack_sequence(self, tx: "Translator") -> list["VariableTracker"]:
+        raise Unsupported(f"iteration over {self}")
+
+    def get_iter(self, tx: "Translator") -> "VariableTracker":
+        from .containers import ListIteratorVariable
+
+        return ListIteratorVariable(self.unpack_sequence(tx))
+
+    def __repr__(self) -> str:
+        where = f" from {self.source.expr()}" if self.source is not None else ""
+        return f"{type(self).__name__}{where}"
+
+
+class NullVariable(VariableTracker):
+    """The NULL that CPython pushes below a callable (PUSH_NULL, LOAD_GLOBAL with the low bit)."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = NullVariable()
+
+
+class UnknownVariable(VariableTracker):
+    """A stack slot whose value the interpreter does not model (exception-handling state)."""
+
+
+CONSTANT_TYPES = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    type(Ellipsis),
+    type(NotImplemented),
+    torch.dtype,
+    torch.device,
+    torch.Size,
+    range,
+    slice,
+    frozenset,
+    types.CodeType,
+    torch.memory_format,
+    torch.layout,
+)
+
+
+def is_constant_value(value: Any) -> bool:
+    if isinstance(value, (tuple, frozenset)) and type(value) in (tuple, frozenset, torch.Size):
+        return all(is_constant_value(item) for item in value)
+    if isinstance(value, slice):
+        return all(is_constant_value(v) for v in (value.start, value.stop, value.step))
+    return type(value) in CONSTANT_TYPES
+
+
+class ConstantVariable(VariableTracker):
+    """An immutable Python value known at capture time (int, str, dtype, torch.Size, ...)."""
+
+    def __init__(self, value: Any, source: "Source | None" = None) -> None:
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def truth(self, tx) -> bool:
+        return bool(self.value)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        try:
+            result = getattr(self.value, name)
+        except AttributeError as error:
+            raise UserException(error) from None
+        from .builder import wrap_constant_result
+
+        return wrap_constant_result(tx, result)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        # Every method of an immutable builtin value is free of side effects: run it for real.
+        from .builder import wrap_constant_result
+
+        if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
+            if isinstance(self.value, (int, float, bool)) and name.startswith("__") and len(args) == 1:
+                # int.__mul__(tensor) and friends: let the binary-op machinery decide.
+                raise Unsupported(f"{type(self.value).__name__}.{name} with a non-constant argument")
+            raise Unsupported(f"{type(self.value).__name__}.{name} with a non-constant argument")
+        const_args = [arg.as_python_constant() for arg in args]
+        const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+        try:
+            method = getattr(self.value, name)
+        except AttributeError as error:
+            raise UserException(error) from None
+        try:
+            result = method(*const_args, **const_kwargs)
+        except Exception as error:
+            raise UserException(error) from None
+        return wrap_constant_result(tx, result)
+
+    def unpack_sequence(self, tx) -> list[VariableTracker]:
+        if isinstance(self.value, (str, bytes, tuple, range, frozenset, torch.Size)):
+            return [ConstantVariable(item) for item in self.value]
+        raise Unsupported(f"iteration over {type(self.value).__name__}")
+
+    def get_iter(self, tx) -> VariableTracker:
+        from .containers import ListIteratorVariable, RangeIteratorVariable
+
+        if isinstance(self.value, range):
+            return RangeIteratorVariable(self.value)
+        return ListIteratorVariable(self.unpack_sequence(tx))
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"
+
+
+def constant(value: Any) -> ConstantVariable:
+    return ConstantVariable(value)
+
+
+def all_constant(items: Sequence[VariableTracker]) -> bool:
+    return all(item.is_python_constant() for item in items)
+
+
+BINARY_OPERATORS = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+    "@": operator.matmul,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "@=": operator.imatmul,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "&=": operator.iand,
+    "|=": operator.ior,
+    "^=": operator.ixor,
+}
+
+COMPARE_OPERATORS = {
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+# In-place operators whose non-inplace form is what an immutable value falls back to.
+INPLACE_TO_BINARY = {
+    operator.iadd: operator.add,
+    operator.isub: operator.sub,
+    operator.imul: operator.mul,
+    operator.itruediv: operator.truediv,
+    operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod,
+    operator.ipow: operator.pow,
+    operator.imatmul: operator.matmul,
+    operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+    operator.iand: operator.and_,
+    operator.ior: operator.or_,
+    operator.ixor: operator.xor,
+}
+
+PURE_MATH = {name: getattr(math, name) for name in dir(math) if callable(getattr(math, name))}

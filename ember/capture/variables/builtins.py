@@ -1,0 +1,602 @@
+"""Python builtins during capture: one handler per builtin, registered in a table.
+
+A builtin without a handler still works when all its arguments are constants and it is
+pure (it runs for real); anything else is a graph break with the builtin's name.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import operator
+from typing import Any, Callable
+
+import torch
+
+from ..errors import Unsupported, UserException
+from .base import ConstantVariable, VariableTracker, constant
+from .containers import (
+    BaseListVariable,
+    DictVariable,
+    ListIteratorVariable,
+    ListVariable,
+    SetVariable,
+    TupleVariable,
+)
+
+HANDLERS: dict[Any, Callable] = {}
+
+# Builtins that are safe to run for real on constant arguments.
+PURE_BUILTINS = {
+    abs, all, any, ascii, bin, bool, chr, complex, divmod, float, format, hash, hex, int, len, max,
+    min, oct, ord, pow, repr, round, sorted, str, sum, tuple, list, dict, set, frozenset, range,
+    slice, reversed, enumerate, zip, type, isinstance, issubclass, callable, bytes,
+}
+
+
+def register(*functions: Any):
+    def decorator(handler: Callable) -> Callable:
+        for function in functions:
+            if function in HANDLERS:
+                raise RuntimeError(f"duplicate builtin handler for {function}")
+            HANDLERS[function] = handler
+        return handler
+
+    return decorator
+
+
+def is_supported_builtin(value: Any) -> bool:
+    try:
+        return value in HANDLERS or value in PURE_BUILTINS or value is object or value is print
+    except TypeError:
+        return False
+
+
+class BuiltinVariable(VariableTracker):
+    def __init__(self, function: Any, source=None) -> None:
+        super().__init__(source)
+        self.function = function
+
+    def python_type(self) -> type:
+        return type(self.function)
+
+    def as_python_constant(self) -> Any:
+        return self.function
+
+    def static_value(self) -> Any:
+        return self.function
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        handler = HANDLERS.get(self.function)
+        if handler is not None:
+            result = handler(tx, *args, **kwargs)
+            if result is not None:
+                return result
+        if self.function in PURE_BUILTINS and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            from .builder import wrap_constant_result
+
+            try:
+                value = self.function(*[a.as_python_constant() for a in args],
+                                      **{k: v.as_python_constant() for k, v in kwargs.items()})
+            except Exception as error:
+                raise UserException(error) from None
+            return wrap_constant_result(tx, value)
+        name = getattr(self.function, "__name__", self.function)
+        raise Unsupported(f"builtin {name}() with these arguments is not captured")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if self.function is object and name in ("__setattr__", "__new__", "__init__"):
+            return ObjectMethodVariable(name)
+        if self.function is dict and name == "fromkeys":
+            return BuiltinVariable(_dict_fromkeys)
+        from .builder import wrap_static
+
+        return wrap_static(tx, getattr(self.function, name))
+
+    def __repr__(self) -> str:
+        return f"BuiltinVariable({getattr(self.function, '__name__', self.function)})"
+
+
+def _dict_fromkeys(keys, value=None):  # marker for the handler below
+    return dict.fromkeys(keys, value)
+
+
+class ObjectMethodVariable(VariableTracker):
+    """object.__setattr__ / object.__new__ / object.__init__ called explicitly (dataclasses do)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .objects import ClassVariable, NewObjectVariable, UserObjectVariable
+
+        if self.name == "__setattr__" and len(args) == 3:
+            target, name, value = args
+            if isinstance(target, NewObjectVariable):
+                target.store_attr(tx, name.as_python_constant(), value, force=True)
+                return constant(None)
+            if isinstance(target, UserObjectVariable):
+                tx.graph.side_effects.store_attr(target, name.as_python_constant(), value)
+                return constant(None)
+        if self.name == "__new__" and len(args) == 1 and isinstance(args[0], ClassVariable):
+            return NewObjectVariable(args[0].cls)
+        if self.name == "__init__":
+            return constant(None)
+        raise Unsupported(f"object.{self.name}")
+
+
+# -- helpers shared with containers -------------------------------------------------------------
+def values_equal(tx, left: VariableTracker, right: VariableTracker) -> bool:
+    from .operators import is_op
+    from .tensor import TensorVariable
+
+    if is_op(tx, left, right):
+        return True
+    if left.is_python_constant() and right.is_python_constant():
+        try:
+            return bool(left.as_python_constant() == right.as_python_constant())
+        except Exception as error:
+            raise UserException(error) from None
+    if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
+        if isinstance(left, ConstantVariable) and left.value is None or \
+                isinstance(right, ConstantVariable) and right.value is None:
+            return False
+        raise Unsupported("== between tensors inside a container comparison")
+    if isinstance(left, BaseListVariable) and isinstance(right, BaseListVariable):
+        if left.python_type() is not right.python_type() or len(left.items) != len(right.items):
+            return False
+        return all(values_equal(tx, a, b) for a, b in zip(left.items, right.items))
+    left_key = getattr(left, "identity_key", None)
+    right_key = getattr(right, "identity_key", None)
+    if left_key and right_key:
+        return left_key() == right_key()
+    if isinstance(left, ConstantVariable) or isinstance(right, ConstantVariable):
+        return False
+    raise Unsupported(f"comparing {left} and {right}")
+
+
+def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableTracker:
+    if isinstance(container, (DictVariable, SetVariable)):
+        return container.call_method(tx, "__contains__", [item], {})
+    if isinstance(container, ConstantVariable) and item.is_python_constant():
+        try:
+            return constant(item.as_python_constant() in container.value)
+        except Exception as error:
+            raise UserException(error) from None
+    from .tensor import TensorVariable
+
+    if isinstance(container, TensorVariable):
+        raise Unsupported("`in` on a tensor depends on its values")
+    for candidate in container.unpack_sequence(tx):
+        if values_equal(tx, candidate, item):
+            return constant(True)
+    return constant(False)
+
+
+def sorted_items(tx, items: list[VariableTracker], kwargs: dict) -> list[VariableTracker]:
+    key_function = kwargs.get("key")
+    reverse = kwargs.get("reverse", constant(False)).as_python_constant()
+    if key_function is not None and not (isinstance(key_function, ConstantVariable) and key_function.value is None):
+        keys = [key_function.call_function(tx, [item], {}) for item in items]
+    else:
+        keys = items
+    if not all(key.is_python_constant() for key in keys):
+        raise Unsupported("sorting values that are not constants")
+    order = sorted(range(len(items)), key=lambda index: keys[index].as_python_constant(), reverse=reverse)
+    return [items[index] for index in order]
+
+
+def _iterate(tx, value: VariableTracker) -> list[VariableTracker]:
+    return value.get_iter(tx).unpack_sequence(tx)
+
+
+# -- handlers ------------------------------------------------------------------------------------
+@register(len)
+def _len(tx, value, **kwargs):
+    from .tensor import TensorVariable
+
+    if isinstance(value, ConstantVariable):
+        return None
+    if isinstance(value, (BaseListVariable, DictVariable, SetVariable)):
+        return constant(len(value.items))
+    if isinstance(value, TensorVariable):
+        return value.call_method(tx, "__len__", [], {})
+    return value.call_method(tx, "__len__", [], {})
+
+
+@register(isinstance)
+def _isinstance(tx, value, classes):
+    from .tensor import TensorVariable
+
+    target = classes.as_python_constant() if classes.is_python_constant() else None
+    if target is None:
+        static = getattr(classes, "static_value", lambda: None)()
+        target = static
+    if target is None:
+        if isinstance(classes, TupleVariable):
+            target = tuple(getattr(c, "static_value", lambda: None)() or c.as_python_constant() for c in classes.items)
+        else:
+            raise Unsupported("isinstance with a non-constant class")
+    value_type = value.python_type()
+    if isinstance(value, TensorVariable) and value_type is torch.Tensor:
+        # FakeTensor-free answer: a plain tensor is a torch.Tensor and nothing more specific.
+        return constant(issubclass(torch.Tensor, target) if isinstance(target, type) else
+                        any(issubclass(torch.Tensor, t) for t in target))
+    try:
+        return constant(issubclass(value_type, target))
+    except TypeError as error:
+        raise UserException(error) from None
+
+
+@register(issubclass)
+def _issubclass(tx, cls, classes):
+    left = getattr(cls, "static_value", lambda: None)() or cls.as_python_constant()
+    right = getattr(classes, "static_value", lambda: None)()
+    if right is None:
+        right = classes.as_python_constant()
+    return constant(issubclass(left, right))
+
+
+@register(getattr)
+def _getattr(tx, value, name, default=None):
+    attr = name.as_python_constant()
+    try:
+        return tx.load_attr(value, attr)
+    except UserException as error:
+        if default is not None and isinstance(error.value, AttributeError):
+            return default
+        raise
+
+
+@register(hasattr)
+def _hasattr(tx, value, name):
+    try:
+        tx.load_attr(value, name.as_python_constant())
+        return constant(True)
+    except UserException as error:
+        if isinstance(error.value, AttributeError):
+            return constant(False)
+        raise
+
+
+@register(setattr)
+def _setattr(tx, value, name, new_value):
+    tx.store_attr(value, name.as_python_constant(), new_value)
+    return constant(None)
+
+
+@register(delattr)
+def _delattr(tx, value, name):
+    raise Unsupported("delattr")
+
+
+@register(iter)
+def _iter(tx, value, *rest):
+    if rest:
+        raise Unsupported("iter() with a sentinel")
+    return value.get_iter(tx)
+
+
+@register(next)
+def _next(tx, iterator, *default):
+    step = getattr(iterator, "next_value", None)
+    if step is None:
+        raise Unsupported(f"next() on {iterator}")
+    value = step(tx)
+    if value is None:
+        if default:
+            return default[0]
+        raise UserException(StopIteration())
+    return value
+
+
+@register(range)
+def _range(tx, *args):
+    return constant(range(*[a.as_python_constant() for a in args]))
+
+
+@register(enumerate)
+def _enumerate(tx, iterable, start=None):
+    first = start.as_python_constant() if start is not None else 0
+    return ListIteratorVariable([TupleVariable([constant(first + i), item])
+                                 for i, item in enumerate(_iterate(tx, iterable))])
+
+
+@register(zip)
+def _zip(tx, *iterables, strict=None):
+    columns = [_iterate(tx, iterable) for iterable in iterables]
+    if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
+        raise UserException(ValueError("zip() arguments have different lengths"))
+    return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+
+
+@register(map)
+def _map(tx, function, *iterables):
+    columns = [_iterate(tx, iterable) for iterable in iterables]
+    return ListIteratorVariable([function.call_function(tx, list(row), {}) for row in zip(*columns)])
+
+
+@register(filter)
+def _filter(tx, function, iterable):
+    kept = []
+    for item in _iterate(tx, iterable):
+        if isinstance(function, ConstantVariable) and function.value is None:
+            keep = item.truth(tx)
+        else:
+            keep = function.call_function(tx, [item], {}).truth(tx)
+        if keep:
+            kept.append(item)
+    return ListIteratorVariable(kept)
+
+
+@register(reversed)
+def _reversed(tx, sequence):
+    if isinstance(sequence, ConstantVariable) and isinstance(sequence.value, range):
+        from .containers import RangeIteratorVariable
+
+        return RangeIteratorVariable(sequence.value[::-1])
+    if isinstance(sequence, (DictVariable,)):
+        return ListIteratorVariable(list(reversed(sequence.unpack_sequence(tx))))
+    return ListIteratorVariable(list(reversed(sequence.unpack_sequence(tx))))
+
+
+@register(sorted)
+def _sorted(tx, iterable, **kwargs):
+    return ListVariable(sorted_items(tx, _iterate(tx, iterable), kwargs))
+
+
+@register(list)
+def _list(tx, iterable=None):
+    return ListVariable(_iterate(tx, iterable) if iterable is not None else [])
+
+
+@register(tuple)
+def _tuple(tx, iterable=None):
+    if iterable is not None and isinstance(iterable, TupleVariable) and type(iterable) is TupleVariable:
+        return iterable
+    return TupleVariable(_iterate(tx, iterable) if iterable is not None else [])
+
+
+@register(set)
+def _set(tx, iterable=None):
+    return SetVariable(_iterate(tx, iterable) if iterable is not None else [])
+
+
+@register(frozenset)
+def _frozenset(tx, iterable=None):
+    return SetVariable(_iterate(tx, iterable) if iterable is not None else [], frozen=True)
+
+
+@register(dict)
+def _dict(tx, *args, **kwargs):
+    result = DictVariable({})
+    if args:
+        source = args[0]
+        if isinstance(source, DictVariable):
+            result.items.update(source.items)
+            result.key_vars.update(source.key_vars)
+        else:
+            for pair in _iterate(tx, source):
+                key, value = pair.unpack_sequence(tx)
+                result.setitem(tx, key, value)
+    result.items.update(kwargs)
+    return result
+
+
+@register(_dict_fromkeys)
+def _fromkeys(tx, keys, value=None):
+    value = value or constant(None)
+    result = DictVariable({})
+    for key in _iterate(tx, keys):
+        result.setitem(tx, key, value)
+    return result
+
+
+@register(sum)
+def _sum(tx, iterable, start=None):
+    from .operators import binary_op
+
+    items = _iterate(tx, iterable)
+    if all(item.is_python_constant() for item in items) and (start is None or start.is_python_constant()):
+        return None  # run for real
+    total = start if start is not None else constant(0)
+    for item in items:
+        total = binary_op(tx, operator.add, total, item)
+    return total
+
+
+def _min_max(tx, function, args, kwargs):
+    if len(args) == 1:
+        items = _iterate(tx, args[0])
+    else:
+        items = list(args)
+    if all(item.is_python_constant() for item in items) and all(v.is_python_constant() for v in kwargs.values()):
+        return None
+    if not items:
+        if "default" in kwargs:
+            return kwargs["default"]
+        raise UserException(ValueError(f"{function.__name__}() arg is an empty sequence"))
+    from .tensor import TensorVariable
+
+    if all(isinstance(item, TensorVariable) for item in items) and not kwargs and len(items) == 2:
+        raise Unsupported(f"{function.__name__}() of tensors compares values")
+    raise Unsupported(f"{function.__name__}() of non-constants")
+
+
+@register(min)
+def _min(tx, *args, **kwargs):
+    return _min_max(tx, min, args, kwargs)
+
+
+@register(max)
+def _max(tx, *args, **kwargs):
+    return _min_max(tx, max, args, kwargs)
+
+
+@register(abs)
+def _abs(tx, value):
+    from .operators import unary_op
+
+    return unary_op(tx, operator.abs, value)
+
+
+@register(all)
+def _all(tx, iterable):
+    for item in _iterate(tx, iterable):
+        if not item.truth(tx):
+            return constant(False)
+    return constant(True)
+
+
+@register(any)
+def _any(tx, iterable):
+    for item in _iterate(tx, iterable):
+        if item.truth(tx):
+            return constant(True)
+    return constant(False)
+
+
+@register(bool)
+def _bool(tx, value=None):
+    if value is None:
+        return constant(False)
+    return constant(value.truth(tx))
+
+
+def _scalar(kind):
+    def handler(tx, value=None, *rest):
+        if value is None or value.is_python_constant():
+            return None
+        from .tensor import TensorVariable
+
+        if isinstance(value, TensorVariable):
+            raise Unsupported(f"{kind.__name__}() of a tensor reads its value")
+        return value.call_method(tx, f"__{kind.__name__}__", [], {})
+
+    return handler
+
+
+register(int)(_scalar(int))
+register(float)(_scalar(float))
+
+
+@register(str, repr)
+def _str(tx, value=None, *rest):
+    if value is None or value.is_python_constant():
+        return None
+    raise Unsupported("str() of a non-constant value")
+
+
+@register(type)
+def _type(tx, *args):
+    if len(args) != 1:
+        raise Unsupported("type() with three arguments")
+    from .builder import wrap_static
+
+    return wrap_static(tx, args[0].python_type())
+
+
+@register(callable)
+def _callable(tx, value):
+    if value.is_python_constant():
+        return None
+    from .functions import BaseFunctionVariable, PartialVariable, UserMethodVariable
+    from .modules import NNModuleVariable
+    from .torch_functions import TorchFunctionVariable
+
+    if isinstance(value, (BaseFunctionVariable, UserMethodVariable, PartialVariable, NNModuleVariable,
+                          TorchFunctionVariable, BuiltinVariable)):
+        return constant(True)
+    return constant(callable(value.python_type()) and hasattr(value.python_type(), "__call__")
+                    and not isinstance(value, (BaseListVariable, DictVariable)))
+
+
+@register(print)
+def _print(tx, *args, **kwargs):
+    raise Unsupported("print() writes to stdout")
+
+
+@register(id)
+def _id(tx, *args):
+    raise Unsupported("id() of an object")
+
+
+@register(super)
+def _super(tx, *args):
+    from .objects import SuperVariable
+
+    if len(args) == 2:
+        return SuperVariable(args[0].as_python_constant(), args[1])
+    if not args:
+        return tx.zero_arg_super()
+    raise Unsupported("super() with one argument")
+
+
+@register(object)
+def _object(tx, *args):
+    if args:
+        raise UserException(TypeError("object() takes no arguments"))
+    from .objects import NewObjectVariable
+
+    return NewObjectVariable(object)
+
+
+@register(functools.reduce)
+def _reduce(tx, function, iterable, *initial):
+    items = _iterate(tx, iterable)
+    if initial:
+        accumulator = initial[0]
+    elif items:
+        accumulator, items = items[0], items[1:]
+    else:
+        raise UserException(TypeError("reduce() of empty iterable with no initial value"))
+    for item in items:
+        accumulator = function.call_function(tx, [accumulator, item], {})
+    return accumulator
+
+
+@register(functools.partial)
+def _partial(tx, function, *args, **kwargs):
+    from .functions import PartialVariable
+
+    return PartialVariable(function, list(args), kwargs)
+
+
+def _operator_handler(function):
+    def handler(tx, *args):
+        from .operators import binary_op, unary_op
+
+        if len(args) == 2:
+            return binary_op(tx, function, args[0], args[1])
+        if len(args) == 1:
+            return unary_op(tx, function, args[0])
+        raise Unsupported(f"operator.{function.__name__}")
+
+    return handler
+
+
+for _function in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+                  operator.mod, operator.pow, operator.matmul, operator.neg, operator.pos,
+                  operator.and_, operator.or_, operator.xor, operator.lt, operator.le, operator.eq,
+                  operator.ne, operator.gt, operator.ge, operator.invert):
+    register(_function)(_operator_handler(_function))
+
+
+@register(operator.getitem)
+def _operator_getitem(tx, container, index):
+    return tx.getitem(container, index)
+
+
+@register(operator.itemgetter, operator.attrgetter)
+def _getter(tx, *args):
+    raise Unsupported("operator.itemgetter/attrgetter")
+
+
+@register(operator.not_)
+def _not(tx, value):
+    return constant(not value.truth(tx))
+
+
+@register(operator.contains)
+def _operator_contains(tx, container, item):
+    return contains(tx, container, item)

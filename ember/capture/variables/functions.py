@@ -1,0 +1,285 @@
+"""User functions, closures, bound methods and functools.partial: all inlined when called.
+
+Calling one of these runs the callee's bytecode symbolically in the same graph (an inlining
+translator).  Closure cells are variables too: a cell of the frame being captured is
+symbolic (CellVariable), a cell of an existing function object is real (RealCellVariable,
+its writes go to the side-effect log).
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+from ..errors import Unsupported, UserException
+from .base import ConstantVariable, VariableTracker, constant
+
+
+class CellVariable(VariableTracker):
+    """A closure cell created inside the captured code (symbolic contents)."""
+
+    def __init__(self, contents: VariableTracker | None = None, name: str = "") -> None:
+        super().__init__()
+        self.contents = contents
+        self.name = name
+
+
+class RealCellVariable(VariableTracker):
+    """A closure cell of a function that exists outside the capture."""
+
+    def __init__(self, cell: types.CellType, source=None, name: str = "") -> None:
+        super().__init__(source)
+        self.cell = cell
+        self.name = name
+
+
+class BaseFunctionVariable(VariableTracker):
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def get_code(self) -> types.CodeType:
+        raise NotImplementedError
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return constant(getattr(self.function_object_like(), name))
+        if name == "__code__":
+            return constant(self.get_code())
+        raise Unsupported(f"function attribute {name}")
+
+    def function_object_like(self) -> Any:
+        raise Unsupported("function object")
+
+
+class UserFunctionVariable(BaseFunctionVariable):
+    def __init__(self, fn: types.FunctionType, source=None) -> None:
+        super().__init__(source)
+        self.fn = fn
+
+    def get_code(self) -> types.CodeType:
+        return self.fn.__code__
+
+    def function_object_like(self) -> Any:
+        return self.fn
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def static_value(self) -> Any:
+        return self.fn
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in ("__defaults__", "__kwdefaults__", "__closure__", "__globals__", "__dict__"):
+            raise Unsupported(f"function attribute {name}")
+        if name in self.fn.__dict__:
+            from .builder import wrap
+            from ..sources import AttrSource
+
+            return wrap(tx, self.fn.__dict__[name], AttrSource(self.source, name) if self.source else None)
+        return super().var_getattr(tx, name)
+
+    def cells(self, tx) -> list[VariableTracker]:
+        from ..sources import CellContentsSource
+
+        closure = self.fn.__closure__ or ()
+        names = self.fn.__code__.co_freevars
+        return [
+            RealCellVariable(cell, CellContentsSource(self.source, index) if self.source else None, names[index])
+            for index, cell in enumerate(closure)
+        ]
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        fn = self.fn
+        defaults = [ConstantVariable(d) if _is_const(d) else _wrap_default(tx, self, i, d)
+                    for i, d in enumerate(fn.__defaults__ or ())]
+        kwdefaults = {k: (ConstantVariable(v) if _is_const(v) else _wrap_kwdefault(tx, self, k, v))
+                      for k, v in (fn.__kwdefaults__ or {}).items()}
+        return tx.inline_call(
+            code=fn.__code__,
+            f_globals=fn.__globals__,
+            args=args,
+            kwargs=kwargs,
+            defaults=defaults,
+            kwdefaults=kwdefaults,
+            cells=self.cells(tx),
+            name=fn.__qualname__,
+            function=self,
+        )
+
+    def __repr__(self) -> str:
+        return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+def _is_const(value: Any) -> bool:
+    from .base import is_constant_value
+
+    return is_constant_value(value)
+
+
+def _wrap_default(tx, fn_var: UserFunctionVariable, index: int, value: Any) -> VariableTracker:
+    from ..sources import AttrSource, ItemSource
+    from .builder import wrap, wrap_static
+
+    if fn_var.source is None:
+        return wrap_static(tx, value)
+    return wrap(tx, value, ItemSource(AttrSource(fn_var.source, "__defaults__"), index))
+
+
+def _wrap_kwdefault(tx, fn_var: UserFunctionVariable, key: str, value: Any) -> VariableTracker:
+    from ..sources import AttrSource, ItemSource
+    from .builder import wrap, wrap_static
+
+    if fn_var.source is None:
+        return wrap_static(tx, value)
+    return wrap(tx, value, ItemSource(AttrSource(fn_var.source, "__kwdefaults__"), key))
+
+
+class NestedFunctionVariable(BaseFunctionVariable):
+    """A function object made by MAKE_FUNCTION during capture (closure, lambda, comprehension)."""
+
+    def __init__(self, code: types.CodeType, f_globals: dict, qualname: str,
+                 defaults: VariableTracker | None, kwdefaults: VariableTracker | None,
+                 cells: list[VariableTracker] | None, annotations=None) -> None:
+        super().__init__()
+        self.code = code
+        self.f_globals = f_globals
+        self.qualname = qualname
+        self.defaults = defaults
+        self.kwdefaults = kwdefaults
+        self.closure_cells = cells or []
+        self.attrs: dict[str, VariableTracker] = {}
+
+    def get_code(self) -> types.CodeType:
+        return self.code
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "__name__":
+            return constant(self.code.co_name)
+        if name == "__qualname__":
+            return constant(self.qualname)
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__module__":
+            return constant(self.f_globals.get("__name__"))
+        raise Unsupported(f"attribute {name} of a nested function")
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        defaults = self.defaults.unpack_sequence(tx) if self.defaults is not None else []
+        kwdefaults = dict(self.kwdefaults.items) if self.kwdefaults is not None else {}
+        return tx.inline_call(
+            code=self.code,
+            f_globals=self.f_globals,
+            args=args,
+            kwargs=kwargs,
+            defaults=defaults,
+            kwdefaults=kwdefaults,
+            cells=self.closure_cells,
+            name=self.qualname,
+            function=self,
+        )
+
+    def __repr__(self) -> str:
+        return f"NestedFunctionVariable({self.qualname})"
+
+
+class UserMethodVariable(VariableTracker):
+    def __init__(self, function: VariableTracker, owner: VariableTracker) -> None:
+        super().__init__()
+        self.function = function
+        self.owner = owner
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.function.call_function(tx, [self.owner, *args], kwargs)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "__self__":
+            return self.owner
+        if name == "__func__":
+            return self.function
+        return self.function.var_getattr(tx, name)
+
+    def __repr__(self) -> str:
+        return f"UserMethodVariable({self.function!r} of {self.owner!r})"
+
+
+class PartialVariable(VariableTracker):
+    def __init__(self, function: VariableTracker, args: list, keywords: dict) -> None:
+        super().__init__()
+        self.function = function
+        self.args = args
+        self.keywords = keywords
+
+    def python_type(self) -> type:
+        import functools
+
+        return functools.partial
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.function.call_function(tx, [*self.args, *args], {**self.keywords, **kwargs})
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .containers import DictVariable, TupleVariable
+
+        if name == "func":
+            return self.function
+        if name == "args":
+            return TupleVariable(self.args)
+        if name == "keywords":
+            return DictVariable(self.keywords)
+        raise Unsupported(f"partial attribute {name}")
+
+
+def bind_arguments(code: types.CodeType, name: str, args: list, kwargs: dict,
+                   defaults: list, kwdefaults: dict) -> dict[str, VariableTracker]:
+    """Python's argument binding for a code object: positional, *args, keyword-only, **kwargs."""
+    from .containers import DictVariable, TupleVariable
+
+    argcount = code.co_argcount
+    posonly = code.co_posonlyargcount
+    kwonly = code.co_kwonlyargcount
+    names = code.co_varnames
+    positional_names = names[:argcount]
+    kwonly_names = names[argcount:argcount + kwonly]
+    has_varargs = bool(code.co_flags & inspect.CO_VARARGS)
+    has_varkw = bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    index = argcount + kwonly
+    varargs_name = names[index] if has_varargs else None
+    varkw_name = names[index + int(has_varargs)] if has_varkw else None
+
+    bound: dict[str, VariableTracker] = {}
+    if len(args) > argcount and not has_varargs:
+        raise UserException(TypeError(
+            f"{name}() takes {argcount} positional argument{'s' if argcount != 1 else ''} but {len(args)} were given"))
+    for position, value in enumerate(args[:argcount]):
+        bound[positional_names[position]] = value
+    if has_varargs:
+        bound[varargs_name] = TupleVariable(list(args[argcount:]))
+    extra: dict[str, VariableTracker] = {}
+    for key, value in kwargs.items():
+        if key in positional_names[posonly:] or key in kwonly_names:
+            if key in bound:
+                raise UserException(TypeError(f"{name}() got multiple values for argument '{key}'"))
+            bound[key] = value
+        elif has_varkw:
+            extra[key] = value
+        else:
+            raise UserException(TypeError(f"{name}() got an unexpected keyword argument '{key}'"))
+    first_default = argcount - len(defaults)
+    for position, param in enumerate(positional_names):
+        if param not in bound:
+            if position >= first_default:
+                bound[param] = defaults[position - first_default]
+            else:
+                raise UserException(TypeError(f"{name}() missing required positional argument: '{param}'"))
+    for param in kwonly_names:
+        if param not in bound:
+            if param in kwdefaults:
+                bound[param] = kwdefaults[param]
+            else:
+                raise UserException(TypeError(f"{name}() missing required keyword-only argument: '{param}'"))
+    if has_varkw:
+        bound[varkw_name] = DictVariable(extra)
+    return bound

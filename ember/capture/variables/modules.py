@@ -1,0 +1,238 @@
+"""nn.Module instances: inlined; parameters and buffers become named graph inputs.
+
+Attribute reads follow nn.Module's own order (_parameters, _buffers, _modules, then the
+instance dict and the class) but read the dicts directly, which is both what
+`Module.__getattr__` does and ten times faster in the generated guards and glue.
+Calling a module inlines its `forward` when it has no hooks.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from ..errors import Unsupported, UserException
+from ..sources import AttrSource, ModuleDictSource
+from .base import ConstantVariable, VariableTracker, constant
+from .objects import _class_attribute, _descriptor_result
+
+_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict, torch.nn.ParameterList,
+               torch.nn.ParameterDict)
+
+
+def _has_hooks(module: torch.nn.Module) -> bool:
+    from torch.nn.modules import module as module_impl
+
+    return bool(
+        module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
+        or getattr(module, "_backward_pre_hooks", None)
+        or module_impl._global_forward_hooks or module_impl._global_forward_pre_hooks
+        or module_impl._global_backward_hooks or getattr(module_impl, "_global_backward_pre_hooks", None)
+    )
+
+
+class NNModuleVariable(VariableTracker):
+    def __init__(self, module: torch.nn.Module, source=None) -> None:
+        super().__init__(source)
+        self.module = module
+        self.real_object = module
+
+    def python_type(self) -> type:
+        return type(self.module)
+
+    def identity_key(self) -> Any:
+        return ("module", id(self.module))
+
+    def static_value(self) -> Any:
+        return None
+
+    def _child(self, tx, table: str, key: str, value: Any) -> VariableTracker:
+        from .builder import wrap, wrap_static
+
+        if self.source is None:
+            if isinstance(value, torch.Tensor):
+                raise Unsupported("parameter of a module with no source")
+            return wrap_static(tx, value)
+        return wrap(tx, value, ModuleDictSource(self.source, table, key))
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap, wrap_static
+
+        module = self.module
+        pending = tx.graph.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
+        if name == "__class__":
+            from .objects import ClassVariable
+
+            return ClassVariable(type(module))
+        cls = type(module)
+        found, raw = _class_attribute(cls, name)
+        if found and isinstance(raw, property):
+            return _descriptor_result(tx, self, cls, name, raw, None)
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = module.__dict__.get(table)
+            if entries is not None and name in entries:
+                value = entries[name]
+                if value is None:
+                    return constant(None)
+                return self._child(tx, table, name, value)
+        if name in module.__dict__:
+            value = module.__dict__[name]
+            if self.source is None:
+                return wrap_static(tx, value)
+            return wrap(tx, value, AttrSource(self.source, name))
+        if found:
+            source = AttrSource(self.source, name) if self.source is not None else None
+            return _descriptor_result(tx, self, cls, name, raw, source)
+        if cls.__getattr__ is not torch.nn.Module.__getattr__:
+            raise Unsupported(f"{cls.__name__} overrides __getattr__")
+        raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        module = self.module
+        for table in ("_parameters", "_buffers", "_modules"):
+            if name in module.__dict__.get(table, {}):
+                raise Unsupported(f"assignment to registered {table[1:-1]} {name!r} of a module")
+        from .tensor import TensorVariable
+
+        if isinstance(value, (TensorVariable, NNModuleVariable)):
+            raise Unsupported("assigning a tensor or module as a plain module attribute")
+        if type(module).__setattr__ is not torch.nn.Module.__setattr__:
+            raise Unsupported(f"{type(module).__name__} overrides __setattr__")
+        tx.graph.side_effects.store_attr(self, name, value)
+
+    # -- calling ---------------------------------------------------------------------------------
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        module = self.module
+        if _has_hooks(module):
+            raise Unsupported(f"module {type(module).__name__} has hooks")
+        forward = type(module).forward
+        if forward is torch.nn.Module.forward:
+            raise UserException(NotImplementedError(
+                f'Module [{type(module).__name__}] is missing the required "forward" function'))
+        if not isinstance(forward, types.FunctionType):
+            raise Unsupported(f"forward of {type(module).__name__} is not a Python function")
+        from .functions import UserFunctionVariable
+
+        return UserFunctionVariable(forward).call_function(tx, [self, *args], kwargs)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        module = self.module
+        if name == "__len__" and isinstance(module, _CONTAINERS):
+            return constant(len(module))
+        if name == "__getitem__" and isinstance(module, _CONTAINERS):
+            return self.getitem(tx, args[0])
+        if name == "__contains__" and isinstance(module, torch.nn.ModuleDict):
+            return constant(args[0].as_python_constant() in module)
+        if name in ("parameters", "buffers", "children", "named_parameters", "named_buffers",
+                    "named_children", "modules", "named_modules", "keys", "values", "items"):
+            return self._listing(tx, name, args, kwargs)
+        if name == "__iter__":
+            from .containers import ListIteratorVariable
+
+            return ListIteratorVariable(self.unpack_sequence(tx))
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        module = self.module
+        key = index.as_python_constant()
+        if isinstance(module, torch.nn.ModuleDict):
+            if key not in module:
+                raise UserException(KeyError(key))
+            return self._child(tx, "_modules", key, module[key])
+        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
+            if isinstance(key, slice):
+                raise Unsupported("slicing a module container")
+            names = list(module._modules.keys())
+            try:
+                name = names[key]
+            except IndexError as error:
+                raise UserException(IndexError(f"index {key} is out of range")) from error
+            return self._child(tx, "_modules", name, module._modules[name])
+        if isinstance(module, torch.nn.ParameterList):
+            names = list(module._parameters.keys())
+            name = names[key]
+            return self._child(tx, "_parameters", name, module._parameters[name])
+        if isinstance(module, torch.nn.ParameterDict):
+            return self._child(tx, "_parameters", key, module._parameters[key])
+        raise Unsupported(f"indexing {type(module).__name__}")
+
+    def unpack_sequence(self, tx) -> list[VariableTracker]:
+        module = self.module
+        if isinstance(module, torch.nn.ModuleDict):
+            return [constant(key) for key in module._modules]
+        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
+            return [self._child(tx, "_modules", key, value) for key, value in module._modules.items()]
+        if isinstance(module, torch.nn.ParameterList):
+            return [self._child(tx, "_parameters", key, value) for key, value in module._parameters.items()]
+        if isinstance(module, torch.nn.ParameterDict):
+            return [constant(key) for key in module._parameters]
+        if hasattr(type(module), "__iter__"):
+            raise Unsupported(f"iteration over {type(module).__name__}")
+        raise UserException(TypeError(f"'{type(module).__name__}' object is not iterable"))
+
+    def _listing(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        from .containers import ListIteratorVariable, TupleVariable
+
+        module = self.module
+        if args or kwargs:
+            raise Unsupported(f"Module.{name} with arguments")
+        items: list[VariableTracker] = []
+        if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
+            for key, child in module._modules.items():
+                child_var = self._child(tx, "_modules", key, child)
+                items.append({"keys": constant(key), "values": child_var,
+                              "items": TupleVariable([constant(key), child_var])}[name])
+            return ListIteratorVariable(items)
+        if name in ("children", "named_children"):
+            for key, child in module._modules.items():
+                if child is None:
+                    continue
+                child_var = self._child(tx, "_modules", key, child)
+                items.append(child_var if name == "children" else TupleVariable([constant(key), child_var]))
+            return ListIteratorVariable(items)
+        if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
+            table = "_parameters" if "parameters" in name else "_buffers"
+            for prefix, owner in self._walk(tx):
+                for key, value in owner.module.__dict__[table].items():
+                    if value is None:
+                        continue
+                    tensor = owner._child(tx, table, key, value)
+                    full = f"{prefix}{key}"
+                    items.append(TupleVariable([constant(full), tensor]) if name.startswith("named") else tensor)
+            return ListIteratorVariable(_dedupe(items))
+        if name in ("modules", "named_modules"):
+            for prefix, owner in self._walk(tx):
+                items.append(owner if name == "modules" else TupleVariable([constant(prefix[:-1]), owner]))
+            return ListIteratorVariable(items)
+        raise Unsupported(f"Module.{name}")
+
+    def _walk(self, tx, prefix: str = "", seen=None):
+        seen = seen if seen is not None else set()
+        if id(self.module) in seen:
+            return
+        seen.add(id(self.module))
+        yield prefix, self
+        for key, child in self.module._modules.items():
+            if child is None:
+                continue
+            yield from self._child(tx, "_modules", key, child)._walk(tx, f"{prefix}{key}.", seen)
+
+    def __repr__(self) -> str:
+        return f"NNModuleVariable({type(self.module).__name__})"
+
+
+def _dedupe(items: list[VariableTracker]) -> list[VariableTracker]:
+    seen, unique = set(), []
+    for item in items:
+        key = id(item.items[1]) if hasattr(item, "items") and isinstance(item.items, list) else id(item)
+        if key not in seen:
+            seen.add(key)
+            unique.append(item)
+    return unique
+
+
+def is_constant(variable: VariableTracker) -> bool:
+    return isinstance(variable, ConstantVariable)

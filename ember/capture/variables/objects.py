@@ -1,0 +1,426 @@
+"""User-defined classes and their instances, super(), exceptions, and opaque Python objects.
+
+Attribute lookup follows Python's rules closely enough to be safe: data descriptors
+(properties) on the class first, then the instance dict, then class attributes (methods
+bind to the instance); a class with a custom `__getattr__`/`__getattribute__` or an
+unknown descriptor is not modelled and breaks the graph instead of guessing.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import operator
+import types
+from typing import Any
+
+import torch
+
+from ..errors import Unsupported, UserException
+from ..sources import AttrSource
+from .base import ConstantVariable, VariableTracker, constant, is_constant_value
+
+_PURE_MODULES = {math, operator}
+
+
+class PythonObjectVariable(VariableTracker):
+    """A real object used as it is: a Python module, a C function, an enum member, ..."""
+
+    def __init__(self, value: Any, source=None) -> None:
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def static_value(self) -> Any:
+        return self.value
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap, wrap_static
+
+        try:
+            attribute = getattr(self.value, name)
+        except AttributeError as error:
+            raise UserException(error) from None
+        if isinstance(self.value, types.ModuleType):
+            module_name = self.value.__name__
+            if module_name == "torch" or module_name.startswith("torch.") or self.value in _PURE_MODULES:
+                return wrap_static(tx, attribute)
+        if self.source is not None:
+            return wrap(tx, attribute, AttrSource(self.source, name))
+        return wrap_static(tx, attribute)
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        from .builder import wrap_constant_result
+
+        value = self.value
+        owner = getattr(value, "__self__", None)
+        pure = (
+            owner in _PURE_MODULES
+            or getattr(value, "__module__", None) in ("math", "_operator", "operator")
+            or (owner is not None and is_constant_value(owner) and not isinstance(owner, types.ModuleType))
+        )
+        if pure and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            try:
+                result = value(*[a.as_python_constant() for a in args],
+                               **{k: a.as_python_constant() for k, a in kwargs.items()})
+            except Exception as error:
+                raise UserException(error) from None
+            return wrap_constant_result(tx, result)
+        raise Unsupported(f"call to {getattr(value, '__qualname__', None) or value!r} is not captured")
+
+    def __repr__(self) -> str:
+        return f"PythonObjectVariable({self.value!r})"
+
+
+def _class_attribute(cls: type, name: str) -> tuple[bool, Any]:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return True, klass.__dict__[name]
+    return False, None
+
+
+def _check_plain_getattr(cls: type) -> None:
+    if cls.__getattribute__ is not object.__getattribute__:
+        raise Unsupported(f"{cls.__name__} defines __getattribute__")
+
+
+def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: Any, attr_source) -> VariableTracker:
+    from .builder import wrap, wrap_static
+    from .functions import UserFunctionVariable, UserMethodVariable
+
+    if isinstance(raw, types.FunctionType):
+        function = UserFunctionVariable(raw)
+        return UserMethodVariable(function, owner)
+    if isinstance(raw, staticmethod):
+        return wrap_static(tx, raw.__func__)
+    if isinstance(raw, classmethod):
+        return UserMethodVariable(wrap_static(tx, raw.__func__), ClassVariable(cls))
+    if isinstance(raw, property):
+        if raw.fget is None:
+            raise UserException(AttributeError(f"property {name!r} has no getter"))
+        return wrap_static(tx, raw.fget).call_function(tx, [owner], {})
+    if hasattr(type(raw), "__get__") and not isinstance(raw, (types.BuiltinFunctionType, type)):
+        if isinstance(raw, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+            raise Unsupported(f"builtin method {name} of {cls.__name__}")
+        raise Unsupported(f"descriptor {type(raw).__name__} for {cls.__name__}.{name}")
+    if attr_source is not None:
+        return wrap(tx, raw, attr_source)
+    return wrap_static(tx, raw)
+
+
+class UserObjectVariable(VariableTracker):
+    """An instance of a user-defined class that existed before the frame ran."""
+
+    def __init__(self, value: Any, source=None) -> None:
+        super().__init__(source)
+        self.value = value
+        self.real_object = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def identity_key(self) -> Any:
+        return ("object", id(self.value))
+
+    def static_value(self) -> Any:
+        return self.value if self.source is None else None
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap, wrap_static
+
+        pending = tx.graph.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
+        if tx.graph.side_effects.is_deleted(self, name):
+            raise UserException(AttributeError(name))
+        cls = type(self.value)
+        if name == "__class__":
+            return ClassVariable(cls)
+        if name == "__dict__":
+            raise Unsupported("__dict__ of an object")
+        _check_plain_getattr(cls)
+        found, raw = _class_attribute(cls, name)
+        if found and (isinstance(raw, property) or hasattr(type(raw), "__set__")):
+            return _descriptor_result(tx, self, cls, name, raw, None)
+        instance_dict = getattr(self.value, "__dict__", None)
+        if instance_dict is not None and name in instance_dict:
+            value = instance_dict[name]
+            if self.source is not None:
+                return wrap(tx, value, AttrSource(self.source, name))
+            return wrap_static(tx, value)
+        if found:
+            source = AttrSource(self.source, name) if self.source is not None else None
+            return _descriptor_result(tx, self, cls, name, raw, source)
+        if hasattr(cls, "__getattr__"):
+            raise Unsupported(f"{cls.__name__} defines __getattr__")
+        raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        cls = type(self.value)
+        if cls.__setattr__ is not object.__setattr__:
+            raise Unsupported(f"{cls.__name__} defines __setattr__")
+        found, raw = _class_attribute(cls, name)
+        if found and hasattr(type(raw), "__set__"):
+            raise Unsupported(f"assignment to descriptor {cls.__name__}.{name}")
+        if not hasattr(self.value, "__dict__"):
+            raise Unsupported(f"{cls.__name__} has no instance dict")
+        tx.graph.side_effects.store_attr(self, name, value)
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        found, raw = _class_attribute(type(self.value), "__call__")
+        if found and isinstance(raw, types.FunctionType):
+            return self.var_getattr(tx, "__call__").call_function(tx, args, kwargs)
+        raise Unsupported(f"call of a {type(self.value).__name__} object")
+
+    def __repr__(self) -> str:
+        return f"UserObjectVariable({type(self.value).__name__})"
+
+
+class NewObjectVariable(VariableTracker):
+    """An instance of a user-defined class created during capture."""
+
+    def __init__(self, cls: type) -> None:
+        super().__init__()
+        self.cls = cls
+        self.attrs: dict[str, VariableTracker] = {}
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def identity_key(self) -> Any:
+        return ("new", id(self))
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        cls = self.cls
+        if name == "__class__":
+            return ClassVariable(cls)
+        if name == "__dict__":
+            from .containers import DictVariable
+
+            return DictVariable(self.attrs)
+        _check_plain_getattr(cls)
+        found, raw = _class_attribute(cls, name)
+        if found and (isinstance(raw, property) or hasattr(type(raw), "__set__")):
+            return _descriptor_result(tx, self, cls, name, raw, None)
+        if name in self.attrs:
+            return self.attrs[name]
+        if found:
+            return _descriptor_result(tx, self, cls, name, raw, None)
+        if hasattr(cls, "__getattr__"):
+            raise Unsupported(f"{cls.__name__} defines __getattr__")
+        raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
+
+    def store_attr(self, tx, name: str, value: VariableTracker, force: bool = False) -> None:
+        if not force and self.cls.__setattr__ is not object.__setattr__:
+            raise Unsupported(f"{self.cls.__name__} defines __setattr__")
+        found, raw = _class_attribute(self.cls, name)
+        if found and hasattr(type(raw), "__set__"):
+            raise Unsupported(f"assignment to descriptor {self.cls.__name__}.{name}")
+        self.attrs[name] = value
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        found, raw = _class_attribute(self.cls, "__call__")
+        if found and isinstance(raw, types.FunctionType):
+            return self.var_getattr(tx, "__call__").call_function(tx, args, kwargs)
+        raise Unsupported(f"call of a {self.cls.__name__} object")
+
+    def __repr__(self) -> str:
+        return f"NewObjectVariable({self.cls.__name__})"
+
+
+class ExceptionVariable(VariableTracker):
+    """An exception object created during capture: `ValueError("bad")`."""
+
+    def __init__(self, cls: type, args: list[VariableTracker]) -> None:
+        super().__init__()
+        self.cls = cls
+        self.args = args
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def real(self) -> BaseException:
+        return self.cls(*[arg.as_python_constant() for arg in self.args])
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .containers import TupleVariable
+
+        if name == "args":
+            return TupleVariable(self.args)
+        raise Unsupported(f"exception attribute {name}")
+
+
+def _is_plain_user_class(cls: type) -> bool:
+    if type(cls) not in (type,) and type(cls).__name__ not in ("ABCMeta",):
+        return False
+    if cls.__new__ is not object.__new__:
+        return False
+    if issubclass(cls, (torch.nn.Module, torch.Tensor, BaseException)):
+        return False
+    module = getattr(cls, "__module__", "") or ""
+    if module == "builtins" or module.startswith("torch"):
+        return False
+    if "__slots__" in cls.__dict__:
+        return False
+    return True
+
+
+class ClassVariable(VariableTracker):
+    def __init__(self, cls: type, source=None) -> None:
+        super().__init__(source)
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return type(self.cls)
+
+    def as_python_constant(self) -> Any:
+        return self.cls
+
+    def static_value(self) -> Any:
+        return self.cls
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap, wrap_static
+        from .functions import UserMethodVariable
+
+        found, raw = _class_attribute(self.cls, name)
+        if not found:
+            if name in ("__name__", "__qualname__", "__module__"):
+                return constant(getattr(self.cls, name))
+            try:
+                value = getattr(self.cls, name)
+            except AttributeError as error:
+                raise UserException(error) from None
+            return wrap_static(tx, value)
+        if isinstance(raw, staticmethod):
+            return wrap_static(tx, raw.__func__)
+        if isinstance(raw, classmethod):
+            return UserMethodVariable(wrap_static(tx, raw.__func__), self)
+        if isinstance(raw, types.FunctionType):
+            return wrap_static(tx, raw)
+        if isinstance(raw, property):
+            raise Unsupported("property object read from a class")
+        if self.source is not None:
+            return wrap(tx, getattr(self.cls, name), AttrSource(self.source, name))
+        return wrap_static(tx, getattr(self.cls, name))
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        cls = self.cls
+        const_args = all(a.is_python_constant() for a in [*args, *kwargs.values()])
+        if cls in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype) and const_args:
+            from .builder import wrap_constant_result
+
+            try:
+                value = cls(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+            except Exception as error:
+                raise UserException(error) from None
+            if isinstance(value, (torch.finfo, torch.iinfo)):
+                return PythonObjectVariable(value)
+            return wrap_constant_result(tx, value)
+        if issubclass(cls, BaseException):
+            if kwargs or not all(a.is_python_constant() for a in args):
+                raise Unsupported(f"{cls.__name__}(...) with non-constant arguments")
+            return ExceptionVariable(cls, list(args))
+        if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            return _make_namedtuple(tx, cls, args, kwargs)
+        if _is_plain_user_class(cls):
+            instance = NewObjectVariable(cls)
+            found, init = _class_attribute(cls, "__init__")
+            if init is object.__init__:
+                if args or kwargs:
+                    raise UserException(TypeError(f"{cls.__name__}() takes no arguments"))
+            elif isinstance(init, types.FunctionType):
+                from .functions import UserFunctionVariable
+
+                UserFunctionVariable(init).call_function(tx, [instance, *args], kwargs)
+            else:
+                raise Unsupported(f"__init__ of {cls.__name__} is not a Python function")
+            return instance
+        raise Unsupported(f"creating a {cls.__module__}.{cls.__qualname__} object")
+
+    def __repr__(self) -> str:
+        return f"ClassVariable({self.cls.__qualname__})"
+
+
+def _make_namedtuple(tx, cls: type, args: list, kwargs: dict) -> VariableTracker:
+    from .containers import NamedTupleVariable
+
+    fields = cls._fields
+    defaults = getattr(cls, "_field_defaults", {})
+    values: dict[str, VariableTracker] = {}
+    if len(args) > len(fields):
+        raise UserException(TypeError(f"{cls.__name__}() takes {len(fields)} arguments"))
+    for field, value in zip(fields, args):
+        values[field] = value
+    for key, value in kwargs.items():
+        if key not in fields or key in values:
+            raise UserException(TypeError(f"{cls.__name__}() got an unexpected keyword argument '{key}'"))
+        values[key] = value
+    items = []
+    for field in fields:
+        if field in values:
+            items.append(values[field])
+        elif field in defaults:
+            from .builder import wrap_static
+
+            items.append(wrap_static(tx, defaults[field]))
+        else:
+            raise UserException(TypeError(f"{cls.__name__}() missing required argument: '{field}'"))
+    return NamedTupleVariable(items, cls)
+
+
+class SuperVariable(VariableTracker):
+    def __init__(self, start_class: type, owner: VariableTracker) -> None:
+        super().__init__()
+        self.start_class = start_class
+        self.owner = owner
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap_static
+        from .functions import UserFunctionVariable, UserMethodVariable
+
+        owner_type = self.owner.python_type()
+        owner_is_class = isinstance(self.owner, ClassVariable)
+        mro = (self.owner.cls if owner_is_class else owner_type).__mro__
+        start = mro.index(self.start_class) + 1
+        for klass in mro[start:]:
+            if name in klass.__dict__:
+                raw = klass.__dict__[name]
+                if raw is object.__init__:
+                    return _NoOpFunction()
+                if isinstance(raw, types.FunctionType):
+                    if owner_is_class:
+                        return UserFunctionVariable(raw)
+                    return UserMethodVariable(UserFunctionVariable(raw), self.owner)
+                if isinstance(raw, classmethod):
+                    owner_cls = self.owner if owner_is_class else ClassVariable(owner_type)
+                    return UserMethodVariable(wrap_static(tx, raw.__func__), owner_cls)
+                if isinstance(raw, staticmethod):
+                    return wrap_static(tx, raw.__func__)
+                if isinstance(raw, property) and not owner_is_class:
+                    return wrap_static(tx, raw.fget).call_function(tx, [self.owner], {})
+                raise Unsupported(f"super().{name} resolves to a {type(raw).__name__}")
+        raise UserException(AttributeError(f"'super' object has no attribute '{name}'"))
+
+
+class _NoOpFunction(VariableTracker):
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return constant(None)
+
+
+def is_user_class(cls: Any) -> bool:
+    return inspect.isclass(cls) and _is_plain_user_class(cls)
+
+
+def constant_variable(value: Any) -> ConstantVariable:
+    return ConstantVariable(value)

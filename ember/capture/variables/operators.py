@@ -1,0 +1,205 @@
+"""Python operators (+, <, in, is, unary -, not) on symbolic values.
+
+Tensors on either side produce graph nodes with `operator.*` targets, as torch.compile's
+graphs do.  Constants compute for real.  Lists, tuples and user objects with dunder methods
+follow Python's protocol: left operand first, then the reflected method.
+"""
+from __future__ import annotations
+
+import operator
+import types
+from typing import Any, Callable
+
+from ..errors import Unsupported, UserException
+from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant
+
+_REFLECTED = {
+    operator.add: ("__add__", "__radd__"),
+    operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"),
+    operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"),
+    operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"),
+    operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.and_: ("__and__", "__rand__"),
+    operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"),
+    operator.lshift: ("__lshift__", "__rlshift__"),
+    operator.rshift: ("__rshift__", "__rrshift__"),
+    operator.eq: ("__eq__", "__eq__"),
+    operator.ne: ("__ne__", "__ne__"),
+    operator.lt: ("__lt__", "__gt__"),
+    operator.le: ("__le__", "__ge__"),
+    operator.gt: ("__gt__", "__lt__"),
+    operator.ge: ("__ge__", "__le__"),
+}
+_INPLACE_NAMES = {
+    operator.iadd: "__iadd__", operator.isub: "__isub__", operator.imul: "__imul__",
+    operator.itruediv: "__itruediv__", operator.ifloordiv: "__ifloordiv__", operator.imod: "__imod__",
+    operator.ipow: "__ipow__", operator.imatmul: "__imatmul__", operator.iand: "__iand__",
+    operator.ior: "__ior__", operator.ixor: "__ixor__", operator.ilshift: "__ilshift__",
+    operator.irshift: "__irshift__",
+}
+
+
+def _is_tensor(value: VariableTracker) -> bool:
+    from .tensor import TensorVariable
+
+    return isinstance(value, TensorVariable)
+
+
+def _run_constant(function: Callable, *values: Any) -> VariableTracker:
+    from .builder import wrap_constant_result
+
+    try:
+        result = function(*values)
+    except Exception as error:
+        raise UserException(error) from None
+    return wrap_constant_result(None, result)
+
+
+def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
+    from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
+    from .objects import NewObjectVariable, UserObjectVariable
+
+    inplace = function in INPLACE_TO_BINARY
+    if _is_tensor(left) or _is_tensor(right):
+        if inplace and _is_tensor(left):
+            result = tx.graph.call(tx, "call_function", function, [left, right], {})
+            left.node, left.example = result.node, result.example
+            return left
+        if inplace:
+            function = INPLACE_TO_BINARY[function]
+        if isinstance(left, (BaseListVariable, DictVariable)) or isinstance(right, (BaseListVariable, DictVariable)):
+            if not (left.is_python_constant() or right.is_python_constant()):
+                raise Unsupported("operator between a tensor and a container")
+        return tx.graph.call(tx, "call_function", function, [left, right], {})
+    if left.is_python_constant() and right.is_python_constant() and not isinstance(left, ListVariable) \
+            and not isinstance(left, (DictVariable, SetVariable)):
+        return _run_constant(function, left.as_python_constant(), right.as_python_constant())
+    base = INPLACE_TO_BINARY.get(function, function)
+    if isinstance(left, BaseListVariable) and isinstance(right, BaseListVariable):
+        if base is operator.add:
+            if inplace and isinstance(left, ListVariable):
+                left.call_method(tx, "extend", [right], {})
+                return left
+            if type(left).container_type is not type(right).container_type:
+                raise UserException(TypeError(
+                    f'can only concatenate {left.container_type.__name__} (not "{right.container_type.__name__}") '
+                    f"to {left.container_type.__name__}"))
+            return type(left)([*left.items, *right.items]) if type(left) in (ListVariable, TupleVariable) \
+                else TupleVariable([*left.items, *right.items])
+    if inplace and isinstance(left, ListVariable) and base is operator.add:
+        left.call_method(tx, "extend", [right], {})
+        return left
+    if isinstance(left, BaseListVariable) and base is operator.mul and right.is_python_constant():
+        count = right.as_python_constant()
+        if isinstance(count, int):
+            items = left.items * count
+            if inplace and isinstance(left, ListVariable):
+                left.mutated(tx)
+                left.items[:] = items
+                return left
+            return type(left)(items) if type(left) in (ListVariable, TupleVariable) else TupleVariable(items)
+    if isinstance(right, BaseListVariable) and base is operator.mul and left.is_python_constant():
+        return binary_op(tx, base, right, left)
+    if isinstance(left, DictVariable) and isinstance(right, DictVariable) and base is operator.or_:
+        if inplace:
+            left.call_method(tx, "update", [right], {})
+            return left
+        merged = DictVariable({**left.items, **right.items}, key_vars={**left.key_vars, **right.key_vars})
+        return merged
+    if isinstance(left, SetVariable) and isinstance(right, SetVariable):
+        names = {operator.or_: "union", operator.and_: "intersection", operator.sub: "difference",
+                 operator.xor: "symmetric_difference"}
+        if base in names:
+            return left.call_method(tx, names[base], [right], {})
+    if function in (operator.eq, operator.ne):
+        from .builtins import values_equal
+
+        try:
+            equal = values_equal(tx, left, right)
+        except Unsupported:
+            equal = None
+        if equal is not None and not isinstance(left, (UserObjectVariable, NewObjectVariable)):
+            return constant(equal if function is operator.eq else not equal)
+    if isinstance(left, (UserObjectVariable, NewObjectVariable)) or isinstance(right, (UserObjectVariable, NewObjectVariable)):
+        return _dunder_op(tx, function, left, right)
+    if function in (operator.eq, operator.ne):
+        # Different kinds of objects (a module and None, say) are unequal by identity.
+        return constant(function is operator.ne)
+    raise Unsupported(f"operator {getattr(function, '__name__', function)} on {left} and {right}")
+
+
+def _dunder_op(tx, function: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
+    from .objects import NewObjectVariable, UserObjectVariable, _class_attribute
+
+    names = []
+    if function in _INPLACE_NAMES:
+        names.append((left, _INPLACE_NAMES[function], right))
+        function = INPLACE_TO_BINARY[function]
+    forward, reflected = _REFLECTED.get(function, (None, None))
+    if forward is None:
+        raise Unsupported(f"operator {function} on objects")
+    names.append((left, forward, right))
+    names.append((right, reflected, left))
+    for owner, name, other in names:
+        if not isinstance(owner, (UserObjectVariable, NewObjectVariable)):
+            continue
+        found, raw = _class_attribute(owner.python_type(), name)
+        if not found or raw is None:
+            continue
+        if not isinstance(raw, types.FunctionType):
+            if function in (operator.eq, operator.ne) and raw in (object.__eq__, object.__ne__):
+                same = left is right
+                return constant(same if function is operator.eq else not same)
+            raise Unsupported(f"{name} of {owner.python_type().__name__} is not a Python function")
+        result = owner.call_method(tx, name, [other], {})
+        if isinstance(result, ConstantVariable) and result.value is NotImplemented:
+            continue
+        return result
+    if function in (operator.eq, operator.ne):
+        same = left is right
+        return constant(same if function is operator.eq else not same)
+    raise UserException(TypeError(f"unsupported operand type(s) for {function.__name__}"))
+
+
+def compare_op(tx, function: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
+    return binary_op(tx, function, left, right)
+
+
+def is_op(tx, left: VariableTracker, right: VariableTracker) -> bool:
+    if left is right:
+        return True
+    if isinstance(left, ConstantVariable) and isinstance(right, ConstantVariable):
+        return left.value is right.value
+    left_real = getattr(left, "real_object", None) or _static(left)
+    right_real = getattr(right, "real_object", None) or _static(right)
+    if left_real is not None and right_real is not None:
+        return left_real is right_real
+    if _is_tensor(left) and _is_tensor(right):
+        return left.node is right.node and left.example is right.example
+    return False
+
+
+def _static(variable: VariableTracker) -> Any:
+    getter = getattr(variable, "static_value", None)
+    if getter is not None:
+        return getter()
+    if isinstance(variable, ConstantVariable):
+        return variable.value
+    return None
+
+
+def unary_op(tx, function: Callable, value: VariableTracker) -> VariableTracker:
+    if _is_tensor(value):
+        return tx.graph.call(tx, "call_function", function, [value], {})
+    if value.is_python_constant():
+        return _run_constant(function, value.as_python_constant())
+    from .objects import NewObjectVariable, UserObjectVariable
+
+    names = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}
+    if isinstance(value, (UserObjectVariable, NewObjectVariable)) and function in names:
+        return value.call_method(tx, names[function], [], {})
+    raise Unsupported(f"unary {function.__name__} on {value}")

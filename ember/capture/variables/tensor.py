@@ -1,0 +1,172 @@
+"""Tensors during capture: an FX node plus a fake tensor with the same metadata.
+
+Every operation on a TensorVariable adds a node to the graph and runs the same operation
+on fake tensors (FakeTensorMode) to learn the result's dtype, shape and strides without
+computing anything.  Facts that depend on tensor *values* (`bool(t)`, `t.item()`) cannot be
+known at capture time and become graph breaks.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..errors import Unsupported
+from .base import ConstantVariable, VariableTracker, constant
+
+# Attributes answered from metadata (static shapes): no node, just a constant.
+_METADATA_ATTRS = {
+    "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_sparse", "is_quantized",
+    "is_meta", "is_mkldnn", "is_complex_", "layout", "is_nested", "itemsize", "is_leaf",
+}
+# Attributes that are tensors computed from the tensor: a getattr node.
+_TENSOR_ATTRS = {"T", "mT", "H", "mH", "real", "imag"}
+# Methods answered from metadata.
+_METADATA_METHODS = {
+    "size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "element_size",
+    "is_floating_point", "is_complex", "get_device", "storage_offset", "is_signed",
+    "is_inference", "__len__", "has_names",
+}
+# Methods whose result depends on tensor values or that reach outside the graph.
+_BREAKING_METHODS = {
+    "item": "Tensor.item() reads a value (set capture_scalar_outputs to capture it)",
+    "tolist": "Tensor.tolist() reads values",
+    "numpy": "Tensor.numpy() leaves torch",
+    "__bool__": "bool() of a tensor depends on its value",
+    "__int__": "int() of a tensor depends on its value",
+    "__float__": "float() of a tensor depends on its value",
+    "__index__": "using a tensor as an index depends on its value",
+    "data_ptr": "Tensor.data_ptr() is an address",
+    "backward": "Tensor.backward() runs autograd",
+    "register_hook": "Tensor.register_hook() installs a Python hook",
+    "retain_grad": "Tensor.retain_grad() changes autograd state",
+    "requires_grad_": "Tensor.requires_grad_() changes an input's autograd state",
+    "untyped_storage": "storage access",
+    "storage": "storage access",
+    "set_": "Tensor.set_() swaps storage",
+    "resize_": "Tensor.resize_() reallocates",
+    "share_memory_": "shared memory",
+    "pin_memory": "pinned memory",
+    "record_stream": "streams",
+    "__setstate__": "pickling",
+    "__reduce_ex__": "pickling",
+    "__deepcopy__": "copying",
+}
+
+
+class TensorVariable(VariableTracker):
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, class_type: type | None = None):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+        self.class_type = class_type or torch.Tensor
+
+    def python_type(self) -> type:
+        return self.class_type
+
+    def as_proxy(self) -> torch.fx.Node:
+        return self.node
+
+    def truth(self, tx) -> bool:
+        raise Unsupported("data-dependent branch: bool() of a tensor depends on its value")
+
+    # -- attributes ----------------------------------------------------------------------------
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        example = self.example
+        if name in ("shape",):
+            return constant(torch.Size(example.shape))
+        if name in _METADATA_ATTRS:
+            value = getattr(example, name)
+            if name == "device" and example.device.type == "meta":
+                raise Unsupported("meta device")
+            return constant(value)
+        if name in _TENSOR_ATTRS:
+            return tx.graph.call(tx, "call_function", getattr, [self, constant(name)], {})
+        if name in ("grad", "data", "_version", "grad_fn", "_base", "names"):
+            raise Unsupported(f"Tensor.{name} reads autograd or storage state")
+        if name == "__class__":
+            from .builder import wrap_static
+
+            return wrap_static(tx, self.class_type)
+        if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
+            return TensorMethodVariable(self, name)
+        raise Unsupported(f"attribute Tensor.{name}")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name in _BREAKING_METHODS:
+            if name == "item" and tx.config.capture_scalar_outputs:
+                raise Unsupported("Tensor.item() (captured scalars are not supported yet)")
+            raise Unsupported(_BREAKING_METHODS[name])
+        if name in _METADATA_METHODS:
+            const_args = [arg.as_python_constant() for arg in args]
+            const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+            method_name = "__len__" if name == "__len__" else name
+            if name == "__len__" and self.example.dim() == 0:
+                raise Unsupported("len() of a 0-d tensor")
+            value = getattr(self.example, method_name)(*const_args, **const_kwargs)
+            if isinstance(value, torch.Size):
+                value = torch.Size(value)
+            return constant(value)
+        if name == "type" and not args and not kwargs:
+            return constant(self.example.type())
+        if name == "__getitem__":
+            return tx.graph.call(tx, "call_function", _getitem(), [self, *args], {})
+        if name == "__setitem__":
+            tx.graph.call(tx, "call_function", _setitem(), [self, *args], {})
+            return constant(None)
+        if name == "__contains__":
+            raise Unsupported("`in` on a tensor depends on its values")
+        result = tx.graph.call(tx, "call_method", name, [self, *args], kwargs)
+        if is_inplace_method(name) and isinstance(result, TensorVariable):
+            # In-place ops return their first argument: keep Python identity.
+            self.node = result.node
+            self.example = result.example
+            return self
+        return result
+
+    def unpack_sequence(self, tx) -> list[VariableTracker]:
+        if self.example.dim() == 0:
+            raise Unsupported("iteration over a 0-d tensor")
+        return [
+            tx.graph.call(tx, "call_function", _getitem(), [self, constant(index)], {})
+            for index in range(self.example.shape[0])
+        ]
+
+    def __repr__(self) -> str:
+        shape = list(self.example.shape)
+        return f"TensorVariable({self.node.name}: {str(self.example.dtype).replace('torch.', '')}{shape})"
+
+
+class TensorMethodVariable(VariableTracker):
+    """`t.add` before it is called."""
+
+    def __init__(self, tensor: TensorVariable, name: str) -> None:
+        super().__init__()
+        self.tensor = tensor
+        self.name = name
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return self.tensor.call_method(tx, self.name, args, kwargs)
+
+    def python_type(self) -> type:
+        return type(torch.empty(0).add)
+
+
+def is_inplace_method(name: str) -> bool:
+    return name.endswith("_") and not name.endswith("__") and name not in ("requires_grad_",)
+
+
+def _getitem():
+    import operator
+
+    return operator.getitem
+
+
+def _setitem():
+    import operator
+
+    return operator.setitem
+
+
+def example_value(value: Any) -> Any:
+    return value

@@ -1,0 +1,267 @@
+"""torch functions, grad-mode context managers, and ember's own markers.
+
+A callable from torch's namespace goes into the graph as a `call_function` node, unless it
+is one of a few kinds that touch state outside tensors (seeding, global settings,
+autograd entry points), which break the graph.  Functions that return plain Python values
+for tensor metadata (`torch.is_floating_point(x)`) fold to constants.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from ..errors import Unsupported
+from .base import ConstantVariable, VariableTracker, constant
+
+# Calls that must run in real Python (state outside the graph, or whole other systems).
+_BREAKING = {
+    torch.manual_seed: "torch.manual_seed changes global RNG state",
+    torch.seed: "torch.seed changes global RNG state",
+    torch.set_default_dtype: "torch.set_default_dtype changes global state",
+    torch.set_printoptions: "torch.set_printoptions changes global state",
+    torch.set_num_threads: "torch.set_num_threads changes global state",
+    torch.use_deterministic_algorithms: "global setting",
+    torch.autograd.grad: "torch.autograd.grad inside a compiled region",
+    torch.autograd.backward: "torch.autograd.backward inside a compiled region",
+    torch.compile: "torch.compile inside a compiled region",
+    torch.get_rng_state: "RNG state",
+    torch.set_rng_state: "RNG state",
+    torch.save: "file I/O",
+    torch.load: "file I/O",
+}
+_BREAKING_MODULES = ("torch.jit", "torch.utils.checkpoint", "torch.distributed", "torch.cuda.graphs",
+                     "torch.profiler", "torch.autograd.profiler", "torch.testing", "torch.func",
+                     "torch._functorch", "torch.utils.data", "torch.hub", "torch.onnx", "torch.export")
+# Functions whose answer during capture is fixed.
+_FIXED_ANSWERS: dict[Any, Any] = {}
+
+
+def _register_fixed_answers() -> None:
+    candidates = [
+        ("torch.compiler", "is_compiling", True),
+        ("torch.compiler", "is_dynamo_compiling", True),
+        ("torch.jit", "is_scripting", False),
+        ("torch.jit", "is_tracing", False),
+        ("torch._C", "_get_tracing_state", None),
+        ("torch.fx._symbolic_trace", "is_fx_tracing", False),
+        ("torch._dynamo", "is_compiling", True),
+        ("torch.cuda", "is_available", None),
+    ]
+    import importlib
+
+    for module_name, attr, answer in candidates:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:
+            continue
+        function = getattr(module, attr, None)
+        if function is not None:
+            _FIXED_ANSWERS[function] = answer if answer is not None or attr != "is_available" else function()
+
+
+_register_fixed_answers()
+
+
+def classify_torch_callable(value: Any) -> VariableTracker | None:
+    """The variable for a callable that ember treats specially, or None."""
+    import ember
+
+    if value is ember.graph_break:
+        return GraphBreakVariable()
+    if getattr(value, "_ember_disabled", False):
+        return DisabledFunctionVariable(value)
+    try:
+        if value in _FIXED_ANSWERS:
+            return FixedAnswerVariable(value, _FIXED_ANSWERS[value])
+    except TypeError:  # unhashable
+        return None
+    if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
+        return GradModeClassVariable(value)
+    if isinstance(value, types.FunctionType) and value.__name__ == "decorate_context" \
+            and value.__module__ == "torch.utils._contextlib":
+        return DecoratedContextFunctionVariable(value)
+    if isinstance(value, type):
+        return None
+    module = getattr(value, "__module__", None) or ""
+    objclass = getattr(value, "__objclass__", None)
+    if objclass is not None and objclass in (torch._C.TensorBase, torch.Tensor):
+        return TorchFunctionVariable(value)
+    if module == "torch" or module.startswith("torch."):
+        if not callable(value) or isinstance(value, torch.nn.Module):
+            return None
+        if module.startswith("torch.nn.modules") or module.startswith("torch.utils._contextlib"):
+            return None  # module methods are inlined as user code
+        return TorchFunctionVariable(value)
+    return None
+
+
+class TorchFunctionVariable(VariableTracker):
+    def __init__(self, function: Any, source=None) -> None:
+        super().__init__(source)
+        self.function = function
+
+    def python_type(self) -> type:
+        return type(self.function)
+
+    def as_python_constant(self) -> Any:
+        return self.function
+
+    def static_value(self) -> Any:
+        return self.function
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        function = self.function
+        reason = _BREAKING.get(function)
+        if reason is not None:
+            raise Unsupported(reason)
+        module = getattr(function, "__module__", "") or ""
+        if module.startswith(_BREAKING_MODULES):
+            raise Unsupported(f"{module}.{getattr(function, '__name__', function)} is not captured")
+        if getattr(function, "__name__", "") in ("_set_grad_enabled", "set_grad_enabled"):
+            raise Unsupported("direct grad-mode switch")
+        return tx.graph.call(tx, "call_function", function, args, kwargs)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap_static
+
+        return wrap_static(tx, getattr(self.function, name))
+
+    def __repr__(self) -> str:
+        return f"TorchFunctionVariable({getattr(self.function, '__qualname__', self.function)})"
+
+
+class FixedAnswerVariable(VariableTracker):
+    def __init__(self, function: Any, answer: Any) -> None:
+        super().__init__()
+        self.function = function
+        self.answer = answer
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return constant(self.answer)
+
+
+class GraphBreakVariable(VariableTracker):
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        raise Unsupported("ember.graph_break()")
+
+
+class DisabledFunctionVariable(VariableTracker):
+    def __init__(self, function: Any) -> None:
+        super().__init__()
+        self.function = function
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        raise Unsupported(f"{getattr(self.function, '__qualname__', self.function)} is ember.disable'd")
+
+
+# -- grad mode ----------------------------------------------------------------------------------
+def set_grad_mode(tx, enabled: bool) -> None:
+    """Switch grad mode in the graph (so the compiled code switches too) and during capture."""
+    if torch.is_grad_enabled() == enabled:
+        return
+    node = tx.graph.graph.call_function(torch._C._set_grad_enabled, (enabled,))
+    node.meta["stack_trace"] = tx.stack_trace()
+    torch._C._set_grad_enabled(enabled)
+
+
+class GradModeClassVariable(VariableTracker):
+    def __init__(self, cls: Any) -> None:
+        super().__init__()
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return type
+
+    def static_value(self) -> Any:
+        return self.cls
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if self.cls is torch.no_grad:
+            return GradModeVariable(False)
+        if self.cls is torch.enable_grad:
+            return GradModeVariable(True)
+        mode = (args[0] if args else kwargs["mode"]).as_python_constant()
+        # set_grad_enabled acts at construction; as a context manager it restores on exit.
+        variable = GradModeVariable(bool(mode), prior=torch.is_grad_enabled())
+        set_grad_mode(tx, bool(mode))
+        return variable
+
+
+class GradModeVariable(VariableTracker):
+    def __init__(self, target: bool, prior: bool | None = None) -> None:
+        super().__init__()
+        self.target = target
+        self.prior = prior
+        self.entered_early = prior is not None
+
+    def python_type(self) -> type:
+        return {True: torch.enable_grad, False: torch.no_grad}[self.target]
+
+    def enter(self, tx) -> VariableTracker:
+        if not self.entered_early:
+            self.prior = torch.is_grad_enabled()
+        set_grad_mode(tx, self.target)
+        return constant(None)
+
+    def exit(self, tx) -> VariableTracker:
+        set_grad_mode(tx, self.prior)
+        return constant(None)
+
+    def call_method(self, tx, name, args, kwargs) -> VariableTracker:
+        if name == "__enter__":
+            return self.enter(tx)
+        if name == "__exit__":
+            return self.exit(tx)
+        if name == "clone":
+            return GradModeVariable(self.target)
+        raise Unsupported(f"grad mode object method {name}")
+
+
+class NullContextVariable(VariableTracker):
+    def __init__(self, value: VariableTracker | None = None) -> None:
+        super().__init__()
+        self.value = value or constant(None)
+
+    def enter(self, tx) -> VariableTracker:
+        return self.value
+
+    def exit(self, tx) -> VariableTracker:
+        return constant(None)
+
+
+class DecoratedContextFunctionVariable(VariableTracker):
+    """A function decorated with @torch.no_grad() / @torch.enable_grad()."""
+
+    def __init__(self, wrapper: types.FunctionType) -> None:
+        super().__init__()
+        self.wrapper = wrapper
+        cells = dict(zip(wrapper.__code__.co_freevars, wrapper.__closure__ or ()))
+        self.func = cells["func"].cell_contents
+        factory = cells["ctx_factory"].cell_contents
+        self.ctx = getattr(factory, "__self__", None)
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .builder import wrap_static
+
+        ctx = self.ctx
+        if isinstance(ctx, torch.no_grad):
+            manager = GradModeVariable(False)
+        elif isinstance(ctx, torch.enable_grad):
+            manager = GradModeVariable(True)
+        elif isinstance(ctx, torch.set_grad_enabled):
+            manager = GradModeVariable(bool(ctx.mode))
+        else:
+            raise Unsupported(f"function decorated with {type(ctx).__name__}")
+        manager.enter(tx)
+        try:
+            result = wrap_static(tx, self.func).call_function(tx, args, kwargs)
+        finally:
+            pass
+        manager.exit(tx)
+        return result
+
+
+def is_constant(variable: VariableTracker) -> bool:
+    return isinstance(variable, ConstantVariable)

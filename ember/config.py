@@ -1,0 +1,137 @@
+"""Typed configuration with scoped overrides.
+
+Every setting is declared once, with its type and default, in a dataclass grouped by
+pipeline stage.  `ember.config.patch(...)` overrides settings for a `with` block (or a
+decorated function) and restores them afterwards.  Settings are read at call time, never
+cached at import, so a patch always takes effect.
+
+    with ember.config.patch(recompile_limit=2, fallback_on_backend_error=True):
+        ...
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+from typing import Any, Iterator
+
+
+@dataclasses.dataclass
+class Config:
+    # ---- capture (ember's TorchDynamo) -------------------------------------------------
+    # Cache entries per code object before the function runs eagerly for good.
+    recompile_limit: int = 8
+    # Deepest chain of inlined user functions before a call stays a call.
+    inline_depth_limit: int = 64
+    # Graph-break on Tensor.item()/tolist() (torch.compile's default) instead of capturing.
+    capture_scalar_outputs: bool = False
+    # A backend that raises: False surfaces the error, True warns and runs the graph eagerly.
+    fallback_on_backend_error: bool = False
+    # Most instructions one capture may run symbolically (guards against runaway loops).
+    max_instructions: int = 200_000
+    # Check each captured graph with torch.fx's linter before handing it to the backend.
+    verify_graphs: bool = True
+
+    def keys(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self)]
+
+
+_config = Config()
+
+
+def _field_types() -> dict[str, type]:
+    hints = {"int": int, "bool": bool, "str": str, "float": float}
+    return {f.name: hints.get(f.type, object) for f in dataclasses.fields(Config)}
+
+
+def _check(name: str, value: Any) -> None:
+    types = _field_types()
+    if name not in types:
+        raise AttributeError(
+            f"ember.config has no setting {name!r}; known settings: {', '.join(sorted(types))}"
+        )
+    expected = types[name]
+    if expected is not object and not isinstance(value, expected):
+        raise TypeError(
+            f"ember.config.{name} takes a {expected.__name__}, got {type(value).__name__} ({value!r})"
+        )
+
+
+def get(name: str) -> Any:
+    return getattr(_config, name)
+
+
+def set(**settings: Any) -> None:  # noqa: A001 - mirrors the module-level API
+    for name, value in settings.items():
+        _check(name, value)
+        setattr(_config, name, value)
+
+
+@contextlib.contextmanager
+def _patch_cm(settings: dict[str, Any]) -> Iterator[None]:
+    for name, value in settings.items():
+        _check(name, value)
+    saved = {name: getattr(_config, name) for name in settings}
+    try:
+        for name, value in settings.items():
+            setattr(_config, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(_config, name, value)
+
+
+class patch:
+    """Override settings inside a `with` block or for the duration of a decorated function."""
+
+    def __init__(self, **settings: Any) -> None:
+        for name, value in settings.items():
+            _check(name, value)
+        self.settings = settings
+        self._cm = None
+
+    def __enter__(self) -> None:
+        self._cm = _patch_cm(self.settings)
+        self._cm.__enter__()
+
+    def __exit__(self, *exc) -> None:
+        self._cm.__exit__(*exc)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with _patch_cm(self.settings):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def snapshot() -> dict[str, Any]:
+    """All settings as a dict (used in cache keys and dumps)."""
+    return dataclasses.asdict(_config)
+
+
+def __getattr__(name: str) -> Any:
+    # Module attribute access reads the live config: `ember.config.recompile_limit`.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(_config, name)
+
+
+def _load_environment() -> None:
+    """EMBER_CONFIG="recompile_limit=4,verify_graphs=False" sets values at start-up."""
+    spec = os.environ.get("EMBER_CONFIG", "")
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, _, raw = item.partition("=")
+        kind = _field_types().get(name.strip())
+        if kind is bool:
+            value: Any = raw.strip().lower() in ("1", "true", "yes", "on")
+        elif kind in (int, float):
+            value = kind(raw)
+        else:
+            value = raw
+        set(**{name.strip(): value})
+
+
+_load_environment()
