@@ -30,6 +30,8 @@ class Config:
     fallback_on_backend_error: bool = False
     # Most instructions one capture may run symbolically (guards against runaway loops).
     max_instructions: int = 200_000
+    # An internal error during capture raises (True) instead of running the frame eagerly.
+    raise_capture_errors: bool = False
     # Check each captured graph with torch.fx's linter before handing it to the backend.
     verify_graphs: bool = True
 

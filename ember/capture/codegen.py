@@ -143,6 +143,8 @@ class GlueCodegen:
             return f"{self.ref(functools.partial)}({self.reconstruct(v.function)}{args}{kwargs})"
         if isinstance(v, NestedFunctionVariable):
             return self._nested_function(v)
+        if type(v).__name__ == "MethodCallVariable":
+            return f"getattr({self.reconstruct(v.owner)}, {v.name!r})"
         if v.source is not None:
             return v.source.expr()
         real = getattr(v, "real_object", None)

@@ -89,12 +89,30 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
             breaks.append(record)
             log_breaks.debug("graph break: %s", record)
             continue
+        except Unsupported as error:
+            # Raised while finishing (e.g. a value the glue cannot rebuild): run eagerly.
+            skip_reason = f"cannot finish the capture: {error.reason}"
+            if context.fullgraph:
+                raise CaptureError(f"cannot capture {code.co_name}: {skip_reason}") from None
+            log_fallbacks.debug("running %s eagerly: %s", code.co_name, skip_reason)
+            context.record_skip(code, skip_reason)
+            return None
+        except (CaptureError, BackendCompilerFailed):
+            raise
         except SkipFrame as skip:
             if context.fullgraph:
                 raise CaptureError(f"cannot capture {code.co_name} ({code.co_filename}:{code.co_firstlineno}) "
                                    f"with fullgraph=True: {skip}") from None
             log_fallbacks.debug("running %s eagerly: %s", code.co_name, skip)
             context.record_skip(code, str(skip))
+            return None
+        except Exception as error:  # an ember bug: never let it change the user's result
+            if context.fullgraph or ember_config._config.raise_capture_errors:
+                raise
+            reason = f"internal error {type(error).__name__}: {error}"
+            log_fallbacks.warning("ember could not capture %s (%s:%s), running it eagerly: %s",
+                                  code.co_name, code.co_filename, code.co_firstlineno, reason)
+            context.record_skip(code, reason)
             return None
         for record in breaks:
             context.record_break(record)
@@ -141,6 +159,19 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         prepared[id(owner)] = cg.materialize(owner)
     for container in effects.mutated_containers.values():
         prepared[id(container)] = cg.materialize(container)
+    # Every value written back is read now, before any write can change what a source sees.
+    for container in effects.mutated_containers.values():
+        items = container.items.values() if isinstance(container.items, dict) else container.items
+        for item in items:
+            cg.materialize(item)
+        for key_var in getattr(container, "key_vars", {}).values():
+            cg.materialize(key_var)
+    for _, _, value in effects.attr_writes.values():
+        cg.materialize(value)
+    for value in effects.global_writes.values():
+        cg.materialize(value)
+    for _, value in effects.cell_writes.values():
+        cg.materialize(value)
 
     if kind == "return":
         result = cg.materialize(root.return_value)

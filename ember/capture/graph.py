@@ -164,6 +164,8 @@ class OutputGraph:
             if hasattr(type(result), "_fields") or type(result).__module__ == "torch.return_types":
                 return NamedTupleVariable(items, type(result))
             return ListVariable(items) if isinstance(result, list) else TupleVariable(items)
+        if result is None and is_impure(node):
+            return constant(None)  # a state change such as setitem: keep the node
         # Non-tensor results (sizes, flags) are known statically: no node needed.
         if node.users:
             raise Unsupported("non-tensor operator result with users")

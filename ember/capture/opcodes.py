@@ -793,11 +793,10 @@ def _send(tx, inst):
     if value is not None:
         tx.push(value)
         return
-    if VERSION >= (3, 12):
-        tx.push(constant(None))
-    else:
+    result = getattr(iterator, "return_value", None) or constant(None)
+    if VERSION < (3, 12):
         tx.pop()
-        tx.push(constant(None))
+    tx.push(result)
     tx.jump(inst.argval)
 
 

@@ -257,6 +257,7 @@ class Translator:
 
             iterator = ListIteratorVariable(child.generated)
             iterator.python_type = lambda: types.GeneratorType  # type: ignore[method-assign]
+            iterator.return_value = child.return_value  # what `yield from` evaluates to
             return iterator
         child.run()
         return child.return_value

@@ -100,7 +100,10 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
                 [wrap(tx, arg, ItemSource(AttrSource(source, "args"), i)) for i, arg in enumerate(value.args)],
                 {k: wrap(tx, v, ItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()},
             )
-        if not _is_torch_static(value):
+        if isinstance(value, types.ModuleType):
+            guards.identity(source, value)
+        else:
+            # Cheap and exact: a different function/class at this source recompiles.
             guards.identity(source, value)
         variable = wrap_static(tx, value)
         variable.source = source

@@ -507,8 +507,8 @@ def _callable(tx, value):
     if isinstance(value, (BaseFunctionVariable, UserMethodVariable, PartialVariable, NNModuleVariable,
                           TorchFunctionVariable, BuiltinVariable)):
         return constant(True)
-    return constant(callable(value.python_type()) and hasattr(value.python_type(), "__call__")
-                    and not isinstance(value, (BaseListVariable, DictVariable)))
+    # An instance is callable when its class (not its metaclass) defines __call__.
+    return constant(any("__call__" in klass.__dict__ for klass in value.python_type().__mro__))
 
 
 @register(print)

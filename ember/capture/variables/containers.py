@@ -23,6 +23,9 @@ def _const_key(tx, key: VariableTracker) -> Any:
         raise Unsupported("a tensor used as a dict key or set item")
     hashable = getattr(key, "identity_key", None)
     if hashable is not None:
+        cls = key.python_type()
+        if cls.__hash__ is not object.__hash__ or cls.__eq__ is not object.__eq__:
+            raise Unsupported(f"{cls.__name__} with its own __hash__/__eq__ used as a key")
         return hashable()
     raise Unsupported(f"{key} used as a dict key or set item")
 

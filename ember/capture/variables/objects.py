@@ -157,6 +157,9 @@ class UserObjectVariable(VariableTracker):
             return _descriptor_result(tx, self, cls, name, raw, source)
         if hasattr(cls, "__getattr__"):
             raise Unsupported(f"{cls.__name__} defines __getattr__")
+        if self.source is not None:
+            expr = self.source.expr()
+            tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
         raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
