@@ -145,6 +145,8 @@ class GlueCodegen:
             return self._nested_function(v)
         if type(v).__name__ == "MethodCallVariable":
             return f"getattr({self.reconstruct(v.owner)}, {v.name!r})"
+        if type(v).__name__ == "TensorMethodVariable":
+            return f"getattr({self.reconstruct(v.tensor)}, {v.name!r})"
         if v.source is not None:
             return v.source.expr()
         real = getattr(v, "real_object", None)
@@ -273,6 +275,10 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
         elif isinstance(v, ExceptionVariable):
             for item in v.args:
                 visit(item)
+        elif type(v).__name__ == "MethodCallVariable":
+            visit(v.owner)
+        elif type(v).__name__ == "TensorMethodVariable":
+            visit(v.tensor)
 
     for value in values:
         visit(value)

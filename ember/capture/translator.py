@@ -248,6 +248,8 @@ class Translator:
         cell_map: dict[str, VariableTracker] = {}
         for cell_name, cell in zip(code.co_freevars, cells):
             cell_map[cell_name] = cell
+        for cell_name in code.co_cellvars:
+            cell_map[cell_name] = CellVariable(bound.pop(cell_name, None), cell_name)
         child = InliningTranslator(code, f_globals, self.graph, bound, cell_map, self, self.config)
         child.function = function
         if code.co_flags & inspect.CO_GENERATOR:

@@ -75,6 +75,13 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         variable = SetVariable([constant(item) for item in value], source=source, frozen=value_type is frozenset)
         return _remember(graph, value, variable)
 
+    if isinstance(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict, set):
+        # `lst.append` carried across a graph break: a method call on the (tracked) container.
+        from ..sources import AttrSource
+        from ..translator import MethodCallVariable
+
+        guards.type_match(source, value)
+        return MethodCallVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, torch.nn.Module):
         guards.identity(source, value)
         from .modules import NNModuleVariable

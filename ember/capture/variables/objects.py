@@ -59,7 +59,7 @@ class PythonObjectVariable(VariableTracker):
         value = self.value
         owner = getattr(value, "__self__", None)
         pure = (
-            owner in _PURE_MODULES
+            any(owner is module for module in _PURE_MODULES)
             or getattr(value, "__module__", None) in ("math", "_operator", "operator")
             or (owner is not None and is_constant_value(owner) and not isinstance(owner, types.ModuleType))
         )
