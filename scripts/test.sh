@@ -2,4 +2,4 @@
 # The whole test suite (what CI runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pytest tests -q -n 2 -p no:cacheprovider "$@"
+python3 -m pytest tests -n 2 -p no:cacheprovider "$@"

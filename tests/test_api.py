@@ -1,0 +1,120 @@
+"""Public API: compile as call and decorator, modules, backends, config, bad input."""
+import pytest
+import torch
+
+import ember
+
+
+def test_compile_as_decorator_and_call():
+    @ember.compile
+    def f(x):
+        return x.sin() + 1
+
+    @ember.compile(backend="eager")
+    def g(x):
+        return x.cos()
+
+    x = torch.randn(3)
+    torch.testing.assert_close(f(x), x.sin() + 1)
+    torch.testing.assert_close(g(x), x.cos())
+    h = ember.compile(lambda x: x * 3, backend="aot_eager")
+    torch.testing.assert_close(h(x), x * 3)
+
+
+def test_module_wrapper_shares_parameters_and_state_dict():
+    model = torch.nn.Linear(3, 2)
+    compiled = ember.compile(model, backend="eager")
+    assert isinstance(compiled, torch.nn.Module)
+    assert compiled.weight is model.weight
+    assert compiled.state_dict().keys() == model.state_dict().keys()
+    for key, value in compiled.state_dict().items():
+        assert value.data_ptr() == model.state_dict()[key].data_ptr()
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_custom_backend_receives_graph_and_real_inputs():
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append((gm, example_inputs))
+        return gm.forward
+
+    f = ember.compile(lambda x: x + 1, backend=backend)
+    x = torch.randn(2)
+    f(x)
+    gm, inputs = seen[0]
+    assert isinstance(gm, torch.fx.GraphModule)
+    assert inputs[0] is x
+
+
+def test_disable_keeps_function_out_of_capture():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    @ember.disable
+    def helper(x):
+        return x * 2
+
+    @ember.compile(backend=backend)
+    def f(x):
+        return helper(x + 1) - 1
+
+    x = torch.randn(3)
+    torch.testing.assert_close(f(x), (x + 1) * 2 - 1)
+    assert len(graphs) == 2
+
+
+def test_config_patch_is_scoped_and_typed():
+    before = ember.config.recompile_limit
+    with ember.config.patch(recompile_limit=2):
+        assert ember.config.recompile_limit == 2
+    assert ember.config.recompile_limit == before
+    with pytest.raises(TypeError, match="recompile_limit takes a int"):
+        ember.config.patch(recompile_limit="two")
+    with pytest.raises(AttributeError, match="no setting"):
+        ember.config.patch(no_such_setting=1)
+
+
+def test_non_callable_is_a_type_error():
+    with pytest.raises(TypeError, match="expects a function or an nn.Module"):
+        ember.compile(42)
+
+
+def test_unknown_backend_names_choices():
+    with pytest.raises(ValueError, match="unknown ember backend 'nope'.*eager"):
+        ember.compile(lambda x: x, backend="nope")
+
+
+def test_backend_error_names_backend_and_graph():
+    def broken(gm, example_inputs):
+        raise RuntimeError("boom")
+
+    f = ember.compile(lambda x: x + 1, backend=broken)
+    with pytest.raises(ember.BackendCompilerFailed, match=r"backend 'broken' raised RuntimeError: boom(.|\n)*def forward"):
+        f(torch.randn(2))
+    with ember.config.patch(fallback_on_backend_error=True):
+        g = ember.compile(lambda x: x + 2, backend=broken)
+        with pytest.warns(UserWarning, match="running the graph eagerly"):
+            torch.testing.assert_close(g(torch.ones(2)), torch.full((2,), 3.0))
+
+
+def test_user_exception_is_raised_as_in_eager():
+    @ember.compile(backend="eager")
+    def f(x, n):
+        y = x + 1
+        if n < 0:
+            raise ValueError(f"negative n: {n}")
+        return y * n
+
+    x = torch.randn(3)
+    torch.testing.assert_close(f(x, 2), (x + 1) * 2)
+    with pytest.raises(ValueError, match="negative n: -1"):
+        f(x, -1)
+
+
+def test_list_backends():
+    assert {"eager", "aot_eager", "ember", "inductor"} <= set(ember.list_backends())
