@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The one script for the lent GPU machine (Python 3.12, torch 2.11, no network): runs the
+# suite there (the capture frontend must pass on 3.12) and leaves logs in $OUT.
+# Wheels that image lacks travel in .whl/ (pure-Python: bytecode).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/ember-gpu-out}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+fi
+export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+{ python3 --version; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"; nvidia-smi --query-gpu=name --format=csv,noheader; } 2>&1 | tee "$OUT/env.txt"
+PYTHONUNBUFFERED=1 python3 -m pytest tests -n 8 -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest.txt" | tail -80
