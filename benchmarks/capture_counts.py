@@ -222,7 +222,8 @@ def main() -> None:
     for name, r in rows.items():
         e, t = r["ember"], r["torch.compile"]
         lines.append(f"| {name} | {e['graphs']} | {e['breaks']} | {t['graphs']} | {t['breaks']} |")
-    lines += ["", "## How much of the model is inside the graphs", "",
+    lines += ["", "Graph counts alone do not say how much of a model was captured: see the next table.",
+              "", "## How much of the model is inside the graphs", "",
               "Graph nodes: FX call_function/call_method/call_module nodes over all graphs of the first call. "
               "Aten ops in graphs: aten ops (`TorchDispatchMode` count) run inside the captured graphs on a second "
               "(cached) call with fresh inputs, next to the aten ops of an eager forward on the same inputs; for "

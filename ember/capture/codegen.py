@@ -44,6 +44,7 @@ from .variables.containers import (
 )
 from .variables.functions import NestedFunctionVariable, PartialVariable, RealCellVariable, UserFunctionVariable, \
     UserMethodVariable
+from .variables.model_outputs import ModelOutputVariable
 from .variables.objects import ExceptionVariable, NewObjectVariable
 from .variables.tensor import TensorVariable
 
@@ -143,6 +144,12 @@ class GlueCodegen:
             return f"{self.ref(functools.partial)}({self.reconstruct(v.function)}{args}{kwargs})"
         if isinstance(v, NestedFunctionVariable):
             return self._nested_function(v)
+        if isinstance(v, ModelOutputVariable):
+            if v.source is not None:
+                return v.source.expr()
+            fields = ", ".join(f"{name}={self.reconstruct(value)}" for name, value in v.fields.items()
+                               if not (isinstance(value, ConstantVariable) and value.value is None))
+            return self._new(v, f"{self.ref(v.cls, 'type')}({fields})")
         if type(v).__name__ == "MethodCallVariable":
             return f"getattr({self.reconstruct(v.owner)}, {v.name!r})"
         if type(v).__name__ == "TensorMethodVariable":
@@ -274,6 +281,9 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
             visit(v.kwdefaults)
         elif isinstance(v, ExceptionVariable):
             for item in v.args:
+                visit(item)
+        elif isinstance(v, ModelOutputVariable):
+            for item in v.fields.values():
                 visit(item)
         elif type(v).__name__ == "MethodCallVariable":
             visit(v.owner)

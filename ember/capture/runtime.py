@@ -29,6 +29,7 @@ from .. import logs
 from .convert_frame import CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
 from .translator import argument_names
+from .variables.modules import _has_hooks
 
 log_recompiles = logs.get("recompiles")
 log_fallbacks = logs.get("fallbacks")
@@ -91,6 +92,19 @@ class CompileContext:
             return compiled
         if isinstance(function, types.MethodType) and isinstance(function.__func__, types.FunctionType):
             return types.MethodType(self.wrap_callable(function.__func__), function.__self__)
+        if isinstance(function, torch.nn.Module):
+            forward = type(function).forward
+            if not isinstance(forward, types.FunctionType) or _is_internal(forward.__code__):
+                return function
+            dispatcher = self.wrap_callable(forward)
+            module = function
+
+            def call_module(*args, **kwargs):
+                if _has_hooks(module):
+                    return module(*args, **kwargs)
+                return dispatcher(module, *args, **kwargs)
+
+            return call_module
         return function
 
     def compile_graph(self, module: torch.fx.GraphModule, example_inputs: list) -> Callable:

@@ -169,6 +169,15 @@ class Translator:
             except UserException as error:
                 if not self.handle_exception(error, inst):
                     raise
+            except Unsupported as error:
+                if getattr(error, "where", None) is None:
+                    # the chain of inlined frames, innermost first
+                    chain, tx = [], self
+                    while tx.parent is not None:
+                        chain.append(tx.location())
+                        tx = tx.parent
+                    error.where = " <- ".join(chain) or None
+                raise
 
     def before_instruction(self, inst: dis.Instruction) -> bool:
         return False
@@ -223,6 +232,10 @@ class Translator:
         if isinstance(container, (BaseListVariable, DictVariable)):
             return container.getitem(self, index)
         if isinstance(container, NNModuleVariable):
+            return container.getitem(self, index)
+        from .variables.model_outputs import ModelOutputVariable
+
+        if isinstance(container, ModelOutputVariable):
             return container.getitem(self, index)
         if isinstance(container, ConstantVariable):
             if index.is_python_constant():
@@ -377,7 +390,11 @@ class RootTranslator(Translator):
             self.run()
         except Unsupported as error:
             inst = self.current
-            self.break_at(inst, error.reason)
+            where = getattr(error, "where", None)
+            reason = error.reason
+            if where and where != self.location():
+                reason = f"{reason} (in {where})"
+            self.break_at(inst, reason)
         except UserException as error:
             # User code raised and nothing in the frame caught it: let Python raise it for real.
             self.break_at(self.current, f"user code raised {type(error.value).__name__}: {error.value}")

@@ -115,6 +115,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         variable = wrap_static(tx, value)
         variable.source = source
         return variable
+    from .model_outputs import ModelOutputVariable, is_model_output_class
+
+    if is_model_output_class(value_type):
+        guards.type_match(source, value)
+        return ModelOutputVariable.from_existing(tx, value, source)
     # Any other object: its type is guarded; attributes are read lazily, each with a guard.
     guards.type_match(source, value)
     from .objects import UserObjectVariable

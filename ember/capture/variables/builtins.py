@@ -6,8 +6,10 @@ pure (it runs for real); anything else is a graph break with the builtin's name.
 from __future__ import annotations
 
 import builtins
+import inspect
 import functools
 import operator
+import types
 from typing import Any, Callable
 
 import torch
@@ -163,10 +165,15 @@ def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableT
             return constant(item.as_python_constant() in container.value)
         except Exception as error:
             raise UserException(error) from None
+    from .objects import NewObjectVariable, UserObjectVariable, _class_attribute
     from .tensor import TensorVariable
 
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor depends on its values")
+    if isinstance(container, (UserObjectVariable, NewObjectVariable)):
+        found, raw = _class_attribute(container.python_type(), "__contains__")
+        if found and isinstance(raw, types.FunctionType):
+            return constant(container.call_method(tx, "__contains__", [item], {}).truth(tx))
     for candidate in container.unpack_sequence(tx):
         if values_equal(tx, candidate, item):
             return constant(True)
@@ -600,3 +607,39 @@ def _not(tx, value):
 @register(operator.contains)
 def _operator_contains(tx, container, item):
     return contains(tx, container, item)
+
+
+@register(inspect.signature)
+def _signature(tx, function, **kwargs):
+    """inspect.signature of a function ember knows: computed from the real function (its identity is guarded)."""
+    from .containers import DictVariable
+    from .functions import UserFunctionVariable, UserMethodVariable
+    from .objects import PythonObjectVariable
+
+    bound = isinstance(function, UserMethodVariable)
+    target = function.function if bound else function
+    if not isinstance(target, UserFunctionVariable) or kwargs:
+        raise Unsupported(f"inspect.signature of {function}")
+    signature = inspect.signature(target.fn)
+    if bound:
+        parameters = list(signature.parameters.values())[1:]
+        signature = signature.replace(parameters=parameters)
+    variable = PythonObjectVariable(signature)
+    variable.parameters = DictVariable({name: PythonObjectVariable(param)
+                                        for name, param in signature.parameters.items()})
+    return _SignatureVariable(signature, variable.parameters)
+
+
+class _SignatureVariable(VariableTracker):
+    def __init__(self, signature, parameters) -> None:
+        super().__init__()
+        self.signature = signature
+        self.parameters = parameters
+
+    def python_type(self) -> type:
+        return inspect.Signature
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "parameters":
+            return self.parameters
+        raise Unsupported(f"Signature.{name}")

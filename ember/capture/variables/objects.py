@@ -7,6 +7,7 @@ unknown descriptor is not modelled and breaks the graph instead of guessing.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import operator
@@ -16,7 +17,7 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported, UserException
-from ..sources import AttrSource
+from ..sources import AttrSource, Source
 from .base import ConstantVariable, VariableTracker, constant, is_constant_value
 
 _PURE_MODULES = {math, operator}
@@ -76,6 +77,13 @@ class PythonObjectVariable(VariableTracker):
         return f"PythonObjectVariable({self.value!r})"
 
 
+def _trusted_getattribute(cls: type) -> bool:
+    """Classes whose __getattribute__ only renames attributes (transformers' configs)."""
+    owner = next((klass for klass in cls.__mro__ if "__getattribute__" in klass.__dict__), object)
+    return owner.__name__ in ("PreTrainedConfig", "PretrainedConfig") and \
+        (owner.__module__ or "").startswith("transformers.")
+
+
 def _class_attribute(cls: type, name: str) -> tuple[bool, Any]:
     for klass in cls.__mro__:
         if name in klass.__dict__:
@@ -84,8 +92,67 @@ def _class_attribute(cls: type, name: str) -> tuple[bool, Any]:
 
 
 def _check_plain_getattr(cls: type) -> None:
-    if cls.__getattribute__ is not object.__getattribute__:
-        raise Unsupported(f"{cls.__name__} defines __getattribute__")
+    for klass in cls.__mro__:
+        if "__getattribute__" in klass.__dict__ and klass.__module__ != "builtins":
+            raise Unsupported(f"{cls.__name__} defines __getattribute__")
+
+
+_READ_ONLY_DICT_METHODS = {"get", "__getitem__", "__contains__", "__len__", "keys", "values", "items"}
+
+
+class BuiltinDictMethodVariable(VariableTracker):
+    """A read-only dict method reached through super() on an existing dict subclass object."""
+
+    def __init__(self, owner: "UserObjectVariable", name: str) -> None:
+        super().__init__()
+        self.owner = owner
+        self.name = name
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from ..sources import Source
+        from .builder import wrap
+
+        owner = self.owner
+        if owner.source is None or kwargs or not all(arg.is_python_constant() for arg in args):
+            raise Unsupported(f"dict.{self.name} on a dict subclass")
+        real = owner.value
+        expr = owner.source.expr()
+        keys = tuple(dict.keys(real))
+        if self.name in ("get", "__getitem__", "__contains__") and args:
+            key = args[0].as_python_constant()
+            if not isinstance(key, (str, int)):
+                raise Unsupported("dict subclass lookup with a non-constant key")
+            present = dict.__contains__(real, key)
+            guard = f"dict.__contains__({expr}, {key!r})"
+            tx.graph.guards.add(guard if present else f"not {guard}",
+                                f"{key!r} {'in' if present else 'not in'} {expr}")
+            if self.name == "__contains__":
+                return constant(present)
+            if not present:
+                if self.name == "get":
+                    return args[1] if len(args) > 1 else constant(None)
+                raise UserException(KeyError(key))
+            return wrap(tx, dict.__getitem__(real, key), _DictItemSource(owner.source, key))
+        tx.graph.guards.add(f"tuple(dict.keys({expr})) == {keys!r}", f"keys of {expr} are {keys!r}")
+        if self.name == "__len__":
+            return constant(len(keys))
+        if self.name == "keys":
+            from .containers import ListIteratorVariable
+
+            return ListIteratorVariable([constant(key) for key in keys])
+        raise Unsupported(f"dict.{self.name} on a dict subclass")
+
+
+@dataclasses.dataclass(frozen=True)
+class _DictItemSource(Source):
+    base: Source
+    key: Any
+
+    def expr(self) -> str:
+        return f"dict.__getitem__({self.base.expr()}, {self.key!r})"
+
+    def name(self) -> str:
+        return f"{self.base.name()}_{self.key}"
 
 
 def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: Any, attr_source) -> VariableTracker:
@@ -110,6 +177,21 @@ def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: An
     if attr_source is not None:
         return wrap(tx, raw, attr_source)
     return wrap_static(tx, raw)
+
+
+def _python_protocol(variable: VariableTracker, tx, name: str) -> VariableTracker:
+    found, raw = _class_attribute(variable.python_type(), name)
+    if found and isinstance(raw, types.FunctionType):
+        return variable.call_method(tx, name, [], {})
+    raise Unsupported(f"{name} of {variable.python_type().__name__} is not a Python function")
+
+
+def _object_get_iter(self, tx) -> VariableTracker:
+    return _python_protocol(self, tx, "__iter__").get_iter(tx)
+
+
+def _object_unpack(self, tx) -> list[VariableTracker]:
+    return self.get_iter(tx).unpack_sequence(tx)
 
 
 class UserObjectVariable(VariableTracker):
@@ -142,6 +224,8 @@ class UserObjectVariable(VariableTracker):
             return ClassVariable(cls)
         if name == "__dict__":
             raise Unsupported("__dict__ of an object")
+        if _trusted_getattribute(cls):
+            return self._trusted_getattr(tx, name)
         _check_plain_getattr(cls)
         found, raw = _class_attribute(cls, name)
         if found and (isinstance(raw, property) or hasattr(type(raw), "__set__")):
@@ -162,6 +246,22 @@ class UserObjectVariable(VariableTracker):
             tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
         raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
 
+    def _trusted_getattr(self, tx, name: str) -> VariableTracker:
+        from .builder import wrap, wrap_static
+
+        try:
+            value = getattr(self.value, name)
+        except AttributeError as error:
+            raise UserException(error) from None
+        if isinstance(value, types.MethodType) and value.__self__ is self.value:
+            from .functions import UserFunctionVariable, UserMethodVariable
+
+            if isinstance(value.__func__, types.FunctionType):
+                return UserMethodVariable(UserFunctionVariable(value.__func__), self)
+        if self.source is not None:
+            return wrap(tx, value, AttrSource(self.source, name))
+        return wrap_static(tx, value)
+
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         cls = type(self.value)
         if cls.__setattr__ is not object.__setattr__:
@@ -181,6 +281,9 @@ class UserObjectVariable(VariableTracker):
         if found and isinstance(raw, types.FunctionType):
             return self.var_getattr(tx, "__call__").call_function(tx, args, kwargs)
         raise Unsupported(f"call of a {type(self.value).__name__} object")
+
+    get_iter = _object_get_iter
+    unpack_sequence = _object_unpack
 
     def __repr__(self) -> str:
         return f"UserObjectVariable({type(self.value).__name__})"
@@ -236,6 +339,9 @@ class NewObjectVariable(VariableTracker):
         if found and isinstance(raw, types.FunctionType):
             return self.var_getattr(tx, "__call__").call_function(tx, args, kwargs)
         raise Unsupported(f"call of a {self.cls.__name__} object")
+
+    get_iter = _object_get_iter
+    unpack_sequence = _object_unpack
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"
@@ -336,6 +442,10 @@ class ClassVariable(VariableTracker):
             return ExceptionVariable(cls, list(args))
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             return _make_namedtuple(tx, cls, args, kwargs)
+        from .model_outputs import ModelOutputVariable, is_model_output_class
+
+        if is_model_output_class(cls):
+            return ModelOutputVariable.create(tx, cls, args, kwargs)
         if _is_plain_user_class(cls):
             instance = NewObjectVariable(cls)
             found, init = _class_attribute(cls, "__init__")
@@ -412,6 +522,8 @@ class SuperVariable(VariableTracker):
                     return wrap_static(tx, raw.__func__)
                 if isinstance(raw, property) and not owner_is_class:
                     return wrap_static(tx, raw.fget).call_function(tx, [self.owner], {})
+                if klass is dict and name in _READ_ONLY_DICT_METHODS and isinstance(self.owner, UserObjectVariable):
+                    return BuiltinDictMethodVariable(self.owner, name)
                 raise Unsupported(f"super().{name} resolves to a {type(raw).__name__}")
         raise UserException(AttributeError(f"'super' object has no attribute '{name}'"))
 

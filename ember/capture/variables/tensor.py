@@ -90,6 +90,18 @@ class TensorVariable(VariableTracker):
             return wrap_static(tx, self.class_type)
         if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
             return TensorMethodVariable(self, name)
+        if not hasattr(torch.Tensor, name):
+            if self.source is not None:
+                # A plain tensor has no such attribute unless someone set it on this object.
+                tx.graph.guards.add(f"{name!r} not in {self.source.expr()}.__dict__",
+                                    f"{self.source.expr()} has no attribute {name!r}")
+                from ..errors import UserException
+
+                raise UserException(AttributeError(f"'Tensor' object has no attribute '{name}'"))
+            if self.class_type is torch.Tensor:
+                from ..errors import UserException
+
+                raise UserException(AttributeError(f"'Tensor' object has no attribute '{name}'"))
         raise Unsupported(f"attribute Tensor.{name}")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
