@@ -8,9 +8,9 @@ a counting backend (a callable that records the graph and returns gm.forward):
 * breaks: ember: sum of ember.counters["graph_break"]; torch.compile: sum of
   torch._dynamo.utils.counters["graph_break"] (both: one entry per graph break).
 
-A second table gives, for a later (cached) call with fresh inputs, how many of the model's
-aten ops ran inside the captured graphs (an op outside every graph was not captured: a graph
-break's Python glue, or a frame/submodule that ran eagerly).
+A second table gives, for later (cached) calls with fresh inputs, how many aten ops ran
+inside the captured graphs and (ember) how many outside every graph: those were not captured
+(a graph break's Python glue, or a frame/submodule that ran eagerly).
 
     python benchmarks/capture_counts.py        # writes benchmarks/results/capture_counts.md
 """
@@ -120,19 +120,38 @@ class AtenOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+class OutsideOps(TorchDispatchMode):
+    """Counts the aten ops run while it is active and no captured graph is running."""
+
+    def __init__(self, state: dict) -> None:
+        super().__init__()
+        self.state = state
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not self.state["in_graph"]:
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
 def counting_backend(graphs: list, state: dict):
-    """Records each graph; while state["counter"] is set, counts the aten ops run inside graphs
-    (the dispatch mode is entered inside the backend's callable, so neither frontend sees it)."""
+    """Records each graph and marks (state["in_graph"]) when one runs; while state["counter"]
+    is set, counts the aten ops run inside graphs (that dispatch mode is entered inside the
+    backend's callable, so the frontend never sees it)."""
 
     def backend(gm, example_inputs):
         graphs.append(gm)
 
         def run(*args):
             counter = state["counter"]
-            if counter is None:
-                return gm.forward(*args)
-            with counter:
-                return gm.forward(*args)
+            state["in_graph"] += 1
+            try:
+                if counter is None:
+                    return gm.forward(*args)
+                with counter:
+                    return gm.forward(*args)
+            finally:
+                state["in_graph"] -= 1
 
         return run
 
@@ -147,7 +166,7 @@ def graph_ops(graphs: list) -> int:
 def measure(frontend: str, name: str) -> dict:
     model = build(name)
     graphs: list = []
-    state = {"counter": None}
+    state = {"counter": None, "in_graph": 0}
     backend = counting_backend(graphs, state)
     if frontend == "ember":
         ember.reset()
@@ -180,10 +199,36 @@ def measure(frontend: str, name: str) -> dict:
             model(*args, **kwargs)
         state["counter"] = AtenOps()
         compiled(*args, **kwargs)
-    result["new_graphs_on_second_call"] = len(graphs) - result["graphs"]
-    result["aten_inside"] = state["counter"].count
+        result["aten_inside"] = state["counter"].count
+        state["counter"] = None
+        # ember only: count the ops run outside every graph directly, with a dispatch mode
+        # around the whole call (Dynamo does not run compiled code while a TorchDispatchMode
+        # is active, so this cannot be measured for torch.compile the same way).
+        if frontend == "ember":
+            outside = OutsideOps(state)
+            with outside:
+                compiled(*args, **kwargs)
+            result["aten_outside"] = outside.count
+        else:
+            result["aten_outside"] = None
+    result["new_graphs_on_later_calls"] = len(graphs) - result["graphs"]
     result["aten_total"] = eager.count
     return result
+
+
+def ember_revision() -> str:
+    """The git commit of the ember checkout (with "+dirty" when ember/ has uncommitted edits)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "ember"], cwd=root, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
 
 
 def cpu_model() -> str:
@@ -207,14 +252,14 @@ def main() -> None:
         print(f"{name:5s} ember: {e['graphs']} graphs, {e['breaks']} breaks | "
               f"torch.compile: {t['graphs']} graphs, {t['breaks']} breaks", flush=True)
         for frontend, r in rows[name].items():
-            if r["new_graphs_on_second_call"]:
-                print(f"warning: {frontend} made {r['new_graphs_on_second_call']} new graphs on the second call "
+            if r["new_graphs_on_later_calls"]:
+                print(f"warning: {frontend} made {r['new_graphs_on_later_calls']} new graphs on later calls "
                       f"of {name}", flush=True)
 
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     header = (f"Machine: {cpu_model()} ({os.cpu_count()} CPUs), {platform.system()} {platform.release()}; "
               f"date: {now}; Python {platform.python_version()}, torch {torch.__version__}, "
-              f"transformers {transformers.__version__}, ember {ember.__version__}")
+              f"transformers {transformers.__version__}, ember {ember.__version__} (git {ember_revision()})")
     lines = ["# Graphs and graph breaks: ember vs torch.compile", "", header, "",
              "Inference forward (eval, `torch.no_grad()`), one call, counting backend (returns `gm.forward`).",
              "", "| model | ember graphs | ember breaks | torch.compile graphs | torch.compile breaks |",
@@ -225,20 +270,21 @@ def main() -> None:
     lines += ["", "Graph counts alone do not say how much of a model was captured: see the next table.",
               "", "## How much of the model is inside the graphs", "",
               "Graph nodes: FX call_function/call_method/call_module nodes over all graphs of the first call. "
-              "Aten ops in graphs: aten ops (`TorchDispatchMode` count) run inside the captured graphs on a second "
-              "(cached) call with fresh inputs, next to the aten ops of an eager forward on the same inputs; for "
-              "ember (which runs transformers' eager code paths), ops of the eager call not in a graph ran "
-              "outside every graph, i.e. were not captured. transformers takes other code paths while Dynamo "
-              "traces (e.g. `masking_utils` checks `is_tracing()` and then never skips the attention mask), so "
-              "torch.compile's count can differ from (and exceed) the eager one. \"ember eager frames\" is "
-              "`ember.counters['stats']['frames_run_eagerly']`.", "",
-              "| model | eager aten ops | ember aten ops in graphs | ember graph nodes | ember eager frames | "
-              "torch.compile aten ops in graphs | torch.compile graph nodes |",
+              "Aten ops (`TorchDispatchMode` counts, cached calls with fresh inputs): *in graphs* is counted by a "
+              "mode entered inside the backend's callable; *outside graphs* (ember only) by a mode around the "
+              "whole call that skips ops while a graph runs: these ops were not captured. Dynamo does not run "
+              "compiled code while a TorchDispatchMode is active, so torch.compile's outside count is not "
+              "measured. *eager* is an eager forward on the same inputs, for scale: under capture, transformers "
+              "takes other code paths (`torch.compiler.is_compiling()` is True under both frontends; e.g. "
+              "`masking_utils` then never skips an all-ones attention mask), so in-graph counts can exceed it. "
+              "\"ember eager frames\" is `ember.counters['stats']['frames_run_eagerly']`.", "",
+              "| model | eager aten ops | ember aten ops in / outside graphs | ember graph nodes | "
+              "ember eager frames | torch.compile aten ops in graphs | torch.compile graph nodes |",
               "|---|---:|---:|---:|---:|---:|---:|"]
     for name, r in rows.items():
         e, t = r["ember"], r["torch.compile"]
-        lines.append(f"| {name} | {e['aten_total']} | {e['aten_inside']} | {e['graph_ops']} | {e['eager_frames']} | "
-                     f"{t['aten_inside']} | {t['graph_ops']} |")
+        lines.append(f"| {name} | {e['aten_total']} | {e['aten_inside']} / {e['aten_outside']} | {e['graph_ops']} | "
+                     f"{e['eager_frames']} | {t['aten_inside']} | {t['graph_ops']} |")
     lines += ["", "## Graph-break reasons", ""]
     for name, r in rows.items():
         for frontend in ("ember", "torch.compile"):

@@ -173,6 +173,21 @@ def bench_gpt2_capture() -> dict:
     return results
 
 
+def ember_revision() -> str:
+    """The git commit of the ember checkout (with "+dirty" when ember/ has uncommitted edits)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "ember"], cwd=root, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
 def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -216,7 +231,7 @@ def main() -> None:
 
     header = (f"Machine: {cpu_model()} ({os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}), "
               f"{platform.system()} {platform.release()}; date: {now}; Python {platform.python_version()}, "
-              f"torch {torch.__version__}, transformers {transformers.__version__}, ember {ember.__version__}")
+              f"torch {torch.__version__}, transformers {transformers.__version__}, ember {ember.__version__} (git {ember_revision()})")
     lines = ["# Per-call overhead and capture time: ember vs torch.compile", "", header, "",
              f"Per-call times: median over {SAMPLES} samples of {BATCH} calls each (time.perf_counter), all "
              f"variants warmed up ({WARMUP} calls) and timed round-robin in the same process; overhead = "

@@ -150,6 +150,11 @@ class GlueCodegen:
             fields = ", ".join(f"{name}={self.reconstruct(value)}" for name, value in v.fields.items()
                                if not (isinstance(value, ConstantVariable) and value.value is None))
             return self._new(v, f"{self.ref(v.cls, 'type')}({fields})")
+        if type(v).__name__ == "WithExitVariable":
+            manager = v.manager
+            if type(manager).__name__ != "GradModeVariable" or manager.prior is None:
+                raise Unsupported(f"resuming inside a with-block of {manager}")
+            return f"{self.ref(reenter_grad_mode)}({manager.prior}, {manager.target})"
         if type(v).__name__ == "MethodCallVariable":
             return f"getattr({self.reconstruct(v.owner)}, {v.name!r})"
         if type(v).__name__ == "TensorMethodVariable":
@@ -222,6 +227,13 @@ class GlueCodegen:
             pending, self._deferred = self._deferred, []
             for action in pending:
                 action()
+
+
+def reenter_grad_mode(prior: bool, target: bool):
+    """The __exit__ of a grad-mode `with` block that a resume function continues inside."""
+    torch._C._set_grad_enabled(prior)
+    manager = torch.set_grad_enabled(target)
+    return manager.__exit__
 
 
 def _is_simple(expr: str) -> bool:

@@ -131,6 +131,13 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
     if kind == "return":
         needed = [root.return_value]
         branch_offsets: list[int] = []
+    elif analysis.in_block(root.code, inst.offset):
+        # Inside a try/with block the breaking instruction must run under the frame's own
+        # exception handlers: the rest of the frame resumes *at* it and runs eagerly.
+        branch_offsets = [inst.offset]
+        check_cells_not_live(root, branch_offsets)
+        live = live_locals(root, inst.offset)
+        needed = [root.locals[name] for name in live] + [v for v in root.stack if not isinstance(v, NullVariable)]
     else:
         emitter = EMITTERS.get(inst.opname)
         if emitter is None:
@@ -186,7 +193,11 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         emit_side_effects(cg, effects, f_globals, prepared)
         location = f"{root.code.co_filename}:{root.lineno()}"
         cg.emit(f"# graph break at {location}: {inst.opname} ({reason})")
-        branches = EMITTERS[inst.opname](cg, root, inst, stack_exprs)
+        if branch_offsets == [inst.offset]:
+            cg.emit("# inside a try/with block: the rest runs eagerly, starting at this instruction")
+            branches = [Branch(None, inst.offset, _wrap_callee(root, inst, stack_exprs))]
+        else:
+            branches = EMITTERS[inst.opname](cg, root, inst, stack_exprs)
         for branch in branches:
             call = _resume_call(context, cg, root, branch, local_exprs)
             if branch.condition is not None:
@@ -231,8 +242,24 @@ def _resume_call(context, cg: GlueCodegen, root, branch: Branch, local_exprs: di
     nulls = tuple(expr is None for expr in branch.stack)
     code = make_resume_code(root.code, branch.target, nulls, tuple(live))
     runner = context.code_runner(code, root.f_globals)
+    if branch.target == root.current.offset and root.stop and root.stop[0] == "break":
+        runner.eager = True  # resumes at the breaking instruction itself: never captured
     args = [expr for expr in branch.stack if expr is not None] + [local_exprs[name] for name in live]
     return f"{cg.ref(runner, 'resume')}({', '.join([CLOSURE, *args])})"
+
+
+def _wrap_callee(root, inst, stack: list) -> list:
+    """The stack for an eager resume at a call: the callee goes through ember's wrapper."""
+    stack = list(stack)
+    if inst.opname == "CALL":
+        position = len(stack) - inst.arg - 2
+        slot = position + 1 if stack[position] is None else position
+        stack[slot] = f"__ember_wrap({stack[slot]})"
+    elif inst.opname == "CALL_FUNCTION_EX":
+        position = len(stack) - 2 - (inst.arg & 1)
+        slot = position - 1 if stack[position - 1] is not None else position
+        stack[slot] = f"__ember_wrap({stack[slot]})"
+    return stack
 
 
 def _compile_graph(context, graph: OutputGraph, outputs, root):

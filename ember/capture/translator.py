@@ -405,8 +405,10 @@ class RootTranslator(Translator):
         code = self.code
         if analysis.in_loop(code, inst.offset):
             raise SkipFrame(f"graph break inside a loop: {reason}")
-        if analysis.in_block(code, inst.offset):
-            raise SkipFrame(f"graph break inside a try/with block: {reason}")
+        if self.exc_stack:
+            raise SkipFrame(f"graph break inside an except/finally handler: {reason}")
+        # Inside try and with blocks is fine: a resume function keeps the original exception
+        # table, and the glue re-enters grad-mode context managers (codegen.py).
         raise RestartCapture(inst.offset, reason, self.lineno(), code.co_filename)
 
 
