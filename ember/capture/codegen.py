@@ -529,12 +529,28 @@ EMITTERS["FORMAT_VALUE"] = _emit_format
 
 def live_locals(tx, offset: int) -> list[str]:
     live = analysis.live_locals_at(tx.code, offset)
-    return [name for name in tx.code.co_varnames if name in live and name in tx.locals]
+    return [name for name in tx.code.co_varnames
+            if name in live and name in tx.locals and name not in tx.code.co_cellvars]
+
+
+def live_cells(tx, offset: int) -> list[str]:
+    """Cell variables of the frame still read from `offset` on (their contents are passed)."""
+    live = analysis.live_locals_at(tx.code, offset)
+    names = []
+    for name in tx.code.co_cellvars:
+        cell = tx.cells.get(name)
+        if name in live and cell is not None and getattr(cell, "contents", None) is not None:
+            names.append(name)
+    return names
 
 
 def check_cells_not_live(tx, offsets: list[int]) -> None:
-    for offset in offsets:
-        live = analysis.live_locals_at(tx.code, offset)
-        for name in tx.code.co_cellvars:
-            if name in live:
-                raise SkipFrame("graph break with a live closure cell of the compiled frame")
+    """A nested function made before the break shares cells the resume function cannot."""
+    from .variables.functions import CellVariable
+
+    frame_cells = {id(cell) for cell in tx.cells.values() if isinstance(cell, CellVariable)}
+    live = {name for offset in offsets for name in live_locals(tx, offset)}
+    values = [tx.locals[name] for name in live] + list(tx.stack)
+    for value in values:
+        if isinstance(value, NestedFunctionVariable) and any(id(c) in frame_cells for c in value.closure_cells):
+            raise SkipFrame("graph break with a live closure over the compiled frame's variables")

@@ -23,7 +23,7 @@ from .. import config as ember_config
 from .. import logs
 from . import bytecode_analysis as analysis
 from .codegen import EMITTERS, Branch, GlueCodegen, check_cells_not_live, collect_tensors, emit_side_effects, \
-    live_locals, side_effect_values
+    live_cells, live_locals, side_effect_values
 from .errors import BackendCompilerFailed, CaptureError, RestartCapture, SkipFrame, Unsupported
 from .graph import OutputGraph
 from .resume import make_resume_code
@@ -138,6 +138,7 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         check_cells_not_live(root, branch_offsets)
         live = live_locals(root, inst.offset)
         needed = [root.locals[name] for name in live] + [v for v in root.stack if not isinstance(v, NullVariable)]
+        needed += [root.cells[name].contents for name in live_cells(root, inst.offset)]
     else:
         emitter = EMITTERS.get(inst.opname)
         if emitter is None:
@@ -147,6 +148,7 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         live = sorted({name for offset in branch_offsets for name in live_locals(root, offset)},
                       key=root.code.co_varnames.index)
         needed = [root.locals[name] for name in live] + [v for v in root.stack if not isinstance(v, NullVariable)]
+        needed += [root.cells[name].contents for offset in branch_offsets for name in live_cells(root, offset)]
     effects = graph.side_effects
     output_tensors = collect_tensors(needed + side_effect_values(effects))
     for index, tensor in enumerate(output_tensors):
@@ -189,6 +191,9 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         stack_exprs = [None if isinstance(v, NullVariable) else cg.materialize(v) for v in root.stack]
         local_exprs = {name: cg.materialize(root.locals[name])
                        for offset in branch_offsets for name in live_locals(root, offset)}
+        for offset in branch_offsets:
+            for name in live_cells(root, offset):
+                cg.materialize(root.cells[name].contents)
         cg.flush_deferred()
         emit_side_effects(cg, effects, f_globals, prepared)
         location = f"{root.code.co_filename}:{root.lineno()}"
@@ -239,12 +244,14 @@ def _successor_offsets(root, inst) -> list[int]:
 
 def _resume_call(context, cg: GlueCodegen, root, branch: Branch, local_exprs: dict[str, str]) -> str:
     live = live_locals(root, branch.target)
+    cells = live_cells(root, branch.target)
     nulls = tuple(expr is None for expr in branch.stack)
-    code = make_resume_code(root.code, branch.target, nulls, tuple(live))
+    code = make_resume_code(root.code, branch.target, nulls, tuple(live), tuple(cells))
     runner = context.code_runner(code, root.f_globals)
     if branch.target == root.current.offset and root.stop and root.stop[0] == "break":
         runner.eager = True  # resumes at the breaking instruction itself: never captured
     args = [expr for expr in branch.stack if expr is not None] + [local_exprs[name] for name in live]
+    args += [cg.reconstruct(root.cells[name].contents) for name in cells]
     return f"{cg.ref(runner, 'resume')}({', '.join([CLOSURE, *args])})"
 
 

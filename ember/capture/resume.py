@@ -29,9 +29,15 @@ def stack_arg_name(index: int) -> str:
     return f"__ember_stack{index}"
 
 
+def cell_arg_name(name: str) -> str:
+    return f"__ember_cell_{name}"
+
+
 def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
-                     live_locals: tuple[str, ...]) -> types.CodeType:
-    key = (code, offset, stack_nulls, live_locals)
+                     live_locals: tuple[str, ...], live_cells: tuple[str, ...] = ()) -> types.CodeType:
+    """`live_cells` are cell variables of `code` whose contents are passed in (as
+    `__ember_cell_<name>`) and stored into fresh cells by the prologue."""
+    key = (code, offset, stack_nulls, live_locals, live_cells)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
@@ -62,8 +68,13 @@ def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool,
     if label not in body:
         raise RuntimeError(f"resume target offset {offset} not found in {code.co_name}")
 
+    from bytecode import CellVar
+
     stack_names = []
     lineno = code.co_firstlineno
+    for name in live_cells:
+        prologue.append(Instr("LOAD_FAST", cell_arg_name(name), lineno=lineno))
+        prologue.append(Instr("STORE_DEREF", CellVar(name), lineno=lineno))
     for index, is_null in enumerate(stack_nulls):
         if is_null:
             prologue.append(Instr("PUSH_NULL", lineno=lineno))
@@ -75,7 +86,7 @@ def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool,
 
     program.clear()
     program.extend(prologue + body)
-    program.argnames = stack_names + list(live_locals)
+    program.argnames = stack_names + list(live_locals) + [cell_arg_name(name) for name in live_cells]
     program.argcount = len(program.argnames)
     program.posonlyargcount = 0
     program.kwonlyargcount = 0
