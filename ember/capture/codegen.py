@@ -161,6 +161,9 @@ class GlueCodegen:
             return f"getattr({self.reconstruct(v.tensor)}, {v.name!r})"
         if v.source is not None:
             return v.source.expr()
+        rebuild = getattr(v, "rebuild_expr", None)
+        if rebuild is not None:
+            return self._new(v, rebuild)
         real = getattr(v, "real_object", None)
         if real is None:
             getter = getattr(v, "static_value", None)

@@ -84,6 +84,42 @@ def _trusted_getattribute(cls: type) -> bool:
         (owner.__module__ or "").startswith("transformers.")
 
 
+# Read-only helpers of transformers' configs that build a derived config (with deepcopy and
+# a lot of Python): they run for real at capture time, guarded on the config's contents.
+_CONFIG_PURE_METHODS = {"get_text_config"}
+
+
+class ConfigPureMethodVariable(VariableTracker):
+    def __init__(self, owner: "UserObjectVariable", name: str) -> None:
+        super().__init__()
+        self.owner = owner
+        self.name = name
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        import copy
+
+        from .builder import wrap_constant_result
+
+        owner = self.owner
+        if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
+            raise Unsupported(f"config.{self.name} with non-constant arguments")
+        const_args = [arg.as_python_constant() for arg in args]
+        const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+        expr = owner.source.expr()
+        snapshot = copy.deepcopy(owner.value.__dict__)
+        guards = tx.graph.guards
+        guards.add(f"{expr}.__dict__ == {guards.ref(snapshot)}", f"contents of {expr} are unchanged")
+        result = getattr(owner.value, self.name)(*const_args, **const_kwargs)
+        if result is owner.value:
+            return owner
+        if is_constant_value(result):
+            return wrap_constant_result(tx, result)
+        variable = UserObjectVariable(result)
+        call_args = ", ".join([*map(repr, const_args), *(f"{k}={v!r}" for k, v in const_kwargs.items())])
+        variable.rebuild_expr = f"{expr}.{self.name}({call_args})"  # how the glue makes it again
+        return variable
+
+
 def _class_attribute(cls: type, name: str) -> tuple[bool, Any]:
     for klass in cls.__mro__:
         if name in klass.__dict__:
@@ -253,6 +289,8 @@ class UserObjectVariable(VariableTracker):
             value = getattr(self.value, name)
         except AttributeError as error:
             raise UserException(error) from None
+        if name in _CONFIG_PURE_METHODS and self.source is not None:
+            return ConfigPureMethodVariable(self, name)
         if isinstance(value, types.MethodType) and value.__self__ is self.value:
             from .functions import UserFunctionVariable, UserMethodVariable
 
