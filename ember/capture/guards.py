@@ -84,13 +84,15 @@ class GuardSet:
 
     def tensor(self, source: Source, value: torch.Tensor) -> None:
         expr = source.expr()
+        # The path is read once (walrus) and its checks reuse the local.
+        local = f"__ember_t{len(self.guards)}"
         parts = [
-            f"type({expr}) is {self.ref(type(value))}",
-            f"{expr}.dtype is {self.ref(value.dtype)}",
-            f"{expr}.device == {self.ref(value.device)}",
-            f"{expr}.shape == {tuple(value.shape)!r}",
-            f"{expr}.stride() == {tuple(value.stride())!r}",
-            f"{expr}.requires_grad is {value.requires_grad}",
+            f"type({local} := {expr}) is {self.ref(type(value))}",
+            f"{local}.dtype is {self.ref(value.dtype)}",
+            f"{local}.device == {self.ref(value.device)}",
+            f"{local}.shape == {tuple(value.shape)!r}",
+            f"{local}.stride() == {tuple(value.stride())!r}",
+            f"{local}.requires_grad is {value.requires_grad}",
         ]
         description = (
             f"{expr}: {type(value).__name__} {str(value.dtype).replace('torch.', '')}"
