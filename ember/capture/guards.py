@@ -140,7 +140,11 @@ class GuardSet:
         return namespace["__ember_guard"]
 
     def failures(self, params: list[str], globals_dict: dict, closure, args) -> list[str]:
-        """Descriptions of the guards that do not hold for these arguments (slow path)."""
+        """The first guard that does not hold for these arguments (slow path, for logs).
+
+        Evaluation stops there, exactly as the compiled `and` chain does: a later guard may read
+        through a path that only exists when the earlier ones hold (or may even change state,
+        e.g. indexing a defaultdict with a missing key)."""
         failed = []
         for guard in self.guards:
             namespace = dict(self.refs)
@@ -150,11 +154,11 @@ class GuardSet:
             try:
                 ok = namespace["__check"](closure, *args)
             except Exception as error:  # a missing attribute or key also means "changed"
-                ok = False
                 failed.append(f"{guard.description} (raised {type(error).__name__}: {error})")
-                continue
+                break
             if not ok:
                 failed.append(guard.description)
+                break
         return failed
 
 
