@@ -77,6 +77,8 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
                 entry = _finish(context, root, params, f_globals, breaks)
             finally:
                 torch._C._set_grad_enabled(grad_at_entry)
+                for manager in reversed(graph.entered_contexts):
+                    manager.__exit__(None, None, None)
         except RestartCapture as restart:
             record = GraphBreak(restart.reason, restart.filename, restart.lineno, code.co_name)
             if context.fullgraph:

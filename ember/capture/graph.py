@@ -52,6 +52,8 @@ _INPLACE_OPERATORS = {
 def is_impure(node: torch.fx.Node) -> bool:
     if node.op in ("placeholder", "output"):
         return True
+    if node.op == "call_function" and getattr(node.target, "__name__", "") in ("enter_autocast", "exit_autocast"):
+        return True
     if node.op == "call_method":
         name = node.target
         return name.endswith("_") and not name.endswith("__")
@@ -83,6 +85,8 @@ class OutputGraph:
         self.objects: dict[int, VariableTracker] = {}
         self._keepalive: list[Any] = []
         self._last_placeholder: torch.fx.Node | None = None
+        # Real context managers entered during capture (autocast), exited if capture stops.
+        self.entered_contexts: list = []
         self.node_count = 0
 
     # -- inputs --------------------------------------------------------------------------------

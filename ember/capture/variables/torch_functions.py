@@ -79,8 +79,11 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return None
     if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
         return GradModeClassVariable(value)
-    if isinstance(value, types.FunctionType) and value.__name__ == "decorate_context" \
-            and value.__module__ == "torch.utils._contextlib":
+    if value in _AUTOCAST_CLASSES:
+        return AutocastClassVariable(value)
+    if isinstance(value, types.FunctionType) and value.__code__.co_name == "decorate_context" \
+            and value.__code__.co_filename.endswith(("torch/utils/_contextlib.py", "torch\\utils\\_contextlib.py")):
+        # functools.wraps copied the user's name and module: recognise torch's wrapper by its code.
         return DecoratedContextFunctionVariable(value)
     if isinstance(value, type):
         return None
@@ -265,3 +268,65 @@ class DecoratedContextFunctionVariable(VariableTracker):
 
 def is_constant(variable: VariableTracker) -> bool:
     return isinstance(variable, ConstantVariable)
+
+
+# -- autocast -----------------------------------------------------------------------------------
+_AUTOCAST_CLASSES = {torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast, torch.cuda.amp.autocast}
+
+
+def enter_autocast(device_type: str, dtype, enabled: bool, cache_enabled: bool):
+    """Graph-side autocast entry (what an autocast `with` block turns into in a graph)."""
+    mode = torch.autocast(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+    mode.__enter__()
+    return mode
+
+
+def exit_autocast(mode) -> None:
+    mode.__exit__(None, None, None)
+
+
+class AutocastClassVariable(VariableTracker):
+    def __init__(self, cls) -> None:
+        super().__init__()
+        self.cls = cls
+
+    def static_value(self):
+        return self.cls
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            raise Unsupported("autocast with non-constant arguments")
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            real = self.cls(*[a.as_python_constant() for a in args],
+                            **{k: v.as_python_constant() for k, v in kwargs.items()})
+        return AutocastVariable(real.device, real.fast_dtype, real._enabled, real._cache_enabled)
+
+
+class AutocastVariable(VariableTracker):
+    def __init__(self, device_type: str, dtype, enabled: bool, cache_enabled) -> None:
+        super().__init__()
+        self.args = (device_type, dtype, enabled, cache_enabled)
+        self.node = None
+        self.live = None  # the real autocast entered during capture
+
+    def python_type(self) -> type:
+        return torch.autocast
+
+    def enter(self, tx) -> VariableTracker:
+        graph = tx.graph
+        self.node = graph.graph.call_function(enter_autocast, self.args)
+        self.node.meta["stack_trace"] = tx.stack_trace()
+        self.live = enter_autocast(*self.args)
+        graph.entered_contexts.append(self.live)
+        return constant(None)
+
+    def exit(self, tx) -> VariableTracker:
+        graph = tx.graph
+        node = graph.graph.call_function(exit_autocast, (self.node,))
+        node.meta["stack_trace"] = tx.stack_trace()
+        exit_autocast(self.live)
+        graph.entered_contexts.remove(self.live)
+        return constant(None)
