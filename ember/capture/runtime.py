@@ -32,6 +32,7 @@ from .translator import argument_names
 from .variables.modules import _has_hooks
 
 log_recompiles = logs.get("recompiles")
+_TORCH_DIR = __import__("os").path.dirname(torch.__file__)
 log_fallbacks = logs.get("fallbacks")
 
 counters: defaultdict[str, Counter] = defaultdict(Counter)
@@ -82,21 +83,16 @@ class CompileContext:
     def wrap_callable(self, function: Any) -> Any:
         """A callee that a graph break left as a call: compile it on its own (if Python)."""
         if isinstance(function, types.FunctionType):
-            if getattr(function, "_ember_disabled", False) or _is_internal(function.__code__):
-                return function
-            known = self.wrapped.get(id(function))
-            if known is not None and known[0] is function:
-                return known[1]
-            compiled = make_dispatcher(function, self)
-            self.wrapped[id(function)] = (function, compiled)
-            return compiled
+            if function.__code__.co_filename.startswith(_TORCH_DIR):
+                return function  # torch's Python internals run as they are
+            return self._compiled_function(function)
         if isinstance(function, types.MethodType) and isinstance(function.__func__, types.FunctionType):
             return types.MethodType(self.wrap_callable(function.__func__), function.__self__)
         if isinstance(function, torch.nn.Module):
             forward = type(function).forward
             if not isinstance(forward, types.FunctionType) or _is_internal(forward.__code__):
                 return function
-            dispatcher = self.wrap_callable(forward)
+            dispatcher = self._compiled_function(forward)  # torch's module forwards included
             module = function
 
             def call_module(*args, **kwargs):
@@ -106,6 +102,16 @@ class CompileContext:
 
             return call_module
         return function
+
+    def _compiled_function(self, function: types.FunctionType) -> Any:
+        if getattr(function, "_ember_disabled", False) or _is_internal(function.__code__):
+            return function
+        known = self.wrapped.get(id(function))
+        if known is not None and known[0] is function:
+            return known[1]
+        compiled = make_dispatcher(function, self)
+        self.wrapped[id(function)] = (function, compiled)
+        return compiled
 
     def compile_graph(self, module: torch.fx.GraphModule, example_inputs: list) -> Callable:
         counters["stats"]["unique_graphs"] += 1

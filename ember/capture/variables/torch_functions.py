@@ -85,6 +85,9 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
             and value.__code__.co_filename.endswith(("torch/utils/_contextlib.py", "torch\\utils\\_contextlib.py")):
         # functools.wraps copied the user's name and module: recognise torch's wrapper by its code.
         return DecoratedContextFunctionVariable(value)
+    if isinstance(value, types.FunctionType) and value.__code__.co_filename.endswith(
+            ("torch/_compile.py", "torch\\_compile.py")):
+        return DisabledFunctionVariable(value)  # torch._disable_dynamo: torch asks not to trace it
     if isinstance(value, type):
         return None
     module = getattr(value, "__module__", None) or ""
