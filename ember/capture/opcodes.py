@@ -396,10 +396,19 @@ def _format_value(tx, inst):
     flags = inst.arg
     spec = tx.pop().as_python_constant() if flags & 0x04 else ""
     value = tx.pop()
-    if not value.is_python_constant():
-        raise Unsupported(f"formatting {value} in an f-string")
-    real = value.as_python_constant()
     conversion = flags & 0x03
+    if not value.is_python_constant():
+        from .variables.builtins import to_text
+
+        if conversion == 2:
+            value = to_text(tx, value, "__repr__")
+        elif conversion == 1 or (conversion == 0 and not spec
+                                 and getattr(value.python_type(), "__format__", None) is object.__format__):
+            value = to_text(tx, value, "__str__")
+        else:
+            raise Unsupported(f"formatting {value} in an f-string")
+        conversion = 0
+    real = value.as_python_constant()
     if conversion == 1:
         real = str(real)
     elif conversion == 2:

@@ -27,22 +27,31 @@ class SideEffects:
         return bool(self.attr_writes or self.global_writes or self.cell_writes or self.mutated_containers)
 
     # -- attributes ----------------------------------------------------------------------------
+    @staticmethod
+    def owner_key(owner: VariableTracker) -> int:
+        """Writes to one real object go together, whichever variable stands for it."""
+        real = getattr(owner, "real_object", None)
+        if real is None:
+            getter = getattr(owner, "static_value", None)
+            real = getter() if getter is not None else None
+        return id(real) if real is not None else id(owner)
+
     def store_attr(self, owner: VariableTracker, name: str, value: VariableTracker) -> None:
-        key = (id(owner), name)
+        key = (self.owner_key(owner), name)
         self.deleted_attrs.discard(key)
         self.attr_writes[key] = (owner, name, value)
 
     def delete_attr(self, owner: VariableTracker, name: str) -> None:
-        key = (id(owner), name)
+        key = (self.owner_key(owner), name)
         self.attr_writes.pop(key, None)
         self.deleted_attrs.add(key)
 
     def pending_attr(self, owner: VariableTracker, name: str) -> VariableTracker | None:
-        entry = self.attr_writes.get((id(owner), name))
+        entry = self.attr_writes.get((self.owner_key(owner), name))
         return entry[2] if entry else None
 
     def is_deleted(self, owner: VariableTracker, name: str) -> bool:
-        return (id(owner), name) in self.deleted_attrs
+        return (self.owner_key(owner), name) in self.deleted_attrs
 
     def attrs_of(self, owner: VariableTracker) -> dict[str, VariableTracker]:
         return {name: value for (key, name), (o, _, value) in self.attr_writes.items() if o is owner}

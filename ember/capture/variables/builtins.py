@@ -487,11 +487,35 @@ register(int)(_scalar(int))
 register(float)(_scalar(float))
 
 
-@register(str, repr)
-def _str(tx, value=None, *rest):
-    if value is None or value.is_python_constant():
-        return None
-    raise Unsupported("str() of a non-constant value")
+def to_text(tx, value: VariableTracker, kind: str) -> VariableTracker:
+    """str()/repr() of a value: constants for real, user objects through their Python methods."""
+    if value.is_python_constant():
+        function = str if kind == "__str__" else repr
+        return constant(function(value.as_python_constant()))
+    from .objects import NewObjectVariable, UserObjectVariable, _class_attribute
+
+    if isinstance(value, (UserObjectVariable, NewObjectVariable)):
+        for name in ((kind, "__repr__") if kind == "__str__" else (kind,)):
+            found, raw = _class_attribute(value.python_type(), name)
+            if found and isinstance(raw, types.FunctionType):
+                result = value.call_method(tx, name, [], {})
+                if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
+                    raise Unsupported(f"{name} returned a non-string")
+                return result
+    raise Unsupported(f"{kind[2:-2]}() of {value}")
+
+
+def _text_handler(kind: str):
+    def handler(tx, value=None, *rest):
+        if value is None or rest or value.is_python_constant():
+            return None
+        return to_text(tx, value, kind)
+
+    return handler
+
+
+register(str)(_text_handler("__str__"))
+register(repr)(_text_handler("__repr__"))
 
 
 @register(type)
@@ -594,11 +618,6 @@ def _operator_getitem(tx, container, index):
     return tx.getitem(container, index)
 
 
-@register(operator.itemgetter, operator.attrgetter)
-def _getter(tx, *args):
-    raise Unsupported("operator.itemgetter/attrgetter")
-
-
 @register(operator.not_)
 def _not(tx, value):
     return constant(not value.truth(tx))
@@ -643,3 +662,30 @@ class _SignatureVariable(VariableTracker):
         if name == "parameters":
             return self.parameters
         raise Unsupported(f"Signature.{name}")
+
+
+class _ItemGetterVariable(VariableTracker):
+    def __init__(self, keys: list, attribute: bool) -> None:
+        super().__init__()
+        self.keys = keys
+        self.attribute = attribute
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        (target,) = args
+        if self.attribute:
+            values = [tx.load_attr(target, key.as_python_constant()) for key in self.keys]
+        else:
+            values = [tx.getitem(target, key) for key in self.keys]
+        return values[0] if len(values) == 1 else TupleVariable(values)
+
+
+@register(operator.itemgetter)
+def _itemgetter(tx, *keys):
+    return _ItemGetterVariable(list(keys), attribute=False)
+
+
+@register(operator.attrgetter)
+def _attrgetter(tx, *names):
+    if any("." in name.as_python_constant() for name in names):
+        raise Unsupported("dotted operator.attrgetter")
+    return _ItemGetterVariable(list(names), attribute=True)

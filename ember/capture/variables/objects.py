@@ -129,7 +129,8 @@ def _class_attribute(cls: type, name: str) -> tuple[bool, Any]:
 
 def _check_plain_getattr(cls: type) -> None:
     for klass in cls.__mro__:
-        if "__getattribute__" in klass.__dict__ and klass.__module__ != "builtins":
+        raw = klass.__dict__.get("__getattribute__")
+        if raw is not None and klass.__module__ != "builtins" and not isinstance(raw, types.WrapperDescriptorType):
             raise Unsupported(f"{cls.__name__} defines __getattribute__")
 
 
@@ -206,6 +207,12 @@ def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: An
         if raw.fget is None:
             raise UserException(AttributeError(f"property {name!r} has no getter"))
         return wrap_static(tx, raw.fget).call_function(tx, [owner], {})
+    if isinstance(raw, types.MemberDescriptorType) and getattr(owner, "real_object", None) is not None:
+        try:
+            value = raw.__get__(owner.real_object, cls)
+        except AttributeError as error:
+            raise UserException(error) from None
+        return wrap(tx, value, attr_source) if attr_source is not None else wrap_static(tx, value)
     if hasattr(type(raw), "__get__") and not isinstance(raw, (types.BuiltinFunctionType, type)):
         if isinstance(raw, (types.MethodDescriptorType, types.WrapperDescriptorType)):
             raise Unsupported(f"builtin method {name} of {cls.__name__}")
@@ -440,6 +447,9 @@ class ClassVariable(VariableTracker):
         from .builder import wrap, wrap_static
         from .functions import UserMethodVariable
 
+        pending = tx.graph.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
         found, raw = _class_attribute(self.cls, name)
         if not found:
             if name in ("__name__", "__qualname__", "__module__"):
@@ -457,9 +467,19 @@ class ClassVariable(VariableTracker):
             return wrap_static(tx, raw)
         if isinstance(raw, property):
             raise Unsupported("property object read from a class")
-        if self.source is not None:
-            return wrap(tx, getattr(self.cls, name), AttrSource(self.source, name))
+        source = self.source
+        if source is None and _is_plain_user_class(self.cls):
+            from ..translator import RefSource
+
+            source = RefSource(tx.graph, self.cls, self.cls.__name__)  # class attributes can change
+        if source is not None:
+            return wrap(tx, getattr(self.cls, name), AttrSource(source, name))
         return wrap_static(tx, getattr(self.cls, name))
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        if type(self.cls) is not type or not _is_plain_user_class(self.cls):
+            raise Unsupported(f"setting attribute {name!r} on class {self.cls.__name__}")
+        tx.graph.side_effects.store_attr(self, name, value)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         cls = self.cls
