@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import re
 import sys
 from collections import Counter
 
@@ -293,8 +294,10 @@ def main() -> None:
                 lines.append(f"- {name}, {frontend}:")
                 for reason, count in reasons.most_common():
                     text = " ".join(str(reason).split())
-                    if len(text) > 200:
-                        text = text[:197] + "..."
+                    text = re.sub(r"/\S*?/site-packages/", "", text)   # transformers/..., torch/...
+                    text = re.sub(r"/\S*?/lib/python3\.\d+/", "", text)  # copy.py, ...
+                    if len(text) > 400:
+                        text = text[:397] + "..."
                     lines.append(f"  - {count} x {text}")
     if not any(r[f]["reasons"] for r in rows.values() for f in r):
         lines.append("- none")

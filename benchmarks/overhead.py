@@ -211,6 +211,10 @@ def table(title: str, rows: dict) -> list[str]:
 
 def main() -> None:
     started = time.perf_counter()
+    # One intra-op thread: these are tiny ops (no parallel speed-up), and it keeps the timings
+    # from swinging with OpenMP thread contention when anything else runs on the machine.
+    torch.set_num_threads(1)
+    load_before = os.getloadavg()[0]
     print("(a) one-op function ...", flush=True)
     one_op = bench_one_op()
     for name, r in one_op.items():
@@ -229,7 +233,8 @@ def main() -> None:
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     import transformers
 
-    header = (f"Machine: {cpu_model()} ({os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}), "
+    header = (f"Machine: {cpu_model()} ({os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, 1-min load "
+              f"average {load_before:.2f} at start), "
               f"{platform.system()} {platform.release()}; date: {now}; Python {platform.python_version()}, "
               f"torch {torch.__version__}, transformers {transformers.__version__}, ember {ember.__version__} (git {ember_revision()})")
     lines = ["# Per-call overhead and capture time: ember vs torch.compile", "", header, "",
@@ -253,11 +258,10 @@ def main() -> None:
             lines.append(f"| {name} | {r['median_s'] * 1e3:.1f} | {runs} | {r['graphs']} | {r['nodes']} |")
     ember_row = capture["ember.compile(backend=\"eager\")"]
     dynamo_row = capture["torch.compile(backend=\"eager\")"]
-    if ember_row["nodes"] < dynamo_row["nodes"]:
+    if ember_row["nodes"] < 0.5 * dynamo_row["nodes"]:
         lines += ["", f"Caveat: the two captures do not cover the same code. ember's graphs hold {ember_row['nodes']} "
-                  f"nodes against torch.compile's {dynamo_row['nodes']}: on GPT-2, ember leaves the call to the "
-                  f"`transformer` submodule (whose inlined forward graph-breaks) as a plain call that runs eagerly "
-                  f"and uncaptured (see capture_counts.md), so its time is not the time to capture the whole model."]
+                  f"nodes against torch.compile's {dynamo_row['nodes']}: most of GPT-2 ran outside ember's graphs "
+                  f"(see capture_counts.md), so ember's time is not the time to capture the whole model."]
     lines.append("")
     text = "\n".join(lines)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)

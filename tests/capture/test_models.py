@@ -331,19 +331,7 @@ class _AtenOpCounter(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-_T5_DECODER_RUNS_EAGERLY = (
-    "ember runs the T5 decoder stack's forward wrapper (transformers/utils/generic.py:1019, "
-    "merge_with_config_defaults) eagerly: 'graph break inside a try/with block: id() of an object' -- "
-    "id() in copy.deepcopy (copy.py:137) via config.get_text_config (configuration_utils.py:1568) from "
-    "DynamicCache(config=self.config) (cache_utils.py:2013, modeling_t5.py:688), under the wrapper's "
-    "try/finally (generic.py:1081); ~300 of ~500 aten ops run outside ember's graphs"
-)
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(reason=_T5_DECODER_RUNS_EAGERLY, strict=True)) if n == "t5" else n
-    for n in MODEL_NAMES
-])
+@pytest.mark.parametrize("name", MODEL_NAMES)
 def test_all_tensor_ops_run_inside_captured_graphs(name):
     """On a cached call, no aten op of the model may run outside ember's graphs.
 
