@@ -348,6 +348,9 @@ def emit_side_effects(cg: GlueCodegen, effects, root_globals: dict, prepared: di
         cg.emit(f"{target}[{name!r}] = {cg.reconstruct(value)}")
     for cell, value in effects.cell_writes.values():
         cg.emit(f"{cg.ref(cell.cell, 'cell')}.cell_contents = {cg.reconstruct(value)}")
+    for owner, name, args, kwargs in effects.calls:
+        arguments = [cg.reconstruct(arg) for arg in args] + [f"{k}={cg.reconstruct(v)}" for k, v in kwargs.items()]
+        cg.emit(f"{cg.reconstruct(owner)}.{name}({', '.join(arguments)})")
 
 
 # -- running the instruction a graph broke on ---------------------------------------------------------

@@ -22,9 +22,15 @@ class SideEffects:
         self.cell_writes: dict[int, tuple[VariableTracker, VariableTracker]] = {}
         self.mutated_containers: dict[int, VariableTracker] = {}
         self.deleted_attrs: set[tuple[int, str]] = set()
+        # Calls replayed in order after the graph (logging): (owner, method name, args, kwargs).
+        self.calls: list[tuple[VariableTracker, str, list, dict]] = []
 
     def __bool__(self) -> bool:
-        return bool(self.attr_writes or self.global_writes or self.cell_writes or self.mutated_containers)
+        return bool(self.attr_writes or self.global_writes or self.cell_writes or self.mutated_containers
+                    or self.calls)
+
+    def record_call(self, owner: VariableTracker, name: str, args: list, kwargs: dict) -> None:
+        self.calls.append((owner, name, list(args), dict(kwargs)))
 
     # -- attributes ----------------------------------------------------------------------------
     @staticmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 import math
 import operator
 import types
@@ -237,6 +238,28 @@ def _object_unpack(self, tx) -> list[VariableTracker]:
     return self.get_iter(tx).unpack_sequence(tx)
 
 
+_LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log",
+                    "warning_once", "info_once", "warning_advice"}
+
+
+class LoggingCallVariable(VariableTracker):
+    """`logger.warning(...)`: a call on an existing logger, replayed after the graph runs.
+
+    Logging neither reads nor writes tensors, so moving it after the graph changes nothing
+    the program can observe except the order of log lines relative to other output."""
+
+    def __init__(self, owner: "UserObjectVariable", name: str) -> None:
+        super().__init__()
+        self.owner = owner
+        self.name = name
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
+            raise Unsupported(f"logger.{self.name} with non-constant arguments")
+        tx.graph.side_effects.record_call(self.owner, self.name, args, kwargs)
+        return constant(None)
+
+
 class UserObjectVariable(VariableTracker):
     """An instance of a user-defined class that existed before the frame ran."""
 
@@ -270,6 +293,8 @@ class UserObjectVariable(VariableTracker):
         if _trusted_getattribute(cls):
             return self._trusted_getattr(tx, name)
         _check_plain_getattr(cls)
+        if isinstance(self.value, logging.Logger) and name in _LOGGING_METHODS:
+            return LoggingCallVariable(self, name)
         found, raw = _class_attribute(cls, name)
         if found and (isinstance(raw, property) or hasattr(type(raw), "__set__")):
             return _descriptor_result(tx, self, cls, name, raw, None)
@@ -504,6 +529,8 @@ class ClassVariable(VariableTracker):
 
         if is_model_output_class(cls):
             return ModelOutputVariable.create(tx, cls, args, kwargs)
+        if issubclass(cls, torch.nn.Module) and (cls.__module__ or "").startswith("torch.nn.modules") and const_args:
+            return _make_stateless_module(tx, cls, args, kwargs)
         if _is_plain_user_class(cls):
             instance = NewObjectVariable(cls)
             found, init = _class_attribute(cls, "__init__")
@@ -521,6 +548,26 @@ class ClassVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ClassVariable({self.cls.__qualname__})"
+
+
+def _make_stateless_module(tx, cls: type, args: list, kwargs: dict) -> VariableTracker:
+    """`CrossEntropyLoss()` inside forward: a torch module with no parameters or buffers, built
+    from constants, is a private, fixed object; it is built now and rebuilt by the glue if needed."""
+    import torch
+
+    from .modules import NNModuleVariable
+
+    const_args = [arg.as_python_constant() for arg in args]
+    const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+    rng_state = torch.random.get_rng_state()
+    module = cls(*const_args, **const_kwargs)
+    if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+        torch.random.set_rng_state(rng_state)
+        raise Unsupported(f"creating a {cls.__name__} (it has parameters or buffers)")
+    variable = NNModuleVariable(module)
+    call_args = ", ".join([*map(repr, const_args), *(f"{k}={v!r}" for k, v in const_kwargs.items())])
+    variable.rebuild_expr = f"{tx.graph.guards.ref(cls)}({call_args})"
+    return variable
 
 
 def _make_namedtuple(tx, cls: type, args: list, kwargs: dict) -> VariableTracker:
