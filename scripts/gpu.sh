@@ -11,4 +11,4 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 { python3 --version; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"; nvidia-smi --query-gpu=name --format=csv,noheader; } 2>&1 | tee "$OUT/env.txt"
-PYTHONUNBUFFERED=1 python3 -m pytest tests -n 8 -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest.txt" | tail -80
+PYTHONUNBUFFERED=1 python3 -m pytest tests -n 8 -p no:cacheprovider -p no:benchmark "$@" 2>&1 | tee "$OUT/pytest.txt" | tail -80
