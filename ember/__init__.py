@@ -41,6 +41,7 @@ _check_versions()
 
 from . import config, logs  # noqa: E402
 from .api import OptimizedModule, compile, disable, explain, graph_break, reset  # noqa: E402
+from .autograd import aot_function, aot_module  # noqa: E402
 from .backends import list_backends  # noqa: E402
 from .capture.errors import BackendCompilerFailed, CaptureError  # noqa: E402
 from .capture.runtime import counters  # noqa: E402
@@ -55,6 +56,8 @@ __all__ = [
     "logs",
     "counters",
     "list_backends",
+    "aot_function",
+    "aot_module",
     "OptimizedModule",
     "CaptureError",
     "BackendCompilerFailed",

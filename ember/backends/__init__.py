@@ -1,7 +1,7 @@
 """Backends by name: a backend is any callable `(gm: torch.fx.GraphModule, example_inputs) -> callable`.
 
     "eager"      runs the captured FX graph as it is
-    "aot_eager"  ember's ahead-of-time autograd, then the graphs as they are (not built yet: eager)
+    "aot_eager"  ember's ahead-of-time autograd, then the graphs as they are
     "ember"      ember's own code generator (not built yet: eager)
     "inductor"   torch's own compiler, only as a side-by-side reference (reference.py)
 """
@@ -17,8 +17,10 @@ def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
 
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    # The AOT autograd issue replaces this with ember's joint tracing and partitioning.
-    return gm.forward
+    """ember's tracing, functionalization, decompositions and min-cut partition; graphs run as they are."""
+    from ..autograd import aot_eager_backend
+
+    return aot_eager_backend(gm, example_inputs)
 
 
 def ember_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

@@ -1,0 +1,145 @@
+"""aot_function, aot_module, and the `aot_eager` backend.
+
+    compiled = ember.aot_function(fn, fw_compiler, bw_compiler=None,
+                                  partition_fn=ember.autograd.partition_min_cut,
+                                  decompositions=ember.decomp.core_decompositions())
+
+On a call, the inputs' metadata (shape, stride, dtype, device, requires_grad) picks a cache
+entry; a miss traces the joint graph, partitions it, compiles forward (now) and backward (at
+the first .backward()), and wraps them in an autograd.Function.  A compiler is any callable
+`(gm, example_inputs) -> callable`, like a capture backend.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import torch
+from torch.utils import _pytree as pytree
+
+from .. import logs
+from .joint import JointSpec, trace_joint
+from .partition import Partition, partition_default, partition_min_cut
+from .runtime import CompiledPair, make_autograd_function, make_inference_function
+
+log_graph = logs.get("graph_code")
+
+
+def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
+    return gm.forward
+
+
+def _key(flat_args: list) -> tuple:
+    key = []
+    for arg in flat_args:
+        if isinstance(arg, torch.Tensor):
+            key.append((tuple(arg.shape), tuple(arg.stride()), arg.storage_offset(), arg.dtype, arg.device,
+                        arg.requires_grad, arg.is_leaf))
+        else:
+            key.append((type(arg), arg))
+    return (torch.is_grad_enabled(), tuple(key))
+
+
+class AotCompiled:
+    """The compiled entries of one function (one per input-metadata key)."""
+
+    def __init__(self, fn: Callable, fw_compiler: Callable, bw_compiler: Callable | None,
+                 partition_fn: Callable, decompositions: dict | None) -> None:
+        self.fn = fn
+        self.fw_compiler = fw_compiler
+        self.bw_compiler = bw_compiler or fw_compiler
+        self.partition_fn = partition_fn
+        self.decompositions = decompositions
+        self.entries: dict[tuple, Callable] = {}
+        self.last_partition: Partition | None = None
+        self.last_joint: torch.fx.GraphModule | None = None
+
+    def __call__(self, *args):
+        flat_args = list(args)
+        key = _key(flat_args)
+        runner = self.entries.get(key)
+        if runner is None:
+            runner = self.compile(flat_args)
+            self.entries[key] = runner
+        return runner(*flat_args)
+
+    def compile(self, flat_args: list) -> Callable:
+        needs_grad = torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in flat_args)
+        joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad)
+        self.last_joint = joint
+        if log_graph.isEnabledFor(logging.DEBUG):
+            log_graph.debug("joint graph:\n%s", joint.print_readable(print_output=False))
+        if not spec.diff_outputs:
+            forward = self.fw_compiler(joint, flat_args)
+            self.last_partition = Partition(joint, None, [], 0, spec.num_fw_outputs)
+            return make_inference_function(spec, forward)
+        partition = self.partition_fn(joint, spec)
+        self.last_partition = partition
+        if log_graph.isEnabledFor(logging.DEBUG):
+            log_graph.debug("forward graph:\n%s\nbackward graph:\n%s",
+                            partition.forward.print_readable(print_output=False),
+                            partition.backward.print_readable(print_output=False))
+        forward = self.fw_compiler(partition.forward, flat_args)
+        pair = CompiledPair(spec, forward, partition.backward, self.bw_compiler, len(partition.saved),
+                            partition.saved_bytes)
+        return make_autograd_function(pair)
+
+
+def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,
+                 partition_fn: Callable = partition_min_cut, decompositions: dict | None = None) -> Callable:
+    """Trace forward and backward of `fn` ahead of time; returns a callable with eager semantics."""
+    if not callable(fn):
+        raise TypeError(f"ember.aot_function expects a callable, got {type(fn).__name__}")
+    compiled = AotCompiled(fn, fw_compiler or _identity_compiler, bw_compiler, partition_fn, decompositions)
+
+    def run(*args, **kwargs):
+        if kwargs:
+            raise TypeError("ember.aot_function: pass inputs positionally (keyword arguments are not traced)")
+        flat, spec = pytree.tree_flatten(list(args))
+        if spec.num_leaves != len(args) or any(isinstance(a, (list, tuple, dict)) for a in args):
+            return compiled(*args)
+        return compiled(*args)
+
+    run.aot = compiled
+    return run
+
+
+def aot_module(module: torch.nn.Module, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,
+               partition_fn: Callable = partition_min_cut, decompositions: dict | None = None) -> torch.nn.Module:
+    """A module whose forward (parameters and buffers as graph inputs) runs through aot_function."""
+    return AotModule(module, fw_compiler, bw_compiler, partition_fn, decompositions)
+
+
+class AotModule(torch.nn.Module):
+    def __init__(self, module, fw_compiler, bw_compiler, partition_fn, decompositions) -> None:
+        super().__init__()
+        self.orig_module = module
+        names = [name for name, _ in module.named_parameters()] + [name for name, _ in module.named_buffers()]
+        self._names = names
+
+        def functional_forward(*flat):
+            state = dict(zip(names, flat[:len(names)]))
+            args = flat[len(names):]
+            return torch.nn.utils.stateless.functional_call(module, state, args)
+
+        self._compiled = aot_function(functional_forward, fw_compiler, bw_compiler, partition_fn, decompositions)
+
+    def forward(self, *args):
+        state = dict(self.orig_module.named_parameters())
+        state.update(dict(self.orig_module.named_buffers()))
+        return self._compiled(*[state[name] for name in self._names], *args)
+
+
+def aot_eager_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """The `aot_eager` capture backend: ember's AOT autograd, then the graphs run as they are."""
+    from ..decomp import core_decompositions
+
+    compiled = AotCompiled(gm, _identity_compiler, _identity_compiler, partition_min_cut, core_decompositions())
+
+    def run(*args):
+        result = compiled(*args)
+        return result
+
+    run.aot = compiled
+    return run

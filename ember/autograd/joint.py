@@ -1,0 +1,146 @@
+"""The joint forward+backward graph, traced ahead of time (seed 000's `joint_forward_backward`).
+
+    def joint(primals, tangents):
+        outs = fn(*primals)
+        grads = torch.autograd.grad(outs, primals, grad_outputs=tangents)
+        return outs, grads
+
+`trace_joint` runs that on fake tensors under the ATen tracer, so the graph holds the forward
+ops, then the backward ops autograd ran, all functional.  Inputs are named `primals_1..` and
+`tangents_1..`; the output is the flat list `[forward outputs, new values of mutated inputs,
+gradients]`, described by `JointSpec`.  `trace_forward` is the same without the backward
+(the inference path).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils import _pytree as pytree
+
+from .tracer import AtenTracer, TracingError
+
+
+@dataclasses.dataclass
+class JointSpec:
+    num_primals: int
+    num_tangents: int
+    num_fw_outputs: int  # flat forward outputs (tensors and constants)
+    mutated_inputs: list[int]  # primal indices written in place (new values follow the outputs)
+    grad_inputs: list[int]  # primal indices that get a gradient (the last outputs, in order)
+    diff_outputs: list[int]  # forward outputs that have a tangent
+    out_spec: Any  # pytree spec of the user's outputs
+    constant_outputs: dict[int, Any]  # forward outputs that are not tensors
+    output_aliases: dict[int, tuple]  # output index -> ("input", i, size, stride, offset)
+
+
+def _fakes(fake_mode: FakeTensorMode, args: list) -> list:
+    fakes = []
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            fake = fake_mode.from_tensor(arg, static_shapes=True)
+            fakes.append(fake)
+        else:
+            fakes.append(arg)
+    return fakes
+
+
+def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
+                with_backward: bool = True) -> tuple[torch.fx.GraphModule, JointSpec]:
+    fake_mode = FakeTensorMode()
+    primals = _fakes(fake_mode, args)
+    graph = torch.fx.Graph()
+    module = torch.fx.GraphModule(torch.nn.Module(), graph)
+    graph.owning_module = module
+    tracer = AtenTracer(graph, fake_mode, decompositions)
+    for index, primal in enumerate(primals):
+        if isinstance(primal, torch.Tensor):
+            tracer.add_input(f"primals_{index + 1}", primal)
+        else:
+            node = graph.placeholder(f"primals_{index + 1}")
+            node.meta["val"] = primal
+    last_placeholder = list(graph.nodes)[-1] if len(graph.nodes) else None
+
+    grad_inputs = [i for i, p in enumerate(primals) if isinstance(p, torch.Tensor) and p.requires_grad]
+    with fake_mode, tracer:
+        outputs = fn(*primals)
+        flat_outputs, out_spec = pytree.tree_flatten(outputs)
+        diff_outputs = [
+            i for i, out in enumerate(flat_outputs)
+            if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs
+        ]
+        mutated = tracer.mutated_inputs()
+        for index, _ in mutated:
+            if index in grad_inputs and primals[index].requires_grad and primals[index].is_leaf:
+                raise TracingError(f"in-place write to primals_{index + 1}, a leaf that requires grad")
+        grads: list = []
+        tangent_nodes = []
+        if diff_outputs:
+            tracer.recording = False
+            tangents = [torch.empty_like(flat_outputs[i], memory_format=torch.contiguous_format)
+                        for i in diff_outputs]
+            tracer.recording = True
+            anchor = last_placeholder
+            for position, tangent in enumerate(tangents):
+                with graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(None):
+                    node = graph.placeholder(f"tangents_{position + 1}")
+                node.meta["val"] = tangent
+                tracer.nodes[id(tangent)] = node
+                tracer.keepalive.append(tangent)
+                tangent_nodes.append(node)
+                anchor = node
+            targets = [primals[i] for i in grad_inputs]
+            grads = list(torch.autograd.grad(
+                [flat_outputs[i] for i in diff_outputs], targets, tangents, allow_unused=True))
+    output_nodes: list = []
+    constant_outputs: dict[int, Any] = {}
+    for index, out in enumerate(flat_outputs):
+        if isinstance(out, torch.Tensor):
+            output_nodes.append(tracer.node_of(out))
+        else:
+            constant_outputs[index] = out
+            output_nodes.append(None)
+    mutated = tracer.mutated_inputs()
+    output_nodes.extend(node for _, node in mutated)
+    for grad in grads:
+        output_nodes.append(tracer.node_of(grad) if grad is not None else None)
+    graph.output(tuple(output_nodes))
+    graph.eliminate_dead_code()
+    module.recompile()
+    spec = JointSpec(
+        num_primals=len(primals),
+        num_tangents=len(tangent_nodes),
+        num_fw_outputs=len(flat_outputs),
+        mutated_inputs=[index for index, _ in mutated],
+        grad_inputs=grad_inputs if diff_outputs else [],
+        diff_outputs=diff_outputs,
+        out_spec=out_spec,
+        constant_outputs=constant_outputs,
+        output_aliases=_output_aliases(primals, flat_outputs),
+    )
+    return module, spec
+
+
+def _output_aliases(primals: list, outputs: list) -> dict[int, tuple]:
+    """Outputs that share storage with an input: the runtime returns a view of the real input."""
+    storages = {}
+    for index, primal in enumerate(primals):
+        if isinstance(primal, torch.Tensor):
+            storages.setdefault(_storage_key(primal), index)
+    aliases = {}
+    for index, out in enumerate(outputs):
+        if isinstance(out, torch.Tensor):
+            source = storages.get(_storage_key(out))
+            if source is not None:
+                aliases[index] = ("input", source, tuple(out.shape), tuple(out.stride()), out.storage_offset())
+    return aliases
+
+
+def _storage_key(tensor: torch.Tensor) -> int:
+    try:
+        return tensor.untyped_storage()._cdata
+    except Exception:
+        return id(tensor)

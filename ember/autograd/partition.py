@@ -1,0 +1,200 @@
+"""Splitting the joint graph into a forward and a backward graph.
+
+Both partitioners choose which forward values the backward receives ("saved"):
+
+- `partition_default`: save every forward value the backward reads;
+- `partition_min_cut`: rematerialization by max-flow/min-cut (networkx).  Each forward value is
+  an edge whose capacity is its size in bytes; a cut is a set of values to save, everything the
+  backward needs beyond them is recomputed there.  Only cheap ops (pointwise, views, shape ops)
+  may be recomputed: matmul, convolution, attention, random ops and the rest are banned, so the
+  cut never goes above them.
+
+The result carries both graphs and the bytes saved for backward.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+
+import networkx
+import torch
+import torch.fx
+
+from .joint import JointSpec
+
+aten = torch.ops.aten
+
+
+@dataclasses.dataclass
+class Partition:
+    forward: torch.fx.GraphModule  # primals -> forward outputs, mutated inputs' new values, saved values
+    backward: torch.fx.GraphModule | None  # saved values, tangents -> gradients of grad_inputs
+    saved: list[str]
+    saved_bytes: int
+    num_forward_outputs: int  # forward outputs + mutated values (before the saved values)
+
+
+def _tensor_bytes(node: torch.fx.Node) -> int:
+    value = node.meta.get("val")
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (tuple, list)):
+        return sum(v.numel() * v.element_size() for v in value if isinstance(v, torch.Tensor))
+    return 0
+
+
+def _outputs(joint: torch.fx.GraphModule) -> list:
+    return list(next(iter(n for n in joint.graph.nodes if n.op == "output")).args[0])
+
+
+def _split_roles(joint: torch.fx.GraphModule, spec: JointSpec):
+    placeholders = [n for n in joint.graph.nodes if n.op == "placeholder"]
+    primals = [n for n in placeholders if n.name.startswith("primals_")]
+    tangents = [n for n in placeholders if n.name.startswith("tangents_")]
+    outputs = _outputs(joint)
+    forward_count = spec.num_fw_outputs + len(spec.mutated_inputs)
+    return primals, tangents, outputs[:forward_count], outputs[forward_count:]
+
+
+def _ancestors(roots) -> set:
+    seen = set()
+    stack = [r for r in roots if isinstance(r, torch.fx.Node)]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(node.all_input_nodes)
+    return seen
+
+
+def _backward_nodes(joint, tangents) -> set:
+    """Nodes that depend on a tangent: they can only run in the backward."""
+    tangent_set = set(tangents)
+    depends = set()
+    for node in joint.graph.nodes:
+        if node in tangent_set or any(arg in depends for arg in node.all_input_nodes):
+            depends.add(node)
+    return depends
+
+
+def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str) -> torch.fx.GraphModule:
+    """A graph computing `outputs` from `inputs` (nodes of the joint graph), copying what is needed."""
+    graph = torch.fx.Graph()
+    env: dict = {}
+    for node in inputs:
+        placeholder = graph.placeholder(node.name)
+        placeholder.meta = dict(node.meta)
+        env[node] = placeholder
+    needed = set()
+    stack = [o for o in outputs if isinstance(o, torch.fx.Node)]
+    while stack:
+        node = stack.pop()
+        if node in needed or node in env:
+            continue
+        needed.add(node)
+        stack.extend(node.all_input_nodes)
+    for node in joint.graph.nodes:
+        if node in needed and node not in env:
+            if node.op == "placeholder":
+                raise RuntimeError(f"{name} graph needs {node.name}, which it does not receive")
+            env[node] = graph.node_copy(node, lambda n: env[n])
+    graph.output(tuple(env[o] if isinstance(o, torch.fx.Node) else o for o in outputs))
+    module = torch.fx.GraphModule(joint, graph, class_name=name)
+    return module
+
+
+def _saved_list(joint, forward_side: set, backward_needed: set, primals) -> list:
+    """Forward values read by the backward, in graph order."""
+    saved = []
+    for node in joint.graph.nodes:
+        if node in forward_side and any(user in backward_needed for user in node.users):
+            saved.append(node)
+    return saved
+
+
+def partition_default(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition:
+    primals, tangents, fw_outputs, grads = _split_roles(joint, spec)
+    backward = _backward_nodes(joint, tangents)
+    grad_roots = _ancestors(grads)
+    backward_needed = grad_roots & backward
+    forward_side = set(joint.graph.nodes) - backward - {n for n in joint.graph.nodes if n.op == "output"}
+    saved = _saved_list(joint, forward_side, backward_needed, primals)
+    return _build(joint, spec, primals, tangents, fw_outputs, grads, saved)
+
+
+# -- min-cut ----------------------------------------------------------------------------------------
+_RECOMPUTABLE_EXTRA = {
+    aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default,
+    aten.permute.default, aten.t.default, aten.transpose.int, aten.squeeze.dim, aten.squeeze.dims,
+    aten.squeeze.default, aten.unsqueeze.default, aten.slice.Tensor, aten.select.int, aten.alias.default,
+    aten.detach.default, aten.clone.default, aten.full.default, aten.zeros.default, aten.ones.default,
+    aten.zeros_like.default, aten.ones_like.default, aten.full_like.default, aten.scalar_tensor.default,
+    aten.arange.default, aten.arange.start, aten.arange.start_step, aten.split.Tensor, aten.cat.default,
+    aten.sum.dim_IntList, aten.mean.dim, aten.amax.default, aten.where.self, aten.to.dtype,
+    aten._to_copy.default, aten.convert_element_type.default if hasattr(aten, "convert_element_type") else None,
+    operator.getitem,
+}
+_BANNED_TAGS = (torch.Tag.nondeterministic_seeded,)
+
+
+def is_recomputable(node: torch.fx.Node) -> bool:
+    if node.op != "call_function":
+        return False
+    target = node.target
+    if target in _RECOMPUTABLE_EXTRA:
+        if target is operator.getitem:
+            return is_recomputable(node.args[0])
+        return True
+    tags = getattr(target, "tags", ())
+    if any(tag in tags for tag in _BANNED_TAGS):
+        return False
+    return torch.Tag.pointwise in tags
+
+
+def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition:
+    primals, tangents, fw_outputs, grads = _split_roles(joint, spec)
+    backward = _backward_nodes(joint, tangents)
+    grad_roots = _ancestors(grads)
+    backward_needed = grad_roots & backward
+    if not backward_needed:
+        return partition_default(joint, spec)
+    forward_required = _ancestors(fw_outputs)
+    nodes = [n for n in joint.graph.nodes if n.op != "output"]
+    forward_side = [n for n in nodes if n not in backward]
+
+    flow = networkx.DiGraph()
+    infinite = float("inf")
+    for node in forward_side:
+        value = node.meta.get("val")
+        # Only tensors can be saved; a tuple-valued node is crossed through its getitems.
+        weight = _tensor_bytes(node) or 1 if isinstance(value, torch.Tensor) else infinite
+        if node.op == "placeholder":
+            flow.add_edge("source", f"{node.name}_in", capacity=infinite)
+        elif node in forward_required or not is_recomputable(node):
+            # Must run in the forward: computed there, so saving it is the only way across.
+            flow.add_edge("source", f"{node.name}_in", capacity=infinite)
+        flow.add_edge(f"{node.name}_in", f"{node.name}_out", capacity=weight)
+        for user in node.users:
+            if user in backward_needed:
+                flow.add_edge(f"{node.name}_out", "sink", capacity=infinite)
+            elif user.op != "output":
+                flow.add_edge(f"{node.name}_out", f"{user.name}_in", capacity=infinite)
+    if "sink" not in flow:
+        return partition_default(joint, spec)
+    _, (reachable, _) = networkx.minimum_cut(flow, "source", "sink")
+    saved_names = set()
+    for node in forward_side:
+        if f"{node.name}_in" in reachable and f"{node.name}_out" not in reachable:
+            saved_names.add(node.name)
+    saved = [n for n in nodes if n.name in saved_names]
+    return _build(joint, spec, primals, tangents, fw_outputs, grads, saved)
+
+
+def _build(joint, spec, primals, tangents, fw_outputs, grads, saved) -> Partition:
+    forward = _extract(joint, primals, list(fw_outputs) + saved, "ForwardGraph")
+    backward = None
+    if tangents and grads:
+        backward = _extract(joint, saved + tangents, list(grads), "BackwardGraph")
+    saved_bytes = sum(_tensor_bytes(n) for n in saved)
+    return Partition(forward, backward, [n.name for n in saved], saved_bytes, len(fw_outputs))

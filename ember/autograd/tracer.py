@@ -1,0 +1,378 @@
+"""ember's ATen-level tracer: records every ATen op into an FX graph, functionalized as it goes.
+
+`AtenTracer` is a TorchDispatchMode that sits above FakeTensorMode.  Each ATen op that reaches
+it is run on fake tensors (for metadata) and recorded as a `call_function` node whose target is
+the OpOverload.  Three things happen on the way:
+
+- decompositions: an op with an entry in the decomposition table is replaced by the entry's
+  Python body, whose own ATen ops are traced in turn (ember.decomp);
+- functionalization: an in-place op (`add_`, `copy_`, `index_put_`, ...) is recorded as its
+  functional form, and the tensor it wrote to gets the new value.  If that tensor is a view,
+  the write travels up the chain of views to the base with `*_scatter` ops (or by viewing the
+  new value back), and every other view of that base is re-derived from the new base the next
+  time it is used.  The graph therefore has no mutations and no aliasing;
+- provenance: each node carries the user's source line of the op (from the captured graph).
+
+Inputs are placeholders.  At the end, a traced input whose value changed (a mutated input, e.g.
+BatchNorm running stats) is reported with its final node so the caller can write it back.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+aten = torch.ops.aten
+
+# Ops that only answer metadata questions: nothing to record.
+_METADATA_OPS = {
+    torch.ops.prim.device.default,
+    aten.sym_size.int,
+    aten.sym_stride.int,
+    aten.sym_numel.default,
+    aten.sym_storage_offset.default,
+    aten.is_same_size.default,
+    aten.is_contiguous.default,
+    aten.is_contiguous.memory_format,
+    aten.is_non_overlapping_and_dense.default,
+}
+
+
+class TracingError(RuntimeError):
+    """An op or pattern the tracer cannot represent; names the op and the user's source line."""
+
+
+@dataclasses.dataclass
+class ViewInfo:
+    parent: torch.Tensor
+    func: Any
+    args: tuple  # args after the parent tensor
+    kwargs: dict
+    index: int | None  # which output of a multi-output view (split/unbind)
+
+
+# In-place ops whose functional form has another overload name.
+_FUNCTIONAL_OVERRIDES = {
+    aten.bernoulli_.float: aten.bernoulli.p,
+    aten.bernoulli_.Tensor: aten.bernoulli.Tensor,
+    aten.normal_.default: aten.normal_functional.default,
+}
+
+
+def _functional_variant(func) -> Any:
+    """aten.add_.Tensor -> aten.add.Tensor (the out-of-place op with the same overload)."""
+    if func in _FUNCTIONAL_OVERRIDES:
+        return _FUNCTIONAL_OVERRIDES[func]
+    packet_name = func._schema.name.split("::")[1]
+    overload = func._overloadname
+    if packet_name.endswith("_"):
+        base = packet_name[:-1]
+        packet = getattr(aten, base, None)
+        if packet is not None:
+            if hasattr(packet, overload):
+                return getattr(packet, overload)
+            if overload == "default" and hasattr(packet, "Tensor"):
+                return packet.Tensor
+    return None
+
+
+class AtenTracer(TorchDispatchMode):
+    def __init__(self, graph: torch.fx.Graph, fake_mode: FakeTensorMode, decompositions: dict | None = None,
+                 functionalize: bool = True) -> None:
+        super().__init__()
+        self.graph = graph
+        self.fake_mode = fake_mode
+        self.decompositions = decompositions or {}
+        self.functionalize = functionalize
+        self.nodes: dict[int, torch.fx.Node] = {}
+        self.views: dict[int, ViewInfo] = {}
+        self.version: dict[int, int] = {}  # id(root) -> number of writes so far
+        self.seen_version: dict[int, int] = {}  # id(view) -> root version its node reflects
+        self.inputs: list[tuple[torch.Tensor, torch.fx.Node]] = []
+        self.keepalive: list[Any] = []
+        self.current_meta: dict = {}
+        self.fallback_ops: set[str] = set()
+        self.recording = True  # off while making tangent placeholders
+
+    # -- values ------------------------------------------------------------------------------------
+    def add_input(self, name: str, tensor: torch.Tensor) -> torch.fx.Node:
+        node = self.graph.placeholder(name)
+        node.meta["val"] = tensor
+        self._bind(tensor, node)
+        self.inputs.append((tensor, node))
+        return node
+
+    def _bind(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
+        self.nodes[id(tensor)] = node
+        self.keepalive.append(tensor)
+        root = self.root(tensor)
+        self.seen_version[id(tensor)] = self.version.get(id(root), 0)
+
+    def root(self, tensor: torch.Tensor) -> torch.Tensor:
+        while id(tensor) in self.views:
+            tensor = self.views[id(tensor)].parent
+        return tensor
+
+    def node_of(self, tensor: torch.Tensor) -> torch.fx.Node:
+        if id(tensor) not in self.nodes:
+            if isinstance(tensor, torch.Tensor) and not isinstance(tensor, torch._subclasses.FakeTensor):
+                return self._constant(tensor)
+            raise TracingError(f"a tensor that is neither an input nor made by a traced op "
+                               f"({tuple(tensor.shape)}, {tensor.dtype}){self._where()}")
+        if id(tensor) in self.views:
+            root = self.root(tensor)
+            if self.seen_version.get(id(tensor)) != self.version.get(id(root), 0):
+                self._regenerate(tensor)
+        return self.nodes[id(tensor)]
+
+    def _constant(self, tensor: torch.Tensor) -> torch.fx.Node:
+        """A real tensor that the traced code closed over: a constant of the graph module."""
+        name = f"_tensor_constant{len([n for n in self.graph.nodes if n.op == 'get_attr'])}"
+        owner = self.graph.owning_module
+        if owner is None:
+            raise TracingError(f"tensor constant {tuple(tensor.shape)} needs a graph module to live in")
+        owner.register_buffer(name, tensor)
+        node = self.graph.get_attr(name)
+        fake = self.fake_mode.from_tensor(tensor)
+        node.meta["val"] = fake
+        self.nodes[id(tensor)] = node
+        self.keepalive.append(tensor)
+        return node
+
+    def _regenerate(self, view: torch.Tensor) -> None:
+        """Re-derive a view from its (rewritten) parent by replaying the view op."""
+        info = self.views[id(view)]
+        parent_node = self.node_of(info.parent)
+        node = self._record(info.func, (parent_node, *info.args), info.kwargs, view)
+        if info.index is not None:
+            node = self.graph.call_function(operator.getitem, (node, info.index))
+            node.meta["val"] = view
+        self.nodes[id(view)] = node
+        self.seen_version[id(view)] = self.version.get(id(self.root(view)), 0)
+
+    def _map_args(self, value: Any) -> Any:
+        return pytree.tree_map_only(torch.Tensor, self.node_of, value)
+
+    def _where(self) -> str:
+        trace = self.current_meta.get("stack_trace")
+        if not trace:
+            return ""
+        last = [line.strip() for line in trace.strip().splitlines() if line.strip()]
+        return f" (from {last[-2]}: {last[-1]})" if len(last) >= 2 else f" (from {last[-1]})"
+
+    def _record(self, func, node_args: tuple, node_kwargs: dict, result: Any) -> torch.fx.Node:
+        node = self.graph.call_function(func, node_args, node_kwargs)
+        node.meta["val"] = result
+        for key in ("stack_trace", "source_fn"):
+            if key in self.current_meta:
+                node.meta[key] = self.current_meta[key]
+        return node
+
+    # -- dispatch ------------------------------------------------------------------------------------
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _METADATA_OPS or not self.recording:
+            return func(*args, **kwargs)
+        decomposition = self.decompositions.get(func)
+        if decomposition is not None:
+            with self:
+                result = decomposition(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        schema = func._schema
+        if self.functionalize and schema.is_mutable:
+            return self._mutation(func, args, kwargs)
+        result = func(*args, **kwargs)
+        if func is aten._local_scalar_dense.default:
+            raise TracingError(f"{func} reads a tensor value (data-dependent){self._where()}")
+        node = self._record(func, self._map_args(args), self._map_args(kwargs), result)
+        self._bind_outputs(func, args, kwargs, result, node)
+        return result
+
+    def _bind_outputs(self, func, args, kwargs, result, node) -> None:
+        is_view = self.functionalize and func.is_view
+        parent = args[0] if is_view and args and isinstance(args[0], torch.Tensor) else None
+        if isinstance(result, torch.Tensor):
+            self._bind(result, node)
+            if parent is not None:
+                self.views[id(result)] = ViewInfo(parent, func, tuple(args[1:]), dict(kwargs), None)
+                self.seen_version[id(result)] = self.version.get(id(self.root(result)), 0)
+            return
+        if isinstance(result, (tuple, list)):
+            for index, item in enumerate(result):
+                if isinstance(item, torch.Tensor):
+                    item_node = self.graph.call_function(operator.getitem, (node, index))
+                    item_node.meta["val"] = item
+                    self._bind(item, item_node)
+                    if parent is not None:
+                        self.views[id(item)] = ViewInfo(parent, func, tuple(args[1:]), dict(kwargs), index)
+                        self.seen_version[id(item)] = self.version.get(id(self.root(item)), 0)
+
+    # -- functionalization ------------------------------------------------------------------------
+    def _mutation(self, func, args, kwargs):
+        schema = func._schema
+        written = [
+            (position, argument.name)
+            for position, argument in enumerate(schema.arguments)
+            if argument.alias_info is not None and argument.alias_info.is_write
+        ]
+        if torch.Tag.inplace_view in func.tags:
+            return self._metadata_mutation(func, args, kwargs)
+        functional = _functional_variant(func)
+        if functional is None or len(written) != 1 or written[0][0] != 0:
+            raise TracingError(f"{func} mutates its inputs and has no functional form ember knows{self._where()}")
+        target = args[0]
+        node_args = self._map_args(args)
+        node_kwargs = self._map_args(kwargs)
+        # Metadata of the new value: the functional op on the fakes (this mode is off in here).
+        new_value = functional(*args, **kwargs)
+        value_node = self._record(functional, node_args, node_kwargs, new_value)
+        if func is aten.copy_.default and new_value.shape != target.shape:
+            value_node = self._record(aten.expand.default, (value_node, list(target.shape)), {}, target)
+        result = func(*args, **kwargs)  # the fake tensor itself follows the write
+        self.write(target, value_node)
+        return result
+
+    def _metadata_mutation(self, func, args, kwargs):
+        target = args[0]
+        if any(target is t for t, _ in self.inputs):
+            raise TracingError(f"{func} changes the shape or strides of an input in place{self._where()}")
+        functional = _functional_variant(func)
+        if functional is None:
+            raise TracingError(f"{func} has no functional form ember knows{self._where()}")
+        node_args = self._map_args(args)
+        node = self._record(functional, node_args, self._map_args(kwargs), None)
+        result = func(*args, **kwargs)
+        node.meta["val"] = target
+        self.nodes[id(target)] = node
+        return result
+
+    def write(self, target: torch.Tensor, value_node: torch.fx.Node) -> None:
+        """`target` now holds `value_node`; push the write up to its base."""
+        tensor, node = target, value_node
+        while id(tensor) in self.views:
+            info = self.views[id(tensor)]
+            self.nodes[id(tensor)] = node
+            node = self._scatter_into_parent(info, node, tensor)
+            tensor = info.parent
+        self.nodes[id(tensor)] = node
+        root_id = id(tensor)
+        self.version[root_id] = self.version.get(root_id, 0) + 1
+        # target itself reflects the latest value
+        self.seen_version[id(target)] = self.version[root_id]
+        self.seen_version[id(tensor)] = self.version[root_id]
+        if target is not tensor:
+            self.nodes[id(target)] = value_node
+
+    def _scatter_into_parent(self, info: ViewInfo, value: torch.fx.Node, view: torch.Tensor) -> torch.fx.Node:
+        parent = info.parent
+        parent_node = self.node_of(parent)
+        func = info.func
+        name = func._schema.name.split("::")[1]
+        args = info.args
+        meta_parent = parent
+
+        def record(op, op_args):
+            return self._record(op, op_args, {}, meta_parent)
+
+        if name == "slice":
+            dim = args[0] if len(args) > 0 else 0
+            start = args[1] if len(args) > 1 else None
+            end = args[2] if len(args) > 2 else None
+            step = args[3] if len(args) > 3 else 1
+            return record(aten.slice_scatter.default, (parent_node, value, dim, start, end, step))
+        if name == "select":
+            return record(aten.select_scatter.default, (parent_node, value, args[0], args[1]))
+        if name == "diagonal":
+            return record(aten.diagonal_scatter.default, (parent_node, value, *args))
+        if name in ("view", "_unsafe_view", "reshape", "alias", "detach", "squeeze", "unsqueeze", "flatten",
+                    "unflatten", "view_as", "_reshape_alias"):
+            if name in ("alias", "detach") or tuple(view.shape) == tuple(parent.shape):
+                return value
+            return record(aten.view.default, (value, list(parent.shape)))
+        if name in ("permute", "transpose", "t", "swapaxes", "movedim", "swapdims"):
+            inverse = _inverse_permutation(view, parent, func, args)
+            return record(aten.permute.default, (value, inverse))
+        if name in ("split", "split_with_sizes", "chunk", "unbind", "narrow"):
+            return self._scatter_split(info, value, parent_node, view)
+        if name in ("as_strided", "expand", "unfold"):
+            if name == "as_strided":
+                size, stride = args[0], args[1]
+                offset = args[2] if len(args) > 2 else None
+                return record(aten.as_strided_scatter.default, (parent_node, value, size, stride, offset))
+        raise TracingError(f"writing through a {name} view is not supported{self._where()}")
+
+    def _scatter_split(self, info, value, parent_node, view) -> torch.fx.Node:
+        parent = info.parent
+        func_name = info.func._schema.name.split("::")[1]
+        args = info.args
+        if func_name == "unbind":
+            dim = args[0] if args else 0
+            return self._record(aten.select_scatter.default, (parent_node, value, dim, info.index), {}, parent)
+        dim = {"split": 1, "split_with_sizes": 1, "chunk": 1, "narrow": 0}[func_name]
+        dim = args[dim] if len(args) > dim else 0
+        dim = dim % parent.dim()
+        start = (view.storage_offset() - parent.storage_offset()) // max(parent.stride(dim), 1)
+        end = start + view.shape[dim]
+        return self._record(aten.slice_scatter.default, (parent_node, value, dim, start, end, 1), {}, parent)
+
+    # -- results --------------------------------------------------------------------------------------
+    def mutated_inputs(self) -> list[tuple[int, torch.fx.Node]]:
+        """(input index, node of its final value) for each input written during tracing."""
+        changed = []
+        for index, (tensor, node) in enumerate(self.inputs):
+            if self.version.get(id(tensor), 0) > 0:
+                changed.append((index, self.node_of(tensor)))
+        return changed
+
+
+def _inverse_permutation(view, parent, func, args) -> list[int]:
+    name = func._schema.name.split("::")[1]
+    rank = parent.dim()
+    if name == "permute":
+        order = [d % rank for d in args[0]]
+    elif name in ("transpose", "swapaxes", "swapdims"):
+        order = list(range(rank))
+        a, b = args[0] % rank, args[1] % rank
+        order[a], order[b] = order[b], order[a]
+    elif name == "t":
+        order = list(range(rank))[::-1] if rank == 2 else list(range(rank))
+    else:
+        raise TracingError(f"writing through {name}")
+    inverse = [0] * rank
+    for position, dim in enumerate(order):
+        inverse[dim] = position
+    return inverse
+
+
+def trace(fn: Callable, fake_args: list, decompositions: dict | None = None, names: list[str] | None = None,
+          functionalize: bool = True, meta_for_node: Callable | None = None):
+    """Trace `fn(*fake_args)` into an ATen FX graph; returns (GraphModule, tracer, outputs)."""
+    fake_mode = _fake_mode_of(fake_args)
+    graph = torch.fx.Graph()
+    module = torch.fx.GraphModule(torch.nn.Module(), graph)
+    graph.owning_module = module
+    tracer = AtenTracer(graph, fake_mode, decompositions, functionalize)
+    for index, arg in enumerate(fake_args):
+        name = names[index] if names else f"arg{index}"
+        if isinstance(arg, torch.Tensor):
+            tracer.add_input(name, arg)
+        else:
+            node = graph.placeholder(name)
+            node.meta["val"] = arg
+    with fake_mode, tracer:
+        outputs = fn(*fake_args)
+    return module, tracer, outputs
+
+
+def _fake_mode_of(values) -> FakeTensorMode:
+    for value in pytree.tree_leaves(values):
+        if isinstance(value, torch._subclasses.FakeTensor):
+            return value.fake_mode
+    return FakeTensorMode()

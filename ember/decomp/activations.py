@@ -1,0 +1,51 @@
+"""Activation functions and their backwards."""
+import math
+
+import torch
+
+from . import register
+
+aten = torch.ops.aten
+
+
+@register(aten.gelu.default)
+def gelu(x, *, approximate="none"):
+    if approximate == "tanh":
+        inner = aten.mul.Tensor(aten.add.Tensor(x, aten.mul.Tensor(aten.pow.Tensor_Scalar(x, 3), 0.044715)),
+                                math.sqrt(2 / math.pi))
+        return aten.mul.Tensor(aten.mul.Tensor(x, 0.5), aten.add.Tensor(aten.tanh.default(inner), 1))
+    erf = aten.erf.default(aten.mul.Tensor(x, 1 / math.sqrt(2)))
+    return aten.mul.Tensor(aten.mul.Tensor(x, 0.5), aten.add.Tensor(erf, 1))
+
+
+@register(aten.gelu_backward.default)
+def gelu_backward(grad, x, *, approximate="none"):
+    if approximate == "tanh":
+        k_beta = math.sqrt(2) * (2 / math.sqrt(math.pi)) * 0.5
+        x_sq = aten.mul.Tensor(x, x)
+        x_cube = aten.mul.Tensor(x_sq, x)
+        inner = aten.mul.Tensor(aten.add.Tensor(x, aten.mul.Tensor(x_cube, 0.044715)), k_beta)
+        tanh_inner = aten.tanh.default(inner)
+        left = aten.mul.Tensor(x, 0.5)
+        right = aten.add.Tensor(tanh_inner, 1)
+        left_derivative = aten.mul.Tensor(right, 0.5)
+        tanh_derivative = aten.rsub.Scalar(aten.mul.Tensor(tanh_inner, tanh_inner), 1)
+        inner_derivative = aten.mul.Tensor(aten.add.Tensor(aten.mul.Tensor(x_sq, 3 * 0.044715), 1), k_beta)
+        right_derivative = aten.mul.Tensor(aten.mul.Tensor(left, tanh_derivative), inner_derivative)
+        return aten.mul.Tensor(grad, aten.add.Tensor(left_derivative, right_derivative))
+    cdf = aten.mul.Tensor(aten.add.Tensor(aten.erf.default(aten.mul.Tensor(x, 1 / math.sqrt(2))), 1), 0.5)
+    pdf = aten.mul.Tensor(aten.exp.default(aten.mul.Tensor(aten.mul.Tensor(x, x), -0.5)),
+                          1 / math.sqrt(2 * math.pi))
+    return aten.mul.Tensor(grad, aten.add.Tensor(cdf, aten.mul.Tensor(x, pdf)))
+
+
+@register(aten.silu.default)
+def silu(x):
+    return aten.mul.Tensor(x, aten.sigmoid.default(x))
+
+
+@register(aten.silu_backward.default)
+def silu_backward(grad, x):
+    sigmoid = aten.sigmoid.default(x)
+    one_minus = aten.rsub.Scalar(sigmoid, 1)
+    return aten.mul.Tensor(grad, aten.mul.Tensor(sigmoid, aten.add.Tensor(aten.mul.Tensor(x, one_minus), 1)))

@@ -1,0 +1,84 @@
+"""layer_norm (forward, backward) and batch_norm (forward, with running statistics)."""
+import torch
+
+from . import register
+
+aten = torch.ops.aten
+
+
+def _compute_dtype(x):
+    return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+
+
+@register(aten.native_layer_norm.default)
+def native_layer_norm(x, normalized_shape, weight, bias, eps):
+    axis = x.dim() - len(normalized_shape)
+    dims = list(range(axis, x.dim()))
+    compute = aten._to_copy.default(x, dtype=torch.float32) if x.dtype != _compute_dtype(x) else x
+    var, mean = aten.var_mean.correction(compute, dims, correction=0, keepdim=True)
+    rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+    out = aten.mul.Tensor(aten.sub.Tensor(compute, mean), rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, weight)
+    if bias is not None:
+        out = aten.add.Tensor(out, bias)
+    if out.dtype != x.dtype:
+        out = aten._to_copy.default(out, dtype=x.dtype)
+    return out, mean, rstd
+
+
+@register(aten.native_layer_norm_backward.default)
+def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight, bias, output_mask):
+    axis = x.dim() - len(normalized_shape)
+    inner_dims = list(range(axis, x.dim()))
+    outer_dims = list(range(axis))
+    count = 1
+    for size in normalized_shape:
+        count *= size
+    x_hat = aten.mul.Tensor(aten.sub.Tensor(x, mean), rstd)
+    grad_x_hat = aten.mul.Tensor(grad_out, weight) if weight is not None else grad_out
+    grad_input = None
+    if output_mask[0]:
+        a = aten.mul.Tensor(grad_x_hat, count)
+        b = aten.sum.dim_IntList(grad_x_hat, inner_dims, True)
+        c = aten.mul.Tensor(x_hat, aten.sum.dim_IntList(aten.mul.Tensor(grad_x_hat, x_hat), inner_dims, True))
+        grad_input = aten.mul.Tensor(aten.div.Tensor(rstd, count), aten.sub.Tensor(aten.sub.Tensor(a, b), c))
+    grad_weight = None
+    if output_mask[1] and weight is not None:
+        grad_weight = aten.mul.Tensor(grad_out, x_hat)
+        grad_weight = aten.sum.dim_IntList(grad_weight, outer_dims, False) if outer_dims else grad_weight
+    grad_bias = None
+    if output_mask[2] and bias is not None:
+        grad_bias = aten.sum.dim_IntList(grad_out, outer_dims, False) if outer_dims else aten.clone.default(grad_out)
+    return grad_input, grad_weight, grad_bias
+
+
+@register(aten.native_batch_norm.default)
+def native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    channels = x.shape[1]
+    reduce_dims = [0] + list(range(2, x.dim()))
+    broadcast = [1, channels] + [1] * (x.dim() - 2)
+    if training:
+        var, mean = aten.var_mean.correction(x, reduce_dims, correction=0, keepdim=False)
+        invstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+        count = x.numel() // channels
+        if running_mean is not None:
+            updated = aten.add.Tensor(aten.mul.Tensor(running_mean, 1 - momentum), aten.mul.Tensor(mean, momentum))
+            aten.copy_.default(running_mean, updated)
+        if running_var is not None:
+            unbiased = aten.mul.Tensor(var, count / max(count - 1, 1))
+            updated = aten.add.Tensor(aten.mul.Tensor(running_var, 1 - momentum), aten.mul.Tensor(unbiased, momentum))
+            aten.copy_.default(running_var, updated)
+        center, scale = mean, invstd
+        save_mean, save_invstd = mean, invstd
+    else:
+        center = running_mean
+        scale = aten.rsqrt.default(aten.add.Tensor(running_var, eps))
+        save_mean = aten.new_zeros.default(x, [0])
+        save_invstd = aten.new_zeros.default(x, [0])
+    out = aten.mul.Tensor(aten.sub.Tensor(x, aten.view.default(center, broadcast)), aten.view.default(scale, broadcast))
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, broadcast))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, broadcast))
+    return out, save_mean, save_invstd

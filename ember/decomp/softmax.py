@@ -1,0 +1,52 @@
+"""softmax / log_softmax and their backwards (computed in float32 for half inputs)."""
+import torch
+
+from . import register
+
+aten = torch.ops.aten
+
+
+def _upcast(x, half_to_float):
+    if half_to_float or x.dtype in (torch.float16, torch.bfloat16):
+        return aten._to_copy.default(x, dtype=torch.float32), x.dtype
+    return x, x.dtype
+
+
+@register(aten._softmax.default)
+def softmax(x, dim, half_to_float):
+    compute, dtype = _upcast(x, half_to_float)
+    shifted = aten.sub.Tensor(compute, aten.amax.default(compute, [dim], True))
+    exps = aten.exp.default(shifted)
+    result = aten.div.Tensor(exps, aten.sum.dim_IntList(exps, [dim], True))
+    if not half_to_float and result.dtype != dtype:
+        result = aten._to_copy.default(result, dtype=dtype)
+    return result
+
+
+@register(aten._log_softmax.default)
+def log_softmax(x, dim, half_to_float):
+    compute, dtype = _upcast(x, half_to_float)
+    shifted = aten.sub.Tensor(compute, aten.amax.default(compute, [dim], True))
+    logsum = aten.log.default(aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True))
+    result = aten.sub.Tensor(shifted, logsum)
+    if not half_to_float and result.dtype != dtype:
+        result = aten._to_copy.default(result, dtype=dtype)
+    return result
+
+
+@register(aten._softmax_backward_data.default)
+def softmax_backward(grad_output, output, dim, input_dtype):
+    product = aten.mul.Tensor(grad_output, output)
+    result = aten.sub.Tensor(product, aten.mul.Tensor(output, aten.sum.dim_IntList(product, [dim], True)))
+    if result.dtype != input_dtype:
+        result = aten._to_copy.default(result, dtype=input_dtype)
+    return result
+
+
+@register(aten._log_softmax_backward_data.default)
+def log_softmax_backward(grad_output, output, dim, input_dtype):
+    total = aten.sum.dim_IntList(grad_output, [dim], True)
+    result = aten.sub.Tensor(grad_output, aten.mul.Tensor(aten.exp.default(output), total))
+    if result.dtype != input_dtype:
+        result = aten._to_copy.default(result, dtype=input_dtype)
+    return result
