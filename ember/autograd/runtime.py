@@ -74,7 +74,7 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
 
         @staticmethod
         def backward(ctx, *grad_outputs):
-            if torch.is_grad_enabled() and any(g is not None and g.requires_grad for g in grad_outputs):
+            if torch.is_grad_enabled():  # create_graph=True: a graph of this backward is wanted
                 raise DoubleBackwardError(
                     "ember: double backward through a compiled region is not supported; compute the "
                     "higher-order gradient outside ember.compile, or call torch.autograd.grad without "

@@ -228,6 +228,7 @@ class AtenTracer(TorchDispatchMode):
         if functional is None or len(written) != 1 or written[0][0] != 0:
             raise TracingError(f"{func} mutates its inputs and has no functional form ember knows{self._where()}")
         target = args[0]
+        args = _fill_defaults(func, args, kwargs)
         node_args = self._map_args(args)
         node_kwargs = self._map_args(kwargs)
         # Metadata of the new value: the functional op on the fakes (this mode is off in here).
@@ -330,6 +331,18 @@ class AtenTracer(TorchDispatchMode):
             if self.version.get(id(tensor), 0) > 0:
                 changed.append((index, self.node_of(tensor)))
         return changed
+
+
+def _fill_defaults(func, args: tuple, kwargs: dict) -> tuple:
+    """Positional arguments with the schema's defaults filled in (functional forms may lack them)."""
+    filled = list(args)
+    for argument in func._schema.arguments[len(args):]:
+        if argument.kwarg_only or argument.name in kwargs:
+            break
+        if not argument.has_default_value():
+            break
+        filled.append(argument.default_value)
+    return tuple(filled)
 
 
 def _inverse_permutation(view, parent, func, args) -> list[int]:

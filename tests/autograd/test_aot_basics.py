@@ -1,0 +1,204 @@
+"""ember's AOT autograd on small programs: seed 004, mutation and aliasing, inference path."""
+import os
+import shutil
+
+import pytest
+import torch
+from torch import nn
+
+import ember
+from ember.autograd import aot_function, partition_default, partition_min_cut
+from ember.autograd.draw import write_svg
+
+
+class Seed004Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(10, 5)
+        self.fc2 = nn.Linear(5, 2)
+        self.relu = nn.ReLU()
+        self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, x):
+        return self.softmax(self.fc2(self.relu(self.fc1(x))))
+
+
+def _recording_aot_backend(record):
+    from ember.autograd.api import AotCompiled
+    from ember.decomp import core_decompositions
+
+    def fw(gm, example_inputs):
+        record["forward"] = gm
+        return gm.forward
+
+    def bw(gm, example_inputs):
+        record["backward"] = gm
+        return gm.forward
+
+    def backend(gm, example_inputs):
+        return AotCompiled(gm, fw, bw, partition_min_cut, core_decompositions())
+
+    return backend
+
+
+def test_seed004_forward_and_backward_graphs_print_and_draw(tmp_path):
+    torch.manual_seed(0)
+    model = Seed004Model()
+    reference = Seed004Model()
+    reference.load_state_dict(model.state_dict())
+    record = {}
+    compiled = ember.compile(model, backend=_recording_aot_backend(record))
+    x, target = torch.randn(1, 10), torch.randn(1, 2)
+    loss = nn.functional.mse_loss(compiled(x), target)
+    loss.backward()
+    expected = nn.functional.mse_loss(reference(x), target)
+    expected.backward()
+    torch.testing.assert_close(loss, expected)
+    for (name, p), (_, q) in zip(model.named_parameters(), reference.named_parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
+    forward_code = record["forward"].print_readable(print_output=False)
+    backward_code = record["backward"].print_readable(print_output=False)
+    assert "primals_" in forward_code and "aten.mm" in forward_code
+    assert "tangents_1" in backward_code and "aten.mm" in backward_code
+    assert "mse_loss" not in forward_code  # the loss is outside the compiled module
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz's dot is not installed")
+    for kind in ("forward", "backward"):
+        path = write_svg(record[kind], str(tmp_path / f"{kind}.svg"), kind)
+        assert open(path).read().lstrip().startswith("<?xml")
+
+
+def test_inference_path_has_no_backward():
+    f = aot_function(lambda x, w: (x @ w).relu(), partition_fn=partition_default)
+    x, w = torch.randn(3, 4), torch.randn(4, 5)
+    torch.testing.assert_close(f(x, w), (x @ w).relu())
+    partition = f.aot.last_partition
+    assert partition.backward is None
+
+
+@pytest.mark.parametrize("partition", [partition_default, partition_min_cut])
+def test_gradients_match_eager(partition):
+    def fn(x, w, b):
+        return torch.nn.functional.gelu(torch.nn.functional.layer_norm(x @ w + b, (5,))).sum(dim=0)
+
+    f = aot_function(fn, partition_fn=partition)
+    x = torch.randn(3, 4, requires_grad=True)
+    w = torch.randn(4, 5, requires_grad=True)
+    b = torch.randn(5, requires_grad=True)
+    out = f(x, w, b)
+    grads = torch.autograd.grad(out.sum(), [x, w, b])
+    expected = torch.autograd.grad(fn(x, w, b).sum(), [x, w, b])
+    torch.testing.assert_close(out, fn(x, w, b))
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want)
+
+
+def test_batchnorm_training_updates_running_stats_like_eager():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
+    reference = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
+    reference.load_state_dict(model.state_dict())
+    compiled = ember.compile(model, backend="aot_eager")
+    for _ in range(3):
+        x = torch.randn(2, 3, 6, 6)
+        out = compiled(x)
+        expected = reference(x)
+        torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+        out.sum().backward()
+        expected.sum().backward()
+    torch.testing.assert_close(model[1].running_mean, reference[1].running_mean)
+    torch.testing.assert_close(model[1].running_var, reference[1].running_var)
+    assert model[1].num_batches_tracked.item() == reference[1].num_batches_tracked.item() == 3
+    torch.testing.assert_close(model[0].weight.grad, reference[0].weight.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_inplace_op_on_input_and_slice_assignment():
+    def fn(x, y):
+        x.add_(1)
+        x[:, 1] = y[:, 0]
+        x[0] = 5
+        return x.sum() + y.sum()
+
+    f = aot_function(fn)
+    x, y = torch.randn(4, 3), torch.randn(4, 2)
+    x2, y2 = x.clone(), y.clone()
+    torch.testing.assert_close(f(x, y), fn(x2, y2))
+    torch.testing.assert_close(x, x2)
+
+
+def test_write_through_a_view_of_an_intermediate():
+    def fn(x):
+        y = x * 2
+        row = y[1]
+        row.mul_(10)
+        z = y.t()
+        z[0, 0] = -1
+        return y, row.sum()
+
+    x = torch.randn(3, 4, requires_grad=True)
+    f = aot_function(fn)
+    got = f(x)
+    want = fn(x)
+    torch.testing.assert_close(got[0], want[0])
+    torch.testing.assert_close(got[1], want[1])
+    (g,) = torch.autograd.grad(got[0].sum() + got[1], [x])
+    (h,) = torch.autograd.grad(want[0].sum() + want[1], [x])
+    torch.testing.assert_close(g, h)
+
+
+def test_outputs_that_are_views_of_inputs_alias_them():
+    def fn(x):
+        return x.view(-1), x[1:], x * 2
+
+    f = aot_function(fn)
+    x = torch.randn(3, 4)
+    flat, tail, doubled = f(x)
+    assert flat.data_ptr() == x.data_ptr() and flat._base is x or flat._is_view()
+    x.add_(1)
+    torch.testing.assert_close(flat, x.view(-1))
+    torch.testing.assert_close(tail, x[1:])
+
+
+def test_same_tensor_passed_twice():
+    def fn(a, b):
+        return a * b + a
+
+    compiled = ember.compile(fn, backend="aot_eager")
+    x = torch.randn(5, requires_grad=True)
+    out = compiled(x, x)
+    torch.testing.assert_close(out, x * x + x)
+    (g,) = torch.autograd.grad(out.sum(), [x])
+    torch.testing.assert_close(g, 2 * x + 1)
+
+
+def test_dropout_masks_match_eager_with_the_same_seed():
+    def fn(x):
+        return torch.nn.functional.dropout(x, 0.5, training=True) * 3
+
+    f = aot_function(fn)
+    x = torch.randn(64, 64, requires_grad=True)
+    torch.manual_seed(123)
+    got = f(x)
+    torch.manual_seed(123)
+    want = fn(x)
+    torch.testing.assert_close(got, want)
+
+
+def test_double_backward_is_a_clear_error():
+    f = aot_function(lambda x: (x * x).sum())
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="double backward"):
+        torch.autograd.grad(f(x), [x], create_graph=True)
+
+
+def test_integer_and_non_differentiable_outputs():
+    def fn(x):
+        return x.sum(), x.argmax(), (x > 0)
+
+    f = aot_function(fn)
+    x = torch.randn(6, requires_grad=True)
+    total, index, mask = f(x)
+    assert index.dtype == torch.int64 and not index.requires_grad
+    assert mask.dtype == torch.bool
+    (g,) = torch.autograd.grad(total, [x])
+    torch.testing.assert_close(g, torch.ones(6))
