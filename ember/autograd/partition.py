@@ -159,7 +159,6 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
     backward_needed = grad_roots & backward
     if not backward_needed:
         return partition_default(joint, spec)
-    forward_required = _ancestors(fw_outputs)
     nodes = [n for n in joint.graph.nodes if n.op != "output"]
     forward_side = [n for n in nodes if n not in backward]
 
@@ -171,8 +170,9 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
         weight = _tensor_bytes(node) or 1 if isinstance(value, torch.Tensor) else infinite
         if node.op == "placeholder":
             flow.add_edge("source", f"{node.name}_in", capacity=infinite)
-        elif node in forward_required or not is_recomputable(node):
-            # Must run in the forward: computed there, so saving it is the only way across.
+        elif not is_recomputable(node):
+            # Banned from recomputation: it runs in the forward, so saving it (or something after
+            # it) is the only way across.
             flow.add_edge("source", f"{node.name}_in", capacity=infinite)
         flow.add_edge(f"{node.name}_in", f"{node.name}_out", capacity=weight)
         for user in node.users:

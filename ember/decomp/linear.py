@@ -23,8 +23,8 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
     if scale_grad_by_freq:
         return NotImplemented
     embedding_dim = grad_output.shape[-1]
-    flat_grad = aten.view.default(grad_output, [-1, embedding_dim])
-    flat_indices = aten.view.default(indices, [-1])
+    flat_grad = aten.reshape.default(grad_output, [-1, embedding_dim])
+    flat_indices = aten.reshape.default(indices, [-1])
     if padding_idx >= 0:
         keep = aten.ne.Scalar(flat_indices, padding_idx)
         keep = aten.unsqueeze.default(keep, 1)
