@@ -134,7 +134,8 @@ def _output_aliases(primals: list, outputs: list) -> dict[int, tuple]:
     for index, out in enumerate(outputs):
         if isinstance(out, torch.Tensor):
             source = storages.get(_storage_key(out))
-            if source is not None:
+            # as_strided re-creates the view only within one dtype (not view_as_complex & co.)
+            if source is not None and out.dtype == primals[source].dtype:
                 aliases[index] = ("input", source, tuple(out.shape), tuple(out.stride()), out.storage_offset())
     return aliases
 

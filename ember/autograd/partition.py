@@ -104,11 +104,12 @@ def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str
     return module
 
 
-def _saved_list(joint, forward_side: set, backward_needed: set, primals) -> list:
-    """Forward values read by the backward, in graph order."""
+def _saved_list(joint, forward_side: set, backward_needed: set, grads) -> list:
+    """Forward values read by the backward (or that are gradients themselves), in graph order."""
+    direct = {g for g in grads if isinstance(g, torch.fx.Node)}
     saved = []
     for node in joint.graph.nodes:
-        if node in forward_side and any(user in backward_needed for user in node.users):
+        if node in forward_side and (node in direct or any(user in backward_needed for user in node.users)):
             saved.append(node)
     return saved
 
@@ -119,7 +120,7 @@ def partition_default(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
     grad_roots = _ancestors(grads)
     backward_needed = grad_roots & backward
     forward_side = set(joint.graph.nodes) - backward - {n for n in joint.graph.nodes if n.op == "output"}
-    saved = _saved_list(joint, forward_side, backward_needed, primals)
+    saved = _saved_list(joint, forward_side, backward_needed, grads)
     return _build(joint, spec, primals, tangents, fw_outputs, grads, saved)
 
 
@@ -161,6 +162,7 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
         return partition_default(joint, spec)
     nodes = [n for n in joint.graph.nodes if n.op != "output"]
     forward_side = [n for n in nodes if n not in backward]
+    grad_outputs = {g for g in grads if isinstance(g, torch.fx.Node)}
 
     flow = networkx.DiGraph()
     infinite = float("inf")
@@ -175,6 +177,8 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
             # it) is the only way across.
             flow.add_edge("source", f"{node.name}_in", capacity=infinite)
         flow.add_edge(f"{node.name}_in", f"{node.name}_out", capacity=weight)
+        if node in grad_outputs:  # a gradient computed without any tangent
+            flow.add_edge(f"{node.name}_out", "sink", capacity=infinite)
         for user in node.users:
             if user in backward_needed:
                 flow.add_edge(f"{node.name}_out", "sink", capacity=infinite)

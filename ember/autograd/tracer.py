@@ -62,6 +62,12 @@ _FUNCTIONAL_OVERRIDES = {
     aten.bernoulli_.float: aten.bernoulli.p,
     aten.bernoulli_.Tensor: aten.bernoulli.Tensor,
     aten.normal_.default: aten.normal_functional.default,
+    aten.transpose_.default: aten.transpose.int,
+    aten.swapaxes_.default: aten.swapaxes.default,
+    aten.swapdims_.default: aten.swapdims.default,
+    aten.squeeze_.default: aten.squeeze.default,
+    aten.squeeze_.dim: aten.squeeze.dim,
+    aten.squeeze_.dims: aten.squeeze.dims,
 }
 
 
@@ -70,16 +76,25 @@ def _functional_variant(func) -> Any:
     if func in _FUNCTIONAL_OVERRIDES:
         return _FUNCTIONAL_OVERRIDES[func]
     packet_name = func._schema.name.split("::")[1]
-    overload = func._overloadname
-    if packet_name.endswith("_"):
-        base = packet_name[:-1]
-        packet = getattr(aten, base, None)
-        if packet is not None:
-            if hasattr(packet, overload):
-                return getattr(packet, overload)
-            if overload == "default" and hasattr(packet, "Tensor"):
-                return packet.Tensor
+    if not packet_name.endswith("_"):
+        return None
+    packet = getattr(aten, packet_name[:-1], None)
+    if packet is None:
+        return None
+    wanted = _signature(func._schema)
+    # Same overload name first, then any overload with the same arguments (pow_.Scalar is
+    # pow.Tensor_Scalar, not pow.Scalar).
+    candidates = [func._overloadname] + [name for name in packet.overloads() if name != func._overloadname]
+    for name in candidates:
+        if hasattr(packet, name):
+            overload = getattr(packet, name)
+            if _signature(overload._schema) == wanted and not overload._schema.is_mutable:
+                return overload
     return None
+
+
+def _signature(schema) -> tuple:
+    return tuple((a.name, str(a.type), a.kwarg_only) for a in schema.arguments)
 
 
 class AtenTracer(TorchDispatchMode):
@@ -226,7 +241,7 @@ class AtenTracer(TorchDispatchMode):
             return self._metadata_mutation(func, args, kwargs)
         functional = _functional_variant(func)
         if functional is None or len(written) != 1 or written[0][0] != 0:
-            raise TracingError(f"{func} mutates its inputs and has no functional form ember knows{self._where()}")
+            return self._opaque_mutation(func, args, kwargs, written)
         target = args[0]
         args = _fill_defaults(func, args, kwargs)
         node_args = self._map_args(args)
@@ -238,6 +253,40 @@ class AtenTracer(TorchDispatchMode):
             value_node = self._record(aten.expand.default, (value_node, list(target.shape)), {}, target)
         result = func(*args, **kwargs)  # the fake tensor itself follows the write
         self.write(target, value_node)
+        return result
+
+    def _opaque_mutation(self, func, args, kwargs, written):
+        """A mutating op with no functional form: one call on fresh copies of what it writes."""
+        names = [name for _, name in written]
+        bound = dict(zip([a.name for a in func._schema.arguments], args))
+        bound.update(kwargs)
+        targets = [bound.get(name) for name in names]
+        if any(t is not None and not isinstance(t, torch.Tensor) for t in targets):
+            raise TracingError(f"{func} writes to a list of tensors{self._where()}")
+        wrapper = FunctionalizedOp(func, tuple(names))
+        node_args = self._map_args(args)
+        node_kwargs = self._map_args(kwargs)
+        result = func(*args, **kwargs)  # the fakes follow the writes
+        node = self._record(wrapper, node_args, node_kwargs, (result, *targets))
+        self.fallback_ops.add(str(func))
+        result_node = self.graph.call_function(operator.getitem, (node, 0))
+        result_node.meta["val"] = result
+        for index, target in enumerate(targets):
+            if target is None:
+                continue
+            value_node = self.graph.call_function(operator.getitem, (node, index + 1))
+            value_node.meta["val"] = target
+            self.write(target, value_node)
+        if isinstance(result, torch.Tensor) and any(result is t for t in targets):
+            return result  # returns its (written) argument: already bound by write()
+        if isinstance(result, torch.Tensor):
+            self._bind(result, result_node)
+        elif isinstance(result, (tuple, list)):
+            for index, item in enumerate(result):
+                if isinstance(item, torch.Tensor) and not any(item is t for t in targets):
+                    item_node = self.graph.call_function(operator.getitem, (result_node, index))
+                    item_node.meta["val"] = item
+                    self._bind(item, item_node)
         return result
 
     def _metadata_mutation(self, func, args, kwargs):
@@ -331,6 +380,39 @@ class AtenTracer(TorchDispatchMode):
             if self.version.get(id(tensor), 0) > 0:
                 changed.append((index, self.node_of(tensor)))
         return changed
+
+
+class FunctionalizedOp:
+    """Calls a mutating ATen op on copies of the tensors it writes; returns (result, *new values).
+
+    From the graph's point of view this is a pure function, so no pass ever sees a mutation."""
+
+    def __init__(self, op, written: tuple[str, ...]) -> None:
+        self.op = op
+        self.written = written
+        self.__name__ = f"functionalized_{str(op).replace('.', '_')}"
+        self.__qualname__ = self.__name__
+
+    def __call__(self, *args, **kwargs):
+        names = [a.name for a in self.op._schema.arguments]
+        args = list(args)
+        copies = []
+        for name in self.written:
+            if name in kwargs:
+                value = kwargs[name]
+                kwargs[name] = value.clone() if value is not None else None
+                copies.append(kwargs[name])
+            else:
+                position = names.index(name)
+                value = args[position] if position < len(args) else None
+                if value is not None:
+                    args[position] = value.clone()
+                copies.append(args[position] if position < len(args) else None)
+        result = self.op(*args, **kwargs)
+        return (result, *copies)
+
+    def __repr__(self) -> str:
+        return self.__name__
 
 
 def _fill_defaults(func, args: tuple, kwargs: dict) -> tuple:

@@ -53,7 +53,7 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
     return grad_input, grad_weight, grad_bias
 
 
-@register(aten.native_batch_norm.default)
+@register(aten.native_batch_norm.default, aten._native_batch_norm_legit.default)
 def native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
     channels = x.shape[1]
     reduce_dims = [0] + list(range(2, x.dim()))
@@ -82,3 +82,20 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
     if bias is not None:
         out = aten.add.Tensor(out, aten.view.default(bias, broadcast))
     return out, save_mean, save_invstd
+
+
+@register(aten._native_batch_norm_legit.no_stats)
+def native_batch_norm_no_stats(x, weight, bias, training, momentum, eps):
+    return native_batch_norm(x, weight, bias, None, None, True, momentum, eps)
+
+
+@register(aten._batch_norm_with_update.default)
+def batch_norm_with_update(x, weight, bias, running_mean, running_var, momentum, eps):
+    out, mean, invstd = native_batch_norm(x, weight, bias, running_mean, running_var, True, momentum, eps)
+    return out, mean, invstd, aten.empty.memory_format([0], dtype=torch.uint8, device=x.device)
+
+
+@register(aten._batch_norm_no_update.default)
+def batch_norm_no_update(x, weight, bias, running_mean, running_var, momentum, eps):
+    out, mean, invstd = native_batch_norm(x, weight, bias, running_mean, running_var, False, momentum, eps)
+    return out, mean, invstd, aten.empty.memory_format([0], dtype=torch.uint8, device=x.device)
