@@ -66,7 +66,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
 
     grad_inputs = [i for i, p in enumerate(primals) if isinstance(p, torch.Tensor) and p.requires_grad]
     with fake_mode, tracer:
-        outputs = fn(*primals)
+        outputs = _run_with_provenance(fn, primals, tracer)
         flat_outputs, out_spec = pytree.tree_flatten(outputs)
         diff_outputs = [
             i for i, out in enumerate(flat_outputs)
@@ -145,3 +145,19 @@ def _storage_key(tensor: torch.Tensor) -> int:
         return tensor.untyped_storage()._cdata
     except Exception:
         return id(tensor)
+
+
+def _run_with_provenance(fn: Callable, args: list, tracer: AtenTracer):
+    """Run fn; for a captured FX graph, node by node so each ATen op keeps its user source line."""
+    if not isinstance(fn, torch.fx.GraphModule):
+        return fn(*args)
+
+    class ProvenanceInterpreter(torch.fx.Interpreter):
+        def run_node(self, node):
+            tracer.current_meta = {key: node.meta[key] for key in ("stack_trace",) if key in node.meta}
+            try:
+                return super().run_node(node)
+            finally:
+                tracer.current_meta = {}
+
+    return ProvenanceInterpreter(fn).run(*args)

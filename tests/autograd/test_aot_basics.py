@@ -202,3 +202,38 @@ def test_integer_and_non_differentiable_outputs():
     assert mask.dtype == torch.bool
     (g,) = torch.autograd.grad(total, [x])
     torch.testing.assert_close(g, torch.ones(6))
+
+
+def test_aot_module_shares_parameters_and_matches_eager():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 2))
+    compiled = ember.aot_module(model)
+    x = torch.randn(5, 4)
+    out = compiled(x)
+    torch.testing.assert_close(out, model(x))
+    out.sum().backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+    model.zero_grad()
+    model(x).sum().backward()
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(grads[name], p.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_unsupported_pattern_names_the_op_and_the_source_line():
+    def f(x):
+        y = x * 2
+        x.t_()  # changes an input's shape in place
+        return y
+
+    compiled = ember.compile(f, backend="aot_eager")
+    with pytest.raises(ember.autograd.TracingError, match=r"aten\.t_\.default.*test_aot_basics\.py.*line \d+.*x\.t_\(\)"):
+        compiled(torch.randn(3, 4))
+
+
+def test_aten_graph_nodes_keep_the_user_source_line():
+    record = {}
+    compiled = ember.compile(lambda x: torch.relu(x) * 2, backend=_recording_aot_backend(record))
+    x = torch.randn(4, requires_grad=True)
+    compiled(x).sum().backward()
+    code = record["forward"].print_readable(print_output=False)
+    assert "test_aot_basics.py" in code and "torch.relu(x) * 2" in code

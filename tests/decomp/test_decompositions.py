@@ -1,0 +1,84 @@
+"""Each of ember's decompositions against the eager ATen kernel it replaces."""
+import pytest
+import torch
+
+from ember.decomp import core_decompositions
+
+aten = torch.ops.aten
+torch.manual_seed(0)
+x4 = torch.randn(3, 4)
+nchw = torch.randn(2, 3, 4, 5)
+
+CASES = {
+    aten.addmm.default: [((torch.randn(5), torch.randn(3, 4), torch.randn(4, 5)), {}),
+                         ((torch.randn(5), torch.randn(3, 4), torch.randn(4, 5)), {"beta": 0.5, "alpha": 2.0})],
+    aten.gelu.default: [((x4,), {}), ((x4,), {"approximate": "tanh"})],
+    aten.gelu_backward.default: [((torch.randn(3, 4), x4), {}), ((torch.randn(3, 4), x4), {"approximate": "tanh"})],
+    aten.silu.default: [((x4,), {})],
+    aten.silu_backward.default: [((torch.randn(3, 4), x4), {})],
+    aten._softmax.default: [((x4, 1, False), {}), ((x4, 0, False), {})],
+    aten._log_softmax.default: [((x4, 1, False), {})],
+    aten._softmax_backward_data.default: [((torch.randn(3, 4), torch.softmax(x4, 1), 1, torch.float32), {})],
+    aten._log_softmax_backward_data.default: [((torch.randn(3, 4), torch.log_softmax(x4, 1), 1, torch.float32), {})],
+    aten.mse_loss.default: [((x4, torch.randn(3, 4), 1), {}), ((x4, torch.randn(3, 4), 2), {}),
+                            ((x4, torch.randn(3, 4), 0), {})],
+    aten.mse_loss_backward.default: [((torch.tensor(1.5), x4, torch.randn(3, 4), 1), {})],
+    aten.nll_loss_forward.default: [((torch.log_softmax(x4, 1), torch.tensor([0, 3, -100]), None, 1, -100), {}),
+                                    ((torch.log_softmax(x4, 1), torch.tensor([0, 3, 1]), None, 2, -100), {})],
+    aten.native_layer_norm.default: [((x4, [4], torch.randn(4), torch.randn(4), 1e-5), {}),
+                                     ((nchw, [4, 5], None, None, 1e-5), {})],
+    aten.native_batch_norm.default: [
+        ((nchw, torch.randn(3), torch.randn(3), torch.zeros(3), torch.ones(3), True, 0.1, 1e-5), {}),
+        ((nchw, torch.randn(3), torch.randn(3), torch.rand(3), torch.rand(3) + 0.5, False, 0.1, 1e-5), {}),
+    ],
+    aten.embedding_dense_backward.default: [((torch.randn(2, 3, 4), torch.tensor([[0, 2, 2], [1, 0, 5]]), 6, -1, False), {}),
+                                            ((torch.randn(2, 3, 4), torch.tensor([[0, 2, 2], [1, 0, 5]]), 6, 2, False), {})],
+    aten.native_dropout_backward.default: [((torch.randn(3, 4), torch.rand(3, 4) > 0.5, 2.0), {})],
+}
+
+
+def _clone(value):
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+@pytest.mark.parametrize("op", sorted(CASES, key=str), ids=str)
+def test_decomposition_matches_kernel(op):
+    table = core_decompositions()
+    assert op in table
+    for args, kwargs in CASES[op]:
+        expected = op(*[_clone(a) for a in args], **kwargs)
+        got = table[op](*[_clone(a) for a in args], **kwargs)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_batch_norm_updates_running_stats_like_kernel():
+    table = core_decompositions()
+    args = (nchw, torch.randn(3), torch.randn(3))
+    mean_a, var_a = torch.rand(3), torch.rand(3) + 0.5
+    mean_b, var_b = mean_a.clone(), var_a.clone()
+    aten.native_batch_norm.default(*args, mean_a, var_a, True, 0.1, 1e-5)
+    table[aten.native_batch_norm.default](*args, mean_b, var_b, True, 0.1, 1e-5)
+    torch.testing.assert_close(mean_b, mean_a)
+    torch.testing.assert_close(var_b, var_a)
+
+
+def test_layer_norm_backward_matches_autograd():
+    table = core_decompositions()
+    x = torch.randn(2, 3, 4)
+    weight, bias = torch.randn(4), torch.randn(4)
+    out, mean, rstd = aten.native_layer_norm.default(x, [4], weight, bias, 1e-5)
+    grad = torch.randn_like(out)
+    expected = aten.native_layer_norm_backward.default(grad, x, [4], mean, rstd, weight, bias, [True, True, True])
+    got = table[aten.native_layer_norm_backward.default](grad, x, [4], mean, rstd, weight, bias, [True, True, True])
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_dropout_decomposition_draws_eager_mask():
+    table = core_decompositions()
+    x = torch.randn(50, 50)
+    torch.manual_seed(7)
+    expected = torch.nn.functional.dropout(x, 0.3, training=True)
+    torch.manual_seed(7)
+    got, mask = table[aten.native_dropout.default](x, 0.3, True)
+    torch.testing.assert_close(got, expected)
