@@ -52,19 +52,32 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
                 with_backward: bool = True) -> tuple[torch.fx.GraphModule, JointSpec]:
     fake_mode = FakeTensorMode()
     primals = _fakes(fake_mode, args)
+    # The same tensor passed twice is one input: later occurrences get no node and no gradient.
+    first_seen: dict[int, int] = {}
+    duplicates = set()
+    for index, arg in enumerate(args):
+        if isinstance(arg, torch.Tensor):
+            if id(arg) in first_seen:
+                duplicates.add(index)
+            else:
+                first_seen[id(arg)] = index
     graph = torch.fx.Graph()
     module = torch.fx.GraphModule(torch.nn.Module(), graph)
     graph.owning_module = module
     tracer = AtenTracer(graph, fake_mode, decompositions)
     for index, primal in enumerate(primals):
-        if isinstance(primal, torch.Tensor):
+        if index in duplicates:
+            node = graph.placeholder(f"primals_{index + 1}")
+            node.meta["val"] = primal
+        elif isinstance(primal, torch.Tensor):
             tracer.add_input(f"primals_{index + 1}", primal)
         else:
             node = graph.placeholder(f"primals_{index + 1}")
             node.meta["val"] = primal
     last_placeholder = list(graph.nodes)[-1] if len(graph.nodes) else None
 
-    grad_inputs = [i for i, p in enumerate(primals) if isinstance(p, torch.Tensor) and p.requires_grad]
+    grad_inputs = [i for i, p in enumerate(primals)
+                   if isinstance(p, torch.Tensor) and p.requires_grad and i not in duplicates]
     with fake_mode, tracer:
         outputs = _run_with_provenance(fn, primals, tracer)
         flat_outputs, out_spec = pytree.tree_flatten(outputs)

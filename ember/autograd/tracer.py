@@ -376,9 +376,10 @@ class AtenTracer(TorchDispatchMode):
     def mutated_inputs(self) -> list[tuple[int, torch.fx.Node]]:
         """(input index, node of its final value) for each input written during tracing."""
         changed = []
-        for index, (tensor, node) in enumerate(self.inputs):
+        for tensor, node in self.inputs:
             if self.version.get(id(tensor), 0) > 0:
-                changed.append((index, self.node_of(tensor)))
+                changed.append((int(node.name.rsplit("_", 1)[-1]) - 1 if node.name.startswith("primals_")
+                                else self.inputs.index((tensor, node)), self.node_of(tensor)))
         return changed
 
 

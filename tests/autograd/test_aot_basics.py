@@ -237,3 +237,14 @@ def test_aten_graph_nodes_keep_the_user_source_line():
     compiled(x).sum().backward()
     code = record["forward"].print_readable(print_output=False)
     assert "test_aot_basics.py" in code and "torch.relu(x) * 2" in code
+
+
+def test_aot_eager_works_as_a_torch_compile_backend():
+    torch._dynamo.reset()
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2))
+    compiled = torch.compile(model, backend=ember.backends.aot_eager)
+    x = torch.randn(3, 4)
+    out = compiled(x)
+    torch.testing.assert_close(out, model(x))
+    out.sum().backward()
+    assert model[0].weight.grad is not None
