@@ -140,6 +140,8 @@ class OutputGraph:
             raise Unsupported(
                 f"{_target_name(kind, target)} failed on fake tensors ({type(error).__name__}: {error})"
             ) from None
+        if kind == "call_function":
+            target = _printable_target(target)
         node = self.graph.create_node(kind, target, tuple(proxy_args), dict(proxy_kwargs))
         node.meta["stack_trace"] = tx.stack_trace()
         self.node_count += 1
@@ -196,6 +198,22 @@ class OutputGraph:
 
     def op_count(self) -> int:
         return sum(1 for node in self.graph.nodes if node.op not in ("placeholder", "output"))
+
+
+def _printable_target(target: Any) -> Any:
+    """FX prints targets by qualified name; a callable whose name does not print gets a named wrapper."""
+    try:
+        name = torch.fx.node._get_qualified_name(target)
+    except Exception:
+        name = ""
+    if name and all(part.isidentifier() for part in name.split(".")):
+        return target
+
+    def call(*args, **kwargs):
+        return target(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = "ember_call_" + re.sub(r"[^0-9a-zA-Z_]", "_", repr(target))[:40]
+    return call
 
 
 def _target_name(kind: str, target: Any) -> str:
