@@ -19,6 +19,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils import _pytree as pytree
 
 from .tracer import AtenTracer, TracingError
@@ -50,7 +51,9 @@ def _fakes(fake_mode: FakeTensorMode, args: list) -> list:
 
 def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
                 with_backward: bool = True) -> tuple[torch.fx.GraphModule, JointSpec]:
-    fake_mode = FakeTensorMode()
+    # Inputs keep static shapes; a ShapeEnv gives data-dependent outputs (nonzero, masked_select,
+    # item) unbacked symbolic sizes so tracing can go on past them.
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
     primals = _fakes(fake_mode, args)
     # The same tensor passed twice is one input: later occurrences get no node and no gradient.
     first_seen: dict[int, int] = {}
@@ -84,6 +87,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         diff_outputs = [
             i for i, out in enumerate(flat_outputs)
             if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs
+            and not any(isinstance(d, torch.SymInt) for d in out.shape)
         ]
         mutated = tracer.mutated_inputs()
         for index, _ in mutated:
@@ -113,6 +117,8 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     for index, out in enumerate(flat_outputs):
         if isinstance(out, torch.Tensor):
             output_nodes.append(tracer.node_of(out))
+        elif isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            output_nodes.append(tracer.sym_node_of(out))
         else:
             constant_outputs[index] = out
             output_nodes.append(None)
@@ -148,7 +154,8 @@ def _output_aliases(primals: list, outputs: list) -> dict[int, tuple]:
         if isinstance(out, torch.Tensor):
             source = storages.get(_storage_key(out))
             # as_strided re-creates the view only within one dtype (not view_as_complex & co.)
-            if source is not None and out.dtype == primals[source].dtype:
+            symbolic = any(isinstance(d, torch.SymInt) for d in (*out.shape, *out.stride()))
+            if source is not None and out.dtype == primals[source].dtype and not symbolic:
                 aliases[index] = ("input", source, tuple(out.shape), tuple(out.stride()), out.storage_offset())
     return aliases
 

@@ -34,12 +34,22 @@ class Partition:
     num_forward_outputs: int  # forward outputs + mutated values (before the saved values)
 
 
+_UNKNOWN_NUMEL = 1 << 20  # a data-dependent size counts as large: cheaper to recompute than guess
+
+
+def _numel(tensor: torch.Tensor) -> int:
+    try:
+        return int(tensor.numel())
+    except Exception:
+        return _UNKNOWN_NUMEL
+
+
 def _tensor_bytes(node: torch.fx.Node) -> int:
     value = node.meta.get("val")
     if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
+        return _numel(value) * value.element_size()
     if isinstance(value, (tuple, list)):
-        return sum(v.numel() * v.element_size() for v in value if isinstance(v, torch.Tensor))
+        return sum(_numel(v) * v.element_size() for v in value if isinstance(v, torch.Tensor))
     return 0
 
 

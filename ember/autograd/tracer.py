@@ -114,6 +114,7 @@ class AtenTracer(TorchDispatchMode):
         self.current_meta: dict = {}
         self.fallback_ops: set[str] = set()
         self.recording = True  # off while making tangent placeholders
+        self.sym_nodes: dict[int, torch.fx.Node] = {}  # data-dependent scalars -> the op that made them
 
     # -- values ------------------------------------------------------------------------------------
     def add_input(self, name: str, tensor: torch.Tensor) -> torch.fx.Node:
@@ -172,7 +173,15 @@ class AtenTracer(TorchDispatchMode):
         self.seen_version[id(view)] = self.version.get(id(self.root(view)), 0)
 
     def _map_args(self, value: Any) -> Any:
-        return pytree.tree_map_only(torch.Tensor, self.node_of, value)
+        value = pytree.tree_map_only(torch.Tensor, self.node_of, value)
+        return pytree.tree_map_only((torch.SymInt, torch.SymFloat, torch.SymBool), self.sym_node_of, value)
+
+    def sym_node_of(self, value) -> torch.fx.Node:
+        """A data-dependent scalar (e.g. from .item()) is only usable as the op output it came from."""
+        node = self.sym_nodes.get(_sym_key(value))
+        if node is None:
+            raise TracingError(f"Python arithmetic on a data-dependent value ({value}) is not traced{self._where()}")
+        return node
 
     def _where(self) -> str:
         trace = self.current_meta.get("stack_trace")
@@ -204,13 +213,15 @@ class AtenTracer(TorchDispatchMode):
         if self.functionalize and schema.is_mutable:
             return self._mutation(func, args, kwargs)
         result = func(*args, **kwargs)
-        if func is aten._local_scalar_dense.default:
-            raise TracingError(f"{func} reads a tensor value (data-dependent){self._where()}")
         node = self._record(func, self._map_args(args), self._map_args(kwargs), result)
         self._bind_outputs(func, args, kwargs, result, node)
         return result
 
     def _bind_outputs(self, func, args, kwargs, result, node) -> None:
+        if isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            self.sym_nodes[_sym_key(result)] = node
+            self.keepalive.append(result)
+            return
         is_view = self.functionalize and func.is_view
         parent = args[0] if is_view and args and isinstance(args[0], torch.Tensor) else None
         if isinstance(result, torch.Tensor):
@@ -381,6 +392,11 @@ class AtenTracer(TorchDispatchMode):
                 changed.append((int(node.name.rsplit("_", 1)[-1]) - 1 if node.name.startswith("primals_")
                                 else self.inputs.index((tensor, node)), self.node_of(tensor)))
         return changed
+
+
+def _sym_key(value) -> Any:
+    """Symbolic scalars are fresh Python objects each time: key them by their expression."""
+    return str(value.node.expr)
 
 
 class FunctionalizedOp:

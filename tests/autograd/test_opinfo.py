@@ -67,5 +67,5 @@ def test_opinfo_sweep(results, kind):
     now_passing = sorted(k for k in listed if k not in failures)
     assert not new_failures, f"ops that fail and are not in the expected-failures list: {new_failures}"
     assert not now_passing, f"expected failures that now pass (remove them from the list): {now_passing}"
-    target = 0.95 if kind == "backward" else 0.97
+    target = 0.95 if kind == "backward" else 0.98  # the targets on CPU
     assert passed / total >= target
