@@ -19,10 +19,12 @@ from torch.utils import _pytree as pytree
 
 from .. import logs
 from .joint import JointSpec, trace_joint
+from .tracer import TracingError
 from .partition import Partition, partition_default, partition_min_cut
 from .runtime import CompiledPair, make_autograd_function, make_inference_function
 
 log_graph = logs.get("graph_code")
+log_fallbacks = logs.get("fallbacks")
 
 
 def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
@@ -66,7 +68,17 @@ class AotCompiled:
     def compile(self, flat_args: list) -> Callable:
         needs_grad = torch.is_grad_enabled() and any(
             isinstance(a, torch.Tensor) and a.requires_grad for a in flat_args)
-        joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad)
+        try:
+            joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad)
+        except TracingError:
+            raise  # a pattern the user should know about: the message names the op and the line
+        except Exception as error:
+            if not isinstance(self.fn, torch.fx.GraphModule):
+                raise
+            # A captured graph can always run as it is: correct, just not AOT-compiled.
+            log_fallbacks.warning("ember: AOT tracing failed (%s: %s); running the captured graph eagerly",
+                                  type(error).__name__, error)
+            return self.fn.forward
         self.last_joint = joint
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("joint graph:\n%s", joint.print_readable(print_output=False))

@@ -127,6 +127,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     for grad in grads:
         output_nodes.append(tracer.node_of(grad) if grad is not None else None)
     graph.output(tuple(output_nodes))
+    _remove_aliases(graph)
     graph.eliminate_dead_code()
     module.recompile()
     spec = JointSpec(
@@ -181,3 +182,11 @@ def _run_with_provenance(fn: Callable, args: list, tracer: AtenTracer):
                 tracer.current_meta = {}
 
     return ProvenanceInterpreter(fn).run(*args)
+
+
+def _remove_aliases(graph: torch.fx.Graph) -> None:
+    """detach/alias are no-ops in a functional graph (autograd inserts them around saved values)."""
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target in (torch.ops.aten.detach.default, torch.ops.aten.alias.default):
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)

@@ -279,6 +279,11 @@ class AtenTracer(TorchDispatchMode):
         node_kwargs = self._map_args(kwargs)
         result = func(*args, **kwargs)  # the fakes follow the writes
         node = self._record(wrapper, node_args, node_kwargs, (result, *targets))
+        if str(func) not in self.fallback_ops:
+            from .. import logs
+
+            logs.get("fallbacks").debug("%s has no functional form: one call on copies of %s%s",
+                                        func, ", ".join(names), self._where())
         self.fallback_ops.add(str(func))
         result_node = self.graph.call_function(operator.getitem, (node, 0))
         result_node.meta["val"] = result
