@@ -20,6 +20,7 @@ CHANNELS = (
     "bytecode",  # original, resume and glue code of each capture
     "fallbacks",  # what ran eagerly instead of compiled, and why
     "perf",  # capture timings
+    "output_code",  # generated kernels and wrappers
 )
 
 _handler = logging.StreamHandler(sys.stderr)

@@ -2,7 +2,7 @@
 
     "eager"      runs the captured FX graph as it is
     "aot_eager"  ember's ahead-of-time autograd, then the graphs as they are
-    "ember"      ember's own code generator (not built yet: eager)
+    "ember"      AOT autograd, then ember's loop IR, scheduler and C++ kernels (CPU)
     "inductor"   torch's own compiler, only as a side-by-side reference (reference.py)
 """
 from __future__ import annotations
@@ -24,8 +24,19 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
 
 def ember_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    # The code-generation issues replace this with ember's loop IR and kernels.
-    return gm.forward
+    """ember end to end: AOT autograd, then loop IR, fusion and C++ kernels for forward and backward."""
+    from ..autograd.api import AotCompiled
+    from ..autograd.partition import partition_min_cut
+    from ..codegen.compile import ember_compiler
+    from ..decomp import core_decompositions
+
+    compiled = AotCompiled(gm, ember_compiler, ember_compiler, partition_min_cut, core_decompositions())
+
+    def run(*args):
+        return compiled(*args)
+
+    run.aot = compiled
+    return run
 
 
 def _inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

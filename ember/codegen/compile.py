@@ -1,0 +1,119 @@
+"""ember's code generator, as one list of named steps: ATen graph in, a Python callable out.
+
+    lower      GraphLowering: ATen nodes -> loop-level IR (lowering/)
+    schedule   dead code, fusion into kernels, buffer lifetimes (scheduling/)
+    kernels    C++ source for each fused kernel (codegen/cpp.py)
+    build      g++ -> shared libraries, cached and compiled in parallel (codegen/cpp_build.py)
+    wrapper    the Python `call` that allocates, calls and frees (codegen/wrapper.py)
+
+Every step's product can be dumped: EMBER_LOGS=output_code prints the kernels and the wrapper.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import logging
+import time
+from typing import Any, Callable
+
+import torch
+
+from .. import logs
+from ..lowering.graph import GraphLowering
+from ..scheduling.scheduler import Kernel, Scheduler
+from . import cpp_build
+from .cpp import PREAMBLE, CppKernel
+from .wrapper import WrapperCodegen
+
+log_code = logs.get("output_code")
+log_fallbacks = logs.get("fallbacks")
+
+
+@dataclasses.dataclass
+class CompiledGraph:
+    call: Callable
+    kernels: dict[str, str]  # kernel name -> C++ source
+    wrapper: str
+    fallbacks: dict[str, int]
+    timings: dict[str, float]
+
+    def __call__(self, *args):
+        return self.call(*args)
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
+    timings: dict[str, float] = {}
+
+    def timed(name, function, *args):
+        started = time.perf_counter()
+        result = function(*args)
+        timings[name] = time.perf_counter() - started
+        return result
+
+    graph = timed("lower", _lower, gm)
+    scheduler = timed("schedule", _schedule, graph)
+    sources = timed("kernels", _kernel_sources, graph, scheduler)
+    functions = timed("build", _build, sources)
+    wrapper_source, call = timed("wrapper", _wrapper, graph, scheduler, sources, functions)
+    kernels = {name: source for name, (source, _, _) in sources.items()}
+    if log_code.isEnabledFor(logging.DEBUG):
+        log_code.debug("kernels:\n%s\nwrapper:\n%s", "\n\n".join(kernels.values()), wrapper_source)
+    if graph.fallback_counts and log_fallbacks.isEnabledFor(logging.DEBUG):
+        log_fallbacks.debug("ATen fallbacks in this graph: %s", dict(graph.fallback_counts))
+    return CompiledGraph(call, kernels, wrapper_source, dict(graph.fallback_counts), timings)
+
+
+def _lower(gm: torch.fx.GraphModule) -> GraphLowering:
+    graph = GraphLowering(gm)
+    placeholders = [node.meta.get("val") for node in gm.graph.nodes if node.op == "placeholder"]
+    graph.run(*placeholders)
+    return graph
+
+
+def _schedule(graph: GraphLowering) -> Scheduler:
+    scheduler = Scheduler(graph)
+    scheduler.eliminate_dead_code()
+    scheduler.fuse()
+    return scheduler
+
+
+def _kernel_sources(graph: GraphLowering, scheduler: Scheduler) -> dict[str, tuple[str, list[str], list[str]]]:
+    dtypes = {buffer.name: buffer.dtype for buffer in [*graph.inputs, *scheduler.kept] if buffer.dtype is not None}
+    sources = {}
+    for step in scheduler.steps:
+        if isinstance(step, Kernel):
+            kernel = CppKernel(step, dtypes)
+            body = kernel.generate()
+            sources[step.name] = (PREAMBLE + "\n" + body + "\n", kernel.inputs, kernel.outputs)
+    return sources
+
+
+def _build(sources: dict) -> dict[str, Callable]:
+    names = list(sources)
+    libraries = cpp_build.build_all([sources[name][0] for name in names])
+    functions = {}
+    for name, library in zip(names, libraries):
+        function = getattr(cpp_build.load(library), name)
+        function.restype = None
+        function.argtypes = [ctypes.c_void_p] * (len(sources[name][1]) + len(sources[name][2]))
+        functions[name] = function
+    return functions
+
+
+def _wrapper(graph, scheduler, sources, functions):
+    kernel_args = {name: (inputs, outputs) for name, (_, inputs, outputs) in sources.items()}
+    codegen = WrapperCodegen(graph, scheduler.steps, scheduler.last_uses(), kernel_args)
+    source = codegen.generate(functions)
+    namespace = dict(codegen.namespace)
+    exec(compile(source, "<ember wrapper>", "exec"), namespace)
+    return source, namespace["call"]
+
+
+def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """A fw/bw compiler for AotCompiled: C++ for CPU graphs; other devices run as they are."""
+    devices = {value.device.type for node in gm.graph.nodes
+               for value in [node.meta.get("val")] if isinstance(value, torch.Tensor)}
+    if devices - {"cpu"}:
+        log_fallbacks.debug("graph on %s: ember has no code generator for it yet; running it as is", devices)
+        return gm.forward
+    return compile_graph(gm, example_inputs)

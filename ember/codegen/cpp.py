@@ -1,0 +1,374 @@
+"""C++/OpenMP code for a fused kernel.
+
+    extern "C" void kernel0(const float* in_ptr0, float* out_ptr0, float* out_ptr1)
+    {
+        #pragma omp parallel for
+        for (int64_t x0 = 0; x0 < 8192; x0++) {      // outer ranges, shared by every node
+            ...reduction loops, then pointwise loops over the inner ranges...
+        }
+    }
+
+Loop bodies come from the IR's `inner_fn(ops, index)` called with `CppOps`, which writes one
+C++ statement per operation into the current block and returns the name of the temporary
+(common subexpressions are reused within a block).  A value stored earlier in the same loop is
+reused instead of reloaded.  Op spellings live in the `CPP_OPS` table.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import sympy
+import torch
+
+from ..lowering.indexing import c_index
+from ..lowering.ir import ComputedBuffer, Reduction, index_vars
+from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
+
+CTYPES = {
+    torch.float32: "float", torch.float64: "double", torch.int64: "int64_t", torch.int32: "int32_t",
+    torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool",
+}
+
+# ops method -> C++ expression template over the operands {0}, {1}, ...
+CPP_OPS: dict[str, str] = {
+    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "({0} / {1})",
+    "neg": "(-{0})", "abs": "std::abs({0})", "exp": "std::exp({0})", "expm1": "std::expm1({0})",
+    "exp2": "std::exp2({0})", "log": "std::log({0})", "log1p": "std::log1p({0})", "log2": "std::log2({0})",
+    "log10": "std::log10({0})", "sqrt": "std::sqrt({0})", "rsqrt": "(1 / std::sqrt({0}))",
+    "sin": "std::sin({0})", "cos": "std::cos({0})", "tan": "std::tan({0})", "sinh": "std::sinh({0})",
+    "cosh": "std::cosh({0})", "tanh": "std::tanh({0})", "asin": "std::asin({0})", "acos": "std::acos({0})",
+    "atan": "std::atan({0})", "asinh": "std::asinh({0})", "acosh": "std::acosh({0})",
+    "atanh": "std::atanh({0})", "erf": "std::erf({0})", "erfc": "std::erfc({0})",
+    "sigmoid": "(1 / (1 + std::exp(-{0})))", "relu": "ember_relu({0})", "floor": "std::floor({0})",
+    "ceil": "std::ceil({0})", "round": "std::nearbyint({0})", "trunc": "std::trunc({0})",
+    "sign": "ember_sign({0})", "reciprocal": "(1 / {0})", "isnan": "std::isnan({0})",
+    "isinf": "std::isinf({0})", "signbit": "std::signbit({0})", "square": "({0} * {0})",
+    "identity": "{0}", "logical_not": "(!{0})", "bitwise_not": "ember_bitwise_not({0})",
+    "maximum": "ember_maximum({0}, {1})", "minimum": "ember_minimum({0}, {1})",
+    "pow": "ember_pow({0}, {1})", "atan2": "std::atan2({0}, {1})", "fmod": "std::fmod({0}, {1})",
+    "remainder": "ember_remainder({0}, {1})", "floordiv": "std::floor({0} / {1})",
+    "truncdiv": "std::trunc({0} / {1})",
+    "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
+    "eq": "({0} == {1})", "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
+    "gt": "({0} > {1})", "ge": "({0} >= {1})",
+    "logical_and": "({0} && {1})", "logical_or": "({0} || {1})", "logical_xor": "(bool({0}) != bool({1}))",
+    "where": "({0} ? {1} : {2})",
+}
+
+PREAMBLE = r"""
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <algorithm>
+#include <omp.h>
+template <typename T> static inline T ember_relu(T a) { return a < T(0) ? T(0) : a; }
+template <typename T> static inline T ember_maximum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a > b ? a : b)); }
+template <typename T> static inline T ember_minimum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a < b ? a : b)); }
+template <typename T> static inline T ember_sign(T a) { return a != a ? a : T((T(0) < a) - (a < T(0))); }
+static inline bool ember_bitwise_not(bool a) { return !a; }
+template <typename T> static inline T ember_bitwise_not(T a) { return ~a; }
+template <typename T, typename U> static inline T ember_pow(T a, U b) { return std::pow(a, b); }
+template <typename T> static inline T ember_remainder(T a, T b) {
+    T r = std::fmod(a, b);
+    return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+}
+"""
+
+
+def ctype(dtype: torch.dtype) -> str:
+    return CTYPES[dtype]
+
+
+def literal(value: Any, dtype: torch.dtype) -> str:
+    kind = ctype(dtype)
+    if dtype == torch.bool:
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return f"std::numeric_limits<{kind}>::quiet_NaN()"
+        if math.isinf(value):
+            sign = "-" if value < 0 else ""
+            return f"{sign}std::numeric_limits<{kind}>::infinity()"
+        return f"static_cast<{kind}>({value!r})"
+    if isinstance(value, bool):
+        value = int(value)
+    return f"static_cast<{kind}>({int(value)}L)" if dtype.is_floating_point is False else f"static_cast<{kind}>({value})"
+
+
+class Block:
+    """Lines at one nesting level, with their own common-subexpression table."""
+
+    def __init__(self, parent: "Block | None" = None) -> None:
+        self.parent = parent
+        self.lines: list[str] = []
+        self.cse: dict[str, str] = {}
+        self.stored: dict[tuple[str, str], str] = {}
+
+    def lookup(self, key: str) -> str | None:
+        block: Block | None = self
+        while block is not None:
+            if key in block.cse:
+                return block.cse[key]
+            block = block.parent
+        return None
+
+    def lookup_store(self, key) -> str | None:
+        block: Block | None = self
+        while block is not None:
+            if key in block.stored:
+                return block.stored[key]
+            block = block.parent
+        return None
+
+
+class CppOps:
+    """The ops handler that writes C++."""
+
+    def __init__(self, kernel: "CppKernel") -> None:
+        self.kernel = kernel
+
+    def _emit(self, expr: str) -> str:
+        return self.kernel.emit_value(expr)
+
+    def load(self, name: str, index) -> str:
+        index_text = c_index(index)
+        cached = self.kernel.block.lookup_store((name, index_text))
+        if cached is not None:
+            return cached
+        pointer = self.kernel.input_pointer(name)
+        return self._emit(f"{pointer}[{index_text}]")
+
+    def constant(self, value, dtype) -> str:
+        return literal(value, dtype)
+
+    def index_expr(self, expr, dtype) -> str:
+        return self._emit(f"static_cast<{ctype(dtype)}>({c_index(expr)})")
+
+    def to_dtype(self, value: str, dtype) -> str:
+        return self._emit(f"static_cast<{ctype(dtype)}>({value})")
+
+    def indirect_indexing(self, value: str, size) -> sympy.Symbol:
+        name = self.kernel.new_temp("idx")
+        self.kernel.block.lines.append(f"int64_t {name} = static_cast<int64_t>({value});")
+        self.kernel.block.lines.append(f"if ({name} < 0) {name} += {c_index(size)};")
+        return sympy.Symbol(name, integer=True, nonnegative=True)
+
+    def masked(self, mask: str, body: Callable, other, dtype) -> str:
+        kernel = self.kernel
+        name = kernel.new_temp()
+        kernel.block.lines.append(f"{ctype(dtype)} {name} = {literal(other, dtype)};")
+        kernel.block.lines.append(f"if ({mask}) {{")
+        kernel.push_block()
+        value = body()
+        kernel.block.lines.append(f"{name} = {value};")
+        kernel.pop_block()
+        kernel.block.lines.append("}")
+        return name
+
+    def __getattr__(self, name: str):
+        template = CPP_OPS.get(name)
+        if template is None:
+            raise NotImplementedError(f"no C++ spelling for ops.{name}")
+
+        def operation(*args):
+            return self._emit(template.format(*args))
+
+        return operation
+
+
+class CppKernel:
+    def __init__(self, kernel: Kernel, buffer_dtypes: dict[str, torch.dtype]) -> None:
+        self.kernel = kernel
+        self.buffer_dtypes = buffer_dtypes
+        self.inputs: list[str] = []  # buffer names read, in argument order
+        self.outputs: list[str] = [node.name for node in kernel.nodes]
+        self.root = Block()
+        self.block = self.root
+        self._temps = 0
+        self.ops = CppOps(self)
+
+    # -- blocks and temporaries --------------------------------------------------------------------
+    def new_temp(self, prefix: str = "tmp") -> str:
+        self._temps += 1
+        return f"{prefix}{self._temps - 1}"
+
+    def emit_value(self, expr: str) -> str:
+        found = self.block.lookup(expr)
+        if found is not None:
+            return found
+        name = self.new_temp()
+        self.block.lines.append(f"auto {name} = {expr};")
+        self.block.cse[expr] = name
+        return name
+
+    def push_block(self) -> Block:
+        self.block = Block(self.block)
+        return self.block
+
+    def pop_block(self) -> Block:
+        block = self.block
+        self.block = block.parent
+        self.block.lines.append("{")
+        self.block.lines.extend("    " + line for line in block.lines)
+        self.block.lines.append("}")
+        return block
+
+    def input_pointer(self, name: str) -> str:
+        if name in self.outputs:
+            return f"out_ptr{self.outputs.index(name)}"
+        if name not in self.inputs:
+            self.inputs.append(name)
+        return f"in_ptr{self.inputs.index(name)}"
+
+    # -- generation ---------------------------------------------------------------------------------------
+    def generate(self) -> str:
+        outer = list(self.kernel.outer)
+        has_reduction = any(isinstance(node.data, Reduction) for node in self.kernel.nodes)
+        # Pointwise kernels keep their last dimension as an inner loop so it vectorizes.
+        self.vector_dim = outer[-1] if outer and not has_reduction else None
+        loop_outer = outer if has_reduction or not outer else outer[:-1]
+        self.loop_outer = loop_outer
+        outer_vars = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(loop_outer))]
+        body = Block()
+        self.block = body
+        for group in self.kernel.groups():
+            self._group(group, outer_vars)
+        lines = []
+        if loop_outer:
+            collapse = f" collapse({len(loop_outer)})" if len(loop_outer) > 1 else ""
+            lines.append(f"#pragma omp parallel for{collapse}")
+            for var, size in zip(outer_vars, loop_outer):
+                lines.append(f"for (int64_t {var} = 0; {var} < {c_index(size)}; {var}++)")
+            lines.append("{")
+            lines.extend("    " + line for line in body.lines)
+            lines.append("}")
+        else:
+            lines.extend(body.lines)
+        signature = ", ".join(
+            [f"const {ctype(self.buffer_dtypes[name])}* __restrict__ in_ptr{k}" for k, name in enumerate(self.inputs)]
+            + [f"{ctype(self.buffer_dtypes[name])}* __restrict__ out_ptr{k}" for k, name in enumerate(self.outputs)])
+        text = [f'extern "C" void {self.kernel.name}({signature})', "{"]
+        text.extend("    " + line for line in lines)
+        text.append("}")
+        return "\n".join(text)
+
+    def _node_index(self, node: ComputedBuffer, outer_vars, inner_vars) -> list:
+        """The node's index in kernel loop variables: outer loops first, then its inner loops."""
+        index = []
+        available = list(outer_vars) + list(inner_vars)
+        for size in node.data.ranges:
+            if size == 1:
+                index.append(sympy.Integer(0))
+            else:
+                index.append(available.pop(0))
+        return index
+
+    def _group(self, group: LoopGroup, outer_vars) -> None:
+        if group.reduction:
+            self._reduction(group.nodes[0], outer_vars)
+            return
+        inner_sizes = ([self.vector_dim] if self.vector_dim is not None else []) + list(group.inner)
+        inner_vars = ([sympy.Symbol("xv", integer=True, nonnegative=True)] if self.vector_dim is not None else []) \
+            + [sympy.Symbol(f"y{k}", integer=True, nonnegative=True) for k in range(len(group.inner))]
+        outer_block = self.block
+        headers = []
+        for depth, (var, size) in enumerate(zip(inner_vars, inner_sizes)):
+            innermost = depth == len(inner_sizes) - 1
+            if depth == 0 and not self.loop_outer:
+                pragma = "#pragma omp parallel for simd" if innermost else "#pragma omp parallel for"
+            else:
+                pragma = "#pragma omp simd" if innermost else None
+            headers.append((pragma, f"for (int64_t {var} = 0; {var} < {c_index(size)}; {var}++)"))
+            self.push_block()
+        for node in group.nodes:
+            index = self._node_index(node, outer_vars, inner_vars)
+            value = node.data.inner_fn(self.ops, index)
+            store_index = c_index(node.layout.index(index))
+            position = self.outputs.index(node.name)
+            self.block.lines.append(f"out_ptr{position}[{store_index}] = {value};")
+            self.block.stored[(node.name, store_index)] = value
+        for pragma, header in reversed(headers):
+            inner = self.block
+            self.block = inner.parent
+            if pragma:
+                self.block.lines.append(pragma)
+            self.block.lines.append(header)
+            self.block.lines.append("{")
+            self.block.lines.extend("    " + line for line in inner.lines)
+            self.block.lines.append("}")
+        assert self.block is outer_block
+
+    def _reduction(self, node: ComputedBuffer, outer_vars) -> None:
+        data: Reduction = node.data
+        spec = data.spec
+        kind = spec.reduction_type
+        acc_type = ctype(spec.src_dtype if kind not in ("any", "all") else torch.bool)
+        accumulator = self.new_temp("acc")
+        index_name = self.new_temp("acc_index") if kind in ("argmax", "argmin") else None
+        init = {
+            "sum": literal(0, spec.src_dtype), "prod": literal(1, spec.src_dtype),
+            "max": f"-std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
+            else f"std::numeric_limits<{acc_type}>::lowest()",
+            "min": f"std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
+            else f"std::numeric_limits<{acc_type}>::max()",
+            "argmax": f"-std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
+            else f"std::numeric_limits<{acc_type}>::lowest()",
+            "argmin": f"std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
+            else f"std::numeric_limits<{acc_type}>::max()",
+            "any": "false", "all": "true",
+        }[kind]
+        self.block.lines.append(f"{acc_type} {accumulator} = {init};")
+        if index_name:
+            self.block.lines.append(f"int64_t {index_name} = 0;")
+        ranges = list(spec.reduction_ranges)
+        numel = sympy.Integer(1)
+        for size in ranges:
+            numel = numel * size
+        flat = sympy.Symbol("r_flat", integer=True, nonnegative=True)
+        rindex = _unflatten_symbols(flat, ranges)
+        parallel_inside = not self.loop_outer
+        self.push_block()
+        index = self._node_index(node, outer_vars, [])
+        value = data.inner_fn(self.ops, index, rindex)
+        update = {
+            "sum": f"{accumulator} = {accumulator} + {value};",
+            "prod": f"{accumulator} = {accumulator} * {value};",
+            "max": f"{accumulator} = ember_maximum({accumulator}, static_cast<{acc_type}>({value}));",
+            "min": f"{accumulator} = ember_minimum({accumulator}, static_cast<{acc_type}>({value}));",
+            "any": f"{accumulator} = {accumulator} || static_cast<bool>({value});",
+            "all": f"{accumulator} = {accumulator} && static_cast<bool>({value});",
+            "argmax": (f"if (!({accumulator} != {accumulator}) && (({value}) > {accumulator} || ({value}) != ({value})))"
+                       f" {{ {accumulator} = {value}; {index_name} = r_flat; }}"),
+            "argmin": (f"if (!({accumulator} != {accumulator}) && (({value}) < {accumulator} || ({value}) != ({value})))"
+                       f" {{ {accumulator} = {value}; {index_name} = r_flat; }}"),
+        }[kind]
+        self.block.lines.append(update)
+        inner = self.block
+        self.block = inner.parent
+        if kind == "sum":
+            pragma = f"#pragma omp parallel for simd reduction(+:{accumulator})" if parallel_inside \
+                else f"#pragma omp simd reduction(+:{accumulator})"
+            self.block.lines.append(pragma)
+        elif kind == "prod" and parallel_inside:
+            self.block.lines.append(f"#pragma omp parallel for reduction(*:{accumulator})")
+        self.block.lines.append(f"for (int64_t r_flat = 0; r_flat < {c_index(numel)}; r_flat++)")
+        self.block.lines.append("{")
+        self.block.lines.extend("    " + line for line in inner.lines)
+        self.block.lines.append("}")
+        result = index_name if index_name else accumulator
+        store_index = c_index(node.layout.index(index))
+        position = self.outputs.index(node.name)
+        if node.dtype != spec.src_dtype or index_name:
+            result = f"static_cast<{ctype(node.dtype)}>({result})"
+        self.block.lines.append(f"out_ptr{position}[{store_index}] = {result};")
+        self.block.stored[(node.name, store_index)] = result if not result.startswith("static_cast") else \
+            self.emit_value(result)
+
+
+def _unflatten_symbols(flat: sympy.Symbol, ranges: list) -> list:
+    from ..lowering.indexing import unflatten
+
+    if len(ranges) == 1:
+        return [flat]
+    return unflatten(flat, ranges)

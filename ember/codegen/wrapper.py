@@ -1,0 +1,118 @@
+"""The Python wrapper: allocates buffers, calls kernels and extern ops, frees buffers early.
+
+    def call(arg0, arg1):
+        buf0 = empty_strided((8192, 1024), (1024, 1), dtype=torch.float32, device='cpu')
+        buf1 = empty_strided((8192, 1024), (1024, 1), dtype=torch.float32, device='cpu')
+        kernel0(ptr(arg0), ptr(buf0), ptr(buf1))  # from: sin = aten.sin(arg0), cos = aten.cos(sin)
+        del arg0
+        return (buf0, buf1)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
+from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer
+from ..scheduling.scheduler import ExternStep, Kernel
+
+
+def pointer(tensor: torch.Tensor) -> int:
+    """The storage base: kernels index with absolute storage offsets."""
+    return tensor.data_ptr() - tensor.storage_offset() * tensor.element_size()
+
+
+class WrapperCodegen:
+    def __init__(self, graph: GraphLowering, steps: list, last_uses: dict[int, list[str]],
+                 kernel_args: dict[str, tuple[list[str], list[str]]]) -> None:
+        self.graph = graph
+        self.steps = steps
+        self.last_uses = last_uses
+        self.kernel_args = kernel_args
+        self.namespace: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided,
+                                          "ptr": pointer}
+        self.lines: list[str] = []
+
+    def ref(self, value: Any, hint: str) -> str:
+        name = f"{hint}_{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def expr(self, value: Any) -> str:
+        if isinstance(value, ReinterpretView):
+            layout = value.layout
+            size = tuple(int(s) for s in layout.size)
+            stride = tuple(int(s) for s in layout.stride)
+            return f"torch.as_strided({value.buffer.name}, {size}, {stride}, {int(layout.offset)})"
+        if isinstance(value, Buffer):
+            return value.name
+        if isinstance(value, (list, tuple)):
+            inner = ", ".join(self.expr(item) for item in value)
+            return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in value.items()) + "}"
+        if value is None or isinstance(value, (bool, int, str)):
+            return repr(value)
+        if isinstance(value, float):
+            return repr(value) if value == value and value not in (float("inf"), float("-inf")) else \
+                self.ref(value, "const")
+        return self.ref(value, "const")
+
+    def allocate(self, buffer: ComputedBuffer) -> None:
+        layout = buffer.layout
+        size = tuple(int(s) for s in layout.size)
+        stride = tuple(int(s) for s in layout.stride)
+        self.lines.append(f"{buffer.name} = empty_strided({size}, {stride}, dtype={layout.dtype}, "
+                          f"device='{layout.device}')")
+
+    def generate(self, kernel_functions: dict[str, Any]) -> str:
+        graph = self.graph
+        params = [buffer.name for buffer in graph.inputs]
+        for name, tensor in graph.constants.items():
+            self.namespace[name] = tensor
+        for position, step in enumerate(self.steps):
+            if isinstance(step, Kernel):
+                for node in step.nodes:
+                    self.allocate(node)
+                inputs, outputs = self.kernel_args[step.name]
+                function = self.ref(kernel_functions[step.name], step.name)
+                arguments = ", ".join(f"ptr({name})" for name in [*inputs, *outputs])
+                origins = "; ".join(getattr(node, "origin", "") for node in step.nodes)
+                self.lines.append(f"{function}({arguments})  # {origins}")
+            else:
+                self._extern(step.call)
+            for name in sorted(self.last_uses.get(position, [])):
+                self.lines.append(f"del {name}")
+        results = ", ".join(self.expr(value) for value in graph.outputs)
+        self.lines.append(f"return ({results}{',' if len(graph.outputs) == 1 else ''})")
+        body = "\n".join("    " + line for line in self.lines)
+        return f"def call({', '.join(params)}):\n{body}\n"
+
+    def _extern(self, call: ExternCall) -> None:
+        target = self.ref(call.target, _target_hint(call.target))
+        args = ", ".join(self.expr(a) for a in call.args)
+        kwargs = "".join(f", {k}={self.expr(v)}" for k, v in call.kwargs.items())
+        if args and kwargs:
+            arguments = args + kwargs
+        else:
+            arguments = args or kwargs.lstrip(", ")
+        comment = f"  # {call.origin}" + (f" ({call.reason})" if call.reason else "")
+        outputs = call.outputs
+        if not call.multi_output:
+            if outputs:
+                self.lines.append(f"{outputs[0].name} = {target}({arguments}){comment}")
+            else:
+                self.lines.append(f"{target}({arguments}){comment}")
+            return
+        self.lines.append(f"__result = {target}({arguments}){comment}")
+        for index, buffer in enumerate(outputs):
+            if buffer is not None:
+                self.lines.append(f"{buffer.name} = __result[{index}]")
+
+
+def _target_hint(target: Any) -> str:
+    name = str(target).replace(".", "_").replace("::", "_")
+    cleaned = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+    return cleaned[:40] or "extern"

@@ -1,0 +1,74 @@
+"""Running a loop body with a recording ops handler: what it reads, how much it computes.
+
+The scheduler uses `reads()` for dependencies and fusion legality; the lowering uses
+`op_count()` to decide whether a value read twice is worth storing.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+import torch
+
+from .ir import ComputedBuffer, Loops, Reduction, index_vars
+
+_FREE = {"load", "constant", "index_expr", "to_dtype", "identity", "indirect_indexing"}
+
+
+class RecordingOps:
+    """Implements every ops method by recording; values are opaque tokens."""
+
+    def __init__(self) -> None:
+        self.loads: list[tuple[str, sympy.Expr]] = []
+        self.count = 0
+        self._indirect = 0
+
+    def load(self, name: str, index):
+        self.loads.append((name, sympy.sympify(index)))
+        return f"load_{name}"
+
+    def constant(self, value, dtype):
+        return "constant"
+
+    def index_expr(self, expr, dtype):
+        return "index"
+
+    def to_dtype(self, value, dtype):
+        return value
+
+    def indirect_indexing(self, value, size):
+        self._indirect += 1
+        return sympy.Symbol(f"indirect{self._indirect}", integer=True, nonnegative=True)
+
+    def masked(self, mask, body, other, dtype):
+        self.count += 1
+        return body()
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def operation(*args, **kwargs):
+            self.count += 1
+            return name
+
+        return operation
+
+
+def record(loops: Loops) -> RecordingOps:
+    ops = RecordingOps()
+    index = index_vars(len(loops.ranges))
+    if isinstance(loops, Reduction):
+        rindex = index_vars(len(loops.spec.reduction_ranges), "r")
+        loops.inner_fn(ops, index, rindex)
+    else:
+        loops.inner_fn(ops, index)
+    return ops
+
+
+def reads(buffer: ComputedBuffer) -> set[str]:
+    return {name for name, _ in record(buffer.data).loads}
+
+
+def op_count(loops: Loops) -> int:
+    return record(loops).count

@@ -1,0 +1,217 @@
+"""GraphLowering: an ATen FX graph in, loop-level IR buffers and an output list out.
+
+Walks the graph node by node.  A node with a lowering (lowerings.py) becomes IR values that
+stay unrealized (inlined into their users) until something needs them in memory: a graph
+output, an extern call, or several readers.  A node without one becomes an ATen fallback
+(an extern call), counted and logged with its reason.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+from .. import logs
+from . import ir
+from .ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, IRNode, Layout, Pointwise, \
+    Reduction, View
+
+log_fallbacks = logs.get("fallbacks")
+_FLOAT_COMPUTE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
+SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8,
+                    torch.uint8, torch.bool}
+
+
+def _layout_of(value: torch.Tensor) -> Layout:
+    return Layout(value.device, value.dtype, [sympy.Integer(s) for s in value.shape],
+                  [sympy.Integer(s) for s in value.stride()], sympy.Integer(value.storage_offset()))
+
+
+class GraphLowering(torch.fx.Interpreter):
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.gm = gm
+        self.buffers: list[Buffer] = []  # realized buffers in creation order
+        self.inputs: list[InputBuffer] = []
+        self.constants: dict[str, torch.Tensor] = {}
+        self.extern_calls: list[ExternCall] = []
+        self.outputs: list[Any] = []
+        self.fallback_counts: collections.Counter = collections.Counter()
+        self.current_node: torch.fx.Node | None = None
+        self._names = collections.Counter()
+        self._user_count: dict[int, int] = {}
+
+    # -- naming and bookkeeping --------------------------------------------------------------------
+    def new_name(self, prefix: str = "buf") -> str:
+        count = self._names[prefix]
+        self._names[prefix] += 1
+        return f"{prefix}{count}"
+
+    def origin(self) -> str:
+        node = self.current_node
+        if node is None:
+            return ""
+        target = node.target if node.op != "call_function" else str(node.target)
+        return f"{node.name} = {target}"
+
+    def stack_trace(self) -> str:
+        node = self.current_node
+        return node.meta.get("stack_trace", "") if node is not None else ""
+
+    # -- interpreter hooks ---------------------------------------------------------------------------
+    def run_node(self, node: torch.fx.Node):
+        self.current_node = node
+        return super().run_node(node)
+
+    def placeholder(self, target, args, kwargs):
+        value = self.current_node.meta.get("val")
+        if not isinstance(value, torch.Tensor):
+            raise NotImplementedError(f"graph input {target} is a {type(value).__name__}, not a tensor")
+        buffer = InputBuffer(self.new_name("arg"), _layout_of(value))
+        self.inputs.append(buffer)
+        return buffer
+
+    def get_attr(self, target, args, kwargs):
+        tensor = getattr(self.gm, target)
+        buffer = InputBuffer(self.new_name("constant"), _layout_of(tensor))
+        self.constants[buffer.name] = tensor
+        return buffer
+
+    def call_function(self, target, args, kwargs):
+        from .lowerings import LOWERINGS, FallbackNeeded
+
+        node = self.current_node
+        lowering = LOWERINGS.get(target)
+        value = node.meta.get("val")
+        if lowering is not None and _dtypes_supported(value, args):
+            try:
+                result = lowering(self, node, *args, **kwargs)
+            except FallbackNeeded as reason:
+                return self.fallback(target, args, kwargs, str(reason))
+            return result
+        reason = "no lowering" if lowering is None else "dtype not supported by ember's code generators"
+        return self.fallback(target, args, kwargs, reason)
+
+    def output(self, target, args, kwargs):
+        results = []
+        for value in pytree.tree_leaves(args[0]):
+            results.append(self.realize(value) if isinstance(value, IRNode) else value)
+        self.outputs = results
+        return results
+
+    # -- realization -----------------------------------------------------------------------------------
+    def realize(self, value: IRNode) -> IRNode:
+        """Make `value` live in memory: a Buffer, or a strided view of one."""
+        if isinstance(value, Buffer):
+            return value
+        if isinstance(value, View):
+            strided = ir.strided_view_of(value)
+            if strided is not None:
+                return ReinterpretView(strided[0], strided[1])
+        if isinstance(value, ReinterpretView):
+            return value
+        return self.store(value)
+
+    def realize_buffer(self, value: IRNode) -> Buffer:
+        """Like realize, but always a plain buffer (no view)."""
+        realized = self.realize(value)
+        if isinstance(realized, ReinterpretView):
+            return self.store(value)
+        return realized
+
+    def store(self, value: IRNode) -> ComputedBuffer:
+        if isinstance(value, Reduction):
+            layout = Layout.contiguous(value.device, value.dtype, value.get_size())
+            buffer = ComputedBuffer(self.new_name(), layout, value)
+        else:
+            loops = value if isinstance(value, Pointwise) else Pointwise(
+                value.device, value.dtype, value.get_size(), value.make_loader(), self.origin())
+            layout = Layout.contiguous(loops.device, loops.dtype, loops.get_size())
+            buffer = ComputedBuffer(self.new_name(), layout, loops)
+        buffer.origin = getattr(value, "origin", "") or self.origin()
+        buffer.stack_trace = self.stack_trace()
+        self.buffers.append(buffer)
+        return buffer
+
+    # -- fallbacks -------------------------------------------------------------------------------------
+    def fallback(self, target, args, kwargs, reason: str):
+        """Run the op as one ATen call from the wrapper; its inputs must be in memory."""
+        def realize_arg(value):
+            return self.realize(value) if isinstance(value, IRNode) else value
+
+        call_args = pytree.tree_map_only(IRNode, realize_arg, args)
+        call_kwargs = pytree.tree_map_only(IRNode, realize_arg, kwargs)
+        value = self.current_node.meta.get("val")
+        name = str(target)
+        self.fallback_counts[name] += 1
+        if log_fallbacks.isEnabledFor(logging.DEBUG):
+            log_fallbacks.debug("ATen fallback %s (%s)%s", name, reason,
+                                f" at {self.stack_trace().strip().splitlines()[-1]}" if self.stack_trace() else "")
+        call = ExternCall(target, call_args, call_kwargs, [], self.origin(), reason=reason)
+        self.extern_calls.append(call)
+        if isinstance(value, torch.Tensor):
+            buffer = ExternBuffer(self.new_name(), _layout_of(value), call)
+            call.outputs = [buffer]
+            self.buffers.append(buffer)
+            return buffer
+        if isinstance(value, (tuple, list)):
+            call.multi_output = True
+            results = []
+            for item in value:
+                if isinstance(item, torch.Tensor):
+                    buffer = ExternBuffer(self.new_name(), _layout_of(item), call)
+                    call.outputs.append(buffer)
+                    self.buffers.append(buffer)
+                    results.append(buffer)
+                else:
+                    call.outputs.append(None)
+                    results.append(item)
+            return results
+        call.outputs = []
+        self.buffers.append(_SideEffectMarker(self.new_name("call"), call))
+        return value
+
+
+class ReinterpretView(IRNode):
+    """A buffer read with another size/stride/offset (what torch.as_strided makes)."""
+
+    def __init__(self, buffer: Buffer, layout: Layout) -> None:
+        self.buffer = buffer
+        self.layout = layout
+        self.dtype = layout.dtype
+        self.device = layout.device
+
+    def get_size(self):
+        return list(self.layout.size)
+
+    def make_loader(self):
+        name, layout = self.buffer.name, self.layout
+
+        def load(ops, index):
+            return ops.load(name, layout.index(index))
+
+        return load
+
+
+class _SideEffectMarker(Buffer):
+    """An extern call whose result ember does not use (kept so the call still runs)."""
+
+    def __init__(self, name: str, call: ExternCall) -> None:
+        self.name = name
+        self.kernel = call
+        self.layout = None
+        self.dtype = None
+        self.device = None
+
+
+def _dtypes_supported(value, args) -> bool:
+    for leaf in pytree.tree_leaves((value, [a for a in args])):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and dtype not in SUPPORTED_DTYPES:
+            return False
+    return True

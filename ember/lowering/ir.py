@@ -1,0 +1,223 @@
+"""ember's define-by-run loop-level IR.
+
+A tensor value during lowering is one of:
+
+    InputBuffer     a graph input, read through its layout
+    ComputedBuffer  a realized Pointwise or Reduction: ember generates a loop that stores it
+    ExternBuffer    the output of an extern call (matmul, convolution, an ATen fallback)
+    Pointwise       not yet stored: `inner_fn(ops, index)` computes one element on demand,
+                    so consumers inline it
+    View            another value read through an index transformation (permute, slice, ...)
+
+Every loop body is a function of an explicit ops handler and a list of sympy index
+expressions; the same body is printed, analysed for dependencies, or turned into C++ / Triton
+by passing a different handler.  Sizes and indices are sympy expressions from the start.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any, Callable, Sequence
+
+import sympy
+import torch
+
+Expr = sympy.Expr
+_counter = itertools.count()
+
+
+def index_vars(count: int, prefix: str = "i") -> list[sympy.Symbol]:
+    return [sympy.Symbol(f"{prefix}{n}", integer=True, nonnegative=True) for n in range(count)]
+
+
+def contiguous_strides(size: Sequence[Expr]) -> list[Expr]:
+    strides: list[Expr] = []
+    running: Expr = sympy.Integer(1)
+    for dim in reversed(size):
+        strides.append(running)
+        running = running * dim
+    return list(reversed(strides))
+
+
+def product(values: Sequence[Expr]) -> Expr:
+    result: Expr = sympy.Integer(1)
+    for value in values:
+        result = result * value
+    return result
+
+
+@dataclasses.dataclass
+class Layout:
+    device: torch.device
+    dtype: torch.dtype
+    size: list[Expr]
+    stride: list[Expr]
+    offset: Expr = sympy.Integer(0)
+
+    def index(self, index: Sequence[Expr]) -> Expr:
+        expr = self.offset
+        for var, stride, size in zip(index, self.stride, self.size):
+            if size != 1:
+                expr = expr + var * stride
+        return expr
+
+    def is_contiguous(self) -> bool:
+        return [s for s, n in zip(self.stride, self.size) if n != 1] == \
+            [s for s, n in zip(contiguous_strides(self.size), self.size) if n != 1]
+
+    @staticmethod
+    def contiguous(device, dtype, size) -> "Layout":
+        size = [sympy.Integer(s) if isinstance(s, int) else s for s in size]
+        return Layout(device, dtype, size, contiguous_strides(size))
+
+
+class IRNode:
+    dtype: torch.dtype
+    device: torch.device
+
+    def get_size(self) -> list[Expr]:
+        raise NotImplementedError
+
+    def make_loader(self) -> Callable:
+        raise NotImplementedError
+
+    def numel(self) -> Expr:
+        return product(self.get_size())
+
+
+class Buffer(IRNode):
+    """A value stored in memory under `name`."""
+
+    def __init__(self, name: str, layout: Layout) -> None:
+        self.name = name
+        self.layout = layout
+        self.dtype = layout.dtype
+        self.device = layout.device
+
+    def get_size(self) -> list[Expr]:
+        return list(self.layout.size)
+
+    def make_loader(self) -> Callable:
+        name, layout = self.name, self.layout
+
+        def load(ops, index):
+            return ops.load(name, layout.index(index))
+
+        return load
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name}, {self.layout.dtype}, size={self.layout.size})"
+
+
+class InputBuffer(Buffer):
+    pass
+
+
+class ComputedBuffer(Buffer):
+    def __init__(self, name: str, layout: Layout, data: "Loops") -> None:
+        super().__init__(name, layout)
+        self.data = data
+
+
+class ExternBuffer(Buffer):
+    """Output of a call the wrapper makes itself (ATen matmul, convolution, fallbacks)."""
+
+    def __init__(self, name: str, layout: Layout, kernel: "ExternCall") -> None:
+        super().__init__(name, layout)
+        self.kernel = kernel
+
+
+@dataclasses.dataclass
+class ExternCall:
+    target: Any  # an OpOverload or a Python callable
+    args: tuple  # IR buffers / constants, with the same structure as the ATen call
+    kwargs: dict
+    outputs: list  # ExternBuffer(s) or None for results ember does not keep
+    origin: str = ""  # the ATen node it came from
+    multi_output: bool = False
+    reason: str = ""  # why it is an extern call (fallback reason), for the logs
+
+
+class Loops(IRNode):
+    """An element-wise computation that is not stored yet."""
+
+    def __init__(self, device, dtype, ranges: list[Expr], inner_fn: Callable, origin: str = "") -> None:
+        self.device = device
+        self.dtype = dtype
+        self.ranges = [sympy.Integer(r) if isinstance(r, int) else r for r in ranges]
+        self.inner_fn = inner_fn
+        self.origin = origin
+
+    def get_size(self) -> list[Expr]:
+        return list(self.ranges)
+
+
+class Pointwise(Loops):
+    def make_loader(self) -> Callable:
+        return self.inner_fn
+
+
+@dataclasses.dataclass
+class ReductionSpec:
+    reduction_type: str  # sum, prod, max, min, argmax, argmin, any, all
+    reduction_ranges: list[Expr]
+    src_dtype: torch.dtype
+
+
+class Reduction(Loops):
+    """`inner_fn(ops, index, reduction_index)` reduced over `reduction_ranges`."""
+
+    def __init__(self, device, dtype, ranges, inner_fn, spec: ReductionSpec, origin: str = "") -> None:
+        super().__init__(device, dtype, ranges, inner_fn, origin)
+        self.spec = spec
+
+    def make_loader(self) -> Callable:
+        raise RuntimeError("a reduction must be realized before it is read")
+
+
+class View(IRNode):
+    def __init__(self, base: IRNode, size: list[Expr], reindex: Callable[[list[Expr]], list[Expr]]) -> None:
+        self.base = base
+        self.size = [sympy.Integer(s) if isinstance(s, int) else s for s in size]
+        self.reindex = reindex
+        self.dtype = base.dtype
+        self.device = base.device
+
+    def get_size(self) -> list[Expr]:
+        return list(self.size)
+
+    def make_loader(self) -> Callable:
+        inner = self.base.make_loader()
+        reindex = self.reindex
+
+        def load(ops, index):
+            return inner(ops, reindex(list(index)))
+
+        return load
+
+
+def strided_view_of(value: IRNode) -> tuple[Buffer, Layout] | None:
+    """If `value` is a buffer read through views that only restride it, the equivalent layout."""
+    chain = []
+    node = value
+    while isinstance(node, View):
+        chain.append(node)
+        node = node.base
+    if not isinstance(node, Buffer):
+        return None
+    size = value.get_size()
+    variables = index_vars(len(size), "q")
+    index = list(variables)
+    for view in chain:
+        index = view.reindex(index)
+    flat = sympy.expand(node.layout.index(index))
+    stride = [flat.coeff(var) for var in variables]
+    offset = flat.subs({var: 0 for var in variables})
+    rebuilt = offset + sum((var * s for var, s in zip(variables, stride)), sympy.Integer(0))
+    if sympy.expand(rebuilt - flat) != 0 or any(not s.is_number for s in stride) or not offset.is_number:
+        return None
+    return node, Layout(node.layout.device, node.layout.dtype, size, stride, offset)
+
+
+def new_name(prefix: str = "buf") -> str:
+    return f"{prefix}{next(_counter)}"

@@ -1,0 +1,687 @@
+"""Lowerings: one rule per ATen overload, from IR values to IR values.
+
+    @register(aten.add.Tensor)
+    def add(ctx, node, a, b, *, alpha=1): ...
+
+`ctx` is the GraphLowering (it names and stores buffers), `node` the ATen FX node (its fake
+value gives the output dtype and shape).  Pointwise ops share `pointwise()`, which broadcasts,
+promotes and builds an `inner_fn(ops, index)`; reductions share `reduction()`.  A rule that
+cannot handle its arguments raises FallbackNeeded and the op runs as an ATen call.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, Sequence
+
+import sympy
+import torch
+
+from .indexing import broadcast_index, simplify_index, view_reindex
+from .ir import IRNode, Pointwise, Reduction, ReductionSpec, View, index_vars
+
+aten = torch.ops.aten
+LOWERINGS: dict[Any, Callable] = {}
+# Ops that are extern calls by design (library kernels), not fallbacks.
+EXTERN_OPS = {aten.mm.default, aten.bmm.default, aten.convolution.default, aten.convolution_backward.default,
+              aten.baddbmm.default, aten.addmm.default}
+
+
+class FallbackNeeded(Exception):
+    pass
+
+
+def register(*ops):
+    def decorator(function):
+        for op in ops:
+            if op in LOWERINGS:
+                raise RuntimeError(f"duplicate lowering for {op}")
+            LOWERINGS[op] = function
+        return function
+
+    return decorator
+
+
+def _val(node):
+    return node.meta.get("val")
+
+
+def _size(value) -> list:
+    return [sympy.Integer(s) for s in value.shape]
+
+
+def _arg_dtype(arg):
+    if isinstance(arg, torch.fx.Node):
+        value = arg.meta.get("val")
+        return value if isinstance(value, torch.Tensor) else value
+    return arg
+
+
+def _promoted(node, positions: Sequence[int]) -> torch.dtype:
+    """torch's type promotion of two arguments (tensor or Python scalar), as eager computes it."""
+    values = []
+    for position in positions:
+        arg = node.args[position] if position < len(node.args) else None
+        value = _arg_dtype(arg)
+        if isinstance(value, torch.Tensor):
+            values.append(torch.empty([1] * min(value.dim(), 1), dtype=value.dtype, device="meta"))
+        elif isinstance(value, (int, float, bool)):
+            values.append(value)
+    if len(values) == 2:
+        return torch.result_type(*values)
+    if len(values) == 1 and isinstance(values[0], torch.Tensor):
+        return values[0].dtype
+    return _val(node).dtype
+
+
+def loader_for(value, out_size: list, dtype: torch.dtype):
+    """A loader broadcasting `value` (an IR value or a Python scalar) to out_size, cast to dtype."""
+    if isinstance(value, IRNode):
+        inner = value.make_loader()
+        in_size = value.get_size()
+        source_dtype = value.dtype
+
+        def load(ops, index):
+            result = inner(ops, broadcast_index(index, out_size, in_size))
+            return ops.to_dtype(result, dtype) if source_dtype != dtype else result
+
+        return load
+
+    def constant(ops, index):
+        return ops.constant(value, dtype)
+
+    return constant
+
+
+def pointwise(ctx, node, op_name: str, inputs: list, compute_dtype: torch.dtype | None = None,
+              input_dtypes: list | None = None) -> Pointwise:
+    value = _val(node)
+    out_size = _size(value)
+    out_dtype = value.dtype
+    compute = compute_dtype or out_dtype
+    dtypes = input_dtypes or [compute] * len(inputs)
+    loaders = [loader_for(inp, out_size, dtype) for inp, dtype in zip(inputs, dtypes)]
+
+    def inner_fn(ops, index):
+        result = getattr(ops, op_name)(*[load(ops, index) for load in loaders])
+        return ops.to_dtype(result, out_dtype) if compute != out_dtype else result
+
+    return Pointwise(value.device, out_dtype, out_size, inner_fn, ctx.origin())
+
+
+# -- pointwise ops -------------------------------------------------------------------------------------
+_UNARY = {
+    "abs": aten.abs.default, "neg": aten.neg.default, "exp": aten.exp.default, "expm1": aten.expm1.default,
+    "exp2": aten.exp2.default, "log": aten.log.default, "log1p": aten.log1p.default, "log2": aten.log2.default,
+    "log10": aten.log10.default, "sqrt": aten.sqrt.default, "rsqrt": aten.rsqrt.default, "sin": aten.sin.default,
+    "cos": aten.cos.default, "tan": aten.tan.default, "sinh": aten.sinh.default, "cosh": aten.cosh.default,
+    "tanh": aten.tanh.default, "asin": aten.asin.default, "acos": aten.acos.default, "atan": aten.atan.default,
+    "asinh": aten.asinh.default, "acosh": aten.acosh.default, "atanh": aten.atanh.default,
+    "erf": aten.erf.default, "erfc": aten.erfc.default, "sigmoid": aten.sigmoid.default,
+    "relu": aten.relu.default, "floor": aten.floor.default, "ceil": aten.ceil.default,
+    "round": aten.round.default, "trunc": aten.trunc.default, "sign": aten.sign.default,
+    "reciprocal": aten.reciprocal.default, "isnan": aten.isnan.default, "isinf": aten.isinf.default,
+    "logical_not": aten.logical_not.default, "bitwise_not": aten.bitwise_not.default,
+    "square": aten.square.default, "signbit": aten.signbit.default,
+}
+_FLOAT_UNARY = {"exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan",
+                "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "erfc",
+                "sigmoid", "reciprocal"}
+_PREDICATE_UNARY = {"isnan", "isinf", "logical_not", "signbit"}
+
+
+def _register_unary(name: str, op) -> None:
+    def lower(ctx, node, x):
+        if name in _PREDICATE_UNARY:
+            dtype = x.dtype if name != "logical_not" else torch.bool
+            return pointwise(ctx, node, name, [x], compute_dtype=dtype)
+        return pointwise(ctx, node, name, [x])
+
+    register(op)(lower)
+
+
+for _name, _op in _UNARY.items():
+    _register_unary(_name, _op)
+
+_BINARY = {
+    "add": [aten.add.Tensor, aten.add.Scalar], "sub": [aten.sub.Tensor, aten.sub.Scalar],
+    "mul": [aten.mul.Tensor, aten.mul.Scalar], "truediv": [aten.div.Tensor, aten.div.Scalar],
+    "maximum": [aten.maximum.default], "minimum": [aten.minimum.default],
+    "pow": [aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar], "atan2": [aten.atan2.default],
+    "fmod": [aten.fmod.Tensor, aten.fmod.Scalar], "remainder": [aten.remainder.Tensor, aten.remainder.Scalar],
+    "floordiv": [aten.floor_divide.default],
+    "bitwise_and": [aten.bitwise_and.Tensor], "bitwise_or": [aten.bitwise_or.Tensor],
+    "bitwise_xor": [aten.bitwise_xor.Tensor],
+}
+_COMPARE = {
+    "eq": [aten.eq.Tensor, aten.eq.Scalar], "ne": [aten.ne.Tensor, aten.ne.Scalar],
+    "lt": [aten.lt.Tensor, aten.lt.Scalar], "le": [aten.le.Tensor, aten.le.Scalar],
+    "gt": [aten.gt.Tensor, aten.gt.Scalar], "ge": [aten.ge.Tensor, aten.ge.Scalar],
+}
+_LOGICAL = {"logical_and": aten.logical_and.default, "logical_or": aten.logical_or.default,
+            "logical_xor": aten.logical_xor.default}
+
+
+def _register_binary(name: str, op) -> None:
+    def lower(ctx, node, a, b, *, alpha=1):
+        if name in ("floordiv", "remainder", "fmod") and not _val(node).dtype.is_floating_point:
+            raise FallbackNeeded("integer division (ATen raises on division by zero)")
+        if alpha != 1:
+            b = pointwise(ctx, node, "mul", [b, alpha]) if isinstance(b, IRNode) else b * alpha
+        return pointwise(ctx, node, name, [a, b])
+
+    register(op)(lower)
+
+
+for _name, _ops in _BINARY.items():
+    for _op in _ops:
+        _register_binary(_name, _op)
+
+
+def _register_compare(name: str, op) -> None:
+    def lower(ctx, node, a, b):
+        return pointwise(ctx, node, name, [a, b], compute_dtype=_promoted(node, [0, 1]))
+
+    register(op)(lower)
+
+
+for _name, _ops in _COMPARE.items():
+    for _op in _ops:
+        _register_compare(_name, _op)
+for _name, _op in _LOGICAL.items():
+    register(_op)(functools.partial(lambda name, ctx, node, a, b: pointwise(
+        ctx, node, name, [a, b], compute_dtype=torch.bool), _name))
+
+
+@register(aten.rsub.Scalar, aten.rsub.Tensor)
+def rsub(ctx, node, a, b, *, alpha=1):
+    if alpha != 1:
+        a = pointwise(ctx, node, "mul", [a, alpha])
+    return pointwise(ctx, node, "sub", [b, a])
+
+
+@register(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def div_mode(ctx, node, a, b, *, rounding_mode=None):
+    if rounding_mode is None:
+        return pointwise(ctx, node, "truediv", [a, b])
+    if not _val(node).dtype.is_floating_point:
+        raise FallbackNeeded("integer division (ATen raises on division by zero)")
+    if rounding_mode == "floor":
+        return pointwise(ctx, node, "floordiv", [a, b])
+    return pointwise(ctx, node, "truncdiv", [a, b])
+
+
+@register(aten.where.self)
+def where(ctx, node, condition, a, b):
+    value = _val(node)
+    out_size = _size(value)
+    compute = value.dtype
+    cond = loader_for(condition, out_size, torch.bool)
+    left, right = loader_for(a, out_size, compute), loader_for(b, out_size, compute)
+
+    def inner_fn(ops, index):
+        return ops.where(cond(ops, index), left(ops, index), right(ops, index))
+
+    return Pointwise(value.device, compute, out_size, inner_fn, ctx.origin())
+
+
+@register(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+def masked_fill(ctx, node, x, mask, fill):
+    value = _val(node)
+    out_size = _size(value)
+    cond = loader_for(mask, out_size, torch.bool)
+    base = loader_for(x, out_size, value.dtype)
+    fill_loader = loader_for(fill, out_size, value.dtype)
+
+    def inner_fn(ops, index):
+        return ops.where(cond(ops, index), fill_loader(ops, index), base(ops, index))
+
+    return Pointwise(value.device, value.dtype, out_size, inner_fn, ctx.origin())
+
+
+@register(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
+def clamp(ctx, node, x, low=None, high=None):
+    if node.target is aten.clamp_max.default:
+        low, high = None, low
+    result = x
+    if low is not None:
+        result = pointwise(ctx, node, "maximum", [result, low])
+    if high is not None:
+        result = pointwise(ctx, node, "minimum", [result, high])
+    return result if result is not x else pointwise(ctx, node, "identity", [x])
+
+
+@register(aten._to_copy.default)
+def to_copy(ctx, node, x, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+            memory_format=None):
+    value = _val(node)
+    if value.device != x.device:
+        raise FallbackNeeded("copy across devices")
+    return pointwise(ctx, node, "identity", [x], compute_dtype=value.dtype)
+
+
+@register(aten.clone.default)
+def clone(ctx, node, x, *, memory_format=None):
+    return pointwise(ctx, node, "identity", [x])
+
+
+@register(aten.copy.default)
+def copy(ctx, node, destination, source, non_blocking=False):
+    return pointwise(ctx, node, "identity", [source])
+
+
+@register(aten.lift_fresh_copy.default)
+def lift_fresh_copy(ctx, node, x):
+    return pointwise(ctx, node, "identity", [x])
+
+
+def _constant_fill(ctx, node, fill):
+    value = _val(node)
+    out_size = _size(value)
+
+    def inner_fn(ops, index):
+        return ops.constant(fill, value.dtype)
+
+    return Pointwise(value.device, value.dtype, out_size, inner_fn, ctx.origin())
+
+
+@register(aten.full.default)
+def full(ctx, node, size, fill, **kwargs):
+    return _constant_fill(ctx, node, fill)
+
+
+@register(aten.full_like.default)
+def full_like(ctx, node, x, fill, **kwargs):
+    return _constant_fill(ctx, node, fill)
+
+
+@register(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default, aten.empty.memory_format,
+          aten.empty_like.default, aten.new_empty.default, aten.empty_strided.default)
+def zeros(ctx, node, *args, **kwargs):
+    return _constant_fill(ctx, node, 0)
+
+
+@register(aten.ones.default, aten.ones_like.default, aten.new_ones.default)
+def ones(ctx, node, *args, **kwargs):
+    return _constant_fill(ctx, node, 1)
+
+
+@register(aten.scalar_tensor.default)
+def scalar_tensor(ctx, node, fill, **kwargs):
+    return _constant_fill(ctx, node, fill)
+
+
+@register(aten.fill.Scalar)
+def fill(ctx, node, x, fill_value):
+    return _constant_fill(ctx, node, fill_value)
+
+
+@register(aten.arange.default, aten.arange.start, aten.arange.start_step)
+def arange(ctx, node, *args, **kwargs):
+    value = _val(node)
+    numbers = [a for a in args if isinstance(a, (int, float))]
+    start, step = (0, 1)
+    if node.target is aten.arange.start:
+        start = numbers[0]
+    elif node.target is aten.arange.start_step:
+        start, step = numbers[0], numbers[2]
+    if not all(isinstance(v, int) for v in (start, step)):
+        raise FallbackNeeded("arange with float bounds")
+
+    def inner_fn(ops, index):
+        return ops.index_expr(sympy.Integer(start) + index[0] * step, value.dtype)
+
+    return Pointwise(value.device, value.dtype, _size(value), inner_fn, ctx.origin())
+
+
+# -- views ---------------------------------------------------------------------------------------------------
+def _dim(dim: int, rank: int) -> int:
+    return dim % rank if rank else 0
+
+
+@register(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def view(ctx, node, x, size):
+    new_size = _size(_val(node))
+    return View(x, new_size, view_reindex(x.get_size(), new_size))
+
+
+@register(aten.permute.default)
+def permute(ctx, node, x, dims):
+    rank = len(x.get_size())
+    dims = [_dim(d, rank) for d in dims]
+    size = x.get_size()
+    new_size = [size[d] for d in dims]
+
+    def reindex(index):
+        old = [None] * rank
+        for new_position, old_position in enumerate(dims):
+            old[old_position] = index[new_position]
+        return old
+
+    return View(x, new_size, reindex)
+
+
+@register(aten.t.default)
+def t(ctx, node, x):
+    if len(x.get_size()) < 2:
+        return x
+    return permute(ctx, node, x, [1, 0])
+
+
+@register(aten.transpose.int)
+def transpose(ctx, node, x, dim0, dim1):
+    rank = len(x.get_size())
+    dims = list(range(rank))
+    a, b = _dim(dim0, rank), _dim(dim1, rank)
+    dims[a], dims[b] = dims[b], dims[a]
+    return permute(ctx, node, x, dims)
+
+
+@register(aten.expand.default)
+def expand(ctx, node, x, size, *, implicit=False):
+    new_size = _size(_val(node))
+    old_size = x.get_size()
+
+    def reindex(index):
+        return broadcast_index(index, new_size, old_size)
+
+    return View(x, new_size, reindex)
+
+
+@register(aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
+def squeeze_like(ctx, node, x, *args):
+    new_size = _size(_val(node))
+    return View(x, new_size, view_reindex(x.get_size(), new_size))
+
+
+@register(aten.slice.Tensor)
+def slice_(ctx, node, x, dim=0, start=None, end=None, step=1):
+    size = x.get_size()
+    rank = len(size)
+    dim = _dim(dim, rank)
+    length = int(size[dim])
+    start = 0 if start is None else start
+    start = max(0, min(length, start + length if start < 0 else start))
+    new_size = _size(_val(node))
+
+    def reindex(index):
+        old = list(index)
+        old[dim] = sympy.Integer(start) + index[dim] * step
+        return old
+
+    return View(x, new_size, reindex)
+
+
+@register(aten.select.int)
+def select(ctx, node, x, dim, position):
+    size = x.get_size()
+    dim = _dim(dim, len(size))
+    position = position + int(size[dim]) if position < 0 else position
+
+    def reindex(index):
+        old = list(index)
+        old.insert(dim, sympy.Integer(position))
+        return old
+
+    return View(x, _size(_val(node)), reindex)
+
+
+@register(aten.alias.default, aten.detach.default)
+def alias(ctx, node, x):
+    return x
+
+
+@register(aten.split.Tensor, aten.split_with_sizes.default)
+def split(ctx, node, x, sizes, dim=0):
+    outputs = _val(node)
+    rank = len(x.get_size())
+    dim = _dim(dim, rank)
+    results, start = [], 0
+    for out in outputs:
+        length = out.shape[dim]
+        results.append(_slice_view(x, dim, start, _size(out)))
+        start += length
+    return results
+
+
+def _slice_view(x, dim, start, new_size):
+    def reindex(index):
+        old = list(index)
+        old[dim] = index[dim] + start
+        return old
+
+    return View(x, new_size, reindex)
+
+
+@register(aten.unbind.int)
+def unbind(ctx, node, x, dim=0):
+    dim = _dim(dim, len(x.get_size()))
+    results = []
+    for position, out in enumerate(_val(node)):
+        def reindex(index, position=position):
+            old = list(index)
+            old.insert(dim, sympy.Integer(position))
+            return old
+
+        results.append(View(x, _size(out), reindex))
+    return results
+
+
+@register(aten.as_strided.default)
+def as_strided(ctx, node, x, size, stride, storage_offset=None):
+    from .graph import ReinterpretView
+    from .ir import Layout
+
+    buffer = ctx.realize_buffer(x)
+    offset = storage_offset if storage_offset is not None else int(buffer.layout.offset)
+    layout = Layout(buffer.device, buffer.dtype, [sympy.Integer(s) for s in size],
+                    [sympy.Integer(s) for s in stride], sympy.Integer(offset))
+    return ReinterpretView(buffer, layout)
+
+
+@register(aten.cat.default)
+def cat(ctx, node, tensors, dim=0):
+    value = _val(node)
+    tensors = [t for t in tensors if not (isinstance(t, IRNode) and any(s == 0 for s in t.get_size()))]
+    if not tensors:
+        return _constant_fill(ctx, node, 0)
+    dim = _dim(dim, len(value.shape))
+    out_size = _size(value)
+    pieces = []
+    start = 0
+    for tensor in tensors:
+        length = int(tensor.get_size()[dim])
+        pieces.append((start, start + length, tensor.make_loader(), tensor.dtype))
+        start += length
+
+    # The loads of later pieces read out of bounds for early rows; guard them with masked loads.
+    return Pointwise(value.device, value.dtype, out_size, _masked_cat(pieces, dim, value.dtype), ctx.origin())
+
+
+def _masked_cat(pieces, dim, dtype):
+    def inner_fn(ops, index):
+        result = None
+        for begin, end, loader, piece_dtype in reversed(pieces):
+            shifted = list(index)
+            shifted[dim] = index[dim] - begin
+            position = ops.index_expr(index[dim], torch.int64)
+            inside = ops.logical_and(ops.ge(position, ops.constant(begin, torch.int64)),
+                                     ops.lt(position, ops.constant(end, torch.int64)))
+
+            def body(ops=ops, loader=loader, shifted=shifted, piece_dtype=piece_dtype):
+                loaded = loader(ops, shifted)
+                return ops.to_dtype(loaded, dtype) if piece_dtype != dtype else loaded
+
+            loaded = ops.masked(inside, body, 0, dtype)
+            result = loaded if result is None else ops.where(inside, loaded, result)
+        return result
+
+    return inner_fn
+
+
+@register(aten.constant_pad_nd.default)
+def constant_pad_nd(ctx, node, x, pad, value=0):
+    out = _val(node)
+    out_size = _size(out)
+    in_size = x.get_size()
+    rank = len(in_size)
+    loader = x.make_loader()
+    pairs = [(pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2)]
+
+    def inner_fn(ops, index):
+        shifted = list(index)
+        checks = None
+        for k, (before, _after) in enumerate(pairs):
+            dim = rank - 1 - k
+            shifted[dim] = index[dim] - before
+            position = ops.index_expr(index[dim], torch.int64)
+            inside = ops.logical_and(ops.ge(position, ops.constant(before, torch.int64)),
+                                     ops.lt(position, ops.constant(before + int(in_size[dim]), torch.int64)))
+            checks = inside if checks is None else ops.logical_and(checks, inside)
+        return ops.masked(checks, lambda: loader(ops, shifted), value, out.dtype)
+
+    return Pointwise(out.device, out.dtype, out_size, inner_fn, ctx.origin())
+
+
+# -- gathers --------------------------------------------------------------------------------------------------
+@register(aten.embedding.default)
+def embedding(ctx, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    out = _val(node)
+    out_size = _size(out)
+    weight_loader = weight.make_loader()
+    index_loader = indices.make_loader()
+    rows = weight.get_size()[0]
+    index_rank = len(indices.get_size())
+
+    def inner_fn(ops, index):
+        row = ops.indirect_indexing(index_loader(ops, index[:index_rank]), rows)
+        return weight_loader(ops, [row, *index[index_rank:]])
+
+    return Pointwise(out.device, out.dtype, out_size, inner_fn, ctx.origin())
+
+
+@register(aten.index.Tensor)
+def index_tensor(ctx, node, x, indices):
+    out = _val(node)
+    present = [i for i, index in enumerate(indices) if index is not None]
+    if len(present) != 1 or any(not isinstance(indices[i], IRNode) for i in present):
+        raise FallbackNeeded("advanced indexing with several index tensors")
+    position = present[0]
+    index_tensor_value = indices[position]
+    if index_tensor_value.dtype == torch.bool:
+        raise FallbackNeeded("boolean mask indexing")
+    x_size = x.get_size()
+    index_size = index_tensor_value.get_size()
+    x_loader = x.make_loader()
+    index_loader = index_tensor_value.make_loader()
+    index_rank = len(index_size)
+
+    def inner_fn(ops, index):
+        picked = index_loader(ops, index[position:position + index_rank])
+        row = ops.indirect_indexing(picked, x_size[position])
+        source = [*index[:position], row, *index[position + index_rank:]]
+        return x_loader(ops, source)
+
+    return Pointwise(out.device, out.dtype, _size(out), inner_fn, ctx.origin())
+
+
+@register(aten.gather.default)
+def gather(ctx, node, x, dim, index, *, sparse_grad=False):
+    out = _val(node)
+    rank = len(x.get_size())
+    dim = _dim(dim, rank)
+    x_loader = x.make_loader()
+    index_loader = index.make_loader()
+    size_along = x.get_size()[dim]
+
+    def inner_fn(ops, position):
+        picked = ops.indirect_indexing(index_loader(ops, position), size_along)
+        source = list(position)
+        source[dim] = picked
+        return x_loader(ops, source)
+
+    return Pointwise(out.device, out.dtype, _size(out), inner_fn, ctx.origin())
+
+
+# -- reductions -------------------------------------------------------------------------------------------------
+def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype | None = None):
+    out = _val(node)
+    size = x.get_size()
+    rank = len(size)
+    dims = sorted({_dim(d, rank) for d in (range(rank) if dims is None or dims == [] else dims)})
+    kept = [d for d in range(rank) if d not in dims]
+    reduction_ranges = [size[d] for d in dims]
+    out_size = _size(out)
+    loader = x.make_loader()
+    compute = dtype or (out.dtype if reduction_type not in ("argmax", "argmin") else x.dtype)
+
+    def inner_fn(ops, index, rindex):
+        full = [None] * rank
+        out_positions = [d for d in range(rank) if keepdim or d in kept]
+        index_by_dim = dict(zip(out_positions, index))
+        for d in kept:
+            full[d] = index_by_dim[d]
+        for d, r in zip(dims, rindex):
+            full[d] = r
+        value = loader(ops, full)
+        return ops.to_dtype(value, compute) if x.dtype != compute else value
+
+    spec = ReductionSpec(reduction_type, reduction_ranges, compute)
+    node_ir = Reduction(out.device, out.dtype, out_size, inner_fn, spec, ctx.origin())
+    return ctx.store(node_ir)
+
+
+@register(aten.sum.dim_IntList, aten.sum.default)
+def sum_(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
+    out = _val(node)
+    return reduction(ctx, node, x, dims, keepdim, "sum", out.dtype)
+
+
+@register(aten.mean.dim, aten.mean.default)
+def mean(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
+    out = _val(node)
+    size = x.get_size()
+    rank = len(size)
+    reduced = range(rank) if not dims else [_dim(d, rank) for d in dims]
+    count = 1
+    for d in reduced:
+        count *= int(size[d])
+    total = reduction(ctx, node, x, dims, keepdim, "sum", out.dtype)
+    return pointwise(ctx, node, "truediv", [total, float(count)])
+
+
+@register(aten.amax.default, aten.max.default)
+def amax(ctx, node, x, dims=(), keepdim=False):
+    return reduction(ctx, node, x, list(dims), keepdim, "max")
+
+
+@register(aten.amin.default, aten.min.default)
+def amin(ctx, node, x, dims=(), keepdim=False):
+    return reduction(ctx, node, x, list(dims), keepdim, "min")
+
+
+@register(aten.prod.default, aten.prod.dim_int)
+def prod(ctx, node, x, dim=None, keepdim=False, *, dtype=None):
+    dims = None if dim is None or isinstance(dim, torch.dtype) else [dim]
+    return reduction(ctx, node, x, dims, keepdim, "prod", _val(node).dtype)
+
+
+@register(aten.any.default, aten.any.dim, aten.any.dims)
+def any_(ctx, node, x, dim=None, keepdim=False):
+    dims = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    return reduction(ctx, node, x, dims, keepdim, "any", torch.bool)
+
+
+@register(aten.all.default, aten.all.dim, aten.all.dims)
+def all_(ctx, node, x, dim=None, keepdim=False):
+    dims = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    return reduction(ctx, node, x, dims, keepdim, "all", torch.bool)
+
+
+@register(aten.argmax.default, aten.argmin.default)
+def argmax(ctx, node, x, dim=None, keepdim=False):
+    kind = "argmax" if node.target is aten.argmax.default else "argmin"
+    if dim is None:
+        flat = View(x, [x.numel()], view_reindex(x.get_size(), [x.numel()]))
+        return reduction(ctx, node, flat, [0], False, kind)
+    return reduction(ctx, node, x, [dim], keepdim, kind)

@@ -1,0 +1,237 @@
+"""The scheduler: which buffers are computed, in what order, and fused into which kernels.
+
+Input: the lowered graph's buffers (ComputedBuffers and extern calls) in creation order.
+
+1. Dead-code elimination: buffers nobody reads and that are not outputs are dropped.
+2. Fusion, greedily in order: a ComputedBuffer joins the current kernel when the kernel's outer
+   loop ("outer ranges") can be shared: a reduction's outer ranges are its output ranges and it
+   loops over its reduction ranges inside; a pointwise buffer splits its ranges into outer and
+   inner.  A fused consumer may read a buffer of the same kernel only at the same outer
+   position (it runs in the same outer iteration, after the producer).  An extern call ends the
+   current kernel.  Pointwise nodes with the same inner ranges share one inner loop, so a value
+   stored there is reused by later nodes without a reload (vertical fusion); siblings over the
+   same ranges land in the same loop (horizontal fusion).
+3. Last uses: after which step each buffer can be freed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import sympy
+
+from ..lowering.analysis import record
+from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
+from ..lowering.ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, Pointwise, Reduction, \
+    index_vars
+
+
+def squeeze(ranges) -> list:
+    return [r for r in ranges if r != 1]
+
+
+@dataclasses.dataclass
+class LoopGroup:
+    """Nodes of a kernel that share one inner loop (or one reduction loop)."""
+
+    inner: list
+    nodes: list[ComputedBuffer]
+    reduction: bool
+
+
+@dataclasses.dataclass
+class Kernel:
+    name: str
+    outer: list  # outer ranges (size-1 dims removed)
+    nodes: list[ComputedBuffer]
+
+    def groups(self) -> list[LoopGroup]:
+        groups: list[LoopGroup] = []
+        for node in self.nodes:
+            inner = inner_ranges(node, self.outer)
+            is_reduction = isinstance(node.data, Reduction)
+            if groups and not is_reduction and not groups[-1].reduction and groups[-1].inner == inner:
+                groups[-1].nodes.append(node)
+            else:
+                groups.append(LoopGroup(inner, [node], is_reduction))
+        return groups
+
+
+@dataclasses.dataclass
+class ExternStep:
+    call: ExternCall
+
+
+def inner_ranges(node: ComputedBuffer, outer: list) -> list:
+    data = node.data
+    if isinstance(data, Reduction):
+        return list(data.spec.reduction_ranges)
+    ranges = squeeze(data.ranges)
+    return ranges[len(outer):]
+
+
+def outer_candidates(node: ComputedBuffer) -> list[list]:
+    data = node.data
+    if isinstance(data, Reduction):
+        return [squeeze(data.ranges)]
+    ranges = squeeze(data.ranges)
+    return [ranges[:k] for k in range(len(ranges), -1, -1)]
+
+
+class Scheduler:
+    def __init__(self, graph: GraphLowering) -> None:
+        self.graph = graph
+        self.steps: list[Any] = []
+        self.kept: list[Buffer] = []
+        self._reads: dict[str, set[str]] = {}
+        self._loads: dict[str, list] = {}
+
+    # -- 1. dead code -----------------------------------------------------------------------------
+    def eliminate_dead_code(self) -> None:
+        needed: set[str] = set()
+        for value in self.graph.outputs:
+            base = value.buffer if isinstance(value, ReinterpretView) else value
+            if isinstance(base, Buffer):
+                needed.add(base.name)
+        kept = []
+        seen_calls = set()
+        for buffer in reversed(self.graph.buffers):
+            if isinstance(buffer, _SideEffectMarker):
+                kept.append(buffer)
+                needed |= self._extern_reads(buffer.kernel)
+                continue
+            if buffer.name not in needed:
+                if isinstance(buffer, ExternBuffer) and id(buffer.kernel) in seen_calls:
+                    kept.append(buffer)
+                continue
+            kept.append(buffer)
+            if isinstance(buffer, ComputedBuffer):
+                recorded = record(buffer.data)
+                self._loads[buffer.name] = recorded.loads
+                self._reads[buffer.name] = {name for name, _ in recorded.loads}
+                needed |= self._reads[buffer.name]
+            elif isinstance(buffer, ExternBuffer):
+                if id(buffer.kernel) not in seen_calls:
+                    seen_calls.add(id(buffer.kernel))
+                    needed |= self._extern_reads(buffer.kernel)
+        self.kept = list(reversed(kept))
+
+    @staticmethod
+    def _extern_reads(call: ExternCall) -> set[str]:
+        from torch.utils import _pytree as pytree
+
+        names = set()
+        for leaf in pytree.tree_leaves((call.args, call.kwargs)):
+            if isinstance(leaf, ReinterpretView):
+                names.add(leaf.buffer.name)
+            elif isinstance(leaf, Buffer):
+                names.add(leaf.name)
+        return names
+
+    # -- 2. fusion --------------------------------------------------------------------------------------
+    def fuse(self) -> None:
+        steps: list[Any] = []
+        current: Kernel | None = None
+        emitted_calls = set()
+        kernel_count = 0
+        for buffer in self.kept:
+            if isinstance(buffer, (ExternBuffer, _SideEffectMarker)):
+                current = None
+                if id(buffer.kernel) not in emitted_calls:
+                    emitted_calls.add(id(buffer.kernel))
+                    steps.append(ExternStep(buffer.kernel))
+                continue
+            if current is not None and self._can_join(current, buffer):
+                current.nodes.append(buffer)
+                continue
+            current = Kernel(f"kernel{kernel_count}", self._outer_for([buffer]), [buffer])
+            kernel_count += 1
+            steps.append(current)
+        self.steps = steps
+
+    def _outer_for(self, nodes: list[ComputedBuffer]) -> list:
+        reductions = [n for n in nodes if isinstance(n.data, Reduction)]
+        if reductions:
+            return squeeze(reductions[0].data.ranges)
+        return squeeze(nodes[0].data.ranges)
+
+    def _can_join(self, kernel: Kernel, node: ComputedBuffer) -> bool:
+        nodes = kernel.nodes + [node]
+        reductions = [n for n in nodes if isinstance(n.data, Reduction)]
+        outer = squeeze(reductions[0].data.ranges) if reductions else squeeze(nodes[0].data.ranges)
+        for member in nodes:
+            if outer not in outer_candidates(member):
+                return False
+        if not outer and not reductions:
+            return len({tuple(squeeze(n.data.ranges)) for n in nodes}) == 1
+        # A consumer may read a kernel-mate's output only within the same outer iteration.
+        produced = {member.name: member for member in kernel.nodes}
+        for name, index in self._loads.get(node.name) or record(node.data).loads:
+            producer = produced.get(name)
+            if producer is None:
+                continue
+            if not self._same_outer_row(producer, node, index, outer):
+                return False
+        kernel.outer = outer
+        return True
+
+    def _same_outer_row(self, producer: ComputedBuffer, consumer: ComputedBuffer, load_index, outer) -> bool:
+        """Does the consumer's load stay inside the producer's row for the same outer position?"""
+        consumer_vars = _kernel_vars(consumer, outer)
+        producer_vars = _kernel_vars(producer, outer)
+        load = sympy.expand(sympy.sympify(load_index).subs(consumer_vars["to_kernel"]))
+        store = sympy.expand(producer.layout.index(producer_vars["index"]))
+        store = store.subs(producer_vars["to_kernel"])
+        outer_symbols = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(outer))]
+        load_inner_zero = load.subs({s: 0 for s in load.free_symbols if s not in outer_symbols})
+        store_inner_zero = store.subs({s: 0 for s in store.free_symbols if s not in outer_symbols})
+        if sympy.expand(load_inner_zero - store_inner_zero) != 0:
+            return False
+        rest = sympy.expand(load - load_inner_zero)
+        if any(s in outer_symbols for s in rest.free_symbols):
+            return False
+        return all(not isinstance(a, (sympy.floor, sympy.Mod)) or not (a.free_symbols & set(outer_symbols))
+                   for a in sympy.preorder_traversal(load))
+
+    # -- 3. lifetimes ------------------------------------------------------------------------------------
+    def last_uses(self) -> dict[int, list[str]]:
+        """step index -> buffers that die after it (inputs included)."""
+        last: dict[str, int] = {}
+        for position, step in enumerate(self.steps):
+            if isinstance(step, Kernel):
+                for node in step.nodes:
+                    for name in self._reads.get(node.name, set()):
+                        last[name] = position
+            else:
+                for name in self._extern_reads(step.call):
+                    last[name] = position
+        output_names = set()
+        for value in self.graph.outputs:
+            base = value.buffer if isinstance(value, ReinterpretView) else value
+            if isinstance(base, Buffer):
+                output_names.add(base.name)
+        dying: dict[int, list[str]] = {}
+        for name, position in last.items():
+            if name not in output_names:
+                dying.setdefault(position, []).append(name)
+        return dying
+
+
+def _kernel_vars(node: ComputedBuffer, outer: list) -> dict:
+    """The node's own index variables, and their values in terms of the kernel's loop variables."""
+    data = node.data
+    ranges = list(data.ranges)
+    index = index_vars(len(ranges), "i")  # the names record() uses
+    to_kernel = {}
+    outer_position = 0
+    inner_position = 0
+    for var, size in zip(index, ranges):
+        if size == 1:
+            to_kernel[var] = 0
+        elif outer_position < len(outer):
+            to_kernel[var] = sympy.Symbol(f"x{outer_position}", integer=True, nonnegative=True)
+            outer_position += 1
+        else:
+            to_kernel[var] = sympy.Symbol(f"y{inner_position}", integer=True, nonnegative=True)
+            inner_position += 1
+    return {"index": index, "to_kernel": to_kernel}
