@@ -116,4 +116,20 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     if devices - {"cpu"}:
         log_fallbacks.debug("graph on %s: ember has no code generator for it yet; running it as is", devices)
         return gm.forward
+    if _has_symbolic_shapes(gm):
+        log_fallbacks.debug("graph with data-dependent sizes: running it as is")
+        return gm.forward
     return compile_graph(gm, example_inputs)
+
+
+def _has_symbolic_shapes(gm: torch.fx.GraphModule) -> bool:
+    from torch.utils import _pytree as pytree
+
+    for node in gm.graph.nodes:
+        for value in pytree.tree_leaves(node.meta.get("val")):
+            if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                return True
+            if isinstance(value, torch.Tensor) and any(
+                    isinstance(d, torch.SymInt) for d in (*value.shape, *value.stride(), value.storage_offset())):
+                return True
+    return False

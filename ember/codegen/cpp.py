@@ -132,7 +132,7 @@ class CppOps:
         return self.kernel.emit_value(expr)
 
     def load(self, name: str, index) -> str:
-        index_text = c_index(index)
+        index_text = self.kernel.index(index)
         cached = self.kernel.block.lookup_store((name, index_text))
         if cached is not None:
             return cached
@@ -143,7 +143,7 @@ class CppOps:
         return literal(value, dtype)
 
     def index_expr(self, expr, dtype) -> str:
-        return self._emit(f"static_cast<{ctype(dtype)}>({c_index(expr)})")
+        return self._emit(f"static_cast<{ctype(dtype)}>({self.kernel.index(expr)})")
 
     def to_dtype(self, value: str, dtype) -> str:
         return self._emit(f"static_cast<{ctype(dtype)}>({value})")
@@ -187,6 +187,10 @@ class CppKernel:
         self.block = self.root
         self._temps = 0
         self.ops = CppOps(self)
+        self.bounds: dict = {}  # loop variable -> its largest value (index simplification)
+
+    def index(self, expr) -> str:
+        return c_index(expr, self.bounds)
 
     # -- blocks and temporaries --------------------------------------------------------------------
     def new_temp(self, prefix: str = "tmp") -> str:
@@ -230,6 +234,7 @@ class CppKernel:
         loop_outer = outer if has_reduction or not outer else outer[:-1]
         self.loop_outer = loop_outer
         outer_vars = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(loop_outer))]
+        self.bounds.update({var: size - 1 for var, size in zip(outer_vars, loop_outer)})
         body = Block()
         self.block = body
         for group in self.kernel.groups():
@@ -271,6 +276,7 @@ class CppKernel:
         inner_sizes = ([self.vector_dim] if self.vector_dim is not None else []) + list(group.inner)
         inner_vars = ([sympy.Symbol("xv", integer=True, nonnegative=True)] if self.vector_dim is not None else []) \
             + [sympy.Symbol(f"y{k}", integer=True, nonnegative=True) for k in range(len(group.inner))]
+        self.bounds.update({var: size - 1 for var, size in zip(inner_vars, inner_sizes)})
         outer_block = self.block
         headers = []
         for depth, (var, size) in enumerate(zip(inner_vars, inner_sizes)):
@@ -284,7 +290,7 @@ class CppKernel:
         for node in group.nodes:
             index = self._node_index(node, outer_vars, inner_vars)
             value = node.data.inner_fn(self.ops, index)
-            store_index = c_index(node.layout.index(index))
+            store_index = self.index(node.layout.index(index))
             position = self.outputs.index(node.name)
             self.block.lines.append(f"out_ptr{position}[{store_index}] = {value};")
             self.block.stored[(node.name, store_index)] = value
@@ -326,6 +332,7 @@ class CppKernel:
         for size in ranges:
             numel = numel * size
         flat = sympy.Symbol("r_flat", integer=True, nonnegative=True)
+        self.bounds[flat] = numel - 1
         rindex = _unflatten_symbols(flat, ranges)
         parallel_inside = not self.loop_outer
         self.push_block()
@@ -357,7 +364,7 @@ class CppKernel:
         self.block.lines.extend("    " + line for line in inner.lines)
         self.block.lines.append("}")
         result = index_name if index_name else accumulator
-        store_index = c_index(node.layout.index(index))
+        store_index = self.index(node.layout.index(index))
         position = self.outputs.index(node.name)
         if node.dtype != spec.src_dtype or index_name:
             result = f"static_cast<{ctype(node.dtype)}>({result})"

@@ -84,7 +84,8 @@ class WrapperCodegen:
             else:
                 self._extern(step.call)
             for name in sorted(self.last_uses.get(position, [])):
-                self.lines.append(f"del {name}")
+                if name not in graph.constants:  # constants live in the wrapper's globals
+                    self.lines.append(f"del {name}")
         results = ", ".join(self.expr(value) for value in graph.outputs)
         self.lines.append(f"return ({results}{',' if len(graph.outputs) == 1 else ''})")
         body = "\n".join("    " + line for line in self.lines)

@@ -89,10 +89,16 @@ class GraphLowering(torch.fx.Interpreter):
         lowering = LOWERINGS.get(target)
         value = node.meta.get("val")
         if lowering is not None and _dtypes_supported(value, args):
+            buffers_before = len(self.buffers)
             try:
                 result = lowering(self, node, *args, **kwargs)
+                _dry_run(result, self.buffers[buffers_before:])
             except FallbackNeeded as reason:
+                del self.buffers[buffers_before:]
                 return self.fallback(target, args, kwargs, str(reason))
+            except Exception as error:  # a lowering bug must never cost correctness
+                del self.buffers[buffers_before:]
+                return self.fallback(target, args, kwargs, f"lowering failed: {type(error).__name__}: {error}")
             return result
         reason = "no lowering" if lowering is None else "dtype not supported by ember's code generators"
         return self.fallback(target, args, kwargs, reason)
@@ -215,3 +221,17 @@ def _dtypes_supported(value, args) -> bool:
         if dtype is not None and dtype not in SUPPORTED_DTYPES:
             return False
     return True
+
+
+def _dry_run(result, new_buffers) -> None:
+    """Run the new loop bodies once with a recording handler, so a broken rule fails here."""
+    from .analysis import record
+
+    for value in pytree.tree_leaves(result):
+        if isinstance(value, IRNode) and not isinstance(value, (Buffer, ReinterpretView)):
+            body = value if isinstance(value, (Pointwise, Reduction)) else Pointwise(
+                value.device, value.dtype, value.get_size(), value.make_loader())
+            record(body)
+    for buffer in new_buffers:
+        if isinstance(buffer, ComputedBuffer):
+            record(buffer.data)

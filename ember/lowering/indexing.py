@@ -73,27 +73,114 @@ def view_reindex(old_size: Sequence[Expr], new_size: Sequence[Expr]):
     return reindex
 
 
-def simplify_index(expr: Expr) -> Expr:
-    expr = sympy.expand(expr)
-    if not isinstance(expr, sympy.Add):
-        return _simplify_mod(expr)
-    terms = list(expr.args)
-    changed = True
-    while changed:
-        changed = False
-        for mod in [t for t in terms if isinstance(t, sympy.Mod)]:
-            base, divisor = mod.args
-            target = divisor * sympy.floor(base / divisor)
-            for term in terms:
-                if term is not mod and sympy.expand(term - target) == 0:
-                    terms.remove(term)
-                    terms.remove(mod)
-                    terms.append(base)
-                    changed = True
-                    break
-            if changed:
+def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
+    """Remove floor/Mod that cannot change the value, given each variable's largest value.
+
+    Mod(a, m): terms of `a` whose coefficient is a multiple of m drop out; if what is left stays
+    in [0, m) it is the result.  floor(a/m): such terms divide exactly; if the rest stays in
+    [0, m) it contributes nothing.  Applied innermost first."""
+    if not bounds:
+        return expr
+
+    def upper(e):
+        e = sympy.expand(e)
+        total = 0
+        for term in sympy.Add.make_args(e):
+            coefficient, rest = term.as_coeff_Mul()
+            if rest == 1:
+                total += coefficient
+                continue
+            if coefficient < 0 or rest not in bounds:
+                return None
+            total += coefficient * bounds[rest]
+        return total
+
+    def split(e, m):
+        multiples, rest = sympy.Integer(0), sympy.Integer(0)
+        for term in sympy.Add.make_args(sympy.expand(e)):
+            coefficient, _ = term.as_coeff_Mul()
+            if coefficient.is_Integer and coefficient % m == 0:
+                multiples += term
+            else:
+                rest += term
+        return multiples, rest
+
+    def factor_out(e, m):
+        """(g, A, B) with e = g*A + B, g dividing m, 0 <= B < g; the largest such g, or None."""
+        for g in sorted(sympy.divisors(int(m)), reverse=True):
+            if g == 1:
                 break
-    return sympy.Add(*[_simplify_mod(t) for t in terms])
+            multiples, rest = split(e, g)
+            high = upper(rest)
+            if high is not None and high < g and (rest == 0 or _nonnegative(rest)):
+                return g, sympy.expand(multiples / g), rest
+        return None
+
+    def rewrite_mod(node):
+        base, m = node.args
+        if not m.is_Integer:
+            return node
+        _, rest = split(base, m)
+        high = upper(rest)
+        if high is not None and high < m and _nonnegative(rest):
+            return rest
+        found = factor_out(rest, m)
+        if found is not None:
+            g, scaled, small = found
+            return g * sympy.Mod(scaled, m // g) + small if m // g != 1 else small
+        return sympy.Mod(rest, m) if rest != base else node
+
+    def rewrite_floor(node):
+        inner = node.args[0]
+        numerator, denominator = sympy.fraction(sympy.together(inner))
+        if not denominator.is_Integer or denominator == 1:
+            return node
+        multiples, rest = split(numerator, denominator)
+        high = upper(rest)
+        if high is not None and high < denominator and _nonnegative(rest):
+            return sympy.expand(multiples / denominator)
+        found = factor_out(rest, denominator)
+        if found is not None:
+            g, scaled, _small = found
+            reduced = denominator // g
+            quotient = scaled if reduced == 1 else sympy.floor(scaled / reduced)
+            return sympy.expand(multiples / denominator) + quotient
+        return node
+
+    previous = None
+    while previous != expr:
+        previous = expr
+        expr = expr.replace(lambda e: isinstance(e, sympy.Mod), rewrite_mod)
+        expr = expr.replace(lambda e: isinstance(e, sympy.floor), rewrite_floor)
+        expr = sympy.expand(expr)
+    return expr
+
+
+def _nonnegative(expr) -> bool:
+    return all(term.as_coeff_Mul()[0] >= 0 for term in sympy.Add.make_args(sympy.expand(expr)))
+
+
+def simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
+    """Bounds-aware cleanup, then recombine c*Mod(x, m) + c*m*floor(x/m) into c*x."""
+    if bounds:
+        expr = simplify_with_bounds(sympy.sympify(expr), bounds)
+    expr = sympy.expand(expr)
+    changed = True
+    while changed and isinstance(expr, sympy.Add):
+        changed = False
+        terms = list(expr.args)
+        for term in terms:
+            coefficient, mod = term.as_coeff_Mul()
+            if not isinstance(mod, sympy.Mod):
+                continue
+            base, divisor = mod.args
+            partner = sympy.expand(coefficient * divisor * sympy.floor(base / divisor))
+            if partner in terms:
+                remaining = [t for t in terms if t is not term and t != partner]
+                expr = sympy.expand(sympy.Add(*remaining) + coefficient * base)
+                changed = True
+                break
+    return expr
 
 
 def _simplify_mod(expr: Expr) -> Expr:
@@ -138,5 +225,5 @@ class CPrinter(sympy.printing.str.StrPrinter):
 _PRINTER = CPrinter()
 
 
-def c_index(expr: Expr) -> str:
-    return _PRINTER.doprint(simplify_index(sympy.sympify(expr)))
+def c_index(expr: Expr, bounds: dict | None = None) -> str:
+    return _PRINTER.doprint(simplify_index(sympy.sympify(expr), bounds))

@@ -210,7 +210,10 @@ def strided_view_of(value: IRNode) -> tuple[Buffer, Layout] | None:
     index = list(variables)
     for view in chain:
         index = view.reindex(index)
-    flat = sympy.expand(node.layout.index(index))
+    from .indexing import simplify_index
+
+    bounds = {var: size - 1 for var, size in zip(variables, value.get_size()) if size.is_number}
+    flat = simplify_index(sympy.expand(node.layout.index(index)), bounds)
     stride = [flat.coeff(var) for var in variables]
     offset = flat.subs({var: 0 for var in variables})
     rebuilt = offset + sum((var * s for var, s in zip(variables, stride)), sympy.Integer(0))

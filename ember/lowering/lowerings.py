@@ -163,7 +163,7 @@ _LOGICAL = {"logical_and": aten.logical_and.default, "logical_or": aten.logical_
 
 
 def _register_binary(name: str, op) -> None:
-    def lower(ctx, node, a, b, *, alpha=1):
+    def lower(ctx, node, a, b, alpha=1):
         if name in ("floordiv", "remainder", "fmod") and not _val(node).dtype.is_floating_point:
             raise FallbackNeeded("integer division (ATen raises on division by zero)")
         if alpha != 1:
@@ -194,7 +194,7 @@ for _name, _op in _LOGICAL.items():
 
 
 @register(aten.rsub.Scalar, aten.rsub.Tensor)
-def rsub(ctx, node, a, b, *, alpha=1):
+def rsub(ctx, node, a, b, alpha=1):
     if alpha != 1:
         a = pointwise(ctx, node, "mul", [a, alpha])
     return pointwise(ctx, node, "sub", [b, a])
@@ -685,3 +685,11 @@ def argmax(ctx, node, x, dim=None, keepdim=False):
         flat = View(x, [x.numel()], view_reindex(x.get_size(), [x.numel()]))
         return reduction(ctx, node, flat, [0], False, kind)
     return reduction(ctx, node, x, [dim], keepdim, kind)
+
+
+@register(__import__("operator").getitem)
+def getitem(ctx, node, values, position):
+    """Picks one result of a multi-output lowering (split, unbind) or fallback."""
+    if isinstance(values, (list, tuple)):
+        return values[position]
+    raise FallbackNeeded("getitem of a single value")
