@@ -19,6 +19,15 @@ from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer
 from ..scheduling.scheduler import ExternStep, Kernel
 
 
+def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple) -> torch.Tensor:
+    """An extern op's result with the strides the graph planned for (ATen may choose others)."""
+    if tuple(tensor.stride()) == stride or tensor.numel() <= 1:
+        return tensor
+    result = torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device)
+    result.copy_(tensor)
+    return result
+
+
 def pointer(tensor: torch.Tensor) -> int:
     """The storage base: kernels index with absolute storage offsets."""
     return tensor.data_ptr() - tensor.storage_offset() * tensor.element_size()
@@ -32,7 +41,7 @@ class WrapperCodegen:
         self.last_uses = last_uses
         self.kernel_args = kernel_args
         self.namespace: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided,
-                                          "ptr": pointer}
+                                          "ptr": pointer, "ensure_layout": ensure_layout}
         self.lines: list[str] = []
 
     def ref(self, value: Any, hint: str) -> str:
@@ -104,6 +113,7 @@ class WrapperCodegen:
         if not call.multi_output:
             if outputs:
                 self.lines.append(f"{outputs[0].name} = {target}({arguments}){comment}")
+                self._check_layout(outputs[0])
             else:
                 self.lines.append(f"{target}({arguments}){comment}")
             return
@@ -111,6 +121,15 @@ class WrapperCodegen:
         for index, buffer in enumerate(outputs):
             if buffer is not None:
                 self.lines.append(f"{buffer.name} = __result[{index}]")
+                self._check_layout(buffer)
+
+    def _check_layout(self, buffer) -> None:
+        layout = buffer.layout
+        size = tuple(int(s) for s in layout.size)
+        stride = tuple(int(s) for s in layout.stride)
+        if int(layout.offset) != 0:
+            return  # a view into another buffer: its offset and strides come with it
+        self.lines.append(f"{buffer.name} = ensure_layout({buffer.name}, {size}, {stride})")
 
 
 def _target_hint(target: Any) -> str:

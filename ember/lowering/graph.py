@@ -112,10 +112,20 @@ class GraphLowering(torch.fx.Interpreter):
 
     # -- realization -----------------------------------------------------------------------------------
     def realize(self, value: IRNode) -> IRNode:
-        """Make `value` live in memory: a Buffer, or a strided view of one."""
+        """Make `value` live in memory: a Buffer, or a strided view of one.
+
+        A view of a computed value stores the value (its storage) and stays a view of it, as in
+        eager, so that extern calls see eager's layouts."""
         if isinstance(value, Buffer):
             return value
+        if isinstance(value, Pointwise) and value.realized is not None:
+            return value.realized
         if isinstance(value, View):
+            root = value
+            while isinstance(root, View):
+                root = root.base
+            if isinstance(root, Pointwise) and root.realized is None:
+                self.store(root)
             strided = ir.strided_view_of(value)
             if strided is not None:
                 return ReinterpretView(strided[0], strided[1])
@@ -142,6 +152,8 @@ class GraphLowering(torch.fx.Interpreter):
         buffer.origin = getattr(value, "origin", "") or self.origin()
         buffer.stack_trace = self.stack_trace()
         self.buffers.append(buffer)
+        if isinstance(value, Pointwise):
+            value.realized = buffer  # readers of the value now load the stored result
         return buffer
 
     # -- fallbacks -------------------------------------------------------------------------------------

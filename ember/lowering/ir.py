@@ -153,7 +153,14 @@ class Loops(IRNode):
 
 
 class Pointwise(Loops):
+    """Not stored until something needs memory; then `realized` is the buffer that holds it,
+    and every reader (views included) loads from there instead of recomputing."""
+
+    realized: "Buffer | None" = None
+
     def make_loader(self) -> Callable:
+        if self.realized is not None:
+            return self.realized.make_loader()
         return self.inner_fn
 
 
@@ -203,6 +210,8 @@ def strided_view_of(value: IRNode) -> tuple[Buffer, Layout] | None:
     while isinstance(node, View):
         chain.append(node)
         node = node.base
+    if isinstance(node, Pointwise) and node.realized is not None:
+        node = node.realized
     if not isinstance(node, Buffer):
         return None
     size = value.get_size()
