@@ -1,0 +1,73 @@
+"""Structure of generated code: what fuses into one kernel (seed 003 and the classic patterns)."""
+import torch
+
+from ember.autograd import aot_function
+from ember.codegen.compile import CompiledGraph, compile_graph
+from ember.decomp import core_decompositions
+
+
+def compiled_graphs(fn, *args):
+    graphs: list[CompiledGraph] = []
+
+    def compiler(gm, example_inputs):
+        graph = compile_graph(gm, example_inputs)
+        graphs.append(graph)
+        return graph
+
+    f = aot_function(fn, compiler, compiler, decompositions=core_decompositions())
+    with torch.no_grad():
+        result = f(*args)
+    return result, graphs
+
+
+def extern_lines(graph: CompiledGraph) -> list[str]:
+    return [line for line in graph.wrapper.splitlines() if "aten" in line and "=" in line and "kernel" not in line]
+
+
+def test_seed003_sin_cos_is_one_kernel_writing_both_outputs():
+    x = torch.randn(64, 128)
+    (y, z), graphs = compiled_graphs(lambda x: (x.sin(), x.sin().cos()), x)
+    torch.testing.assert_close(y, x.sin())
+    torch.testing.assert_close(z, x.sin().cos())
+    (graph,) = graphs
+    assert len(graph.kernels) == 1
+    (source,) = graph.kernels.values()
+    assert source.count("std::sin(") == 1 and source.count("std::cos(") == 1
+    assert "out_ptr0[" in source and "out_ptr1[" in source
+
+
+def test_softmax_over_last_dim_is_one_kernel():
+    x = torch.randn(32, 100)
+    out, graphs = compiled_graphs(lambda x: torch.softmax(x, -1), x)
+    torch.testing.assert_close(out, torch.softmax(x, -1))
+    assert len(graphs[0].kernels) == 1 and not extern_lines(graphs[0])
+
+
+def test_layer_norm_forward_is_one_kernel():
+    x, w, b = torch.randn(16, 64), torch.randn(64), torch.randn(64)
+    out, graphs = compiled_graphs(lambda x, w, b: torch.nn.functional.layer_norm(x, (64,), w, b), x, w, b)
+    torch.testing.assert_close(out, torch.nn.functional.layer_norm(x, (64,), w, b), rtol=1e-5, atol=1e-5)
+    assert len(graphs[0].kernels) == 1 and not extern_lines(graphs[0])
+
+
+def test_chain_of_ten_pointwise_ops_is_one_kernel():
+    def chain(x):
+        for step in range(10):
+            x = (x * 1.01 + 0.1).tanh() if step % 2 else x.sigmoid() - 0.5
+        return x
+
+    x = torch.randn(128, 33)
+    out, graphs = compiled_graphs(chain, x)
+    torch.testing.assert_close(out, chain(x))
+    assert len(graphs[0].kernels) == 1
+
+
+def test_matmul_bias_gelu_is_one_extern_call_and_one_kernel():
+    x, w, b = torch.randn(8, 32), torch.randn(32, 16), torch.randn(16)
+    fn = lambda x, w, b: torch.nn.functional.gelu(x @ w + b)  # noqa: E731
+    out, graphs = compiled_graphs(fn, x, w, b)
+    torch.testing.assert_close(out, fn(x, w, b), rtol=1e-5, atol=1e-5)
+    graph = graphs[0]
+    assert len(graph.kernels) == 1
+    externs = extern_lines(graph)
+    assert len(externs) == 1 and "mm" in externs[0]
