@@ -27,3 +27,30 @@ BACKWARD = {
     'tensor_split': 'RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.',
     'to_sparse': 'RuntimeError: memory format option is only supported by strided tensors',
 }
+
+EMBER_FORWARD = {
+    'allclose': 'DataDependentOutputException: aten.allclose.default',
+    'corrcoef': 'DataDependentOutputException: aten.equal.default',
+    'cov': 'DataDependentOutputException: aten.equal.default',
+    'equal': 'DataDependentOutputException: aten.equal.default',
+    'linalg.lstsq': 'DynamicOutputShapeException: aten.linalg_lstsq.default',
+    'linalg.lstsq.grad_oriented': 'DynamicOutputShapeException: aten.linalg_lstsq.default',
+    'nn.functional.ctc_loss': 'DynamicOutputShapeException: aten._ctc_loss.default',
+    'nn.functional.gaussian_nll_loss': 'GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  (Size-like symbols: none)',
+    'sparse.mm.reduce': 'RuntimeError: Sparse CSR tensors do not have strides',
+    'sparse.sampled_addmm': 'RuntimeError: Sparse CSR tensors do not have strides',
+    'tensor_split': 'RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.',
+}
+
+EMBER_BACKWARD = {
+    'corrcoef': 'DataDependentOutputException: aten.equal.default',
+    'cov': 'DataDependentOutputException: aten.equal.default',
+    'linalg.lstsq': 'DynamicOutputShapeException: aten.linalg_lstsq.default',
+    'linalg.lstsq.grad_oriented': 'DynamicOutputShapeException: aten.linalg_lstsq.default',
+    'nn.functional.ctc_loss': 'DynamicOutputShapeException: aten._ctc_loss.default',
+    'nn.functional.gaussian_nll_loss': 'GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  (Size-like symbols: none)',
+    'sparse.mm.reduce': 'RuntimeError: Sparse CSR tensors do not have strides',
+    'sparse.sampled_addmm': 'RuntimeError: Sparse CSR tensors do not have strides',
+    'tensor_split': 'RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.',
+    'to_sparse': 'RuntimeError: memory format option is only supported by strided tensors',
+}

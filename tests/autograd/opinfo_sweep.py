@@ -78,6 +78,28 @@ def _compare(got, want, what: str, metadata_only: bool = False) -> None:
             raise AssertionError(f"{what}: {a!r} vs eager {b!r}")
 
 
+COMPILERS = {"aot_eager": None, "ember": None}  # fw/bw compiler per backend (None: run graphs as they are)
+FALLBACKS: list[str] = []  # ATen fallbacks seen by the ember backend during one op
+
+
+def _ember_compiler(gm, example_inputs):
+    from ember.codegen.compile import CompiledGraph, ember_compiler
+
+    compiled = ember_compiler(gm, example_inputs)
+    if isinstance(compiled, CompiledGraph):
+        FALLBACKS.extend(compiled.fallbacks)
+    return compiled
+
+
+COMPILERS["ember"] = _ember_compiler
+BACKEND = ["aot_eager"]
+
+
+def _aot(fn):
+    compiler = COMPILERS[BACKEND[0]]
+    return aot_function(fn, compiler, compiler, decompositions=core_decompositions())
+
+
 def run_forward(op) -> None:
     sample = first_sample(op, requires_grad=False)
     leaves, spec, positions = _split(sample)
@@ -92,7 +114,7 @@ def run_forward(op) -> None:
         want = fn(*[t.clone() for t in tensors])
     except Exception as error:
         raise NotApplicable(f"eager raises {type(error).__name__}") from error
-    compiled = aot_function(fn, decompositions=core_decompositions())
+    compiled = _aot(fn)
     torch.manual_seed(42)  # OpInfo wraps random ops in wrapper_set_seed(42)
     got = compiled(*[t.clone() for t in tensors])
     _compare(got, want, "forward", metadata_only=op.name in UNINITIALIZED)
@@ -129,7 +151,7 @@ def run_backward(op) -> None:
         raise
     except Exception as error:
         raise NotApplicable(f"eager raises {type(error).__name__}") from error
-    compiled = aot_function(fn, decompositions=core_decompositions())
+    compiled = _aot(fn)
     got_out, got_grads = loss_and_grads(compiled)
     _compare(got_out, want_out, "forward (grad mode)", metadata_only=op.name in UNINITIALIZED)
     for index, (got, want) in enumerate(zip(got_grads, want_grads)):
@@ -146,8 +168,9 @@ class NotApplicable(Exception):
     pass
 
 
-def check(op, kind: str) -> str | None:
+def check(op, kind: str, backend: str = "aot_eager") -> str | None:
     """None when the op passes; otherwise a one-line reason."""
+    BACKEND[0] = backend
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _check(op, kind)
