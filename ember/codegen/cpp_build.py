@@ -29,7 +29,8 @@ class KernelCompileError(RuntimeError):
 
 @functools.lru_cache(maxsize=1)
 def compiler() -> str:
-    found = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    requested = os.environ.get("CXX")
+    found = shutil.which(requested) if requested else (shutil.which("g++") or shutil.which("c++"))
     if not found:
         raise CompilerNotFound(
             "ember's CPU backend needs a C++ compiler with OpenMP, and none was found: install g++ "
