@@ -46,19 +46,21 @@ class AotCompiled:
     """The compiled entries of one function (one per input-metadata key)."""
 
     def __init__(self, fn: Callable, fw_compiler: Callable, bw_compiler: Callable | None,
-                 partition_fn: Callable, decompositions: dict | None) -> None:
+                 partition_fn: Callable, decompositions: dict | None, guarded_inputs: bool = False) -> None:
         self.fn = fn
         self.fw_compiler = fw_compiler
         self.bw_compiler = bw_compiler or fw_compiler
         self.partition_fn = partition_fn
         self.decompositions = decompositions
         self.entries: dict[tuple, Callable] = {}
+        # Behind ember's capture, guards already pin every input's metadata: only grad mode varies.
+        self.guarded_inputs = guarded_inputs
         self.last_partition: Partition | None = None
         self.last_joint: torch.fx.GraphModule | None = None
 
     def __call__(self, *args):
         flat_args = list(args)
-        key = _key(flat_args)
+        key = torch.is_grad_enabled() if self.guarded_inputs else _key(flat_args)
         runner = self.entries.get(key)
         if runner is None:
             runner = self.compile(flat_args)
@@ -147,11 +149,11 @@ def aot_eager_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callabl
     """The `aot_eager` capture backend: ember's AOT autograd, then the graphs run as they are."""
     from ..decomp import core_decompositions
 
-    compiled = AotCompiled(gm, _identity_compiler, _identity_compiler, partition_min_cut, core_decompositions())
+    compiled = AotCompiled(gm, _identity_compiler, _identity_compiler, partition_min_cut, core_decompositions(),
+                           guarded_inputs=True)
 
     def run(*args):
-        result = compiled(*args)
-        return result
+        return compiled(*args)
 
     run.aot = compiled
     return run

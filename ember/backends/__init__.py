@@ -30,7 +30,8 @@ def ember_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     from ..codegen.compile import ember_compiler
     from ..decomp import core_decompositions
 
-    compiled = AotCompiled(gm, ember_compiler, ember_compiler, partition_min_cut, core_decompositions())
+    compiled = AotCompiled(gm, ember_compiler, ember_compiler, partition_min_cut, core_decompositions(),
+                           guarded_inputs=True)
 
     def run(*args):
         return compiled(*args)

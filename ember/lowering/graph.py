@@ -93,6 +93,7 @@ class GraphLowering(torch.fx.Interpreter):
             try:
                 result = lowering(self, node, *args, **kwargs)
                 _dry_run(result, self.buffers[buffers_before:])
+                result = self._maybe_store(node, result)
             except FallbackNeeded as reason:
                 del self.buffers[buffers_before:]
                 return self.fallback(target, args, kwargs, str(reason))
@@ -111,6 +112,18 @@ class GraphLowering(torch.fx.Interpreter):
         return results
 
     # -- realization -----------------------------------------------------------------------------------
+    # A value read by several nodes is stored once when recomputing it in each reader costs more
+    # than this many operations (loads, constants and casts are free).
+    RECOMPUTE_LIMIT = 3
+
+    def _maybe_store(self, node: torch.fx.Node, result):
+        from .analysis import op_count
+
+        if isinstance(result, Pointwise) and result.realized is None and len(node.users) > 1:
+            if op_count(result) > self.RECOMPUTE_LIMIT:
+                self.store(result)
+        return result
+
     def realize(self, value: IRNode) -> IRNode:
         """Make `value` live in memory: a Buffer, or a strided view of one.
 
