@@ -124,11 +124,13 @@ def pointwise_bandwidth() -> dict:
         compiled(x)
         out = torch.empty_like(x)
         copy_time = median_time(lambda: out.copy_(x), repeats=15)
+        clone_time = median_time(lambda: x.clone(), repeats=15)
         chain_time = median_time(lambda: compiled(x), repeats=15)
         eager_time = median_time(lambda: chain(x), repeats=5)
     moved = 2 * x.numel() * x.element_size()
-    return {"copy_GBps": moved / copy_time / 1e9, "ember_chain_GBps": moved / chain_time / 1e9,
-            "eager_chain_GBps": moved / eager_time / 1e9, "ratio": copy_time / chain_time}
+    return {"copy_GBps": moved / copy_time / 1e9, "clone_GBps": moved / clone_time / 1e9,
+            "ember_chain_GBps": moved / chain_time / 1e9, "eager_chain_GBps": moved / eager_time / 1e9,
+            "ratio_clone": clone_time / chain_time, "ratio_copy": copy_time / chain_time}
 
 
 def main() -> None:
@@ -140,7 +142,10 @@ def main() -> None:
         print(json.dumps(pointwise_bandwidth()))
         return
     rows = []
-    for name in MODELS:
+    saved = os.path.join(HERE, "results", "codegen_speed.json")
+    if len(sys.argv) > 1 and sys.argv[1] == "--table-only":
+        rows = [tuple(row) for row in json.load(open(saved))]
+    for name in MODELS if not rows else []:
         for mode in ("inference", "training"):
             with tempfile.TemporaryDirectory() as ember_cache, tempfile.TemporaryDirectory() as inductor_cache:
                 env = dict(os.environ, EMBER_CACHE_DIR=ember_cache, TORCHINDUCTOR_CACHE_DIR=inductor_cache,
@@ -153,6 +158,8 @@ def main() -> None:
             result = json.loads(output.stdout.strip().splitlines()[-1])
             rows.append((name, mode, result))
             print(name, mode, json.dumps(result), flush=True)
+    with open(saved, "w") as handle:
+        json.dump(rows, handle)
     with tempfile.TemporaryDirectory() as ember_cache:
         output = subprocess.run([sys.executable, __file__, "--bandwidth"], capture_output=True, text=True,
                                 env=dict(os.environ, EMBER_CACHE_DIR=ember_cache))
@@ -198,12 +205,17 @@ def write_table(rows, bandwidth) -> None:
         f"Geomean speed ember/inductor (inductor time / ember time): **{geomean:.2f}** (target >= 1.0). "
         f"Geomean cold compile time ember/inductor: **{compile_geomean:.2f}** (target <= 0.33).",
         "",
-        "Fused chain of 10 pointwise ops over 64 MB (float32, read + write counted):",
+        "Fused chain of 10 pointwise ops over 64 MB (float32, read + write counted). The chain returns a new",
+        "tensor, so it pays for fresh memory (page faults) as `x.clone()` does; `out.copy_(x)` writes into",
+        "memory that is already mapped:",
         "",
-        f"| plain copy GB/s | ember chain GB/s | eager chain GB/s | ember / copy |",
-        f"|---:|---:|---:|---:|",
-        f"| {bandwidth['copy_GBps']:.1f} | {bandwidth['ember_chain_GBps']:.1f} | {bandwidth['eager_chain_GBps']:.1f} "
-        f"| {bandwidth['ratio']:.2f} (target >= 0.80) |",
+        "| copy_ into preallocated GB/s | clone GB/s | ember chain GB/s | eager chain GB/s | ember / clone | "
+        "ember / copy_ |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| {bandwidth['copy_GBps']:.1f} | {bandwidth['clone_GBps']:.1f} | {bandwidth['ember_chain_GBps']:.1f} | "
+        f"{bandwidth['eager_chain_GBps']:.1f} | {bandwidth['ratio_clone']:.2f} | {bandwidth['ratio_copy']:.2f} |",
+        "",
+        "Target: at least 0.80 of a plain copy's bandwidth.",
     ]
     path = os.path.join(HERE, "results", "codegen_speed.md")
     with open(path, "w") as handle:
