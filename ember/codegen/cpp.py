@@ -56,6 +56,8 @@ CPP_OPS: dict[str, str] = {
     "where": "({0} ? {1} : {2})",
 }
 
+PARALLEL_THRESHOLD = 8192  # elements; below this a kernel runs on one thread
+
 PREAMBLE = r"""
 #include <cmath>
 #include <cstdint>
@@ -231,6 +233,7 @@ class CppKernel:
         has_reduction = any(isinstance(node.data, Reduction) for node in self.kernel.nodes)
         # Pointwise kernels keep their last dimension as an inner loop so it vectorizes.
         self.vector_dim = outer[-1] if outer and not has_reduction else None
+        self.threaded = "" if self._work() >= PARALLEL_THRESHOLD else " if(0)"
         loop_outer = outer if has_reduction or not outer else outer[:-1]
         self.loop_outer = loop_outer
         outer_vars = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(loop_outer))]
@@ -240,9 +243,11 @@ class CppKernel:
         for group in self.kernel.groups():
             self._group(group, outer_vars)
         lines = []
+        # Threads cost microseconds to wake: small kernels run on one (ATen's grain size is 32768).
+        threaded = self.threaded
         if loop_outer:
             collapse = f" collapse({len(loop_outer)})" if len(loop_outer) > 1 else ""
-            lines.append(f"#pragma omp parallel for{collapse}")
+            lines.append(f"#pragma omp parallel for{collapse}{threaded}")
             for var, size in zip(outer_vars, loop_outer):
                 lines.append(f"for (int64_t {var} = 0; {var} < {c_index(size)}; {var}++)")
             lines.append("{")
@@ -257,6 +262,20 @@ class CppKernel:
         text.extend("    " + line for line in lines)
         text.append("}")
         return "\n".join(text)
+
+    def _work(self) -> int:
+        """Elements the kernel touches (its largest loop nest)."""
+        largest = 0
+        for node in self.kernel.nodes:
+            data = node.data
+            total = 1
+            for size in data.ranges:
+                total *= int(size)
+            if isinstance(data, Reduction):
+                for size in data.spec.reduction_ranges:
+                    total *= int(size)
+            largest = max(largest, total)
+        return largest
 
     def _node_index(self, node: ComputedBuffer, outer_vars, inner_vars) -> list:
         """The node's index in kernel loop variables: outer loops first, then its inner loops."""
@@ -282,7 +301,7 @@ class CppKernel:
         for depth, (var, size) in enumerate(zip(inner_vars, inner_sizes)):
             innermost = depth == len(inner_sizes) - 1
             if depth == 0 and not self.loop_outer:
-                pragma = "#pragma omp parallel for simd" if innermost else "#pragma omp parallel for"
+                pragma = ("#pragma omp parallel for simd" if innermost else "#pragma omp parallel for") + self.threaded
             else:
                 pragma = "#pragma omp simd" if innermost else None
             headers.append((pragma, f"for (int64_t {var} = 0; {var} < {c_index(size)}; {var}++)"))
@@ -354,11 +373,11 @@ class CppKernel:
         inner = self.block
         self.block = inner.parent
         if kind == "sum":
-            pragma = f"#pragma omp parallel for simd reduction(+:{accumulator})" if parallel_inside \
+            pragma = f"#pragma omp parallel for simd reduction(+:{accumulator}){self.threaded}" if parallel_inside \
                 else f"#pragma omp simd reduction(+:{accumulator})"
             self.block.lines.append(pragma)
         elif kind == "prod" and parallel_inside:
-            self.block.lines.append(f"#pragma omp parallel for reduction(*:{accumulator})")
+            self.block.lines.append(f"#pragma omp parallel for reduction(*:{accumulator}){self.threaded}")
         self.block.lines.append(f"for (int64_t r_flat = 0; r_flat < {c_index(numel)}; r_flat++)")
         self.block.lines.append("{")
         self.block.lines.extend("    " + line for line in inner.lines)

@@ -147,7 +147,7 @@ _BINARY = {
     "add": [aten.add.Tensor, aten.add.Scalar], "sub": [aten.sub.Tensor, aten.sub.Scalar],
     "mul": [aten.mul.Tensor, aten.mul.Scalar], "truediv": [aten.div.Tensor, aten.div.Scalar],
     "maximum": [aten.maximum.default], "minimum": [aten.minimum.default],
-    "pow": [aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar], "atan2": [aten.atan2.default],
+    "pow": [aten.pow.Tensor_Tensor], "atan2": [aten.atan2.default],
     "fmod": [aten.fmod.Tensor, aten.fmod.Scalar], "remainder": [aten.remainder.Tensor, aten.remainder.Scalar],
     "floordiv": [aten.floor_divide.default],
     "bitwise_and": [aten.bitwise_and.Tensor], "bitwise_or": [aten.bitwise_or.Tensor],
@@ -191,6 +191,36 @@ for _name, _ops in _COMPARE.items():
 for _name, _op in _LOGICAL.items():
     register(_op)(functools.partial(lambda name, ctx, node, a, b: pointwise(
         ctx, node, name, [a, b], compute_dtype=torch.bool), _name))
+
+
+@register(aten.pow.Tensor_Scalar)
+def pow_scalar(ctx, node, x, exponent):
+    """Small integer and half-integer powers as multiplications and roots (vectorize, exact)."""
+    value = _val(node)
+    if not value.dtype.is_floating_point or not isinstance(exponent, (int, float)) or \
+            exponent not in (0.5, -0.5, 1, 2, 3, 4, -1, -2):
+        return pointwise(ctx, node, "pow", [x, exponent])
+    out_size = _size(value)
+    load = loader_for(x, out_size, value.dtype)
+
+    def inner_fn(ops, index):
+        base = load(ops, index)
+        if exponent == 0.5:
+            return ops.sqrt(base)
+        if exponent == -0.5:
+            return ops.rsqrt(base)
+        if exponent == 1:
+            return base
+        if exponent == -1:
+            return ops.reciprocal(base)
+        if exponent == -2:
+            return ops.reciprocal(ops.mul(base, base))
+        result = base
+        for _ in range(int(exponent) - 1):
+            result = ops.mul(result, base)
+        return result
+
+    return Pointwise(value.device, value.dtype, out_size, inner_fn, ctx.origin())
 
 
 @register(aten.rsub.Scalar, aten.rsub.Tensor)
