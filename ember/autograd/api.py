@@ -145,15 +145,23 @@ class AotModule(torch.nn.Module):
         return self._compiled(*[state[name] for name in self._names], *args)
 
 
-def aot_eager_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """The `aot_eager` capture backend: ember's AOT autograd, then the graphs run as they are."""
-    from ..decomp import core_decompositions
+def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None) -> Callable:
+    """A capture backend: ember's AOT autograd (min-cut, core decompositions), then these compilers."""
 
-    compiled = AotCompiled(gm, _identity_compiler, _identity_compiler, partition_min_cut, core_decompositions(),
-                           guarded_inputs=True)
+    def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        from ..decomp import core_decompositions
 
-    def run(*args):
-        return compiled(*args)
+        compiled = AotCompiled(gm, fw_compiler, bw_compiler or fw_compiler, partition_min_cut,
+                               core_decompositions(), guarded_inputs=True)
 
-    run.aot = compiled
-    return run
+        def run(*args):
+            return compiled(*args)
+
+        run.aot = compiled
+        return run
+
+    return backend
+
+
+# The `aot_eager` backend: ember's AOT autograd, then the graphs run as they are.
+aot_eager_backend = aot_backend(_identity_compiler)

@@ -25,19 +25,10 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
 def ember_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """ember end to end: AOT autograd, then loop IR, fusion and C++ kernels for forward and backward."""
-    from ..autograd.api import AotCompiled
-    from ..autograd.partition import partition_min_cut
+    from ..autograd.api import aot_backend
     from ..codegen.compile import ember_compiler
-    from ..decomp import core_decompositions
 
-    compiled = AotCompiled(gm, ember_compiler, ember_compiler, partition_min_cut, core_decompositions(),
-                           guarded_inputs=True)
-
-    def run(*args):
-        return compiled(*args)
-
-    run.aot = compiled
-    return run
+    return aot_backend(ember_compiler)(gm, example_inputs)
 
 
 def _inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

@@ -149,3 +149,20 @@ class TypeSource(Source):
 
     def root(self) -> Source:
         return self.base.root()
+
+
+@dataclasses.dataclass(frozen=True)
+class DictItemSource(Source):
+    """An item of a dict subclass read with dict's own lookup (no overridden __getitem__)."""
+
+    base: Source
+    key: object
+
+    def expr(self) -> str:
+        return f"dict.__getitem__({self.base.expr()}, {self.key!r})"
+
+    def name(self) -> str:
+        return f"{self.base.name()}_{self.key}"
+
+    def root(self) -> Source:
+        return self.base.root()

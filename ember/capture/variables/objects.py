@@ -7,7 +7,6 @@ unknown descriptor is not modelled and breaks the graph instead of guessing.
 """
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import logging
 import math
@@ -18,7 +17,7 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported, UserException
-from ..sources import AttrSource, Source
+from ..sources import AttrSource, DictItemSource, Source
 from .base import ConstantVariable, VariableTracker, constant, is_constant_value
 
 _PURE_MODULES = {math, operator}
@@ -170,7 +169,7 @@ class BuiltinDictMethodVariable(VariableTracker):
                 if self.name == "get":
                     return args[1] if len(args) > 1 else constant(None)
                 raise UserException(KeyError(key))
-            return wrap(tx, dict.__getitem__(real, key), _DictItemSource(owner.source, key))
+            return wrap(tx, dict.__getitem__(real, key), DictItemSource(owner.source, key))
         tx.graph.guards.add(f"tuple(dict.keys({expr})) == {keys!r}", f"keys of {expr} are {keys!r}")
         if self.name == "__len__":
             return constant(len(keys))
@@ -181,16 +180,6 @@ class BuiltinDictMethodVariable(VariableTracker):
         raise Unsupported(f"dict.{self.name} on a dict subclass")
 
 
-@dataclasses.dataclass(frozen=True)
-class _DictItemSource(Source):
-    base: Source
-    key: Any
-
-    def expr(self) -> str:
-        return f"dict.__getitem__({self.base.expr()}, {self.key!r})"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_{self.key}"
 
 
 def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: Any, attr_source) -> VariableTracker:
