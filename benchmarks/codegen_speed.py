@@ -171,13 +171,10 @@ def main() -> None:
 def write_table(rows, bandwidth) -> None:
     import torch
 
-    cpu = platform.processor() or "cpu"
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except Exception:
-        pass
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=HERE).stdout.strip()
+    from machine import cpu_model, ember_revision
+
+    cpu = cpu_model()
+    commit = ember_revision()
     lines = [
         "# ember's C++ backend beside eager and torch.compile (Inductor)",
         "",

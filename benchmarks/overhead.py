@@ -28,6 +28,9 @@ from torch import nn
 
 import ember
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import cpu_model, ember_revision  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results", "overhead.md")
 
@@ -173,30 +176,6 @@ def bench_gpt2_capture() -> dict:
     return results
 
 
-def ember_revision() -> str:
-    """The git commit of the ember checkout (with "+dirty" when ember/ has uncommitted edits)."""
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "ember"], cwd=root, capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return commit + ("+dirty" if dirty else "")
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def table(title: str, rows: dict) -> list[str]:

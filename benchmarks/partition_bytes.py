@@ -9,8 +9,11 @@ import datetime
 import os
 import platform
 import subprocess
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch import nn
 
 import ember
@@ -71,12 +74,10 @@ def main() -> None:
         eager = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
         worst = max(float((cut_grads[n] - eager[n]).abs().max()) for n in eager)
         rows.append((name, default_bytes, default_count, cut_bytes, cut_count, worst))
-    cpu = platform.processor() or "cpu"
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except Exception:
-        pass
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    from machine import cpu_model, ember_revision
+
+    cpu = cpu_model()
+    commit = ember_revision()
     lines = [
         "# Bytes saved for backward: default partition vs min-cut",
         "",
