@@ -723,3 +723,4 @@ def getitem(ctx, node, values, position):
     if isinstance(values, (list, tuple)):
         return values[position]
     raise FallbackNeeded("getitem of a single value")
+from . import pooling  # noqa: E402,F401  (registers its lowerings)

@@ -1,0 +1,110 @@
+"""Where a compiled model's time goes: every kernel and extern call of ember's wrappers, timed.
+
+    python benchmarks/profile_steps.py bert training [--top 25]
+
+Each generated wrapper's globals hold its kernels (ctypes functions) and extern targets; this
+replaces each with a timing shim, runs the model, and prints the total per step (kernel or ATen op)
+with the wrapper line it came from.  Shims add ~0.3 us per call; the "wrapper" row is the wall time
+of all wrappers minus what their steps took, i.e. allocation, ptr(), del and the shims.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main() -> None:
+    import torch
+
+    import ember
+    from codegen_speed import build
+    from ember.codegen import compile as codegen_compile
+
+    name, mode = sys.argv[1], sys.argv[2]
+    top = int(sys.argv[sys.argv.index("--top") + 1]) if "--top" in sys.argv else 25
+    torch.set_num_threads(os.cpu_count() or 1)
+    compiled_graphs = []
+    original = codegen_compile.compile_graph
+
+    def recording(gm, example_inputs):
+        result = original(gm, example_inputs)
+        compiled_graphs.append(result)
+        return result
+
+    codegen_compile.compile_graph = recording
+    model, args, kwargs, loss_of = build(name)
+    model.train(mode == "training")
+    runner = ember.compile(model, backend="ember")
+
+    def step():
+        if mode == "inference":
+            with torch.no_grad():
+                return runner(*args, **kwargs)
+        out = runner(*args, **kwargs)
+        loss_of(out).backward()
+        return out
+
+    for _ in range(3):
+        step()
+    totals: dict[str, float] = collections.defaultdict(float)
+    counts: dict[str, int] = collections.defaultdict(int)
+    wrapper_time = [0.0]
+
+    def shim(label, function):
+        def timed(*a, **k):
+            started = time.perf_counter()
+            result = function(*a, **k)
+            totals[label] += time.perf_counter() - started
+            counts[label] += 1
+            return result
+        return timed
+
+    for graph_index, graph in enumerate(compiled_graphs):
+        namespace = graph.call.__globals__
+        for key, value in list(namespace.items()):
+            if key.startswith("kernel") or key.startswith("aten_") or key in ("ensure_layout", "empty_strided"):
+                label = f"g{graph_index}.{key}" if key.startswith("kernel") else key.split("_default")[0]
+                namespace[key] = shim(label, value)
+        inner = graph.call
+
+        def outer(*a, _inner=inner):
+            started = time.perf_counter()
+            result = _inner(*a)
+            wrapper_time[0] += time.perf_counter() - started
+            return result
+        graph.call = outer
+    repeats = 20
+    for key in list(totals):
+        totals[key] = 0.0
+        counts[key] = 0
+    wrapper_time[0] = 0.0
+    started = time.perf_counter()
+    for _ in range(repeats):
+        step()
+    wall = (time.perf_counter() - started) / repeats
+    steps_total = sum(totals.values()) / repeats
+    print(f"{name} {mode}: {wall * 1e3:.2f} ms per step; in wrappers {wrapper_time[0] / repeats * 1e3:.2f} ms; "
+          f"timed steps {steps_total * 1e3:.2f} ms; wrapper overhead "
+          f"{(wrapper_time[0] / repeats - steps_total) * 1e3:.2f} ms")
+    by_kind = collections.defaultdict(float)
+    for key, value in totals.items():
+        by_kind["kernels" if ".kernel" in key else key] += value / repeats
+    for key, value in sorted(by_kind.items(), key=lambda kv: -kv[1])[:15]:
+        print(f"  {key:40s} {value * 1e6:9.1f} us")
+    print("top steps:")
+    lines = {}
+    for graph_index, graph in enumerate(compiled_graphs):
+        for line in graph.wrapper.splitlines():
+            stripped = line.strip()
+            if stripped.startswith("kernel"):
+                lines[f"g{graph_index}.{stripped.split('(')[0]}"] = stripped.split("#", 1)[-1][:110]
+    for key, value in sorted(totals.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {value / repeats * 1e6:9.1f} us  x{counts[key] // repeats:<3d} {key:24s} {lines.get(key, '')}")
+
+
+if __name__ == "__main__":
+    main()
