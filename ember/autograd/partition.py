@@ -142,10 +142,12 @@ _RECOMPUTABLE_EXTRA = {
     aten.detach.default, aten.clone.default, aten.full.default, aten.zeros.default, aten.ones.default,
     aten.zeros_like.default, aten.ones_like.default, aten.full_like.default, aten.scalar_tensor.default,
     aten.arange.default, aten.arange.start, aten.arange.start_step, aten.split.Tensor, aten.cat.default,
-    aten.sum.dim_IntList, aten.mean.dim, aten.amax.default, aten.where.self, aten.to.dtype,
+    aten.where.self, aten.to.dtype,
     aten._to_copy.default, aten.convert_element_type.default if hasattr(aten, "convert_element_type") else None,
     operator.getitem,
 }
+# Reductions are not in the list: each reads a whole input to make a small result, so saving
+# the result (a norm's mean and rstd) is nearly free while recomputing it costs a full pass.
 _BANNED_TAGS = (torch.Tag.nondeterministic_seeded,)
 
 

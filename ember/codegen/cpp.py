@@ -22,7 +22,7 @@ import sympy
 import torch
 
 from ..lowering.indexing import c_index
-from ..lowering.ir import ComputedBuffer, Reduction, index_vars
+from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
 
 CTYPES = {
@@ -71,6 +71,14 @@ template <typename T> static inline T ember_sign(T a) { return a != a ? a : T((T
 static inline bool ember_bitwise_not(bool a) { return !a; }
 template <typename T> static inline T ember_bitwise_not(T a) { return ~a; }
 template <typename T, typename U> static inline T ember_pow(T a, U b) { return std::pow(a, b); }
+#pragma omp declare reduction(ember_max_float : float : omp_out = ember_maximum(omp_out, omp_in)) \
+    initializer(omp_priv = -std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(ember_min_float : float : omp_out = ember_minimum(omp_out, omp_in)) \
+    initializer(omp_priv = std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(ember_max_double : double : omp_out = ember_maximum(omp_out, omp_in)) \
+    initializer(omp_priv = -std::numeric_limits<double>::infinity())
+#pragma omp declare reduction(ember_min_double : double : omp_out = ember_minimum(omp_out, omp_in)) \
+    initializer(omp_priv = std::numeric_limits<double>::infinity())
 template <typename T> static inline T ember_remainder(T a, T b) {
     T r = std::fmod(a, b);
     return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
@@ -229,6 +237,8 @@ class CppKernel:
 
     # -- generation ---------------------------------------------------------------------------------------
     def generate(self) -> str:
+        if isinstance(self.kernel.nodes[0].data, Scatter):
+            return self._finish(self._scatter(self.kernel.nodes[0]))
         outer = list(self.kernel.outer)
         has_reduction = any(isinstance(node.data, Reduction) for node in self.kernel.nodes)
         # Pointwise kernels keep their last dimension as an inner loop so it vectorizes.
@@ -255,6 +265,9 @@ class CppKernel:
             lines.append("}")
         else:
             lines.extend(body.lines)
+        return self._finish(lines)
+
+    def _finish(self, lines: list[str]) -> str:
         signature = ", ".join(
             [f"const {ctype(self.buffer_dtypes[name])}* __restrict__ in_ptr{k}" for k, name in enumerate(self.inputs)]
             + [f"{ctype(self.buffer_dtypes[name])}* __restrict__ out_ptr{k}" for k, name in enumerate(self.outputs)])
@@ -262,6 +275,53 @@ class CppKernel:
         text.extend("    " + line for line in lines)
         text.append("}")
         return "\n".join(text)
+
+    # -- scatter: a base pass over the output, then the updates in order ----------------------------
+    def _scatter(self, node: ComputedBuffer) -> list[str]:
+        data: Scatter = node.data
+        out_numel = 1
+        for size in data.out_ranges:
+            out_numel *= int(size)
+        self.block = Block()
+        root = self.block
+        self.threaded = "" if out_numel >= PARALLEL_THRESHOLD else " if(0)"
+
+        def base(index):
+            value = data.base(self.ops, index)
+            self.block.lines.append(f"out_ptr0[{self.index(node.layout.index(index))}] = {value};")
+
+        def update(index):
+            target = data.target(self.ops, index)
+            value = data.inner_fn(self.ops, index)
+            operator = "+=" if data.accumulate else "="
+            self.block.lines.append(f"out_ptr0[{self.index(node.layout.index(target))}] {operator} {value};")
+
+        self._loop_nest("o", data.out_ranges, base, parallel=True, simd=True)
+        # Updates may collide, so they run in order on one thread; only an innermost dimension that
+        # maps straight to distinct outputs is vectorized.
+        self._loop_nest("u", data.ranges, update, parallel=False, simd=data.direct_inner)
+        return root.lines
+
+    def _loop_nest(self, prefix: str, sizes, emit, parallel: bool, simd: bool) -> None:
+        variables = [sympy.Symbol(f"{prefix}{k}", integer=True, nonnegative=True) for k in range(len(sizes))]
+        index = [var if size != 1 else sympy.Integer(0) for var, size in zip(variables, sizes)]
+        active = [(var, size) for var, size in zip(variables, sizes) if size != 1]
+        self.bounds.update({var: size - 1 for var, size in active})
+        self.push_block()
+        emit(index)
+        inner = self.block
+        self.block = inner.parent
+        lines = ["{", *("    " + line for line in inner.lines), "}"]
+        for depth, (var, size) in enumerate(reversed(active)):
+            innermost, outermost = depth == 0, depth == len(active) - 1
+            pragma = None
+            if parallel and outermost:
+                pragma = "#pragma omp parallel for" + (" simd" if innermost and simd else "") + self.threaded
+            elif simd and innermost:
+                pragma = "#pragma omp simd"
+            lines = ([pragma] if pragma else []) + \
+                [f"for (int64_t {var} = 0; {var} < {c_index(size)}; {var}++)", *lines]
+        self.block.lines.extend(lines)
 
     def _work(self) -> int:
         """Elements the kernel touches (its largest loop nest)."""
@@ -346,13 +406,16 @@ class CppKernel:
         self.block.lines.append(f"{acc_type} {accumulator} = {init};")
         if index_name:
             self.block.lines.append(f"int64_t {index_name} = 0;")
+        # One loop per reduction dimension (size-1 dimensions skipped), so that the innermost
+        # loop walks memory with a constant stride and vectorizes; no divisions in the index.
         ranges = list(spec.reduction_ranges)
-        numel = sympy.Integer(1)
-        for size in ranges:
-            numel = numel * size
-        flat = sympy.Symbol("r_flat", integer=True, nonnegative=True)
-        self.bounds[flat] = numel - 1
-        rindex = _unflatten_symbols(flat, ranges)
+        loop_dims = [d for d, size in enumerate(ranges) if size != 1] or ([len(ranges) - 1] if ranges else [])
+        rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(ranges))]
+        rindex = [rvars[d] if d in loop_dims else sympy.Integer(0) for d in range(len(ranges))]
+        self.bounds.update({rvars[d]: ranges[d] - 1 for d in loop_dims})
+        flat_position = c_index(sum((rvars[d] * stride for d, stride in
+                                     zip(range(len(ranges)), _contiguous(ranges)) if d in loop_dims),
+                                    sympy.Integer(0)))
         parallel_inside = not self.loop_outer
         self.push_block()
         index = self._node_index(node, outer_vars, [])
@@ -365,23 +428,28 @@ class CppKernel:
             "any": f"{accumulator} = {accumulator} || static_cast<bool>({value});",
             "all": f"{accumulator} = {accumulator} && static_cast<bool>({value});",
             "argmax": (f"if (!({accumulator} != {accumulator}) && (({value}) > {accumulator} || ({value}) != ({value})))"
-                       f" {{ {accumulator} = {value}; {index_name} = r_flat; }}"),
+                       f" {{ {accumulator} = {value}; {index_name} = {flat_position}; }}"),
             "argmin": (f"if (!({accumulator} != {accumulator}) && (({value}) < {accumulator} || ({value}) != ({value})))"
-                       f" {{ {accumulator} = {value}; {index_name} = r_flat; }}"),
+                       f" {{ {accumulator} = {value}; {index_name} = {flat_position}; }}"),
         }[kind]
         self.block.lines.append(update)
         inner = self.block
         self.block = inner.parent
-        if kind == "sum":
-            pragma = f"#pragma omp parallel for simd reduction(+:{accumulator}){self.threaded}" if parallel_inside \
-                else f"#pragma omp simd reduction(+:{accumulator})"
-            self.block.lines.append(pragma)
-        elif kind == "prod" and parallel_inside:
-            self.block.lines.append(f"#pragma omp parallel for reduction(*:{accumulator}){self.threaded}")
-        self.block.lines.append(f"for (int64_t r_flat = 0; r_flat < {c_index(numel)}; r_flat++)")
-        self.block.lines.append("{")
-        self.block.lines.extend("    " + line for line in inner.lines)
-        self.block.lines.append("}")
+        clause = _REDUCTION_CLAUSE.get((kind, acc_type))
+        lines = list(inner.lines) if loop_dims else ["{", *("    " + line for line in inner.lines), "}"]
+        for depth, d in enumerate(reversed(loop_dims)):
+            outermost = depth == len(loop_dims) - 1
+            innermost = depth == 0
+            header = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {c_index(ranges[d])}; {rvars[d]}++)", "{",
+                      *("    " + line for line in lines), "}"]
+            pragma = None
+            if clause and outermost and parallel_inside:
+                pragma = f"#pragma omp parallel for{' simd' if innermost else ''} reduction({clause}:{accumulator})" \
+                    + self.threaded
+            elif clause and innermost:
+                pragma = f"#pragma omp simd reduction({clause}:{accumulator})"
+            lines = ([pragma] if pragma else []) + header
+        self.block.lines.extend(lines)
         result = index_name if index_name else accumulator
         store_index = self.index(node.layout.index(index))
         position = self.outputs.index(node.name)
@@ -392,9 +460,19 @@ class CppKernel:
             self.emit_value(result)
 
 
-def _unflatten_symbols(flat: sympy.Symbol, ranges: list) -> list:
-    from ..lowering.indexing import unflatten
+def _contiguous(ranges: list) -> list:
+    from ..lowering.ir import contiguous_strides
 
-    if len(ranges) == 1:
-        return [flat]
-    return unflatten(flat, ranges)
+    return contiguous_strides(ranges)
+
+
+# (reduction, C type) -> the OpenMP reduction identifier that lets the loop vectorize (and split
+# across threads).  max/min on floating point use ember's NaN-propagating reductions declared in
+# the preamble; argmax/argmin, any/all stay sequential.
+_REDUCTION_CLAUSE = {}
+for _type in ("float", "double", "int64_t", "int32_t", "int16_t", "int8_t", "uint8_t"):
+    _REDUCTION_CLAUSE[("sum", _type)] = "+"
+    _REDUCTION_CLAUSE[("prod", _type)] = "*"
+    _floating = _type in ("float", "double")
+    _REDUCTION_CLAUSE[("max", _type)] = f"ember_max_{_type}" if _floating else "max"
+    _REDUCTION_CLAUSE[("min", _type)] = f"ember_min_{_type}" if _floating else "min"

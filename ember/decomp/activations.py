@@ -49,3 +49,10 @@ def silu_backward(grad, x):
     sigmoid = aten.sigmoid.default(x)
     one_minus = aten.rsub.Scalar(sigmoid, 1)
     return aten.mul.Tensor(grad, aten.mul.Tensor(sigmoid, aten.add.Tensor(aten.mul.Tensor(x, one_minus), 1)))
+
+
+@register(aten.threshold_backward.default)
+def threshold_backward(grad_output, x, threshold):
+    """ReLU's backward: the gradient where the input is above the threshold, else 0."""
+    return aten.where.self(aten.le.Scalar(x, threshold), aten.scalar_tensor.default(
+        0, dtype=grad_output.dtype, device=grad_output.device), grad_output)

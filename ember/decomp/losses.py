@@ -69,6 +69,11 @@ def nll_loss_backward(grad_output, x, target, weight, reduction, ignore_index, t
     else:
         scale = aten.where.self(valid, aten.expand.default(scale, list(target.shape)),
                                 aten.scalar_tensor.default(0.0, dtype=x.dtype))
-    zeros = aten.zeros_like.default(x)
+    # A one-hot select rather than a scatter: pointwise, so it fuses into log_softmax's backward.
     dim = 1 if batched else 0
-    return aten.scatter.src(zeros, dim, aten.unsqueeze.default(safe_target, dim), aten.unsqueeze.default(scale, dim))
+    classes = aten.arange.default(x.shape[dim], dtype=target.dtype, device=x.device)
+    if batched:
+        classes = aten.unsqueeze.default(classes, 0)
+    hit = aten.eq.Tensor(aten.unsqueeze.default(safe_target, dim), classes)
+    return aten.where.self(hit, aten.unsqueeze.default(scale, dim),
+                           aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device))

@@ -1,4 +1,4 @@
-"""layer_norm (forward, backward) and batch_norm (forward, with running statistics)."""
+"""layer_norm (forward, backward) and batch_norm (forward with running statistics, backward)."""
 import torch
 
 from . import register
@@ -82,6 +82,47 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
     if bias is not None:
         out = aten.add.Tensor(out, aten.view.default(bias, broadcast))
     return out, save_mean, save_invstd
+
+
+@register(aten.native_batch_norm_backward.default)
+def native_batch_norm_backward(grad_out, x, weight, running_mean, running_var, save_mean, save_invstd, train,
+                               eps, output_mask):
+    channels = x.shape[1]
+    reduce_dims = [0] + list(range(2, x.dim()))
+    broadcast = [1, channels] + [1] * (x.dim() - 2)
+    count = x.numel() // channels
+    if train:
+        mean, invstd = save_mean, save_invstd
+    else:
+        mean, invstd = running_mean, aten.rsqrt.default(aten.add.Tensor(running_var, eps))
+
+    def per_channel(value):
+        return aten.view.default(value, broadcast)
+
+    centered = aten.sub.Tensor(x, per_channel(mean))
+    grad_sum = aten.sum.dim_IntList(grad_out, reduce_dims)
+    dot = aten.sum.dim_IntList(aten.mul.Tensor(grad_out, centered), reduce_dims)
+    scale = invstd if weight is None else aten.mul.Tensor(invstd, weight)
+    grad_input = None
+    if output_mask[0]:
+        if train:
+            projection = aten.mul.Tensor(aten.mul.Tensor(dot, 1.0 / count), aten.mul.Tensor(invstd, invstd))
+            grad_mean = aten.mul.Tensor(grad_sum, 1.0 / count)
+            inner = aten.sub.Tensor(aten.sub.Tensor(grad_out, aten.mul.Tensor(centered, per_channel(projection))),
+                                    per_channel(grad_mean))
+            grad_input = aten.mul.Tensor(inner, per_channel(scale))
+        else:
+            grad_input = aten.mul.Tensor(grad_out, per_channel(scale))
+    grad_weight = aten.mul.Tensor(dot, invstd) if output_mask[1] else None
+    grad_bias = grad_sum if output_mask[2] else None
+    return grad_input, grad_weight, grad_bias
+
+
+@register(aten.batch_norm_backward.default)
+def batch_norm_backward(grad_out, x, weight, running_mean, running_var, save_mean, save_invstd, update, eps,
+                        output_mask, reserve):
+    return native_batch_norm_backward(grad_out, x, weight, running_mean, running_var, save_mean, save_invstd,
+                                      update, eps, output_mask)
 
 
 @register(aten._native_batch_norm_legit.no_stats)

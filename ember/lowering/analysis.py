@@ -10,7 +10,7 @@ from typing import Any
 import sympy
 import torch
 
-from .ir import ComputedBuffer, Loops, Reduction, index_vars
+from .ir import ComputedBuffer, Loops, Reduction, Scatter, index_vars
 
 _FREE = {"load", "constant", "index_expr", "to_dtype", "identity", "indirect_indexing"}
 
@@ -58,6 +58,11 @@ class RecordingOps:
 def record(loops: Loops) -> RecordingOps:
     ops = RecordingOps()
     index = index_vars(len(loops.ranges))
+    if isinstance(loops, Scatter):
+        loops.base(ops, index_vars(len(loops.out_ranges), "o"))
+        loops.target(ops, index)
+        loops.inner_fn(ops, index)
+        return ops
     if isinstance(loops, Reduction):
         rindex = index_vars(len(loops.spec.reduction_ranges), "r")
         loops.inner_fn(ops, index, rindex)

@@ -119,8 +119,9 @@ class GraphLowering(torch.fx.Interpreter):
     def _maybe_store(self, node: torch.fx.Node, result):
         from .analysis import op_count
 
-        if isinstance(result, Pointwise) and result.realized is None and len(node.users) > 1:
-            if op_count(result) > self.RECOMPUTE_LIMIT:
+        if isinstance(result, Pointwise) and result.realized is None:
+            # A graph output is stored anyway: store it now, and its other readers load it.
+            if _feeds_output(node) or (len(node.users) > 1 and op_count(result) > self.RECOMPUTE_LIMIT):
                 self.store(result)
         return result
 
@@ -154,7 +155,7 @@ class GraphLowering(torch.fx.Interpreter):
         return realized
 
     def store(self, value: IRNode) -> ComputedBuffer:
-        if isinstance(value, Reduction):
+        if isinstance(value, (Reduction, ir.Scatter)):
             layout = Layout.contiguous(value.device, value.dtype, value.get_size())
             buffer = ComputedBuffer(self.new_name(), layout, value)
         else:
@@ -238,6 +239,27 @@ class _SideEffectMarker(Buffer):
         self.layout = None
         self.dtype = None
         self.device = None
+
+
+_VIEW_OPS = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default,
+             torch.ops.aten.permute.default, torch.ops.aten.expand.default, torch.ops.aten.unsqueeze.default,
+             torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims, torch.ops.aten.squeeze.default,
+             torch.ops.aten.t.default, torch.ops.aten.transpose.int, torch.ops.aten.slice.Tensor,
+             torch.ops.aten.select.int, torch.ops.aten.alias.default, torch.ops.aten.detach.default}
+
+
+def _feeds_output(node: torch.fx.Node) -> bool:
+    """Is the node a graph output, itself or through views?"""
+    pending, seen = [node], set()
+    while pending:
+        current = pending.pop()
+        for user in current.users:
+            if user.op == "output":
+                return True
+            if user.op == "call_function" and user.target in _VIEW_OPS and user not in seen:
+                seen.add(user)
+                pending.append(user)
+    return False
 
 
 def _dtypes_supported(value, args) -> bool:

@@ -3,7 +3,7 @@
 A tensor value during lowering is one of:
 
     InputBuffer     a graph input, read through its layout
-    ComputedBuffer  a realized Pointwise or Reduction: ember generates a loop that stores it
+    ComputedBuffer  a realized Pointwise, Reduction or Scatter: ember generates the loops that store it
     ExternBuffer    the output of an extern call (matmul, convolution, an ATen fallback)
     Pointwise       not yet stored: `inner_fn(ops, index)` computes one element on demand,
                     so consumers inline it
@@ -180,6 +180,29 @@ class Reduction(Loops):
 
     def make_loader(self) -> Callable:
         raise RuntimeError("a reduction must be realized before it is read")
+
+
+class Scatter(Loops):
+    """A buffer written in two passes: `base(ops, index)` over the output's ranges, then for
+    each index of the update ranges `inner_fn(ops, index)` written (or added, if accumulate) at
+    `target(ops, index)`, an output index that may be data-dependent (indirect_indexing).
+    Updates run in order, so duplicates behave as in eager (accumulate: all add; else last wins).
+    `direct_inner`: the innermost update index maps to distinct outputs, so it may vectorize."""
+
+    def __init__(self, device, dtype, ranges, inner_fn, out_ranges: list[Expr], base: Callable,
+                 target: Callable, accumulate: bool, direct_inner: bool, origin: str = "") -> None:
+        super().__init__(device, dtype, ranges, inner_fn, origin)
+        self.out_ranges = [sympy.Integer(r) if isinstance(r, int) else r for r in out_ranges]
+        self.base = base
+        self.target = target
+        self.accumulate = accumulate
+        self.direct_inner = direct_inner
+
+    def get_size(self) -> list[Expr]:
+        return list(self.out_ranges)
+
+    def make_loader(self) -> Callable:
+        raise RuntimeError("a scatter must be realized before it is read")
 
 
 class View(IRNode):

@@ -724,3 +724,4 @@ def getitem(ctx, node, values, position):
         return values[position]
     raise FallbackNeeded("getitem of a single value")
 from . import pooling  # noqa: E402,F401  (registers its lowerings)
+from . import scatter  # noqa: E402,F401  (registers its lowerings)

@@ -10,7 +10,7 @@ Input: the lowered graph's buffers (ComputedBuffers and extern calls) in creatio
    position (it runs in the same outer iteration, after the producer).  An extern call ends the
    current kernel.  Pointwise nodes with the same inner ranges share one inner loop, so a value
    stored there is reused by later nodes without a reload (vertical fusion); siblings over the
-   same ranges land in the same loop (horizontal fusion).
+   same ranges land in the same loop (horizontal fusion).  A scatter is a kernel of its own.
 3. Last uses: after which step each buffer can be freed.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sympy
 from ..lowering.analysis import record
 from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
 from ..lowering.ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, Pointwise, Reduction, \
-    index_vars
+    Scatter, index_vars
 
 
 def squeeze(ranges) -> list:
@@ -140,6 +140,11 @@ class Scheduler:
                 if id(buffer.kernel) not in emitted_calls:
                     emitted_calls.add(id(buffer.kernel))
                     steps.append(ExternStep(buffer.kernel))
+                continue
+            if isinstance(buffer.data, Scatter):  # its own kernel: two passes over different ranges
+                steps.append(Kernel(f"kernel{kernel_count}", [], [buffer]))
+                kernel_count += 1
+                current = None
                 continue
             if current is not None and self._can_join(current, buffer):
                 current.nodes.append(buffer)

@@ -1,0 +1,89 @@
+"""Lowerings that write through data-dependent indices: index_put and scatter (add or assign).
+
+Each becomes a `Scatter` buffer: the input copied into a fresh buffer, then the updates applied
+in order (ir.Scatter).  Embedding's backward is `index_put(zeros, [indices], grad, accumulate)`,
+so it runs as one C++ kernel instead of ATen's generic index_put.
+"""
+from __future__ import annotations
+
+import torch
+
+from .ir import IRNode, Scatter
+from .lowerings import FallbackNeeded, _dim, _size, _val, loader_for, register
+
+aten = torch.ops.aten
+
+
+def _check(x: IRNode) -> None:
+    if x.dtype == torch.bool:
+        raise FallbackNeeded("scatter into a bool tensor")
+
+
+@register(aten.index_put.default)
+def index_put(ctx, node, x, indices, values, accumulate=False):
+    _check(x)
+    present = [i for i, index in enumerate(indices) if index is not None]
+    if len(present) != 1 or not isinstance(indices[present[0]], IRNode):
+        raise FallbackNeeded("index_put with several index tensors")
+    position = present[0]
+    index_node = indices[position]
+    if index_node.dtype not in (torch.int64, torch.int32):
+        raise FallbackNeeded("index_put with a boolean mask")
+    out = _val(node)
+    x_size = x.get_size()
+    index_size = index_node.get_size()
+    rank = len(index_size)
+    update_size = [*x_size[:position], *index_size, *x_size[position + 1:]]
+    value_loader = loader_for(values, update_size, out.dtype)
+    index_loader = index_node.make_loader()
+
+    def target(ops, index):
+        row = ops.indirect_indexing(index_loader(ops, index[position:position + rank]), x_size[position])
+        return [*index[:position], row, *index[position + rank:]]
+
+    trailing = x_size[position + 1:]
+    direct_inner = any(size != 1 for size in trailing)
+    scatter = Scatter(out.device, out.dtype, update_size, value_loader, _size(out), x.make_loader(), target,
+                      bool(accumulate), direct_inner, ctx.origin())
+    return ctx.store(scatter)
+
+
+def _scatter(ctx, node, x, dim, index, source, accumulate: bool):
+    _check(x)
+    out = _val(node)
+    x_size = x.get_size()
+    rank = len(x_size)
+    dim = _dim(dim, rank)
+    index_size = index.get_size()
+    if len(index_size) != rank:
+        raise FallbackNeeded("scatter with an index of another rank")
+    index_loader = index.make_loader()
+    if isinstance(source, IRNode):
+        source_loader = source.make_loader()
+
+        def value(ops, position):
+            loaded = source_loader(ops, position)
+            return ops.to_dtype(loaded, out.dtype) if source.dtype != out.dtype else loaded
+    else:
+        value = loader_for(source, index_size, out.dtype)
+
+    def target(ops, position):
+        picked = ops.indirect_indexing(index_loader(ops, position), x_size[dim])
+        result = list(position)
+        result[dim] = picked
+        return result
+
+    direct_inner = dim != rank - 1 and rank > 0 and index_size[-1] != 1
+    scatter = Scatter(out.device, out.dtype, index_size, value, _size(out), x.make_loader(), target, accumulate,
+                      direct_inner, ctx.origin())
+    return ctx.store(scatter)
+
+
+@register(aten.scatter_add.default)
+def scatter_add(ctx, node, x, dim, index, source):
+    return _scatter(ctx, node, x, dim, index, source, accumulate=True)
+
+
+@register(aten.scatter.src, aten.scatter.value)
+def scatter(ctx, node, x, dim, index, source):
+    return _scatter(ctx, node, x, dim, index, source, accumulate=False)
