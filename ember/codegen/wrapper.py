@@ -3,9 +3,15 @@
     def call(arg0, arg1):
         buf0 = empty_strided((8192, 1024), (1024, 1), dtype=torch.float32, device='cpu')
         buf1 = empty_strided((8192, 1024), (1024, 1), dtype=torch.float32, device='cpu')
-        kernel0(ptr(arg0), ptr(buf0), ptr(buf1))  # from: sin = aten.sin(arg0), cos = aten.cos(sin)
+        kernel0(ptr(arg0), buf0.data_ptr(), buf1.data_ptr())  # from: sin = aten.sin(arg0), ...
         del arg0
-        return (buf0, buf1)
+        buf2 = buf0; del buf0  # reuse: buf0 died, same size, stride and dtype
+        ...
+
+Memory planning: a buffer that dies is kept for the next allocation with the same size, stride
+and dtype (that allocation becomes a rename), and deleted at its death if nothing reuses it.
+Only memory that nothing else can alias is reused: kernel outputs, and results of extern ops
+whose schema says they return fresh tensors.
 """
 from __future__ import annotations
 
@@ -81,24 +87,64 @@ class WrapperCodegen:
         params = [buffer.name for buffer in graph.inputs]
         for name, tensor in graph.constants.items():
             self.namespace[name] = tensor
+        reuse = self._plan_reuse()
+        reused_sources = set(reuse.values())
+        own = {buffer.name for step in self.steps if isinstance(step, Kernel) for buffer in step.nodes}
         for position, step in enumerate(self.steps):
             if isinstance(step, Kernel):
                 for node in step.nodes:
-                    self.allocate(node)
+                    if node.name in reuse:
+                        old = reuse[node.name]
+                        self.lines.append(f"{node.name} = {old}; del {old}  # reuse")
+                    else:
+                        self.allocate(node)
                 inputs, outputs = self.kernel_args[step.name]
                 function = self.ref(kernel_functions[step.name], step.name)
-                arguments = ", ".join(f"ptr({name})" for name in [*inputs, *outputs])
+                # Buffers ember allocated start at their storage's beginning: data_ptr() is the base.
+                arguments = ", ".join(f"{name}.data_ptr()" if name in own else f"ptr({name})"
+                                      for name in [*inputs, *outputs])
                 origins = "; ".join(getattr(node, "origin", "") for node in step.nodes)
                 self.lines.append(f"{function}({arguments})  # {origins}")
             else:
                 self._extern(step.call)
-            for name in sorted(self.last_uses.get(position, [])):
-                if name not in graph.constants:  # constants live in the wrapper's globals
-                    self.lines.append(f"del {name}")
+            dead = [name for name in sorted(self.last_uses.get(position, []))
+                    if name not in graph.constants and name not in reused_sources]  # constants are globals
+            if dead:
+                self.lines.append(f"del {', '.join(dead)}")
         results = ", ".join(self.expr(value) for value in graph.outputs)
         self.lines.append(f"return ({results}{',' if len(graph.outputs) == 1 else ''})")
         body = "\n".join("    " + line for line in self.lines)
         return f"def call({', '.join(params)}):\n{body}\n"
+
+    def _plan_reuse(self) -> dict[str, str]:
+        """new buffer -> the dead buffer whose memory it takes over."""
+        buffers = {}
+        aliased = set()  # read by an extern op that may return a view of its input
+        for step in self.steps:
+            if isinstance(step, Kernel):
+                for node in step.nodes:
+                    buffers[node.name] = node
+            else:
+                call = step.call
+                fresh = _returns_fresh(call.target)
+                for output in call.outputs:
+                    if output is not None and fresh and int(output.layout.offset) == 0:
+                        buffers[output.name] = output
+                if not fresh:
+                    aliased |= _buffer_names((call.args, call.kwargs))
+        pool: dict[tuple, list[str]] = {}
+        reuse: dict[str, str] = {}
+        for position, step in enumerate(self.steps):
+            if isinstance(step, Kernel):
+                for node in step.nodes:
+                    free = pool.get(_key(node))
+                    if free:
+                        reuse[node.name] = free.pop()
+            for name in sorted(self.last_uses.get(position, [])):
+                buffer = buffers.get(name)
+                if buffer is not None and name not in aliased:
+                    pool.setdefault(_key(buffer), []).append(name)
+        return reuse
 
     def _extern(self, call: ExternCall) -> None:
         target = self.ref(call.target, _target_hint(call.target))
@@ -130,6 +176,30 @@ class WrapperCodegen:
         if int(layout.offset) != 0:
             return  # a view into another buffer: its offset and strides come with it
         self.lines.append(f"{buffer.name} = ensure_layout({buffer.name}, {size}, {stride})")
+
+
+def _key(buffer) -> tuple:
+    layout = buffer.layout
+    return (tuple(int(s) for s in layout.size), tuple(int(s) for s in layout.stride), layout.dtype,
+            str(layout.device))
+
+
+def _returns_fresh(target: Any) -> bool:
+    """Does this op return new memory (its schema marks no result as an alias of an input)?"""
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return False
+    return all(ret.alias_info is None for ret in schema.returns)
+
+
+def _buffer_names(tree) -> set[str]:
+    names = set()
+    for leaf in pytree.tree_leaves(tree):
+        if isinstance(leaf, ReinterpretView):
+            names.add(leaf.buffer.name)
+        elif isinstance(leaf, Buffer):
+            names.add(leaf.name)
+    return names
 
 
 def _target_hint(target: Any) -> str:
