@@ -26,7 +26,7 @@ from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
 
 CTYPES = {
-    torch.float32: "float", torch.float64: "double", torch.int64: "int64_t", torch.int32: "int32_t",
+    torch.float32: "float", torch.float64: "double", torch.float16: "ember_half", torch.bfloat16: "ember_bf16", torch.int64: "int64_t", torch.int32: "int32_t",
     torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool",
 }
 
@@ -64,6 +64,26 @@ PREAMBLE = r"""
 #include <limits>
 #include <algorithm>
 #include <omp.h>
+// float16 and bfloat16 are storage types: they convert to float for arithmetic (the lowerings
+// compute in float32) and round to nearest even when a float is stored into them.
+typedef _Float16 ember_half;
+struct ember_bf16 {
+    uint16_t bits;
+    ember_bf16() = default;
+    ember_bf16(float value) {
+        uint32_t word;
+        __builtin_memcpy(&word, &value, 4);
+        if ((word & 0x7fffffffu) > 0x7f800000u) { bits = uint16_t((word >> 16) | 0x40u); return; }  // quiet NaN
+        word += 0x7fffu + ((word >> 16) & 1u);
+        bits = uint16_t(word >> 16);
+    }
+    operator float() const {
+        uint32_t word = uint32_t(bits) << 16;
+        float value;
+        __builtin_memcpy(&value, &word, 4);
+        return value;
+    }
+};
 template <typename T> static inline T ember_relu(T a) { return a < T(0) ? T(0) : a; }
 template <typename T> static inline T ember_maximum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a > b ? a : b)); }
 template <typename T> static inline T ember_minimum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a < b ? a : b)); }
@@ -91,6 +111,8 @@ def ctype(dtype: torch.dtype) -> str:
 
 
 def literal(value: Any, dtype: torch.dtype) -> str:
+    if dtype in (torch.float16, torch.bfloat16):  # spelled through float (no numeric_limits for these)
+        return f"static_cast<{ctype(dtype)}>({literal(value, torch.float32)})"
     kind = ctype(dtype)
     if dtype == torch.bool:
         return "true" if value else "false"

@@ -22,9 +22,8 @@ from .ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, I
     Reduction, View
 
 log_fallbacks = logs.get("fallbacks")
-_FLOAT_COMPUTE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
-SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.int16, torch.int8,
-                    torch.uint8, torch.bool}
+SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                    torch.int16, torch.int8, torch.uint8, torch.bool}
 
 
 def _layout_of(value: torch.Tensor) -> Layout:

@@ -22,6 +22,8 @@ from .ir import IRNode, Pointwise, Reduction, ReductionSpec, View, index_vars
 
 aten = torch.ops.aten
 LOWERINGS: dict[Any, Callable] = {}
+# Storage dtypes whose arithmetic runs in float32 (loaded, computed, rounded once when stored).
+_LOW_PRECISION = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
 # Ops that are extern calls by design (library kernels), not fallbacks.
 EXTERN_OPS = {aten.mm.default, aten.bmm.default, aten.convolution.default, aten.convolution_backward.default,
               aten.baddbmm.default, aten.addmm.default}
@@ -99,6 +101,7 @@ def pointwise(ctx, node, op_name: str, inputs: list, compute_dtype: torch.dtype 
     out_size = _size(value)
     out_dtype = value.dtype
     compute = compute_dtype or out_dtype
+    compute = _LOW_PRECISION.get(compute, compute)  # float16/bfloat16 math runs in float32
     dtypes = input_dtypes or [compute] * len(inputs)
     loaders = [loader_for(inp, out_size, dtype) for inp, dtype in zip(inputs, dtypes)]
 
@@ -644,6 +647,7 @@ def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: tor
     out_size = _size(out)
     loader = x.make_loader()
     compute = dtype or (out.dtype if reduction_type not in ("argmax", "argmin") else x.dtype)
+    compute = _LOW_PRECISION.get(compute, compute)  # accumulate float16/bfloat16 in float32
 
     def inner_fn(ops, index, rindex):
         full = [None] * rank
