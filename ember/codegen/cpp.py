@@ -57,6 +57,7 @@ CPP_OPS: dict[str, str] = {
 }
 
 PARALLEL_THRESHOLD = 8192  # elements; below this a kernel runs on one thread
+WELFORD_LANES = 16  # independent Welford accumulators per reduction (one vector of floats)
 
 PREAMBLE = r"""
 #include <cmath>
@@ -99,6 +100,13 @@ template <typename T, typename U> static inline T ember_pow(T a, U b) { return s
     initializer(omp_priv = -std::numeric_limits<double>::infinity())
 #pragma omp declare reduction(ember_min_double : double : omp_out = ember_minimum(omp_out, omp_in)) \
     initializer(omp_priv = std::numeric_limits<double>::infinity())
+template <typename T> static inline void ember_welford_combine(T& mean, T& m2, T& n, T bmean, T bm2, T bn) {
+    if (bn == 0) return;
+    T total = n + bn, delta = bmean - mean, share = bn / total;
+    mean += delta * share;
+    m2 += bm2 + delta * delta * n * share;
+    n = total;
+}
 template <typename T> static inline T ember_remainder(T a, T b) {
     T r = std::fmod(a, b);
     return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
@@ -220,6 +228,7 @@ class CppKernel:
         self._temps = 0
         self.ops = CppOps(self)
         self.bounds: dict = {}  # loop variable -> its largest value (index simplification)
+        self.emitted: set[str] = set()  # nodes already stored (a Welford pass stores its partner too)
 
     def index(self, expr) -> str:
         return c_index(expr, self.bounds)
@@ -406,10 +415,89 @@ class CppKernel:
             self.block.lines.append("}")
         assert self.block is outer_block
 
+    def _welford(self, node: ComputedBuffer, outer_vars) -> None:
+        """Mean and m2 in one pass: Welford updates in 16 independent lanes over the innermost
+        reduction dimension (so the update loop vectorizes; every lane has seen the same count), a
+        scalar Welford for the leftover elements, then Chan's combination of lanes and leftovers.
+        When the kernel also holds the partner (mean with m2), both are stored from this one loop."""
+        data: Reduction = node.data
+        if node.name in self.emitted:
+            return
+        mean_name, m2_name = data.partner or (None, None)
+        partners = [n for n in self.kernel.nodes if n.name in (mean_name, m2_name)] if data.partner else [node]
+        acc = "double" if data.spec.src_dtype == torch.float64 else "float"
+        ranges = list(data.spec.reduction_ranges)
+        loop_dims = [d for d, size in enumerate(ranges) if size != 1]
+        lanes = WELFORD_LANES
+        name = self.new_temp("welford")
+        lines = self.block.lines
+        lines.append(f"{acc} {name}_mean[{lanes}] = {{}}; {acc} {name}_m2[{lanes}] = {{}}; {acc} {name}_n = 0;")
+        lines.append(f"{acc} {name}_tmean = 0, {name}_tm2 = 0, {name}_tn = 0;")
+        rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(ranges))]
+        index = self._node_index(node, outer_vars, [])
+        inner_dim = loop_dims[-1] if loop_dims else None
+        inner_size = int(ranges[inner_dim]) if inner_dim is not None else 1
+        blocks, tail_start = inner_size // lanes, (inner_size // lanes) * lanes
+        outer_dims = loop_dims[:-1]
+        self.bounds.update({rvars[d]: ranges[d] - 1 for d in outer_dims})
+
+        def body(inner_expr, update):
+            rindex = [rvars[d] if d in outer_dims else sympy.Integer(0) for d in range(len(ranges))]
+            if inner_dim is not None:
+                rindex[inner_dim] = inner_expr
+            self.push_block()
+            value = data.inner_fn(self.ops, index, rindex)
+            self.block.lines.extend(update(value))
+            inner = self.block
+            self.block = inner.parent
+            return inner.lines
+
+        nest: list[str] = []
+        if blocks:
+            block_var = sympy.Symbol(f"{name}_b", integer=True, nonnegative=True)
+            lane_var = sympy.Symbol(f"{name}_l", integer=True, nonnegative=True)
+            self.bounds.update({block_var: blocks - 1, lane_var: lanes - 1})
+            lane_body = body(block_var * lanes + lane_var, lambda v: [
+                f"{acc} delta = static_cast<{acc}>({v}) - {name}_mean[{lane_var}];",
+                f"{name}_mean[{lane_var}] += delta * {name}_inv;",
+                f"{name}_m2[{lane_var}] += delta * (static_cast<{acc}>({v}) - {name}_mean[{lane_var}]);"])
+            nest += [f"for (int64_t {block_var} = 0; {block_var} < {blocks}; {block_var}++)", "{",
+                     f"    {name}_n += 1; {acc} {name}_inv = 1 / {name}_n;", "    #pragma omp simd",
+                     f"    for (int64_t {lane_var} = 0; {lane_var} < {lanes}; {lane_var}++)", "    {",
+                     *("        " + line for line in lane_body), "    }", "}"]
+        if tail_start < inner_size or inner_dim is None:
+            tail_var = sympy.Symbol(f"{name}_t", integer=True, nonnegative=True)
+            self.bounds[tail_var] = inner_size - 1
+            tail_body = body(tail_var, lambda v: [
+                f"{name}_tn += 1; {acc} delta = static_cast<{acc}>({v}) - {name}_tmean;",
+                f"{name}_tmean += delta / {name}_tn;",
+                f"{name}_tm2 += delta * (static_cast<{acc}>({v}) - {name}_tmean);"])
+            nest += [f"for (int64_t {tail_var} = {tail_start}; {tail_var} < {inner_size}; {tail_var}++)", "{",
+                     *("    " + line for line in tail_body), "}"]
+        for d in reversed(outer_dims):
+            nest = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {c_index(ranges[d])}; {rvars[d]}++)", "{",
+                    *("    " + line for line in nest), "}"]
+        lines.extend(nest)
+        lines.append(f"{acc} {name}_rmean = 0, {name}_rm2 = 0, {name}_rn = 0;")
+        lines.append(f"for (int {name}_k = 0; {name}_k < {lanes}; {name}_k++) ember_welford_combine({name}_rmean, "
+                     f"{name}_rm2, {name}_rn, {name}_mean[{name}_k], {name}_m2[{name}_k], {name}_n);")
+        lines.append(f"ember_welford_combine({name}_rmean, {name}_rm2, {name}_rn, {name}_tmean, {name}_tm2, {name}_tn);")
+        for member in partners:
+            result = f"{name}_rmean" if member.data.spec.reduction_type == "welford_mean" else f"{name}_rm2"
+            store_index = self.index(member.layout.index(index))
+            position = self.outputs.index(member.name)
+            value = self.emit_value(f"static_cast<{ctype(member.dtype)}>({result})")
+            lines.append(f"out_ptr{position}[{store_index}] = {value};")
+            self.block.stored[(member.name, store_index)] = value
+            self.emitted.add(member.name)
+
     def _reduction(self, node: ComputedBuffer, outer_vars) -> None:
         data: Reduction = node.data
         spec = data.spec
         kind = spec.reduction_type
+        if kind in ("welford_mean", "welford_m2"):
+            self._welford(node, outer_vars)
+            return
         acc_type = ctype(spec.src_dtype if kind not in ("any", "all") else torch.bool)
         accumulator = self.new_temp("acc")
         index_name = self.new_temp("acc_index") if kind in ("argmax", "argmin") else None
@@ -498,3 +586,4 @@ for _type in ("float", "double", "int64_t", "int32_t", "int16_t", "int8_t", "uin
     _floating = _type in ("float", "double")
     _REDUCTION_CLAUSE[("max", _type)] = f"ember_max_{_type}" if _floating else "max"
     _REDUCTION_CLAUSE[("min", _type)] = f"ember_min_{_type}" if _floating else "min"
+

@@ -140,19 +140,3 @@ def batch_norm_with_update(x, weight, bias, running_mean, running_var, momentum,
 def batch_norm_no_update(x, weight, bias, running_mean, running_var, momentum, eps):
     out, mean, invstd = native_batch_norm(x, weight, bias, running_mean, running_var, False, momentum, eps)
     return out, mean, invstd, aten.empty.memory_format([0], dtype=torch.uint8, device=x.device)
-
-
-@register(aten.var_mean.correction)
-def var_mean(x, dim=None, *, correction=None, keepdim=False):
-    dims = list(range(x.dim())) if dim is None else [d % max(x.dim(), 1) for d in dim]
-    count = 1
-    for d in dims:
-        count *= x.shape[d]
-    correction = 1 if correction is None else correction
-    mean = aten.mean.dim(x, dims, True)
-    centered = aten.sub.Tensor(x, mean)
-    total = aten.sum.dim_IntList(aten.mul.Tensor(centered, centered), dims, keepdim)
-    var = aten.div.Tensor(total, max(count - correction, 0))
-    if not keepdim:
-        mean = aten.squeeze.dims(mean, dims) if dims else mean
-    return var, mean

@@ -166,7 +166,7 @@ class Pointwise(Loops):
 
 @dataclasses.dataclass
 class ReductionSpec:
-    reduction_type: str  # sum, prod, max, min, argmax, argmin, any, all
+    reduction_type: str  # sum, prod, max, min, argmax, argmin, any, all, welford_mean, welford_m2
     reduction_ranges: list[Expr]
     src_dtype: torch.dtype
 
@@ -177,6 +177,9 @@ class Reduction(Loops):
     def __init__(self, device, dtype, ranges, inner_fn, spec: ReductionSpec, origin: str = "") -> None:
         super().__init__(device, dtype, ranges, inner_fn, origin)
         self.spec = spec
+        # welford_mean / welford_m2 of the same input: (mean buffer, m2 buffer); a kernel holding
+        # both computes them in one pass.
+        self.partner: tuple[str, str] | None = None
 
     def make_loader(self) -> Callable:
         raise RuntimeError("a reduction must be realized before it is read")

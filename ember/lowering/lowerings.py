@@ -637,8 +637,9 @@ def gather(ctx, node, x, dim, index, *, sparse_grad=False):
 
 
 # -- reductions -------------------------------------------------------------------------------------------------
-def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype | None = None):
-    out = _val(node)
+def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype | None = None,
+              out=None):
+    out = _val(node) if out is None else out
     size = x.get_size()
     rank = len(size)
     dims = sorted({_dim(d, rank) for d in (range(rank) if dims is None or dims == [] else dims)})
@@ -682,6 +683,39 @@ def mean(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
         count *= int(size[d])
     total = reduction(ctx, node, x, dims, keepdim, "sum", out.dtype)
     return pointwise(ctx, node, "truediv", [total, float(count)])
+
+
+def _welford(ctx, node, x, dims, correction, keepdim, out):
+    """mean and the sum of squared deviations (m2) in one Welford pass, then var = m2 / (n - correction)."""
+    size = x.get_size()
+    rank = len(size)
+    reduced = range(rank) if not dims else [_dim(d, rank) for d in dims]
+    count = 1
+    for d in reduced:
+        count *= int(size[d])
+    dims = None if not dims else list(dims)
+    mean = reduction(ctx, node, x, dims, keepdim, "welford_mean", out=out)
+    m2 = reduction(ctx, node, x, dims, keepdim, "welford_m2", out=out)
+    m2.data.partner = mean.data.partner = (mean.name, m2.name)
+    correction = 1 if correction is None else correction
+    var = Pointwise(out.device, out.dtype, _size(out), lambda ops, index: ops.truediv(
+        ops.load(m2.name, m2.layout.index(index)), ops.constant(float(max(count - correction, 0)), out.dtype)),
+        ctx.origin())
+    return var, mean
+
+
+@register(aten.var_mean.correction)
+def var_mean(ctx, node, x, dims=None, *, correction=None, keepdim=False):
+    if not x.dtype.is_floating_point:
+        raise FallbackNeeded("var_mean of an integer tensor")
+    return _welford(ctx, node, x, dims, correction, keepdim, _val(node)[0])
+
+
+@register(aten.var.correction)
+def var(ctx, node, x, dims=None, *, correction=None, keepdim=False):
+    if not x.dtype.is_floating_point:
+        raise FallbackNeeded("var of an integer tensor")
+    return _welford(ctx, node, x, dims, correction, keepdim, _val(node))[0]
 
 
 @register(aten.amax.default, aten.max.default)

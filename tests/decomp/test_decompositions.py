@@ -48,8 +48,6 @@ CASES = {
     aten.threshold_backward.default: [((torch.randn(3, 4), torch.tensor([[-1.0, 0.0, 0.5, 2.0]] * 3), 0.0), {})],
     aten.embedding_dense_backward.default: [((torch.randn(2, 3, 4), torch.tensor([[0, 2, 2], [1, 0, 5]]), 6, -1, False), {}),
                                             ((torch.randn(2, 3, 4), torch.tensor([[0, 2, 2], [1, 0, 5]]), 6, 2, False), {})],
-    aten.var_mean.correction: [((nchw, [0, 2, 3]), {"correction": 0}), ((x4, [1]), {"keepdim": True}),
-                               ((x4, None), {})],
     aten.native_dropout_backward.default: [((torch.randn(3, 4), torch.rand(3, 4) > 0.5, 2.0), {})],
 }
 
