@@ -105,8 +105,17 @@ class GraphLowering(torch.fx.Interpreter):
 
     def output(self, target, args, kwargs):
         results = []
-        for value in pytree.tree_leaves(args[0]):
-            results.append(self.realize(value) if isinstance(value, IRNode) else value)
+        nodes = pytree.tree_leaves(self.current_node.args[0])
+        for value, node in zip(pytree.tree_leaves(args[0]), nodes):
+            if isinstance(value, IRNode):
+                value = self.realize(value)
+                expected = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+                if isinstance(value, Buffer) and isinstance(expected, torch.Tensor) and \
+                        not _same_strides(value.layout, _layout_of(expected)):
+                    # Callers (the backward graph, compiled for these strides, or the user) get
+                    # eager's strides.
+                    value = self.store(value, _layout_of(expected))
+            results.append(value)
         self.outputs = results
         return results
 
@@ -120,7 +129,10 @@ class GraphLowering(torch.fx.Interpreter):
 
         if isinstance(result, Pointwise) and result.realized is None:
             # A graph output is stored anyway: store it now, and its other readers load it.
-            if _feeds_output(node) or (len(node.users) > 1 and op_count(result) > self.RECOMPUTE_LIMIT):
+            if _feeds_output(node):
+                direct = any(user.op == "output" for user in node.users)
+                self.store(result, _dense_layout(node.meta.get("val")) if direct else None)
+            elif len(node.users) > 1 and op_count(result) > self.RECOMPUTE_LIMIT:
                 self.store(result)
         return result
 
@@ -153,14 +165,15 @@ class GraphLowering(torch.fx.Interpreter):
             return self.store(value)
         return realized
 
-    def store(self, value: IRNode) -> ComputedBuffer:
+    def store(self, value: IRNode, layout: Layout | None = None) -> ComputedBuffer:
+        """Store `value` in a new buffer, contiguous unless `layout` says otherwise."""
         if isinstance(value, (Reduction, ir.Scatter)):
             layout = Layout.contiguous(value.device, value.dtype, value.get_size())
             buffer = ComputedBuffer(self.new_name(), layout, value)
         else:
-            loops = value if isinstance(value, Pointwise) else Pointwise(
-                value.device, value.dtype, value.get_size(), value.make_loader(), self.origin())
-            layout = Layout.contiguous(loops.device, loops.dtype, loops.get_size())
+            loops = value if isinstance(value, Pointwise) and (layout is None or value.realized is None) else \
+                Pointwise(value.device, value.dtype, value.get_size(), value.make_loader(), self.origin())
+            layout = layout or Layout.contiguous(loops.device, loops.dtype, loops.get_size())
             buffer = ComputedBuffer(self.new_name(), layout, loops)
         buffer.origin = getattr(value, "origin", "") or self.origin()
         buffer.stack_trace = self.stack_trace()
@@ -259,6 +272,25 @@ def _feeds_output(node: torch.fx.Node) -> bool:
                 seen.add(user)
                 pending.append(user)
     return False
+
+
+def _same_strides(a: Layout, b: Layout) -> bool:
+    """Same memory order (strides of size-1 dimensions do not matter)."""
+    return [st for st, n in zip(a.stride, a.size) if n != 1] == [st for st, n in zip(b.stride, b.size) if n != 1]
+
+
+def _dense_layout(value) -> Layout | None:
+    """The fake value's layout if it is dense (a permutation of a contiguous layout), else None."""
+    if not isinstance(value, torch.Tensor) or any(s == 0 for s in value.stride()):
+        return None
+    expected = 1
+    for size, stride in sorted(zip(value.shape, value.stride()), key=lambda pair: pair[1]):
+        if size == 1:
+            continue
+        if stride != expected:
+            return None
+        expected *= size
+    return _layout_of(value) if value.storage_offset() == 0 else None
 
 
 def _dtypes_supported(value, args) -> bool:

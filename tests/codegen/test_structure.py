@@ -71,3 +71,27 @@ def test_matmul_bias_gelu_is_one_extern_call_and_one_kernel():
     assert len(graph.kernels) == 1
     externs = extern_lines(graph)
     assert len(externs) == 1 and "mm" in externs[0]
+
+
+def test_outputs_keep_eager_strides_and_backward_reads_them_right():
+    x = torch.randn(6, 4, requires_grad=True)
+
+    def fn(x):
+        y = x.t() * 2  # eager keeps x.t()'s memory order: strides (1, 6)
+        return y, (y.sin() * y).sum()
+
+    graphs = []
+
+    def compiler(gm, example_inputs):
+        graph = compile_graph(gm, example_inputs)
+        graphs.append(graph)
+        return graph
+
+    f = aot_function(fn, compiler, compiler, decompositions=core_decompositions())
+    y, loss = f(x)
+    expected_y, expected_loss = fn(x)
+    assert y.stride() == expected_y.stride()
+    torch.testing.assert_close(y, expected_y)
+    (grad,) = torch.autograd.grad(loss, x)
+    (expected_grad,) = torch.autograd.grad(expected_loss, x)
+    torch.testing.assert_close(grad, expected_grad)
