@@ -10,7 +10,9 @@ Input: the lowered graph's buffers (ComputedBuffers and extern calls) in creatio
    position (it runs in the same outer iteration, after the producer).  An extern call ends the
    current kernel.  Pointwise nodes with the same inner ranges share one inner loop, so a value
    stored there is reused by later nodes without a reload (vertical fusion); siblings over the
-   same ranges land in the same loop (horizontal fusion).  A scatter is a kernel of its own.
+   same ranges land in the same loop (horizontal fusion).  A node the current kernel cannot
+   take joins an earlier kernel over the same outer loop that reads the same data, when that
+   kernel runs after everything the node reads.  A scatter is a kernel of its own.
 3. Last uses: after which step each buffer can be freed.
 """
 from __future__ import annotations
@@ -129,30 +131,59 @@ class Scheduler:
         return names
 
     # -- 2. fusion --------------------------------------------------------------------------------------
+    # How many earlier kernels a node may join when the current one does not take it.
+    LOOKBACK = 8
+
     def fuse(self) -> None:
         steps: list[Any] = []
         current: Kernel | None = None
         emitted_calls = set()
         kernel_count = 0
+        produced_at: dict[str, int] = {}  # buffer -> index of the step that writes it
         for buffer in self.kept:
             if isinstance(buffer, (ExternBuffer, _SideEffectMarker)):
                 current = None
                 if id(buffer.kernel) not in emitted_calls:
                     emitted_calls.add(id(buffer.kernel))
                     steps.append(ExternStep(buffer.kernel))
+                produced_at[buffer.name] = len(steps) - 1
                 continue
             if isinstance(buffer.data, Scatter):  # its own kernel: two passes over different ranges
                 steps.append(Kernel(f"kernel{kernel_count}", [], [buffer]))
                 kernel_count += 1
+                produced_at[buffer.name] = len(steps) - 1
                 current = None
                 continue
             if current is not None and self._can_join(current, buffer):
                 current.nodes.append(buffer)
+                produced_at[buffer.name] = len(steps) - 1
+                continue
+            earlier = self._earlier_kernel(steps, buffer, produced_at)
+            if earlier is not None:
+                steps[earlier].nodes.append(buffer)
+                produced_at[buffer.name] = earlier
                 continue
             current = Kernel(f"kernel{kernel_count}", self._outer_for([buffer]), [buffer])
             kernel_count += 1
             steps.append(current)
+            produced_at[buffer.name] = len(steps) - 1
         self.steps = steps
+
+    def _earlier_kernel(self, steps: list, node: ComputedBuffer, produced_at: dict[str, int]) -> int | None:
+        """Horizontal fusion across other steps: an earlier kernel over the same outer loop that
+        runs after everything the node reads.  Moving the node there is safe: nothing reads it yet."""
+        reads = self._reads.get(node.name) or {name for name, _ in record(node.data).loads}
+        ready = max((produced_at.get(name, -1) for name in reads), default=-1)
+        candidates = [i for i in range(max(ready, 0), len(steps)) if isinstance(steps[i], Kernel)]
+        for position in candidates[-self.LOOKBACK:]:
+            kernel = steps[position]
+            if isinstance(kernel.nodes[0].data, Scatter):
+                continue
+            shares_input = any(reads & (self._reads.get(member.name) or set()) for member in kernel.nodes) or \
+                any(member.name in reads for member in kernel.nodes)
+            if shares_input and self._can_join(kernel, node):
+                return position
+        return None
 
     def _outer_for(self, nodes: list[ComputedBuffer]) -> list:
         reductions = [n for n in nodes if isinstance(n.data, Reduction)]
