@@ -14,6 +14,7 @@ the guards one by one to say which fact changed (the recompile log).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Callable
 
 import torch
@@ -33,6 +34,7 @@ class GuardSet:
         self._seen: set[str] = set()
         self.refs: dict[str, Any] = {}  # name -> object the expressions refer to
         self._ref_names: dict[int, str] = {}
+        self._paths: set[str] = set()  # attribute/item paths the guards read
 
     # -- helpers ---------------------------------------------------------------------------
     def ref(self, obj: Any) -> str:
@@ -50,16 +52,25 @@ class GuardSet:
         self._seen.add(expr)
         self.guards.append(Guard(expr, description))
 
+    def _note(self, source: Source) -> None:
+        """Remember the paths a guard reads through, for the shared-prefix locals in source_code."""
+        while getattr(source, "base", None) is not None:
+            self._paths.add(source.expr())
+            source = source.base
+
     # -- kinds of guards ----------------------------------------------------------------------
     def identity(self, source: Source, obj: Any) -> None:
+        self._note(source)
         self.add(f"{source.expr()} is {self.ref(obj)}", f"{source.expr()} is the same object")
 
     def type_match(self, source: Source, obj: Any) -> None:
+        self._note(source)
         cls = type(obj)
         self.add(f"type({source.expr()}) is {self.ref(cls)}", f"type({source.expr()}) is {cls.__qualname__}")
 
     def constant(self, source: Source, value: Any) -> None:
         """A Python constant: same type and equal value (so 1, 1.0 and True stay apart)."""
+        self._note(source)
         expr = source.expr()
         if value is None or isinstance(value, bool) or value is Ellipsis or value is NotImplemented:
             self.add(f"{expr} is {self.ref(value)}", f"{expr} is {value!r}")
@@ -71,18 +82,22 @@ class GuardSet:
         self.add(f"{expr} == {self.ref(value)}", f"{expr} == {value!r}")
 
     def length(self, source: Source, obj: Any) -> None:
+        self._note(source)
         self.type_match(source, obj)
         self.add(f"len({source.expr()}) == {len(obj)}", f"len({source.expr()}) == {len(obj)}")
 
     def dict_keys(self, source: Source, obj: dict) -> None:
+        self._note(source)
         self.type_match(source, obj)
         keys = tuple(obj.keys())
         self.add(f"tuple({source.expr()}.keys()) == {self.ref(keys)}", f"keys of {source.expr()} are {keys!r}")
 
     def key_absent(self, source: Source, key: str) -> None:
+        self._note(source)
         self.add(f"{key!r} not in {source.expr()}", f"{key!r} not in {source.expr()}")
 
     def tensor(self, source: Source, value: torch.Tensor) -> None:
+        self._note(source)
         expr = source.expr()
         # The path is read once (walrus) and its checks reuse the local.
         local = f"__ember_t{len(self.guards)}"
@@ -102,6 +117,8 @@ class GuardSet:
         self.add(" and ".join(parts), description)
 
     def same_object(self, source: Source, other: Source) -> None:
+        self._note(source)
+        self._note(other)
         self.add(f"{source.expr()} is {other.expr()}", f"{source.expr()} is {other.expr()}")
 
     def global_state(self) -> None:
@@ -125,12 +142,35 @@ class GuardSet:
     # -- code generation ------------------------------------------------------------------
     def source_code(self, params: list[str]) -> str:
         signature = ", ".join([CLOSURE, *params])
-        body = "\n        and ".join(f"({g.expr})" for g in self.guards) or "True"
+        body = "\n        and ".join(f"({expr})" for expr in self._shared_paths()) or "True"
         lines = [f"def __ember_guard({signature}):"]
         for guard in self.guards:
             lines.append(f"    # {guard.description}")
         lines.append(f"    return (\n        {body}\n    )")
         return "\n".join(lines)
+
+    def _shared_paths(self) -> list[str]:
+        """The guard expressions with each path read by several guards bound to a local where it
+        is first read (walrus) and reused after: `self._modules['encoder']._modules['block']` is
+        walked once per call, not once per guard.  Guards run in order and stop at the first
+        failure, so a local is always bound before a later guard reads it."""
+        exprs = [guard.expr for guard in self.guards]
+        shared = 0
+        for path in sorted(self._paths, key=len, reverse=True):  # longest first: prefixes nest
+            pattern = re.compile(r"(?<![\w.'\"])" + re.escape(path) + r"(?![\w'\"])")
+            users = [i for i, expr in enumerate(exprs) if pattern.search(expr)]
+            if len(users) < 2:
+                continue
+            local = f"__ember_p{shared}"
+            shared += 1
+            first = users[0]
+            walrus = f"({local} := {path})"
+            expr = pattern.sub(lambda _: walrus, exprs[first], count=1)
+            end = expr.index(walrus) + len(walrus)
+            exprs[first] = expr[:end] + pattern.sub(local, expr[end:])
+            for i in users[1:]:
+                exprs[i] = pattern.sub(lambda _: local, exprs[i])
+        return exprs
 
     def compile(self, params: list[str], globals_dict: dict) -> Callable[..., bool]:
         namespace = dict(self.refs)
