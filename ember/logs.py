@@ -20,6 +20,8 @@ CHANNELS = (
     "bytecode",  # original, resume and glue code of each capture
     "fallbacks",  # what ran eagerly instead of compiled, and why
     "perf",  # capture timings
+    "ir",  # each graph's loop-level IR (buffers and their loop bodies)
+    "schedule",  # fused kernels and extern calls, in order
     "output_code",  # generated kernels and wrappers
 )
 

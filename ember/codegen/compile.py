@@ -6,7 +6,9 @@
     build      g++ -> shared libraries, cached and compiled in parallel (codegen/cpp_build.py)
     wrapper    the Python `call` that allocates, calls and frees (codegen/wrapper.py)
 
-Every step's product can be dumped: EMBER_LOGS=output_code prints the kernels and the wrapper.
+Every step's product can be dumped: EMBER_LOGS=ir prints the IR, EMBER_LOGS=schedule the
+kernels and extern calls in order, EMBER_LOGS=output_code the C++ kernels and the wrapper; each
+line names the ATen node it came from and the user's source line.
 """
 from __future__ import annotations
 
@@ -20,12 +22,15 @@ import torch
 
 from .. import logs
 from ..lowering.graph import GraphLowering
+from ..lowering.printer import ir_text, schedule_text
 from ..scheduling.scheduler import Kernel, Scheduler
 from . import cpp_build
 from .cpp import PREAMBLE, CppKernel
 from .wrapper import WrapperCodegen
 
 log_code = logs.get("output_code")
+log_ir = logs.get("ir")
+log_schedule = logs.get("schedule")
 log_fallbacks = logs.get("fallbacks")
 
 
@@ -36,6 +41,8 @@ class CompiledGraph:
     wrapper: str
     fallbacks: dict[str, int]
     timings: dict[str, float]
+    ir: Callable[[], str] = lambda: ""  # the loop-level IR as readable text (printed on demand)
+    schedule: Callable[[], str] = lambda: ""  # the fused kernels and extern calls, in order
 
     def __call__(self, *args):
         return self.call(*args)
@@ -51,7 +58,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGra
         return result
 
     graph = timed("lower", _lower, gm)
+    if log_ir.isEnabledFor(logging.DEBUG):
+        log_ir.debug("%s", ir_text(graph))
     scheduler = timed("schedule", _schedule, graph)
+    if log_schedule.isEnabledFor(logging.DEBUG):
+        log_schedule.debug("%s", schedule_text(scheduler))
     sources = timed("kernels", _kernel_sources, graph, scheduler)
     functions = timed("build", _build, sources)
     wrapper_source, call = timed("wrapper", _wrapper, graph, scheduler, sources, functions)
@@ -60,7 +71,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGra
         log_code.debug("kernels:\n%s\nwrapper:\n%s", "\n\n".join(kernels.values()), wrapper_source)
     if graph.fallback_counts and log_fallbacks.isEnabledFor(logging.DEBUG):
         log_fallbacks.debug("ATen fallbacks in this graph: %s", dict(graph.fallback_counts))
-    return CompiledGraph(call, kernels, wrapper_source, dict(graph.fallback_counts), timings)
+    return CompiledGraph(call, kernels, wrapper_source, dict(graph.fallback_counts), timings,
+                         ir=lambda: ir_text(graph), schedule=lambda: schedule_text(scheduler))
 
 
 def _lower(gm: torch.fx.GraphModule) -> GraphLowering:

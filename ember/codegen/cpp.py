@@ -22,6 +22,7 @@ import sympy
 import torch
 
 from ..lowering.indexing import c_index
+from ..lowering.printer import provenance
 from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
 
@@ -302,7 +303,8 @@ class CppKernel:
         signature = ", ".join(
             [f"const {ctype(self.buffer_dtypes[name])}* __restrict__ in_ptr{k}" for k, name in enumerate(self.inputs)]
             + [f"{ctype(self.buffer_dtypes[name])}* __restrict__ out_ptr{k}" for k, name in enumerate(self.outputs)])
-        text = [f'extern "C" void {self.kernel.name}({signature})', "{"]
+        text = [f"// {node.name}: {provenance(node)}" for node in self.kernel.nodes]
+        text += [f'extern "C" void {self.kernel.name}({signature})', "{"]
         text.extend("    " + line for line in lines)
         text.append("}")
         return "\n".join(text)

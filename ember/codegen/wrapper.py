@@ -22,6 +22,7 @@ from torch.utils import _pytree as pytree
 
 from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
 from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer
+from ..lowering.printer import provenance, user_line
 from ..scheduling.scheduler import ExternStep, Kernel
 
 
@@ -103,8 +104,8 @@ class WrapperCodegen:
                 # Buffers ember allocated start at their storage's beginning: data_ptr() is the base.
                 arguments = ", ".join(f"{name}.data_ptr()" if name in own else f"ptr({name})"
                                       for name in [*inputs, *outputs])
-                origins = "; ".join(getattr(node, "origin", "") for node in step.nodes)
-                self.lines.append(f"{function}({arguments})  # {origins}")
+                self.lines.extend(f"# {node.name}: {provenance(node)}" for node in step.nodes)
+                self.lines.append(f"{function}({arguments})")
             else:
                 self._extern(step.call)
             dead = [name for name in sorted(self.last_uses.get(position, []))
@@ -154,7 +155,8 @@ class WrapperCodegen:
             arguments = args + kwargs
         else:
             arguments = args or kwargs.lstrip(", ")
-        comment = f"  # {call.origin}" + (f" ({call.reason})" if call.reason else "")
+        line = user_line(call.stack_trace)
+        comment = f"  # {call.origin}" + (f" ({call.reason})" if call.reason else "") + (f"  ({line})" if line else "")
         outputs = call.outputs
         if not call.multi_output:
             if outputs:

@@ -196,7 +196,8 @@ class GraphLowering(torch.fx.Interpreter):
         if log_fallbacks.isEnabledFor(logging.DEBUG):
             log_fallbacks.debug("ATen fallback %s (%s)%s", name, reason,
                                 f" at {self.stack_trace().strip().splitlines()[-1]}" if self.stack_trace() else "")
-        call = ExternCall(target, call_args, call_kwargs, [], self.origin(), reason=reason)
+        call = ExternCall(target, call_args, call_kwargs, [], self.origin(), reason=reason,
+                          stack_trace=self.stack_trace())
         self.extern_calls.append(call)
         if isinstance(value, torch.Tensor):
             buffer = ExternBuffer(self.new_name(), _layout_of(value), call)

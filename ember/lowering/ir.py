@@ -136,6 +136,7 @@ class ExternCall:
     origin: str = ""  # the ATen node it came from
     multi_output: bool = False
     reason: str = ""  # why it is an extern call (fallback reason), for the logs
+    stack_trace: str = ""  # the user source that made the ATen node
 
 
 class Loops(IRNode):
