@@ -718,6 +718,16 @@ def var(ctx, node, x, dims=None, *, correction=None, keepdim=False):
     return _welford(ctx, node, x, dims, correction, keepdim, _val(node))[0]
 
 
+@register(aten.std.correction)
+def std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
+    if not x.dtype.is_floating_point:
+        raise FallbackNeeded("std of an integer tensor")
+    variance = _welford(ctx, node, x, dims, correction, keepdim, _val(node))[0]
+    loader = variance.make_loader()
+    return Pointwise(variance.device, variance.dtype, variance.get_size(),
+                     lambda ops, index: ops.sqrt(loader(ops, index)), ctx.origin())
+
+
 @register(aten.amax.default, aten.max.default)
 def amax(ctx, node, x, dims=(), keepdim=False):
     return reduction(ctx, node, x, list(dims), keepdim, "max")

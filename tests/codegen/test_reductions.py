@@ -1,0 +1,46 @@
+"""Welford var/std/var_mean and vectorized max/min through the C++ kernels, against eager."""
+import pytest
+import torch
+
+from ember.autograd import aot_function
+from ember.codegen.compile import compile_graph
+from ember.decomp import core_decompositions
+
+
+def run(fn, *args):
+    graphs = []
+
+    def compiler(gm, example_inputs):
+        graph = compile_graph(gm, example_inputs)
+        graphs.append(graph)
+        return graph
+
+    return aot_function(fn, compiler, compiler, decompositions=core_decompositions())(*args), graphs
+
+
+CASES = [((8, 100), [1]), ((4, 3, 5, 7), [0, 2, 3]), ((5, 40), None), ((6, 16), [1]), ((3, 5), [0]), ((2, 33), [1])]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("shape,dims", CASES, ids=str)
+def test_welford_var_std_var_mean(shape, dims, dtype):
+    torch.manual_seed(0)
+    x = (torch.randn(*shape) * 3 + 1000).to(dtype)  # a large mean: one-pass sum-of-squares would cancel
+    for fn in (lambda x: torch.var_mean(x, dims, correction=1, keepdim=True),
+               lambda x: torch.std(x, dims, correction=0), lambda x: torch.var(x, dims)):
+        got, graphs = run(fn, x)
+        torch.testing.assert_close(got, fn(x), rtol=1e-4, atol=1e-4)
+        assert not graphs[0].fallbacks
+        assert "welford" in "".join(graphs[0].kernels.values())
+
+
+def test_max_min_reductions_propagate_nan_and_vectorize():
+    x = torch.randn(16, 1000)
+    x[3, 17] = float("nan")
+    x[5, 999] = float("-nan")
+    got, graphs = run(lambda x: (x.amax(1), x.amin(1), x.amax()), x)
+    expected = (x.amax(1), x.amin(1), x.amax())
+    for ours, theirs in zip(got, expected):
+        torch.testing.assert_close(ours, theirs, equal_nan=True)
+    source = "".join(graphs[0].kernels.values())
+    assert "reduction(ember_max_float" in source and "reduction(ember_min_float" in source
