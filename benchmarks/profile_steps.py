@@ -98,10 +98,16 @@ def main() -> None:
     print("top steps:")
     lines = {}
     for graph_index, graph in enumerate(compiled_graphs):
+        comments: list[str] = []
         for line in graph.wrapper.splitlines():
             stripped = line.strip()
-            if stripped.startswith("kernel"):
-                lines[f"g{graph_index}.{stripped.split('(')[0]}"] = stripped.split("#", 1)[-1][:110]
+            if stripped.startswith("# "):  # "# buf3: mul = aten.mul.Tensor  (model.py:12 ...)"
+                comments.append(stripped[2:].split(": ", 1)[-1].split("  (")[0])
+            elif stripped.startswith("kernel"):
+                lines[f"g{graph_index}.{stripped.split('(')[0]}"] = "; ".join(comments)[:110]
+                comments = []
+            else:
+                comments = []
     for key, value in sorted(totals.items(), key=lambda kv: -kv[1])[:top]:
         print(f"  {value / repeats * 1e6:9.1f} us  x{counts[key] // repeats:<3d} {key:24s} {lines.get(key, '')}")
 
