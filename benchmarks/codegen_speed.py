@@ -71,13 +71,17 @@ def median_time(function, repeats: int = 20, warmup: int = 3) -> float:
 
 
 def run_model(name: str, mode: str) -> dict:
-    """Run in a child process: eager, ember and inductor timings for one model and mode."""
+    """Run in a child process: eager, ember and inductor timings for one model and mode.
+
+    Each variant is compiled (first call timed: cold compile), then the three are timed in
+    interleaved rounds so that drift of the machine (frequency, neighbours) hits all alike; the
+    result is the median over every timed iteration of a variant."""
     import torch
 
     import ember
 
     torch.set_num_threads(os.cpu_count() or 1)
-    results = {}
+    steps, results = {}, {}
     for variant in ("eager", "ember", "inductor"):
         model, args, kwargs, loss_of = build(name)
         if mode == "inference":
@@ -92,7 +96,7 @@ def run_model(name: str, mode: str) -> dict:
         else:
             runner = model
 
-        def step():
+        def step(runner=runner, args=args, kwargs=kwargs, loss_of=loss_of):
             if mode == "inference":
                 with torch.no_grad():
                     return runner(*args, **kwargs)
@@ -102,9 +106,24 @@ def run_model(name: str, mode: str) -> dict:
 
         started = time.perf_counter()
         step()
-        first = time.perf_counter() - started
-        results[variant] = {"first_call_s": first, "median_s": median_time(step)}
+        results[variant] = {"first_call_s": time.perf_counter() - started}
+        steps[variant] = step
+    samples: dict[str, list] = {variant: [] for variant in steps}
+    for variant, step in steps.items():  # warm-up
+        for _ in range(3):
+            step()
+    for _ in range(ROUNDS):
+        for variant, step in steps.items():
+            for _ in range(PER_ROUND):
+                started = time.perf_counter()
+                step()
+                samples[variant].append(time.perf_counter() - started)
+    for variant in steps:
+        results[variant]["median_s"] = statistics.median(samples[variant])
     return results
+
+
+ROUNDS, PER_ROUND = 6, 10
 
 
 def pointwise_bandwidth() -> dict:
@@ -188,7 +207,8 @@ def write_table(rows, bandwidth) -> None:
         "# ember's C++ backend beside eager and torch.compile (Inductor)",
         "",
         f"Machine: {cpu}, {os.cpu_count()} CPUs; date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; "
-        f"torch {torch.__version__}; ember git {commit}. Median of 20 iterations after 3 warm-up calls; "
+        f"torch {torch.__version__}; ember git {commit}. Median of {ROUNDS * PER_ROUND} iterations, timed in "
+        f"{ROUNDS} interleaved rounds of {PER_ROUND} per compiler after 3 warm-up calls; "
         "cold compile = first call with fresh kernel caches (each model in its own process).",
         "",
         "| model | mode | eager ms | ember ms | inductor ms | ember/inductor speed | ember cold compile s | "
