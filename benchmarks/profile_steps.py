@@ -66,7 +66,7 @@ def main() -> None:
     for graph_index, graph in enumerate(compiled_graphs):
         namespace = graph.call.__globals__
         for key, value in list(namespace.items()):
-            if key.startswith("kernel") or key.startswith("aten_") or key in ("ensure_layout", "empty_strided"):
+            if callable(value) and key not in ("torch", "ptr", "__builtins__") and not isinstance(value, type):
                 label = f"g{graph_index}.{key}" if key.startswith("kernel") else key.split("_default")[0]
                 namespace[key] = shim(label, value)
         inner = graph.call

@@ -205,6 +205,6 @@ def _buffer_names(tree) -> set[str]:
 
 
 def _target_hint(target: Any) -> str:
-    name = str(target).replace(".", "_").replace("::", "_")
+    name = str(target) if hasattr(target, "_schema") else getattr(target, "__name__", str(target)).replace(".", "_").replace("::", "_")
     cleaned = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
     return cleaned[:40] or "extern"

@@ -191,7 +191,7 @@ class GraphLowering(torch.fx.Interpreter):
         call_args = pytree.tree_map_only(IRNode, realize_arg, args)
         call_kwargs = pytree.tree_map_only(IRNode, realize_arg, kwargs)
         value = self.current_node.meta.get("val")
-        name = str(target)
+        name = str(target) if hasattr(target, "_schema") else getattr(target, "__name__", str(target))
         self.fallback_counts[name] += 1
         if log_fallbacks.isEnabledFor(logging.DEBUG):
             log_fallbacks.debug("ATen fallback %s (%s)%s", name, reason,
