@@ -272,6 +272,9 @@ class CppKernel:
         if isinstance(self.kernel.nodes[0].data, Scatter):
             return self._finish(self._scatter(self.kernel.nodes[0]))
         outer = list(self.kernel.outer)
+        if self._column_reductions_apply():
+            self.threaded = "" if self._work() >= PARALLEL_THRESHOLD else " if(0)"
+            return self._finish(self._column_reductions())
         has_reduction = any(isinstance(node.data, Reduction) for node in self.kernel.nodes)
         # Pointwise kernels keep their last dimension as an inner loop so it vectorizes.
         self.vector_dim = outer[-1] if outer and not has_reduction else None
@@ -308,6 +311,95 @@ class CppKernel:
         text.extend("    " + line for line in lines)
         text.append("}")
         return "\n".join(text)
+
+    # -- column reductions: reduce over rows, vectorize across the output ---------------------------
+    def _column_reductions_apply(self) -> bool:
+        """Reductions over the leading dimensions of a row-major tensor (bias and norm-weight
+        gradients: [rows, 128] -> [128]) read with a large stride in the reduction loop; looping
+        over the reduction outside and over 16 outputs inside reads whole cache lines instead."""
+        from ..lowering.analysis import record
+
+        nodes = self.kernel.nodes
+        if len(self.kernel.outer) != 1 or not all(isinstance(n.data, Reduction) for n in nodes):
+            return False
+        first = nodes[0].data
+        for node in nodes:
+            spec = node.data.spec
+            if _REDUCTION_CLAUSE.get((spec.reduction_type, ctype(spec.src_dtype))) is None or \
+                    list(spec.reduction_ranges) != list(first.spec.reduction_ranges) or \
+                    squeeze(node.data.ranges) != list(self.kernel.outer):
+                return False
+        ranges = list(first.ranges)
+        reduction_ranges = list(first.spec.reduction_ranges)
+        inner_r = [d for d, size in enumerate(reduction_ranges) if size != 1]
+        if not inner_r:
+            return False
+        out_var = index_vars(len(ranges))[[d for d, size in enumerate(ranges) if size != 1][0]]
+        last_r = index_vars(len(reduction_ranges), "r")[inner_r[-1]]
+        for node in nodes:
+            for _, index in record(node.data).loads:
+                expanded = sympy.expand(index)
+                if expanded.coeff(out_var) == 1 and expanded.coeff(last_r) not in (0, 1):
+                    return True
+        return False
+
+    def _column_reductions(self) -> list[str]:
+        lanes = WELFORD_LANES
+        size = self.kernel.outer[0]
+        nodes = self.kernel.nodes
+        first = nodes[0].data
+        reduction_ranges = list(first.spec.reduction_ranges)
+        block, lane = (sympy.Symbol(name, integer=True, nonnegative=True) for name in ("xb", "xl"))
+        self.bounds.update({block: size - 1, lane: lanes - 1})
+        position = block + lane
+        rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(reduction_ranges))]
+        loop_dims = [d for d, n in enumerate(reduction_ranges) if n != 1]
+        self.bounds.update({rvars[d]: reduction_ranges[d] - 1 for d in loop_dims})
+        rindex = [rvars[d] if d in loop_dims else sympy.Integer(0) for d in range(len(reduction_ranges))]
+        self.block = Block()
+        self.loop_outer = [size]
+        accumulators = []
+        for node in nodes:
+            spec = node.data.spec
+            acc_type = ctype(spec.src_dtype)
+            name = self.new_temp("acc")
+            init = {"sum": literal(0, spec.src_dtype), "prod": literal(1, spec.src_dtype),
+                    "max": f"-std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
+                    else f"std::numeric_limits<{acc_type}>::lowest()",
+                    "min": f"std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
+                    else f"std::numeric_limits<{acc_type}>::max()"}[spec.reduction_type]
+            accumulators.append((node, name, acc_type, init))
+        self.push_block()
+        for node, name, acc_type, _ in accumulators:
+            index = self._node_index(node, [position], [])
+            value = node.data.inner_fn(self.ops, index, rindex)
+            kind = node.data.spec.reduction_type
+            update = {"sum": f"{name}[xl] = {name}[xl] + {value};", "prod": f"{name}[xl] = {name}[xl] * {value};",
+                      "max": f"{name}[xl] = ember_maximum({name}[xl], static_cast<{acc_type}>({value}));",
+                      "min": f"{name}[xl] = ember_minimum({name}[xl], static_cast<{acc_type}>({value}));"}[kind]
+            self.block.lines.append(update)
+        body = self.block
+        self.block = body.parent
+        inner = ["#pragma omp simd", "for (int64_t xl = 0; xl < xn; xl++)", "{",
+                 *("    " + line for line in body.lines), "}"]
+        for d in reversed(loop_dims):
+            inner = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {c_index(reduction_ranges[d])}; {rvars[d]}++)",
+                     "{", *("    " + line for line in inner), "}"]
+        lines = [f"#pragma omp parallel for{self.threaded}",
+                 f"for (int64_t xb = 0; xb < {c_index(size)}; xb += {lanes})", "{",
+                 f"    int64_t xn = std::min<int64_t>({lanes}, {c_index(size)} - xb);"]
+        for node, name, acc_type, init in accumulators:
+            lines.append(f"    {acc_type} {name}[{lanes}];")
+            lines.append(f"    for (int64_t xl = 0; xl < {lanes}; xl++) {name}[xl] = {init};")
+        lines += ["    " + line for line in inner]
+        for node, name, acc_type, _ in accumulators:
+            index = self._node_index(node, [position], [])
+            store_index = self.index(node.layout.index(index))
+            out = self.outputs.index(node.name)
+            lines.append(f"    for (int64_t xl = 0; xl < xn; xl++) out_ptr{out}[{store_index}] = "
+                         f"static_cast<{ctype(node.dtype)}>({name}[xl]);")
+        lines.append("}")
+        return lines
 
     # -- scatter: a base pass over the output, then the updates in order ----------------------------
     def _scatter(self, node: ComputedBuffer) -> list[str]:

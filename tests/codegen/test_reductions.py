@@ -44,3 +44,15 @@ def test_max_min_reductions_propagate_nan_and_vectorize():
         torch.testing.assert_close(ours, theirs, equal_nan=True)
     source = "".join(graphs[0].kernels.values())
     assert "reduction(ember_max_float" in source and "reduction(ember_min_float" in source
+
+
+@pytest.mark.parametrize("columns", [128, 37], ids=str)
+def test_column_reductions_loop_rows_outside_and_match_eager(columns):
+    x = torch.randn(4, 64, columns)
+    x[1, 2, 3] = float("nan")
+    fn = lambda x: (x.sum([0, 1]), (x * 2).amax([0, 1]), x.sum(0))  # noqa: E731
+    got, graphs = run(fn, x)
+    for ours, theirs in zip(got, fn(x)):
+        torch.testing.assert_close(ours, theirs, equal_nan=True, rtol=1e-5, atol=1e-5)
+    source = "".join(graphs[0].kernels.values())
+    assert "xb += 16" in source  # rows outside, 16 outputs per vector inside
