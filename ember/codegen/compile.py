@@ -16,7 +16,7 @@ import ctypes
 import dataclasses
 import logging
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 

@@ -363,11 +363,7 @@ class CppKernel:
             spec = node.data.spec
             acc_type = ctype(spec.src_dtype)
             name = self.new_temp("acc")
-            init = {"sum": literal(0, spec.src_dtype), "prod": literal(1, spec.src_dtype),
-                    "max": f"-std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
-                    else f"std::numeric_limits<{acc_type}>::lowest()",
-                    "min": f"std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
-                    else f"std::numeric_limits<{acc_type}>::max()"}[spec.reduction_type]
+            init = _reduction_init(spec.reduction_type, spec.src_dtype, acc_type)
             accumulators.append((node, name, acc_type, init))
         self.push_block()
         for node, name, acc_type, _ in accumulators:
@@ -595,18 +591,7 @@ class CppKernel:
         acc_type = ctype(spec.src_dtype if kind not in ("any", "all") else torch.bool)
         accumulator = self.new_temp("acc")
         index_name = self.new_temp("acc_index") if kind in ("argmax", "argmin") else None
-        init = {
-            "sum": literal(0, spec.src_dtype), "prod": literal(1, spec.src_dtype),
-            "max": f"-std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
-            else f"std::numeric_limits<{acc_type}>::lowest()",
-            "min": f"std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
-            else f"std::numeric_limits<{acc_type}>::max()",
-            "argmax": f"-std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
-            else f"std::numeric_limits<{acc_type}>::lowest()",
-            "argmin": f"std::numeric_limits<{acc_type}>::infinity()" if spec.src_dtype.is_floating_point
-            else f"std::numeric_limits<{acc_type}>::max()",
-            "any": "false", "all": "true",
-        }[kind]
+        init = _reduction_init(kind, spec.src_dtype, acc_type)
         self.block.lines.append(f"{acc_type} {accumulator} = {init};")
         if index_name:
             self.block.lines.append(f"int64_t {index_name} = 0;")
@@ -662,6 +647,15 @@ class CppKernel:
         self.block.lines.append(f"out_ptr{position}[{store_index}] = {result};")
         self.block.stored[(node.name, store_index)] = result if not result.startswith("static_cast") else \
             self.emit_value(result)
+
+
+def _reduction_init(kind: str, dtype: torch.dtype, acc_type: str) -> str:
+    """The accumulator's starting value: the identity of the reduction."""
+    floating = dtype.is_floating_point
+    lowest = f"-std::numeric_limits<{acc_type}>::infinity()" if floating else f"std::numeric_limits<{acc_type}>::lowest()"
+    highest = f"std::numeric_limits<{acc_type}>::infinity()" if floating else f"std::numeric_limits<{acc_type}>::max()"
+    return {"sum": literal(0, dtype), "prod": literal(1, dtype), "max": lowest, "argmax": lowest, "min": highest,
+            "argmin": highest, "any": "false", "all": "true"}[kind]
 
 
 def _contiguous(ranges: list) -> list:

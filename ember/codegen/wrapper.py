@@ -20,10 +20,10 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
-from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer
+from ..lowering.graph import GraphLowering, ReinterpretView
+from ..lowering.ir import Buffer, ComputedBuffer, ExternCall
 from ..lowering.printer import provenance, user_line
-from ..scheduling.scheduler import ExternStep, Kernel
+from ..scheduling.scheduler import Kernel
 
 
 def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple) -> torch.Tensor:

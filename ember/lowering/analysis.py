@@ -5,10 +5,7 @@ The scheduler uses `reads()` for dependencies and fusion legality; the lowering 
 """
 from __future__ import annotations
 
-from typing import Any
-
 import sympy
-import torch
 
 from .ir import ComputedBuffer, Loops, Reduction, Scatter, index_vars
 

@@ -11,14 +11,13 @@ cannot handle its arguments raises FallbackNeeded and the op runs as an ATen cal
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any, Callable, Sequence
 
 import sympy
 import torch
 
-from .indexing import broadcast_index, simplify_index, view_reindex
-from .ir import IRNode, Pointwise, Reduction, ReductionSpec, View, index_vars
+from .indexing import broadcast_index, view_reindex
+from .ir import IRNode, Pointwise, Reduction, ReductionSpec, View
 
 aten = torch.ops.aten
 LOWERINGS: dict[Any, Callable] = {}
@@ -704,25 +703,16 @@ def _welford(ctx, node, x, dims, correction, keepdim, out):
     return var, mean
 
 
-@register(aten.var_mean.correction)
-def var_mean(ctx, node, x, dims=None, *, correction=None, keepdim=False):
+@register(aten.var_mean.correction, aten.var.correction, aten.std.correction)
+def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
     if not x.dtype.is_floating_point:
-        raise FallbackNeeded("var_mean of an integer tensor")
-    return _welford(ctx, node, x, dims, correction, keepdim, _val(node)[0])
-
-
-@register(aten.var.correction)
-def var(ctx, node, x, dims=None, *, correction=None, keepdim=False):
-    if not x.dtype.is_floating_point:
-        raise FallbackNeeded("var of an integer tensor")
-    return _welford(ctx, node, x, dims, correction, keepdim, _val(node))[0]
-
-
-@register(aten.std.correction)
-def std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
-    if not x.dtype.is_floating_point:
-        raise FallbackNeeded("std of an integer tensor")
-    variance = _welford(ctx, node, x, dims, correction, keepdim, _val(node))[0]
+        raise FallbackNeeded(f"{node.target} of an integer tensor")
+    value = _val(node)
+    variance, mean = _welford(ctx, node, x, dims, correction, keepdim, value[0] if isinstance(value, tuple) else value)
+    if node.target is aten.var_mean.correction:
+        return variance, mean
+    if node.target is aten.var.correction:
+        return variance
     loader = variance.make_loader()
     return Pointwise(variance.device, variance.dtype, variance.get_size(),
                      lambda ops, index: ops.sqrt(loader(ops, index)), ctx.origin())

@@ -24,8 +24,7 @@ import sympy
 
 from ..lowering.analysis import record
 from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
-from ..lowering.ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, Pointwise, Reduction, \
-    Scatter, index_vars
+from ..lowering.ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, Reduction, Scatter, index_vars
 
 
 def squeeze(ranges) -> list:

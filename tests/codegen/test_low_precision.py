@@ -7,27 +7,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ember.autograd import aot_function
-from ember.codegen.compile import compile_graph
-from ember.decomp import core_decompositions
+from codegen_helpers import ember_compiled
 
 DTYPES = [torch.float16, torch.bfloat16]
 TOLERANCE = {torch.float16: dict(rtol=2e-3, atol=2e-3), torch.bfloat16: dict(rtol=2e-2, atol=2e-2)}
 
 
-def compiled(fn):
-    graphs = []
-
-    def compiler(gm, example_inputs):
-        graph = compile_graph(gm, example_inputs)
-        graphs.append(graph)
-        return graph
-
-    return aot_function(fn, compiler, compiler, decompositions=core_decompositions()), graphs
-
-
 def check(fn, *args, dtype):
-    function, graphs = compiled(fn)
+    function, graphs = ember_compiled(fn)
     expected = fn(*args)
     got = function(*args)
     for ours, theirs in zip(got if isinstance(got, tuple) else (got,),
@@ -80,7 +67,7 @@ def test_mlp_forward_and_backward(dtype):
         out = torch.func.functional_call(model, dict(zip(params, weights)), (x,))
         return out.float().pow(2).mean()
 
-    function, _ = compiled(loss)
+    function, _ = ember_compiled(loss)
     weights = [p.detach().clone().requires_grad_(True) for p in params.values()]
     ours = function(x, *weights)
     ours.backward()

@@ -3,9 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ember.autograd import aot_function
-from ember.codegen.compile import compile_graph
-from ember.decomp import core_decompositions
+from codegen_helpers import ember_compiled
 
 CONFIGS = [
     dict(kernel_size=2),
@@ -15,17 +13,6 @@ CONFIGS = [
     dict(kernel_size=3, stride=2, ceil_mode=True),
     dict(kernel_size=2, stride=2, dilation=2),
 ]
-
-
-def compiled(fn):
-    graphs = []
-
-    def compiler(gm, example_inputs):
-        graph = compile_graph(gm, example_inputs)
-        graphs.append(graph)
-        return graph
-
-    return aot_function(fn, compiler, compiler, decompositions=core_decompositions()), graphs
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
@@ -41,7 +28,7 @@ def test_max_pool2d_forward_and_backward_match_eager(config):
         values, indices = F.max_pool2d(x, return_indices=True, **config)
         return values * 2, indices
 
-    function, graphs = compiled(fn)
+    function, graphs = ember_compiled(fn)
     values, indices = function(x)
     expected_values, expected_indices = fn(x)
     torch.testing.assert_close(values, expected_values, equal_nan=True)

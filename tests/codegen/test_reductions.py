@@ -2,20 +2,7 @@
 import pytest
 import torch
 
-from ember.autograd import aot_function
-from ember.codegen.compile import compile_graph
-from ember.decomp import core_decompositions
-
-
-def run(fn, *args):
-    graphs = []
-
-    def compiler(gm, example_inputs):
-        graph = compile_graph(gm, example_inputs)
-        graphs.append(graph)
-        return graph
-
-    return aot_function(fn, compiler, compiler, decompositions=core_decompositions())(*args), graphs
+from codegen_helpers import run
 
 
 CASES = [((8, 100), [1]), ((4, 3, 5, 7), [0, 2, 3]), ((5, 40), None), ((6, 16), [1]), ((3, 5), [0]), ((2, 33), [1])]

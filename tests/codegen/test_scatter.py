@@ -1,23 +1,9 @@
 """index_put and scatter through ember's C++ kernels, against eager (duplicates included)."""
 import torch
 
-from ember.autograd import aot_function
-from ember.codegen.compile import compile_graph
-from ember.decomp import core_decompositions
+from codegen_helpers import run
 
 aten = torch.ops.aten
-
-
-def run(fn, *args):
-    graphs = []
-
-    def compiler(gm, example_inputs):
-        graph = compile_graph(gm, example_inputs)
-        graphs.append(graph)
-        return graph
-
-    compiled = aot_function(fn, compiler, compiler, decompositions=core_decompositions())
-    return compiled(*args), graphs
 
 
 def no_fallback(graphs, name):

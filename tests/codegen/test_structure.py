@@ -1,23 +1,13 @@
 """Structure of generated code: what fuses into one kernel (seed 003 and the classic patterns)."""
 import torch
 
-from ember.autograd import aot_function
+from codegen_helpers import run
 from ember.codegen.compile import CompiledGraph, compile_graph
-from ember.decomp import core_decompositions
 
 
 def compiled_graphs(fn, *args):
-    graphs: list[CompiledGraph] = []
-
-    def compiler(gm, example_inputs):
-        graph = compile_graph(gm, example_inputs)
-        graphs.append(graph)
-        return graph
-
-    f = aot_function(fn, compiler, compiler, decompositions=core_decompositions())
     with torch.no_grad():
-        result = f(*args)
-    return result, graphs
+        return run(fn, *args)
 
 
 def extern_lines(graph: CompiledGraph) -> list[str]:
@@ -81,15 +71,7 @@ def test_outputs_keep_eager_strides_and_backward_reads_them_right():
         y = x.t() * 2  # eager keeps x.t()'s memory order: strides (1, 6)
         return y, (y.sin() * y).sum()
 
-    graphs = []
-
-    def compiler(gm, example_inputs):
-        graph = compile_graph(gm, example_inputs)
-        graphs.append(graph)
-        return graph
-
-    f = aot_function(fn, compiler, compiler, decompositions=core_decompositions())
-    y, loss = f(x)
+    (y, loss), _ = run(fn, x)
     expected_y, expected_loss = fn(x)
     assert y.stride() == expected_y.stride()
     torch.testing.assert_close(y, expected_y)
