@@ -59,6 +59,21 @@ def build(name):
     return model, (), dict(input_ids=ids, labels=ids[:, :32].contiguous()), lambda out: out.loss
 
 
+def make_step(runner, args, kwargs, loss_of, mode: str):
+    """One benchmark iteration: inference under no_grad, or forward + backward of the loss."""
+    import torch
+
+    def step():
+        if mode == "inference":
+            with torch.no_grad():
+                return runner(*args, **kwargs)
+        out = runner(*args, **kwargs)
+        loss_of(out).backward()
+        return out
+
+    return step
+
+
 def median_time(function, repeats: int = 20, warmup: int = 3) -> float:
     for _ in range(warmup):
         function()
@@ -96,14 +111,7 @@ def run_model(name: str, mode: str) -> dict:
         else:
             runner = model
 
-        def step(runner=runner, args=args, kwargs=kwargs, loss_of=loss_of):
-            if mode == "inference":
-                with torch.no_grad():
-                    return runner(*args, **kwargs)
-            out = runner(*args, **kwargs)
-            loss_of(out).backward()
-            return out
-
+        step = make_step(runner, args, kwargs, loss_of, mode)
         started = time.perf_counter()
         step()
         results[variant] = {"first_call_s": time.perf_counter() - started}

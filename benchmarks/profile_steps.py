@@ -21,7 +21,7 @@ def main() -> None:
     import torch
 
     import ember
-    from codegen_speed import build
+    from codegen_speed import build, make_step
     from ember.codegen import compile as codegen_compile
 
     name, mode = sys.argv[1], sys.argv[2]
@@ -40,14 +40,7 @@ def main() -> None:
     model.train(mode == "training")
     runner = ember.compile(model, backend="ember")
 
-    def step():
-        if mode == "inference":
-            with torch.no_grad():
-                return runner(*args, **kwargs)
-        out = runner(*args, **kwargs)
-        loss_of(out).backward()
-        return out
-
+    step = make_step(runner, args, kwargs, loss_of, mode)
     for _ in range(3):
         step()
     totals: dict[str, float] = collections.defaultdict(float)

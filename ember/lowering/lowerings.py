@@ -671,27 +671,26 @@ def sum_(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
     return reduction(ctx, node, x, dims, keepdim, "sum", out.dtype)
 
 
+def _reduced_count(x, dims) -> int:
+    """How many elements of `x` each output of a reduction over `dims` (None or []: all) combines."""
+    size = x.get_size()
+    rank = len(size)
+    count = 1
+    for d in (range(rank) if not dims else [_dim(d, rank) for d in dims]):
+        count *= int(size[d])
+    return count
+
+
 @register(aten.mean.dim, aten.mean.default)
 def mean(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
     out = _val(node)
-    size = x.get_size()
-    rank = len(size)
-    reduced = range(rank) if not dims else [_dim(d, rank) for d in dims]
-    count = 1
-    for d in reduced:
-        count *= int(size[d])
     total = reduction(ctx, node, x, dims, keepdim, "sum", out.dtype)
-    return pointwise(ctx, node, "truediv", [total, float(count)])
+    return pointwise(ctx, node, "truediv", [total, float(_reduced_count(x, dims))])
 
 
 def _welford(ctx, node, x, dims, correction, keepdim, out):
     """mean and the sum of squared deviations (m2) in one Welford pass, then var = m2 / (n - correction)."""
-    size = x.get_size()
-    rank = len(size)
-    reduced = range(rank) if not dims else [_dim(d, rank) for d in dims]
-    count = 1
-    for d in reduced:
-        count *= int(size[d])
+    count = _reduced_count(x, dims)
     dims = None if not dims else list(dims)
     mean = reduction(ctx, node, x, dims, keepdim, "welford_mean", out=out)
     m2 = reduction(ctx, node, x, dims, keepdim, "welford_m2", out=out)
