@@ -26,6 +26,24 @@ def register(*ops):
     return decorator
 
 
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def upcast(*tensors):
+    """float16/bfloat16 tensors as float32 (others, and None, as they are): decompositions of ops
+    that eager computes in float32 internally must not round after every step."""
+    aten = torch.ops.aten
+    return tuple(aten._to_copy.default(t, dtype=torch.float32) if t is not None and t.dtype in _LOW_PRECISION
+                 else t for t in tensors)
+
+
+def downcast(value, dtype: torch.dtype):
+    """`value` converted back to `dtype` (the input's) if the computation ran wider."""
+    if value is None or value.dtype == dtype:
+        return value
+    return torch.ops.aten._to_copy.default(value, dtype=dtype)
+
+
 def core_decompositions() -> dict:
     from . import activations, linear, losses, norms, random, softmax  # noqa: F401 (registration)
 

@@ -3,13 +3,19 @@ import math
 
 import torch
 
-from . import register
+from . import downcast, register, upcast
 
 aten = torch.ops.aten
 
 
 @register(aten.gelu.default)
 def gelu(x, *, approximate="none"):
+    dtype = x.dtype
+    (x,) = upcast(x)
+    return downcast(_gelu(x, approximate), dtype)
+
+
+def _gelu(x, approximate):
     if approximate == "tanh":
         inner = aten.mul.Tensor(aten.add.Tensor(x, aten.mul.Tensor(aten.pow.Tensor_Scalar(x, 3), 0.044715)),
                                 math.sqrt(2 / math.pi))
@@ -20,6 +26,12 @@ def gelu(x, *, approximate="none"):
 
 @register(aten.gelu_backward.default)
 def gelu_backward(grad, x, *, approximate="none"):
+    dtype = grad.dtype
+    grad, x = upcast(grad, x)
+    return downcast(_gelu_backward(grad, x, approximate), dtype)
+
+
+def _gelu_backward(grad, x, approximate):
     if approximate == "tanh":
         k_beta = math.sqrt(2) * (2 / math.sqrt(math.pi)) * 0.5
         x_sq = aten.mul.Tensor(x, x)
@@ -41,14 +53,19 @@ def gelu_backward(grad, x, *, approximate="none"):
 
 @register(aten.silu.default)
 def silu(x):
-    return aten.mul.Tensor(x, aten.sigmoid.default(x))
+    dtype = x.dtype
+    (x,) = upcast(x)
+    return downcast(aten.mul.Tensor(x, aten.sigmoid.default(x)), dtype)
 
 
 @register(aten.silu_backward.default)
 def silu_backward(grad, x):
+    dtype = grad.dtype
+    grad, x = upcast(grad, x)
     sigmoid = aten.sigmoid.default(x)
     one_minus = aten.rsub.Scalar(sigmoid, 1)
-    return aten.mul.Tensor(grad, aten.mul.Tensor(sigmoid, aten.add.Tensor(aten.mul.Tensor(x, one_minus), 1)))
+    result = aten.mul.Tensor(grad, aten.mul.Tensor(sigmoid, aten.add.Tensor(aten.mul.Tensor(x, one_minus), 1)))
+    return downcast(result, dtype)
 
 
 @register(aten.threshold_backward.default)

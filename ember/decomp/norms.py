@@ -1,7 +1,7 @@
 """layer_norm (forward, backward) and batch_norm (forward with running statistics, backward)."""
 import torch
 
-from . import register
+from . import downcast, register, upcast
 
 aten = torch.ops.aten
 
@@ -29,6 +29,8 @@ def native_layer_norm(x, normalized_shape, weight, bias, eps):
 
 @register(aten.native_layer_norm_backward.default)
 def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight, bias, output_mask):
+    input_dtype = x.dtype
+    grad_out, x, mean, rstd, weight_value = upcast(grad_out, x, mean, rstd, weight)
     axis = x.dim() - len(normalized_shape)
     inner_dims = list(range(axis, x.dim()))
     outer_dims = list(range(axis))
@@ -36,25 +38,37 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
     for size in normalized_shape:
         count *= size
     x_hat = aten.mul.Tensor(aten.sub.Tensor(x, mean), rstd)
-    grad_x_hat = aten.mul.Tensor(grad_out, weight) if weight is not None else grad_out
+    grad_x_hat = aten.mul.Tensor(grad_out, weight_value) if weight is not None else grad_out
     grad_input = None
     if output_mask[0]:
         a = aten.mul.Tensor(grad_x_hat, count)
         b = aten.sum.dim_IntList(grad_x_hat, inner_dims, True)
         c = aten.mul.Tensor(x_hat, aten.sum.dim_IntList(aten.mul.Tensor(grad_x_hat, x_hat), inner_dims, True))
         grad_input = aten.mul.Tensor(aten.div.Tensor(rstd, count), aten.sub.Tensor(aten.sub.Tensor(a, b), c))
+        grad_input = downcast(grad_input, input_dtype)
     grad_weight = None
     if output_mask[1] and weight is not None:
         grad_weight = aten.mul.Tensor(grad_out, x_hat)
         grad_weight = aten.sum.dim_IntList(grad_weight, outer_dims, False) if outer_dims else grad_weight
+        grad_weight = downcast(grad_weight, weight.dtype)
     grad_bias = None
     if output_mask[2] and bias is not None:
         grad_bias = aten.sum.dim_IntList(grad_out, outer_dims, False) if outer_dims else aten.clone.default(grad_out)
+        grad_bias = downcast(grad_bias, bias.dtype)
     return grad_input, grad_weight, grad_bias
+
+
+def _stats_dtype(x, *params):
+    """Eager keeps batch-norm statistics in the parameters' dtype (float32 running stats of a
+    float16 input stay float32), else in the input's."""
+    return next((p.dtype for p in params if p is not None), x.dtype)
 
 
 @register(aten.native_batch_norm.default, aten._native_batch_norm_legit.default)
 def native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    input_dtype = x.dtype
+    stats_dtype = _stats_dtype(x, weight, bias, running_mean, running_var)
+    x, weight, bias = upcast(x, weight, bias)
     channels = x.shape[1]
     reduce_dims = [0] + list(range(2, x.dim()))
     broadcast = [1, channels] + [1] * (x.dim() - 2)
@@ -63,30 +77,35 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
         invstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
         count = x.numel() // channels
         if running_mean is not None:
-            updated = aten.add.Tensor(aten.mul.Tensor(running_mean, 1 - momentum), aten.mul.Tensor(mean, momentum))
+            (old_mean,) = upcast(running_mean)
+            updated = aten.add.Tensor(aten.mul.Tensor(old_mean, 1 - momentum), aten.mul.Tensor(mean, momentum))
             aten.copy_.default(running_mean, updated)
         if running_var is not None:
+            (old_var,) = upcast(running_var)
             unbiased = aten.mul.Tensor(var, count / max(count - 1, 1))
-            updated = aten.add.Tensor(aten.mul.Tensor(running_var, 1 - momentum), aten.mul.Tensor(unbiased, momentum))
+            updated = aten.add.Tensor(aten.mul.Tensor(old_var, 1 - momentum), aten.mul.Tensor(unbiased, momentum))
             aten.copy_.default(running_var, updated)
         center, scale = mean, invstd
-        save_mean, save_invstd = mean, invstd
+        save_mean, save_invstd = downcast(mean, stats_dtype), downcast(invstd, stats_dtype)
     else:
-        center = running_mean
-        scale = aten.rsqrt.default(aten.add.Tensor(running_var, eps))
-        save_mean = aten.new_zeros.default(x, [0])
-        save_invstd = aten.new_zeros.default(x, [0])
+        center, running_var_value = upcast(running_mean, running_var)
+        scale = aten.rsqrt.default(aten.add.Tensor(running_var_value, eps))
+        save_mean = aten.new_zeros.default(running_mean, [0])
+        save_invstd = aten.new_zeros.default(running_mean, [0])
     out = aten.mul.Tensor(aten.sub.Tensor(x, aten.view.default(center, broadcast)), aten.view.default(scale, broadcast))
     if weight is not None:
         out = aten.mul.Tensor(out, aten.view.default(weight, broadcast))
     if bias is not None:
         out = aten.add.Tensor(out, aten.view.default(bias, broadcast))
-    return out, save_mean, save_invstd
+    return downcast(out, input_dtype), save_mean, save_invstd
 
 
 @register(aten.native_batch_norm_backward.default)
 def native_batch_norm_backward(grad_out, x, weight, running_mean, running_var, save_mean, save_invstd, train,
                                eps, output_mask):
+    input_dtype = x.dtype
+    grad_out, x, weight_value, running_mean, running_var, save_mean, save_invstd = upcast(
+        grad_out, x, weight, running_mean, running_var, save_mean, save_invstd)
     channels = x.shape[1]
     reduce_dims = [0] + list(range(2, x.dim()))
     broadcast = [1, channels] + [1] * (x.dim() - 2)
@@ -102,7 +121,7 @@ def native_batch_norm_backward(grad_out, x, weight, running_mean, running_var, s
     centered = aten.sub.Tensor(x, per_channel(mean))
     grad_sum = aten.sum.dim_IntList(grad_out, reduce_dims)
     dot = aten.sum.dim_IntList(aten.mul.Tensor(grad_out, centered), reduce_dims)
-    scale = invstd if weight is None else aten.mul.Tensor(invstd, weight)
+    scale = invstd if weight is None else aten.mul.Tensor(invstd, weight_value)
     grad_input = None
     if output_mask[0]:
         if train:
@@ -113,8 +132,10 @@ def native_batch_norm_backward(grad_out, x, weight, running_mean, running_var, s
             grad_input = aten.mul.Tensor(inner, per_channel(scale))
         else:
             grad_input = aten.mul.Tensor(grad_out, per_channel(scale))
-    grad_weight = aten.mul.Tensor(dot, invstd) if output_mask[1] else None
-    grad_bias = grad_sum if output_mask[2] else None
+        grad_input = downcast(grad_input, input_dtype)
+    param_dtype = weight.dtype if weight is not None else input_dtype
+    grad_weight = downcast(aten.mul.Tensor(dot, invstd), param_dtype) if output_mask[1] else None
+    grad_bias = downcast(grad_sum, param_dtype) if output_mask[2] else None
     return grad_input, grad_weight, grad_bias
 
 

@@ -1,7 +1,7 @@
 """softmax / log_softmax and their backwards (computed in float32 for half inputs)."""
 import torch
 
-from . import register
+from . import downcast, register, upcast
 
 aten = torch.ops.aten
 
@@ -36,17 +36,15 @@ def log_softmax(x, dim, half_to_float):
 
 @register(aten._softmax_backward_data.default)
 def softmax_backward(grad_output, output, dim, input_dtype):
+    grad_output, output = upcast(grad_output, output)
     product = aten.mul.Tensor(grad_output, output)
     result = aten.sub.Tensor(product, aten.mul.Tensor(output, aten.sum.dim_IntList(product, [dim], True)))
-    if result.dtype != input_dtype:
-        result = aten._to_copy.default(result, dtype=input_dtype)
-    return result
+    return downcast(result, input_dtype)
 
 
 @register(aten._log_softmax_backward_data.default)
 def log_softmax_backward(grad_output, output, dim, input_dtype):
+    grad_output, output = upcast(grad_output, output)
     total = aten.sum.dim_IntList(grad_output, [dim], True)
     result = aten.sub.Tensor(grad_output, aten.mul.Tensor(aten.exp.default(output), total))
-    if result.dtype != input_dtype:
-        result = aten._to_copy.default(result, dtype=input_dtype)
-    return result
+    return downcast(result, input_dtype)
