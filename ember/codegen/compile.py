@@ -25,7 +25,7 @@ from ..lowering.graph import GraphLowering
 from ..lowering.printer import ir_text, schedule_text
 from ..scheduling.scheduler import Kernel, Scheduler
 from . import cpp_build
-from .cpp import PREAMBLE, CppKernel
+from .cpp import CppKernel
 from .wrapper import WrapperCodegen
 
 log_code = logs.get("output_code")
@@ -66,7 +66,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGra
     sources = timed("kernels", _kernel_sources, graph, scheduler)
     functions = timed("build", _build, sources)
     wrapper_source, call = timed("wrapper", _wrapper, graph, scheduler, sources, functions)
-    kernels = {name: source for name, (source, _, _) in sources.items()}
+    kernels = {name: kernel.source for name, kernel in sources.items()}
     if log_code.isEnabledFor(logging.DEBUG):
         log_code.debug("kernels:\n%s\nwrapper:\n%s", "\n\n".join(kernels.values()), wrapper_source)
     if graph.fallback_counts and log_fallbacks.isEnabledFor(logging.DEBUG):
@@ -89,32 +89,39 @@ def _schedule(graph: GraphLowering) -> Scheduler:
     return scheduler
 
 
-def _kernel_sources(graph: GraphLowering, scheduler: Scheduler) -> dict[str, tuple[str, list[str], list[str]]]:
+@dataclasses.dataclass
+class KernelSource:
+    source: str  # the whole C++ translation unit
+    inputs: list[str]  # buffers read, in argument order
+    outputs: list[str]  # buffers written, after the inputs
+    index_checks: list[str]  # sites of bounds-checked indexing (then one more argument: the flag)
+
+
+def _kernel_sources(graph: GraphLowering, scheduler: Scheduler) -> dict[str, KernelSource]:
     dtypes = {buffer.name: buffer.dtype for buffer in [*graph.inputs, *scheduler.kept] if buffer.dtype is not None}
     sources = {}
     for step in scheduler.steps:
         if isinstance(step, Kernel):
             kernel = CppKernel(step, dtypes)
-            body = kernel.generate()
-            sources[step.name] = (PREAMBLE + "\n" + body + "\n", kernel.inputs, kernel.outputs)
+            sources[step.name] = KernelSource(kernel.source(), kernel.inputs, kernel.outputs, kernel.index_checks)
     return sources
 
 
-def _build(sources: dict) -> dict[str, Callable]:
+def _build(sources: dict[str, KernelSource]) -> dict[str, Callable]:
     names = list(sources)
-    libraries = cpp_build.build_all([sources[name][0] for name in names])
+    libraries = cpp_build.build_all([sources[name].source for name in names])
     functions = {}
     for name, library in zip(names, libraries):
+        kernel = sources[name]
         function = getattr(cpp_build.load(library), name)
         function.restype = None
-        function.argtypes = [ctypes.c_void_p] * (len(sources[name][1]) + len(sources[name][2]))
+        function.argtypes = [ctypes.c_void_p] * (len(kernel.inputs) + len(kernel.outputs) + bool(kernel.index_checks))
         functions[name] = function
     return functions
 
 
 def _wrapper(graph, scheduler, sources, functions):
-    kernel_args = {name: (inputs, outputs) for name, (_, inputs, outputs) in sources.items()}
-    codegen = WrapperCodegen(graph, scheduler.steps, scheduler.last_uses(), kernel_args)
+    codegen = WrapperCodegen(graph, scheduler.steps, scheduler.last_uses(), sources)
     source = codegen.generate(functions)
     namespace = dict(codegen.namespace)
     exec(compile(source, "<ember wrapper>", "exec"), namespace)

@@ -48,7 +48,7 @@ CPP_OPS: dict[str, str] = {
     "identity": "{0}", "logical_not": "(!{0})", "bitwise_not": "ember_bitwise_not({0})",
     "maximum": "ember_maximum({0}, {1})", "minimum": "ember_minimum({0}, {1})",
     "pow": "ember_pow({0}, {1})", "atan2": "std::atan2({0}, {1})", "fmod": "std::fmod({0}, {1})",
-    "remainder": "ember_remainder({0}, {1})", "floordiv": "std::floor({0} / {1})",
+    "remainder": "ember_remainder({0}, {1})", "floordiv": "ember_floordiv({0}, {1})",
     "truncdiv": "std::trunc({0} / {1})",
     "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
     "eq": "({0} == {1})", "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
@@ -65,6 +65,7 @@ PREAMBLE = r"""
 #include <cstdint>
 #include <limits>
 #include <algorithm>
+#include <type_traits>
 #include <omp.h>
 // float16 and bfloat16 are storage types: they convert to float for arithmetic (the lowerings
 // compute in float32) and round to nearest even when a float is stored into them.
@@ -89,10 +90,43 @@ struct ember_bf16 {
 template <typename T> static inline T ember_relu(T a) { return a < T(0) ? T(0) : a; }
 template <typename T> static inline T ember_maximum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a > b ? a : b)); }
 template <typename T> static inline T ember_minimum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a < b ? a : b)); }
-template <typename T> static inline T ember_sign(T a) { return a != a ? a : T((T(0) < a) - (a < T(0))); }
+// ATen's sign: NaN gives 0 (both comparisons are false).
+template <typename T> static inline T ember_sign(T a) { return T((T(0) < a) - (a < T(0))); }
 static inline bool ember_bitwise_not(bool a) { return !a; }
 template <typename T> static inline T ember_bitwise_not(T a) { return ~a; }
-template <typename T, typename U> static inline T ember_pow(T a, U b) { return std::pow(a, b); }
+// Integer powers by squaring in unsigned arithmetic (wraps as eager does); a negative exponent
+// gives 0 except for bases 1 and -1, as in ATen.
+template <typename T, typename U> static inline T ember_pow(T a, U b) {
+    if constexpr (std::is_integral_v<T> && std::is_integral_v<U>) {
+        if constexpr (std::is_signed_v<U>) {
+            if (b < 0) {
+                if (a == 1) return T(1);
+                if constexpr (std::is_signed_v<T>) { if (a == -1) return (b & 1) ? T(-1) : T(1); }
+                return T(0);
+            }
+        }
+        using W = std::make_unsigned_t<std::conditional_t<(sizeof(T) < sizeof(int)), int, T>>;
+        W result = 1, base = static_cast<W>(a);
+        for (auto e = b; e != 0; e /= 2) {
+            if (e & 1) result *= base;
+            base *= base;
+        }
+        return static_cast<T>(result);
+    } else {
+        return std::pow(a, b);
+    }
+}
+// Python's (and ATen's) floor division of floats: from fmod, so that inf // x is NaN and
+// results just below an integer are not rounded up by the division.
+template <typename T> static inline T ember_floordiv(T a, T b) {
+    if (b == T(0)) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+    if (div == T(0)) return std::copysign(T(0), a / b);
+    T floored = std::floor(div);
+    return (div - floored > T(0.5)) ? floored + T(1) : floored;
+}
 #pragma omp declare reduction(ember_max_float : float : omp_out = ember_maximum(omp_out, omp_in)) \
     initializer(omp_priv = -std::numeric_limits<float>::infinity())
 #pragma omp declare reduction(ember_min_float : float : omp_out = ember_minimum(omp_out, omp_in)) \
@@ -119,22 +153,45 @@ def ctype(dtype: torch.dtype) -> str:
     return CTYPES[dtype]
 
 
+# float16 and bfloat16 are storage types only: loaded into float, computed in float, rounded to
+# their own precision where the IR converts to them, converted back when stored.
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def value_ctype(dtype: torch.dtype) -> str:
+    """The C++ type of a computed value of `dtype` (what temporaries hold)."""
+    return "float" if dtype in _LOW_PRECISION else CTYPES[dtype]
+
+
+def round_to(expr: str, dtype: torch.dtype) -> str:
+    """A float value rounded to float16/bfloat16 precision, kept as a float."""
+    return f"static_cast<float>(static_cast<{ctype(dtype)}>({expr}))"
+
+
+def cast_value(expr: str, dtype: torch.dtype) -> str:
+    """`expr` converted to a value of `dtype` (float16/bfloat16 values stay floats)."""
+    return round_to(expr, dtype) if dtype in _LOW_PRECISION else f"static_cast<{ctype(dtype)}>({expr})"
+
+
 def literal(value: Any, dtype: torch.dtype) -> str:
-    if dtype in (torch.float16, torch.bfloat16):  # spelled through float (no numeric_limits for these)
-        return f"static_cast<{ctype(dtype)}>({literal(value, torch.float32)})"
+    if dtype in _LOW_PRECISION:
+        rounded = torch.tensor(value, dtype=torch.float32).to(dtype).item()
+        return literal(float(rounded), torch.float32)
     kind = ctype(dtype)
     if dtype == torch.bool:
         return "true" if value else "false"
-    if isinstance(value, float):
+    if dtype.is_floating_point:
+        value = float(value)
         if math.isnan(value):
             return f"std::numeric_limits<{kind}>::quiet_NaN()"
         if math.isinf(value):
             sign = "-" if value < 0 else ""
             return f"{sign}std::numeric_limits<{kind}>::infinity()"
         return f"static_cast<{kind}>({value!r})"
-    if isinstance(value, bool):
-        value = int(value)
-    return f"static_cast<{kind}>({int(value)}L)" if dtype.is_floating_point is False else f"static_cast<{kind}>({value})"
+    value = int(value)
+    if value == -2**63:  # the literal 9223372036854775808L itself does not fit in int64_t
+        return f"static_cast<{kind}>(-9223372036854775807L - 1)"
+    return f"static_cast<{kind}>({value}L)"
 
 
 class Block:
@@ -178,27 +235,45 @@ class CppOps:
         if cached is not None:
             return cached
         pointer = self.kernel.input_pointer(name)
+        if self.kernel.buffer_dtypes.get(name) in _LOW_PRECISION:
+            return self._emit(f"static_cast<float>({pointer}[{index_text}])")
         return self._emit(f"{pointer}[{index_text}]")
 
     def constant(self, value, dtype) -> str:
         return literal(value, dtype)
 
     def index_expr(self, expr, dtype) -> str:
-        return self._emit(f"static_cast<{ctype(dtype)}>({self.kernel.index(expr)})")
+        return self.to_dtype(self._emit(f"static_cast<int64_t>({self.kernel.index(expr)})"), dtype)
 
     def to_dtype(self, value: str, dtype) -> str:
+        if dtype in _LOW_PRECISION:
+            return self._emit(round_to(value, dtype))
+        if dtype != torch.bool and not dtype.is_floating_point:
+            self.kernel.converts_to_integer = True
         return self._emit(f"static_cast<{ctype(dtype)}>({value})")
 
-    def indirect_indexing(self, value: str, size) -> sympy.Symbol:
-        name = self.kernel.new_temp("idx")
-        self.kernel.block.lines.append(f"int64_t {name} = static_cast<int64_t>({value});")
-        self.kernel.block.lines.append(f"if ({name} < 0) {name} += {c_index(size)};")
+    def indirect_indexing(self, value: str, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
+        """A data-dependent index, bounds-checked: an index outside [0, size) (or [-size, size)
+        where negative indices count from the end) sets this site's bit in `ember_oob` (the
+        wrapper raises after the kernel) and reads row 0 instead, so memory outside the buffer is
+        never touched."""
+        kernel = self.kernel
+        name = kernel.new_temp("idx")
+        bit = kernel.index_check_bit(site)
+        size_text = c_index(size)
+        lines = kernel.block.lines
+        lines.append(f"int64_t {name} = static_cast<int64_t>({value});")
+        if wrap_negative:
+            lines.append(f"{name} = {name} < 0 ? {name} + {size_text} : {name};")
+        lines.append(f"bool {name}_bad = static_cast<uint64_t>({name}) >= static_cast<uint64_t>({size_text});")
+        lines.append(f"ember_oob |= {name}_bad ? {bit}L : 0L;")
+        lines.append(f"{name} = {name}_bad ? 0 : {name};")
         return sympy.Symbol(name, integer=True, nonnegative=True)
 
     def masked(self, mask: str, body: Callable, other, dtype) -> str:
         kernel = self.kernel
         name = kernel.new_temp()
-        kernel.block.lines.append(f"{ctype(dtype)} {name} = {literal(other, dtype)};")
+        kernel.block.lines.append(f"{value_ctype(dtype)} {name} = {literal(other, dtype)};")
         kernel.block.lines.append(f"if ({mask}) {{")
         kernel.push_block()
         value = body()
@@ -230,9 +305,26 @@ class CppKernel:
         self.ops = CppOps(self)
         self.bounds: dict = {}  # loop variable -> its largest value (index simplification)
         self.emitted: set[str] = set()  # nodes already stored (a Welford pass stores its partner too)
+        # Set when a value is converted to an integer type: see source().
+        self.converts_to_integer = False
+        self.index_checks: list[str] = []  # sites of bounds-checked indexing; bit k is site k
+
+    def index_check_bit(self, site: str) -> int:
+        """The bit of `ember_oob` that reports an out-of-range index at `site`."""
+        if site not in self.index_checks:
+            self.index_checks.append(site)
+        return 1 << min(self.index_checks.index(site), 62)
 
     def index(self, expr) -> str:
         return c_index(expr, self.bounds)
+
+    def source(self) -> str:
+        """The whole translation unit: preamble and this kernel."""
+        body = self.generate()
+        # Under -fno-trapping-math g++ folds float(int(x)) into trunc(x), which keeps the sign
+        # of -0.0 and -0.5 (eager gives +0.0); kernels that convert to integers trap as usual.
+        header = '#pragma GCC optimize ("trapping-math")\n' if self.converts_to_integer else ""
+        return header + PREAMBLE + "\n" + body + "\n"
 
     # -- blocks and temporaries --------------------------------------------------------------------
     def new_temp(self, prefix: str = "tmp") -> str:
@@ -303,9 +395,17 @@ class CppKernel:
         return self._finish(lines)
 
     def _finish(self, lines: list[str]) -> str:
-        signature = ", ".join(
-            [f"const {ctype(self.buffer_dtypes[name])}* __restrict__ in_ptr{k}" for k, name in enumerate(self.inputs)]
-            + [f"{ctype(self.buffer_dtypes[name])}* __restrict__ out_ptr{k}" for k, name in enumerate(self.outputs)])
+        parameters = [f"const {ctype(self.buffer_dtypes[name])}* __restrict__ in_ptr{k}"
+                      for k, name in enumerate(self.inputs)]
+        parameters += [f"{ctype(self.buffer_dtypes[name])}* __restrict__ out_ptr{k}" for k, name in enumerate(self.outputs)]
+        if self.index_checks:
+            # Every loop ORs its threads' and lanes' findings into ember_oob; the caller reads it.
+            parameters.append("int64_t* __restrict__ oob_ptr")
+            lines = ["int64_t ember_oob = 0;",
+                     *(line + " reduction(|:ember_oob)" if line.lstrip().startswith("#pragma omp") else line
+                       for line in lines),
+                     "if (ember_oob) *oob_ptr |= ember_oob;"]
+        signature = ", ".join(parameters)
         text = [f"// {node.name}: {provenance(node)}" for node in self.kernel.nodes]
         text += [f'extern "C" void {self.kernel.name}({signature})', "{"]
         text.extend("    " + line for line in lines)
@@ -321,6 +421,11 @@ class CppKernel:
 
         nodes = self.kernel.nodes
         if len(self.kernel.outer) != 1 or not all(isinstance(n.data, Reduction) for n in nodes):
+            return False
+        # Every accumulator advances in the same row loop, so a reduction that reads another
+        # one's result (softmax's sum(exp(x - amax)) over a leading dim) would read it unwritten.
+        names = {node.name for node in nodes}
+        if any(name in names for node in nodes for name, _ in record(node.data).loads):
             return False
         first = nodes[0].data
         for node in nodes:
@@ -393,7 +498,7 @@ class CppKernel:
             store_index = self.index(node.layout.index(index))
             out = self.outputs.index(node.name)
             lines.append(f"    for (int64_t xl = 0; xl < xn; xl++) out_ptr{out}[{store_index}] = "
-                         f"static_cast<{ctype(node.dtype)}>({name}[xl]);")
+                         f"{cast_value(f'{name}[xl]', node.dtype)};")
         lines.append("}")
         return lines
 
@@ -414,8 +519,10 @@ class CppKernel:
         def update(index):
             target = data.target(self.ops, index)
             value = data.inner_fn(self.ops, index)
-            operator = "+=" if data.accumulate else "="
-            self.block.lines.append(f"out_ptr0[{self.index(node.layout.index(target))}] {operator} {value};")
+            destination = f"out_ptr0[{self.index(node.layout.index(target))}]"
+            if data.accumulate:  # spelled out: float16/bfloat16 storage has no +=
+                value = cast_value(f"{destination} + {value}", node.dtype)
+            self.block.lines.append(f"{destination} = {value};")
 
         self._loop_nest("o", data.out_ranges, base, parallel=True, simd=True)
         # Updates may collide, so they run in order on one thread; only an innermost dimension that
@@ -490,6 +597,8 @@ class CppKernel:
         for node in group.nodes:
             index = self._node_index(node, outer_vars, inner_vars)
             value = node.data.inner_fn(self.ops, index)
+            if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
+                value = self.ops.to_dtype(value, node.dtype)
             store_index = self.index(node.layout.index(index))
             position = self.outputs.index(node.name)
             self.block.lines.append(f"out_ptr{position}[{store_index}] = {value};")
@@ -576,7 +685,7 @@ class CppKernel:
             result = f"{name}_rmean" if member.data.spec.reduction_type == "welford_mean" else f"{name}_rm2"
             store_index = self.index(member.layout.index(index))
             position = self.outputs.index(member.name)
-            value = self.emit_value(f"static_cast<{ctype(member.dtype)}>({result})")
+            value = self.emit_value(cast_value(result, member.dtype))
             lines.append(f"out_ptr{position}[{store_index}] = {value};")
             self.block.stored[(member.name, store_index)] = value
             self.emitted.add(member.name)
@@ -643,7 +752,7 @@ class CppKernel:
         store_index = self.index(node.layout.index(index))
         position = self.outputs.index(node.name)
         if node.dtype != spec.src_dtype or index_name:
-            result = f"static_cast<{ctype(node.dtype)}>({result})"
+            result = cast_value(result, node.dtype)
         self.block.lines.append(f"out_ptr{position}[{store_index}] = {result};")
         self.block.stored[(node.name, store_index)] = result if not result.startswith("static_cast") else \
             self.emit_value(result)

@@ -15,6 +15,7 @@ whose schema says they return fresh tensors.
 """
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import torch
@@ -35,18 +36,34 @@ def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple) -> torch.Ten
     return result
 
 
+class IndexFlag:
+    """Where a kernel's bounds checks report (bit k: index check k of that kernel was violated).
+
+    One per compiled graph, cleared when it fires."""
+
+    def __init__(self) -> None:
+        self.cell = ctypes.c_int64(0)
+        self.address = ctypes.addressof(self.cell)
+
+    def raise_error(self, kernel: str, sites: tuple[str, ...]) -> None:
+        bits = self.cell.value
+        self.cell.value = 0
+        violated = [site for k, site in enumerate(sites) if bits & (1 << min(k, 62))] or list(sites)
+        raise IndexError(f"ember: index out of bounds in {'; '.join(violated)}: an index tensor holds a value "
+                         f"outside [-size, size) of the dimension it indexes (generated {kernel})")
+
+
 def pointer(tensor: torch.Tensor) -> int:
     """The storage base: kernels index with absolute storage offsets."""
     return tensor.data_ptr() - tensor.storage_offset() * tensor.element_size()
 
 
 class WrapperCodegen:
-    def __init__(self, graph: GraphLowering, steps: list, last_uses: dict[int, list[str]],
-                 kernel_args: dict[str, tuple[list[str], list[str]]]) -> None:
+    def __init__(self, graph: GraphLowering, steps: list, last_uses: dict[int, list[str]], kernels: dict) -> None:
         self.graph = graph
         self.steps = steps
         self.last_uses = last_uses
-        self.kernel_args = kernel_args
+        self.kernels = kernels  # kernel name -> KernelSource (arguments, index checks)
         self.namespace: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided,
                                           "ptr": pointer, "ensure_layout": ensure_layout}
         self.lines: list[str] = []
@@ -99,13 +116,19 @@ class WrapperCodegen:
                         self.lines.append(f"{node.name} = {old}; del {old}  # reuse")
                     else:
                         self.allocate(node)
-                inputs, outputs = self.kernel_args[step.name]
+                kernel = self.kernels[step.name]
                 function = self.ref(kernel_functions[step.name], step.name)
                 # Buffers ember allocated start at their storage's beginning: data_ptr() is the base.
-                arguments = ", ".join(f"{name}.data_ptr()" if name in own else f"ptr({name})"
-                                      for name in [*inputs, *outputs])
+                arguments = [f"{name}.data_ptr()" if name in own else f"ptr({name})"
+                             for name in [*kernel.inputs, *kernel.outputs]]
                 self.lines.extend(f"# {node.name}: {provenance(node)}" for node in step.nodes)
-                self.lines.append(f"{function}({arguments})")
+                if kernel.index_checks:
+                    flag = self._index_flag()
+                    self.lines.append(f"{function}({', '.join([*arguments, f'{flag}.address'])})")
+                    sites = self.ref(tuple(kernel.index_checks), "sites")
+                    self.lines.append(f"if {flag}.cell.value: {flag}.raise_error({step.name!r}, {sites})")
+                else:
+                    self.lines.append(f"{function}({', '.join(arguments)})")
             else:
                 self._extern(step.call)
             dead = [name for name in sorted(self.last_uses.get(position, []))
@@ -116,6 +139,11 @@ class WrapperCodegen:
         self.lines.append(f"return ({results}{',' if len(graph.outputs) == 1 else ''})")
         body = "\n".join("    " + line for line in self.lines)
         return f"def call({', '.join(params)}):\n{body}\n"
+
+    def _index_flag(self) -> str:
+        if "index_flag" not in self.namespace:
+            self.namespace["index_flag"] = IndexFlag()
+        return "index_flag"
 
     def _plan_reuse(self) -> dict[str, str]:
         """new buffer -> the dead buffer whose memory it takes over."""

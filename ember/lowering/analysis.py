@@ -33,7 +33,7 @@ class RecordingOps:
     def to_dtype(self, value, dtype):
         return value
 
-    def indirect_indexing(self, value, size):
+    def indirect_indexing(self, value, size, site="", wrap_negative=True):
         self._indirect += 1
         return sympy.Symbol(f"indirect{self._indirect}", integer=True, nonnegative=True)
 

@@ -62,6 +62,16 @@ class GraphLowering(torch.fx.Interpreter):
         node = self.current_node
         return node.meta.get("stack_trace", "") if node is not None else ""
 
+    def site(self) -> str:
+        """The current ATen op and the user's source line, for error messages of generated code."""
+        from .printer import user_line
+
+        node = self.current_node
+        if node is None:
+            return ""
+        line = user_line(self.stack_trace())
+        return f"{node.target}" + (f" ({line})" if line else "")
+
     # -- interpreter hooks ---------------------------------------------------------------------------
     def run_node(self, node: torch.fx.Node):
         self.current_node = node
@@ -114,7 +124,7 @@ class GraphLowering(torch.fx.Interpreter):
                         not _same_strides(value.layout, _layout_of(expected)):
                     # Callers (the backward graph, compiled for these strides, or the user) get
                     # eager's strides.
-                    value = self.store(value, _layout_of(expected))
+                    value = self.store(value, _fresh_layout(expected))
             results.append(value)
         self.outputs = results
         return results
@@ -175,6 +185,8 @@ class GraphLowering(torch.fx.Interpreter):
                 Pointwise(value.device, value.dtype, value.get_size(), value.make_loader(), self.origin())
             layout = layout or Layout.contiguous(loops.device, loops.dtype, loops.get_size())
             buffer = ComputedBuffer(self.new_name(), layout, loops)
+        if layout.offset != 0:
+            raise AssertionError(f"a buffer ember allocates must start at its storage's beginning: {layout}")
         buffer.origin = getattr(value, "origin", "") or self.origin()
         buffer.stack_trace = self.stack_trace()
         self.buffers.append(buffer)
@@ -273,6 +285,13 @@ def _feeds_output(node: torch.fx.Node) -> bool:
                 seen.add(user)
                 pending.append(user)
     return False
+
+
+def _fresh_layout(value: torch.Tensor) -> Layout:
+    """The value's sizes and strides, in memory of its own (no storage offset: ember allocates it)."""
+    layout = _layout_of(value)
+    layout.offset = sympy.Integer(0)
+    return layout
 
 
 def _same_strides(a: Layout, b: Layout) -> bool:

@@ -23,6 +23,7 @@ aten = torch.ops.aten
 LOWERINGS: dict[Any, Callable] = {}
 # Storage dtypes whose arithmetic runs in float32 (loaded, computed, rounded once when stored).
 _LOW_PRECISION = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
+_NARROW_INTEGERS = {torch.bool, torch.int8, torch.uint8, torch.int16}
 # Ops that are extern calls by design (library kernels), not fallbacks.
 EXTERN_OPS = {aten.mm.default, aten.bmm.default, aten.convolution.default, aten.convolution_backward.default,
               aten.baddbmm.default, aten.addmm.default}
@@ -106,7 +107,11 @@ def pointwise(ctx, node, op_name: str, inputs: list, compute_dtype: torch.dtype 
 
     def inner_fn(ops, index):
         result = getattr(ops, op_name)(*[load(ops, index) for load in loaders])
-        return ops.to_dtype(result, out_dtype) if compute != out_dtype else result
+        if compute != out_dtype or compute in _NARROW_INTEGERS:
+            # Narrow integers and bools are computed wider by C++ (bool + bool is 2): convert
+            # every result so it wraps (or saturates to True) as eager's does.
+            return ops.to_dtype(result, out_dtype)
+        return result
 
     return Pointwise(value.device, out_dtype, out_size, inner_fn, ctx.origin())
 
@@ -576,6 +581,13 @@ def constant_pad_nd(ctx, node, x, pad, value=0):
 
 
 # -- gathers --------------------------------------------------------------------------------------------------
+def _check_indexable(size) -> None:
+    """Generated code turns an out-of-range index into a bounds error and reads row 0 meanwhile:
+    a dimension with no row 0 is left to ATen (which raises for any index)."""
+    if size == 0:
+        raise FallbackNeeded("indexing into an empty dimension")
+
+
 @register(aten.embedding.default)
 def embedding(ctx, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     out = _val(node)
@@ -584,9 +596,11 @@ def embedding(ctx, node, weight, indices, padding_idx=-1, scale_grad_by_freq=Fal
     index_loader = indices.make_loader()
     rows = weight.get_size()[0]
     index_rank = len(indices.get_size())
+    site = ctx.site()
+    _check_indexable(rows)
 
     def inner_fn(ops, index):
-        row = ops.indirect_indexing(index_loader(ops, index[:index_rank]), rows)
+        row = ops.indirect_indexing(index_loader(ops, index[:index_rank]), rows, site, wrap_negative=False)
         return weight_loader(ops, [row, *index[index_rank:]])
 
     return Pointwise(out.device, out.dtype, out_size, inner_fn, ctx.origin())
@@ -607,10 +621,12 @@ def index_tensor(ctx, node, x, indices):
     x_loader = x.make_loader()
     index_loader = index_tensor_value.make_loader()
     index_rank = len(index_size)
+    site = ctx.site()
+    _check_indexable(x_size[position])
 
     def inner_fn(ops, index):
         picked = index_loader(ops, index[position:position + index_rank])
-        row = ops.indirect_indexing(picked, x_size[position])
+        row = ops.indirect_indexing(picked, x_size[position], site)
         source = [*index[:position], row, *index[position + index_rank:]]
         return x_loader(ops, source)
 
@@ -625,9 +641,11 @@ def gather(ctx, node, x, dim, index, *, sparse_grad=False):
     x_loader = x.make_loader()
     index_loader = index.make_loader()
     size_along = x.get_size()[dim]
+    site = ctx.site()
+    _check_indexable(size_along)
 
     def inner_fn(ops, position):
-        picked = ops.indirect_indexing(index_loader(ops, position), size_along)
+        picked = ops.indirect_indexing(index_loader(ops, position), size_along, site, wrap_negative=False)
         source = list(position)
         source[dim] = picked
         return x_loader(ops, source)
@@ -637,7 +655,9 @@ def gather(ctx, node, x, dim, index, *, sparse_grad=False):
 
 # -- reductions -------------------------------------------------------------------------------------------------
 def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype | None = None,
-              out=None):
+              out=None, result_dtype: torch.dtype | None = None):
+    """`x` reduced over `dims`, stored; `out` (default: the node's value) gives the result's
+    shape and, unless `result_dtype` says otherwise, its dtype."""
     out = _val(node) if out is None else out
     size = x.get_size()
     rank = len(size)
@@ -661,7 +681,7 @@ def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: tor
         return ops.to_dtype(value, compute) if x.dtype != compute else value
 
     spec = ReductionSpec(reduction_type, reduction_ranges, compute)
-    node_ir = Reduction(out.device, out.dtype, out_size, inner_fn, spec, ctx.origin())
+    node_ir = Reduction(out.device, result_dtype or out.dtype, out_size, inner_fn, spec, ctx.origin())
     return ctx.store(node_ir)
 
 
@@ -688,18 +708,36 @@ def mean(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
     return pointwise(ctx, node, "truediv", [total, float(_reduced_count(x, dims))])
 
 
-def _welford(ctx, node, x, dims, correction, keepdim, out):
-    """mean and the sum of squared deviations (m2) in one Welford pass, then var = m2 / (n - correction)."""
+def _welford(ctx, node, x, dims, correction, keepdim, out, root: bool = False):
+    """mean and the sum of squared deviations (m2) in one Welford pass, then var = m2 / (n - correction)
+    (its square root, the std, if `root`).
+
+    Both statistics are kept in float32 for float16/bfloat16 inputs (m2 overflows float16), and
+    the variance is rounded to the output dtype only after the square root."""
     count = _reduced_count(x, dims)
     dims = None if not dims else list(dims)
-    mean = reduction(ctx, node, x, dims, keepdim, "welford_mean", out=out)
-    m2 = reduction(ctx, node, x, dims, keepdim, "welford_m2", out=out)
+    stats_dtype = _LOW_PRECISION.get(out.dtype, out.dtype)
+    mean = reduction(ctx, node, x, dims, keepdim, "welford_mean", out=out, result_dtype=stats_dtype)
+    m2 = reduction(ctx, node, x, dims, keepdim, "welford_m2", out=out, result_dtype=stats_dtype)
     m2.data.partner = mean.data.partner = (mean.name, m2.name)
     correction = 1 if correction is None else correction
-    var = Pointwise(out.device, out.dtype, _size(out), lambda ops, index: ops.truediv(
-        ops.load(m2.name, m2.layout.index(index)), ops.constant(float(max(count - correction, 0)), out.dtype)),
-        ctx.origin())
-    return var, mean
+    divisor = float(max(count - correction, 0))
+
+    def variance(ops, index):
+        value = ops.truediv(ops.load(m2.name, m2.layout.index(index)), ops.constant(divisor, stats_dtype))
+        value = ops.sqrt(value) if root else value
+        return ops.to_dtype(value, out.dtype) if stats_dtype != out.dtype else value
+
+    def mean_value(ops, index):
+        if count == 0:  # the mean of nothing is NaN, as in eager
+            return ops.constant(float("nan"), out.dtype)
+        value = ops.load(mean.name, mean.layout.index(index))
+        return ops.to_dtype(value, out.dtype) if stats_dtype != out.dtype else value
+
+    var = Pointwise(out.device, out.dtype, _size(out), variance, ctx.origin())
+    mean_result = Pointwise(out.device, out.dtype, _size(out), mean_value, ctx.origin()) \
+        if count == 0 or stats_dtype != out.dtype else mean
+    return var, mean_result
 
 
 @register(aten.var_mean.correction, aten.var.correction, aten.std.correction)
@@ -707,14 +745,9 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
     if not x.dtype.is_floating_point:
         raise FallbackNeeded(f"{node.target} of an integer tensor")
     value = _val(node)
-    variance, mean = _welford(ctx, node, x, dims, correction, keepdim, value[0] if isinstance(value, tuple) else value)
-    if node.target is aten.var_mean.correction:
-        return variance, mean
-    if node.target is aten.var.correction:
-        return variance
-    loader = variance.make_loader()
-    return Pointwise(variance.device, variance.dtype, variance.get_size(),
-                     lambda ops, index: ops.sqrt(loader(ops, index)), ctx.origin())
+    variance, mean = _welford(ctx, node, x, dims, correction, keepdim, value[0] if isinstance(value, tuple) else value,
+                              root=node.target is aten.std.correction)
+    return (variance, mean) if node.target is aten.var_mean.correction else variance
 
 
 @register(aten.amax.default, aten.max.default)

@@ -71,7 +71,7 @@ class PrintingOps:
     def to_dtype(self, value, dtype):
         return self._emit(f"ops.to_dtype({value}, {str(dtype).replace('torch.', '')})")
 
-    def indirect_indexing(self, value, size):
+    def indirect_indexing(self, value, size, site="", wrap_negative=True):
         name = self._emit(f"ops.indirect_indexing({value}, {size})")
         return sympy.Symbol(name, integer=True, nonnegative=True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from .ir import IRNode, Scatter
-from .lowerings import FallbackNeeded, _dim, _size, _val, loader_for, register
+from .lowerings import FallbackNeeded, _check_indexable, _dim, _size, _val, loader_for, register
 
 aten = torch.ops.aten
 
@@ -36,9 +36,11 @@ def index_put(ctx, node, x, indices, values, accumulate=False):
     update_size = [*x_size[:position], *index_size, *x_size[position + 1:]]
     value_loader = loader_for(values, update_size, out.dtype)
     index_loader = index_node.make_loader()
+    site = ctx.site()
+    _check_indexable(x_size[position])
 
     def target(ops, index):
-        row = ops.indirect_indexing(index_loader(ops, index[position:position + rank]), x_size[position])
+        row = ops.indirect_indexing(index_loader(ops, index[position:position + rank]), x_size[position], site)
         return [*index[:position], row, *index[position + rank:]]
 
     trailing = x_size[position + 1:]
@@ -67,8 +69,11 @@ def _scatter(ctx, node, x, dim, index, source, accumulate: bool):
     else:
         value = loader_for(source, index_size, out.dtype)
 
+    site = ctx.site()
+    _check_indexable(x_size[dim])
+
     def target(ops, position):
-        picked = ops.indirect_indexing(index_loader(ops, position), x_size[dim])
+        picked = ops.indirect_indexing(index_loader(ops, position), x_size[dim], site, wrap_negative=False)
         result = list(position)
         result[dim] = picked
         return result

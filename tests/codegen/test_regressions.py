@@ -1,0 +1,186 @@
+"""Wrong results the differential fuzzer and users found in the C++ code generator, one test each.
+
+Every case runs through backend "ember" (capture, AOT autograd, C++ kernels) twice, so results
+that depend on leftover memory show up, and is compared with eager PyTorch.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ember
+
+from codegen_helpers import run
+
+
+def compiled_twice(fn, *args):
+    compiled = ember.compile(fn, backend="ember")
+    first = compiled(*[a.clone() for a in args])
+    second = compiled(*[a.clone() for a in args])
+    return first, second
+
+
+def assert_identical(ours, theirs):
+    """Same values, NaN in the same places, and the same sign on zeros (-0.0 == 0.0 otherwise)."""
+    if not ours.is_floating_point():
+        assert torch.equal(ours, theirs), (ours, theirs)
+        return
+    nan = theirs.isnan()
+    assert torch.equal(ours.isnan(), nan), (ours, theirs)
+    assert torch.equal(ours[~nan], theirs[~nan]), (ours, theirs)
+    assert torch.equal(ours[~nan].signbit(), theirs[~nan].signbit()), (ours, theirs)
+
+
+def assert_like_eager(fn, *args, exact=False, **tolerance):
+    expected = fn(*[a.clone() for a in args])
+    for got in compiled_twice(fn, *args):
+        expected_list = expected if isinstance(expected, tuple) else (expected,)
+        got_list = got if isinstance(got, tuple) else (got,)
+        for ours, theirs in zip(got_list, expected_list):
+            assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+            if exact:
+                assert_identical(ours, theirs)
+            else:
+                torch.testing.assert_close(ours, theirs, equal_nan=True, **tolerance)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_softmax_over_a_leading_dim(dim):
+    """Both reductions of softmax over dim 0 share the column-reduction loop: the sum read the
+    amax buffer before it was written (NaN or leftover values)."""
+    x = torch.randn(16, 31)
+    assert_like_eager(lambda x: x.log_softmax(dim), x)
+    assert_like_eager(lambda x: x.softmax(dim), x)
+    assert_like_eager(lambda x: torch.softmax(x, dim=0) * 2, torch.randn(5, 40, 3))
+
+
+def test_softmax_over_a_leading_dim_gradient():
+    x = torch.randn(16, 31, requires_grad=True)
+    expected = torch.autograd.grad(x.log_softmax(0).sin().sum(), x)[0]
+    compiled = ember.compile(lambda x: x.log_softmax(0).sin().sum(), backend="ember")
+    for _ in range(2):
+        got = torch.autograd.grad(compiled(x), x)[0]
+        torch.testing.assert_close(got, expected)
+
+
+def test_narrow_integers_and_bools_wrap():
+    assert_like_eager(lambda b: (b + True).float(), torch.tensor([True, False]), exact=True)
+    assert_like_eager(lambda a: (a - 200).float(), torch.tensor([7, 250], dtype=torch.uint8), exact=True)
+    assert_like_eager(lambda a: (a * 100).float() + 1, torch.tensor([7, -3, 127], dtype=torch.int8), exact=True)
+    assert_like_eager(lambda a: (a * 3000).to(torch.int32) + 1, torch.tensor([20, -30], dtype=torch.int16), exact=True)
+    assert_like_eager(lambda a: (-a).float(), torch.tensor([1, 200], dtype=torch.uint8), exact=True)
+    assert_like_eager(lambda a: (a * 1_000_000_007) + 1, torch.tensor([2**40, -(2**41)]), exact=True)
+
+
+def test_integer_power():
+    """Negative exponents give 0 (or +-1 for bases +-1), large ones wrap, as ATen's integer pow."""
+    base = torch.tensor([0, 1, 2, -1, 3, -1])
+    exponent = torch.tensor([-1, -1, -2, -3, 3, -4])
+    assert_like_eager(lambda a, b: a ** b, base, exponent, exact=True)
+    assert_like_eager(lambda a: a ** 45 + 1, torch.tensor([3, 7, -5]), exact=True)
+    assert_like_eager(lambda a: (a ** 3).float(), torch.tensor([5, -7], dtype=torch.int8), exact=True)
+
+
+def test_float_floor_division_and_remainder():
+    special = [float("inf"), float("-inf"), 1.0, -7.5, 0.0, -0.0, 1e30, 5.0, float("nan"), 0.3, -0.3]
+    a = torch.tensor(special * len(special))
+    # (No divisor so small that a / b overflows: eager's own remainder then depends on whether its
+    # loop ran vectorized.)
+    b = torch.tensor([value for value in [0.5, 0.0, -0.0, 2.0, -3.0, 7.0, 0.1, float("inf"), -1.0, 1e-3, -0.1]
+                      for _ in special])
+    assert_like_eager(lambda a, b: a // b, a, b, exact=True)
+    assert_like_eager(lambda a, b: torch.div(a, b, rounding_mode="floor"), a, b, exact=True)
+    assert_like_eager(lambda a, b: torch.remainder(a, b), a, b, exact=True)
+
+
+def test_sign_of_nan_is_zero():
+    assert_like_eager(lambda a: torch.sign(a) + 0, torch.tensor([float("nan"), 1.0, -2.0, -0.0]), exact=True)
+
+
+def test_var_mean_over_an_empty_dim_is_nan():
+    x = torch.randn(3, 0)
+    assert_like_eager(lambda a: torch.var_mean(a, dim=1), x)
+    assert_like_eager(lambda a: (torch.var_mean(a, dim=1)[1] + 1, a.mean(1) * 2), x)
+
+
+def test_float_to_integer_to_float_round_trip_keeps_positive_zero():
+    """g++ folds float(int64(x)) into trunc(x), which keeps the sign of -0.0 and -0.5."""
+    assert_like_eager(lambda a: 1 / a.long(), torch.tensor([-0.0, -0.5, 2.0, 0.7]), exact=True)
+    assert_like_eager(lambda a: 1 / a.to(torch.int32).double(), torch.tensor([-0.0, -0.9], dtype=torch.float64),
+                      exact=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_low_precision_variance_accumulates_in_float32(dtype):
+    """m2 (sum of squared deviations) was stored in float16 and overflowed: batch_norm gave zeros."""
+    x = (torch.randn(64, 4) * 300).to(dtype)
+    tolerance = dict(rtol=2e-2, atol=2e-2)
+    assert_like_eager(lambda a: F.batch_norm(a, None, None, training=True), x, **tolerance)
+    assert_like_eager(lambda a: (a.var(0), a.std(0)), x, rtol=1e-2, atol=1e-1)
+    assert_like_eager(lambda a: torch.var_mean(a, 0), x, rtol=1e-2, atol=1e-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_low_precision_values_compile(dtype):
+    """g++ rejected `+=` on bfloat16, sqrt of _Float16 (ambiguous) and max of mixed types."""
+    x = torch.rand(5, 3).to(dtype)
+    tolerance = dict(rtol=2e-2, atol=2e-2)
+    assert_like_eager(lambda a, i, v: a.index_put((i,), v, accumulate=True),
+                      x, torch.tensor([0, 2, 2]), torch.randn(3, 3).to(dtype), **tolerance)
+    assert_like_eager(lambda a: a ** 0.5 + a.abs().clamp(max=0.5), x, **tolerance)
+    assert_like_eager(lambda a: torch.maximum(a, a.flip(0)).sqrt() + a.amax(0), x, **tolerance)
+    assert_like_eager(lambda a: a.scatter_add(0, torch.tensor([[1, 0, 4]]), a[:1]), x, **tolerance)
+
+
+def test_int64_minimum_literal():
+    assert_like_eager(lambda a: a + (-2**63), torch.tensor([0, 1]), exact=True)
+
+
+def test_output_with_a_storage_offset_is_allocated_in_full():
+    """A graph output whose eager layout has a storage offset was allocated without it, and the
+    kernel wrote past the end of the buffer."""
+    x = torch.randn(6, 5)
+    assert_like_eager(lambda a: (a * 2).t()[1:], x)
+    assert_like_eager(lambda a: ((a + 1)[2:], (a * 3)[:, 1:].t()), x)
+
+
+@pytest.mark.parametrize("case", ["embedding", "embedding_negative", "gather", "gather_negative", "index",
+                                  "index_put", "scatter_add"])
+def test_out_of_range_index_raises(case):
+    """Generated kernels check data-dependent indices: eager raises, so does ember (naming the op
+    and the user's line) instead of reading or writing outside the buffer."""
+    weight, x = torch.randn(10, 3), torch.randn(4, 5)
+    cases = {
+        "embedding": (lambda w, i: F.embedding(i, w) * 2, weight, torch.tensor([1, 50])),
+        "embedding_negative": (lambda w, i: F.embedding(i, w) * 2, weight, torch.tensor([1, -1])),
+        "gather": (lambda x, i: x.gather(1, i) + 1, x, torch.tensor([[0], [5], [1], [2]])),
+        "gather_negative": (lambda x, i: x.gather(1, i) + 1, x, torch.tensor([[0], [-1], [1], [2]])),
+        "index": (lambda x, i: x[i] + 1, x, torch.tensor([0, 4])),
+        "index_put": (lambda x, i, v: x.index_put((i,), v, accumulate=True), x, torch.tensor([0, -5]), torch.ones(2, 5)),
+        "scatter_add": (lambda x, i, v: x.scatter_add(0, i, v), x, torch.tensor([[0, 9, 1, 1, 1]]), torch.ones(1, 5)),
+    }
+    fn, *args = cases[case]
+    with pytest.raises((IndexError, RuntimeError)):
+        fn(*args)
+    compiled = ember.compile(fn, backend="ember")
+    with pytest.raises(IndexError, match=r"index out of bounds in aten\.\w+.*test_regressions\.py:\d+"):
+        compiled(*args)
+    # The same compiled function still works on good indices (the error flag was cleared).
+    good = [a.clamp(0, 0) if a.dtype == torch.int64 else a for a in args]
+    torch.testing.assert_close(compiled(*good), fn(*good))
+
+
+def test_negative_indices_that_eager_accepts_still_work():
+    x = torch.randn(4, 5)
+    assert_like_eager(lambda x, i: x[i] + 1, x, torch.tensor([0, -4, -1]))
+    assert_like_eager(lambda x, i, v: x.index_put((i,), v), x, torch.tensor([0, -2]), torch.randn(2, 5))
+
+
+def test_out_of_range_index_in_backward_raises():
+    """Embedding's backward scatters with the same indices: checked too (here through a graph
+    that only runs the backward kernel with a bad index)."""
+    grad = torch.randn(2, 3)
+    fn = lambda g, i: torch.zeros(10, 3).index_put((i,), g, accumulate=True)  # noqa: E731
+    (result, graphs) = run(fn, grad, torch.tensor([1, 2]))
+    torch.testing.assert_close(result, fn(grad, torch.tensor([1, 2])))
+    with pytest.raises(IndexError, match="index_put"):
+        graphs[0](grad, torch.tensor([1, 12]))
