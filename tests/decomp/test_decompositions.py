@@ -97,3 +97,59 @@ def test_dropout_decomposition_draws_eager_mask():
     torch.manual_seed(7)
     got, mask = table[aten.native_dropout.default](x, 0.3, True)
     torch.testing.assert_close(got, expected)
+
+
+LOW_PRECISION_CASES = {
+    "gelu": lambda x, g: (aten.gelu.default, (x,), {}),
+    "gelu_tanh": lambda x, g: (aten.gelu.default, (x,), {"approximate": "tanh"}),
+    "gelu_backward": lambda x, g: (aten.gelu_backward.default, (g, x), {}),
+    "gelu_tanh_backward": lambda x, g: (aten.gelu_backward.default, (g, x), {"approximate": "tanh"}),
+    "silu": lambda x, g: (aten.silu.default, (x,), {}),
+    "silu_backward": lambda x, g: (aten.silu_backward.default, (g, x), {}),
+    "softmax_backward": lambda x, g: (aten._softmax_backward_data.default,
+                                      (g, torch.softmax(x.float(), 1).to(x.dtype), 1, x.dtype), {}),
+}
+
+
+def _ulps(got, expected):
+    """Distance in units in the last place of the low-precision type (of values of magnitude at
+    least 1/8: closer to zero these formulas cancel, and float32 rounding shows through)."""
+    spacing = torch.finfo(expected.dtype).eps * expected.float().abs().clamp_min(0.125)
+    return ((got.float() - expected.float()).abs() / spacing).max().item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", sorted(LOW_PRECISION_CASES))
+def test_low_precision_decompositions_round_once(case, dtype):
+    """Eager computes these in float32 and rounds once; a decomposition that rounds after every
+    step drifts by several units in the last place."""
+    torch.manual_seed(0)
+    x = (torch.randn(64, 256) * 3).to(dtype)
+    grad = torch.randn(64, 256).to(dtype)
+    op, args, kwargs = LOW_PRECISION_CASES[case](x, grad)
+    expected = op(*args, **kwargs)
+    got = core_decompositions()[op](*args, **kwargs)
+    assert got.dtype == expected.dtype
+    assert _ulps(got, expected) < 1.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_low_precision_norm_backwards_round_once(dtype):
+    torch.manual_seed(0)
+    x = (torch.randn(32, 64) * 3).to(dtype)
+    weight, bias = torch.randn(64).to(dtype), torch.randn(64).to(dtype)
+    grad = torch.randn(32, 64).to(dtype)
+    table = core_decompositions()
+    out, mean, rstd = aten.native_layer_norm.default(x.float(), [64], weight.float(), bias.float(), 1e-5)
+    reference = aten.native_layer_norm_backward.default(grad.float(), x.float(), [64], mean, rstd, weight.float(),
+                                                        bias.float(), [True, True, True])
+    got = table[aten.native_layer_norm_backward.default](grad, x, [64], mean, rstd, weight, bias, [True, True, True])
+    for ours, exact in zip(got, reference):
+        assert ours.dtype == dtype
+        # float32 math rounded once: within one unit of the float32 result rounded to the dtype
+        assert _ulps(ours, exact.to(dtype)) < 1.0
+    x4d = (torch.randn(8, 3, 5, 5) * 300).to(dtype)
+    out, mean, invstd = table[aten.native_batch_norm.default](x4d, None, None, None, None, True, 0.1, 1e-5)
+    expected = aten.native_batch_norm.default(x4d, None, None, None, None, True, 0.1, 1e-5)
+    assert [t.dtype for t in (out, mean, invstd)] == [t.dtype for t in expected]
+    torch.testing.assert_close(out, expected[0], rtol=2e-2, atol=2e-2)
