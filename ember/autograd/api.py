@@ -11,6 +11,7 @@ the first .backward()), and wraps them in an autograd.Function.  A compiler is a
 """
 from __future__ import annotations
 
+import collections
 import logging
 from typing import Any, Callable
 
@@ -87,7 +88,7 @@ class AotCompiled:
         if not spec.diff_outputs:
             forward = self.fw_compiler(joint, flat_args)
             self.last_partition = Partition(joint, None, [], 0, spec.num_fw_outputs)
-            return make_inference_function(spec, forward)
+            return self._unless_aliased(make_inference_function(spec, forward), spec, flat_args)
         partition = self.partition_fn(joint, spec)
         self.last_partition = partition
         if log_graph.isEnabledFor(logging.DEBUG):
@@ -97,7 +98,39 @@ class AotCompiled:
         forward = self.fw_compiler(partition.forward, flat_args)
         pair = CompiledPair(spec, forward, partition.backward, self.bw_compiler, len(partition.saved),
                             partition.saved_bytes)
-        return make_autograd_function(pair)
+        return self._unless_aliased(make_autograd_function(pair), spec, flat_args)
+
+    def _unless_aliased(self, runner: Callable, spec: JointSpec, flat_args: list) -> Callable:
+        """The graph treats its inputs as separate memory.  When an input it writes to shares
+        memory with another input (a tensor and a view of it, both live across a graph break),
+        the write must show through the other one, so that call runs the function as it is."""
+        if not spec.mutated_inputs:
+            return runner
+        mutated = list(spec.mutated_inputs)
+        # Parameters never alias the buffers and activations a graph writes: left out of the check.
+        others = [i for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor)
+                  and not isinstance(a, torch.nn.Parameter)]
+        fallback = self.fn.forward if isinstance(self.fn, torch.fx.GraphModule) else self.fn
+
+        def run(*args):
+            if _writes_alias(args, mutated, others):
+                log_fallbacks.debug("ember: an input written in place shares memory with another input; "
+                                    "running the graph as it is for this call")
+                return fallback(*args)
+            return runner(*args)
+
+        return run
+
+
+def _writes_alias(args, mutated: list[int], others: list[int]) -> bool:
+    """Does an input written in place share its storage with another input (of `others`)?"""
+    owners = collections.Counter(args[i].untyped_storage().data_ptr() for i in others)
+    checked = set(others)
+    for index in mutated:
+        pointer = args[index].untyped_storage().data_ptr()
+        if pointer and owners[pointer] > (index in checked):  # (empty tensors have no memory: 0)
+            return True
+    return False
 
 
 def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,

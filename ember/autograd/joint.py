@@ -13,6 +13,7 @@ gradients]`, described by `JointSpec`.  `trace_forward` is the same without the 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any, Callable
 
@@ -22,6 +23,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils import _pytree as pytree
 
+from .eager_formulas import EagerFormulas
 from .tracer import AtenTracer, TracingError
 
 
@@ -36,17 +38,39 @@ class JointSpec:
     out_spec: Any  # pytree spec of the user's outputs
     constant_outputs: dict[int, Any]  # forward outputs that are not tensors
     output_aliases: dict[int, tuple]  # output index -> ("input", i, size, stride, offset)
+    # Per forward output: does eager's result require grad (a returned x.detach() does not).
+    output_requires_grad: list[bool] = dataclasses.field(default_factory=list)
+    # Output j -> output i when both are the same graph value (y and y.detach()): the runtime
+    # returns one tensor from the graph and derives the others from it.
+    output_copies: dict[int, int] = dataclasses.field(default_factory=dict)
+
+    # diff_outputs index the forward outputs followed by the mutated inputs' new values: an input
+    # that requires grad and is written in place (a non-leaf) gets its new value differentiably.
+    def mutation_is_differentiable(self, position: int) -> bool:
+        return self.num_fw_outputs + position in self.diff_outputs
 
 
-def _fakes(fake_mode: FakeTensorMode, args: list) -> list:
-    fakes = []
+def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
+    """(the fakes the function runs on, the leaves gradients are taken for).
+
+    Every input is an autograd leaf of its own, made from its detached value: a view relation
+    between two inputs (a tensor and a view of it, both live across a graph break) belongs to
+    autograd outside the graph, which sends each input's gradient on to its base; followed here
+    as well, it would be counted twice.  An input that is not a leaf in eager (an intermediate)
+    runs as a clone of its leaf, so that in-place ops on it are allowed as in eager and the
+    gradient is taken for its value before them."""
+    fakes, leaves = [], []
     for arg in args:
-        if isinstance(arg, torch.Tensor):
-            fake = fake_mode.from_tensor(arg, static_shapes=True)
-            fakes.append(fake)
-        else:
+        if not isinstance(arg, torch.Tensor):
             fakes.append(arg)
-    return fakes
+            leaves.append(arg)
+            continue
+        leaf = fake_mode.from_tensor(arg.detach(), static_shapes=True)
+        if arg.requires_grad:
+            leaf.requires_grad_(True)
+        leaves.append(leaf)
+        fakes.append(leaf.clone() if arg.requires_grad and not arg.is_leaf else leaf)
+    return fakes, leaves
 
 
 def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
@@ -54,7 +78,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     # Inputs keep static shapes; a ShapeEnv gives data-dependent outputs (nonzero, masked_select,
     # item) unbacked symbolic sizes so tracing can go on past them.
     fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-    primals = _fakes(fake_mode, args)
+    primals, leaves = _fakes(fake_mode, args)
     # The same tensor passed twice is one input: later occurrences get no node and no gradient.
     first_seen: dict[int, int] = {}
     duplicates = set()
@@ -82,22 +106,26 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     grad_inputs = [i for i, p in enumerate(primals)
                    if isinstance(p, torch.Tensor) and p.requires_grad and i not in duplicates]
     with fake_mode, tracer:
-        outputs = _run_with_provenance(fn, primals, tracer)
+        with EagerFormulas() if with_backward else contextlib.nullcontext():
+            outputs = _run_with_provenance(fn, primals, tracer)
         flat_outputs, out_spec = pytree.tree_flatten(outputs)
+        mutated = tracer.mutated_inputs()
+        for index, _ in mutated:
+            if index in grad_inputs and args[index].is_leaf:
+                raise TracingError(f"in-place write to primals_{index + 1}, a leaf that requires grad")
+        # The forward outputs, then the new values of mutated inputs (the primal objects
+        # themselves: in-place ops changed them); those that require grad get tangents.
+        candidates = flat_outputs + [primals[index] for index, _ in mutated]
         diff_outputs = [
-            i for i, out in enumerate(flat_outputs)
+            i for i, out in enumerate(candidates)
             if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs
             and not any(isinstance(d, torch.SymInt) for d in out.shape)
         ]
-        mutated = tracer.mutated_inputs()
-        for index, _ in mutated:
-            if index in grad_inputs and primals[index].requires_grad and primals[index].is_leaf:
-                raise TracingError(f"in-place write to primals_{index + 1}, a leaf that requires grad")
         grads: list = []
         tangent_nodes = []
         if diff_outputs:
             tracer.recording = False
-            tangents = [torch.empty_like(flat_outputs[i], memory_format=torch.contiguous_format)
+            tangents = [torch.empty_like(candidates[i], memory_format=torch.contiguous_format)
                         for i in diff_outputs]
             tracer.recording = True
             anchor = last_placeholder
@@ -109,9 +137,9 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
                 tracer.keepalive.append(tangent)
                 tangent_nodes.append(node)
                 anchor = node
-            targets = [primals[i] for i in grad_inputs]
+            targets = [leaves[i] for i in grad_inputs]
             grads = list(torch.autograd.grad(
-                [flat_outputs[i] for i in diff_outputs], targets, tangents, allow_unused=True))
+                [candidates[i] for i in diff_outputs], targets, tangents, allow_unused=True))
     output_nodes: list = []
     constant_outputs: dict[int, Any] = {}
     for index, out in enumerate(flat_outputs):
@@ -130,6 +158,8 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     _remove_aliases(graph)
     graph.eliminate_dead_code()
     module.recompile()
+    final_outputs = list(next(n for n in graph.nodes if n.op == "output").args[0])[:len(flat_outputs)]
+    output_requires_grad = [isinstance(out, torch.Tensor) and out.requires_grad for out in flat_outputs]
     spec = JointSpec(
         num_primals=len(primals),
         num_tangents=len(tangent_nodes),
@@ -140,8 +170,25 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         out_spec=out_spec,
         constant_outputs=constant_outputs,
         output_aliases=_output_aliases(primals, flat_outputs),
+        output_requires_grad=output_requires_grad,
+        output_copies=_output_copies(final_outputs, output_requires_grad),
     )
     return module, spec
+
+
+def _output_copies(nodes: list, requires_grad: list[bool]) -> dict[int, int]:
+    """Outputs that are the same graph value as another (y and y.detach() once detach is gone):
+    each maps to the one the graph returns, preferably one that requires grad."""
+    groups: dict[Any, list[int]] = {}
+    for index, node in enumerate(nodes):
+        if isinstance(node, torch.fx.Node):
+            groups.setdefault(node, []).append(index)
+    copies = {}
+    for members in groups.values():
+        if len(members) > 1:
+            kept = next((i for i in members if requires_grad[i]), members[0])
+            copies.update({i: kept for i in members if i != kept})
+    return copies
 
 
 def _output_aliases(primals: list, outputs: list) -> dict[int, tuple]:

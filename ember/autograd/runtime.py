@@ -48,29 +48,54 @@ class CompiledPair:
         return self._backward
 
 
+def _returned_outputs(spec: JointSpec) -> list[int]:
+    """Forward outputs the graph hands back as tensors (constants and copies are filled in later)."""
+    return [i for i in range(spec.num_fw_outputs) if i not in spec.constant_outputs and i not in spec.output_copies]
+
+
+def _write_back(spec: JointSpec, args, new_values, skip=()) -> None:
+    """Mutated inputs get their new values (what eager's in-place ops did to them)."""
+    with torch.no_grad():
+        for position, (index, value) in enumerate(zip(spec.mutated_inputs, new_values)):
+            if position not in skip:
+                args[index].copy_(value)
+
+
+def _before_writes(spec: JointSpec, args, saved: list) -> list:
+    """Saved values that share memory with an input about to be written are copied first: the
+    backward needs them as they were (min-cut may recompute from such an input)."""
+    written = {args[index].untyped_storage().data_ptr() for index in spec.mutated_inputs}
+    return [value.clone() if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() in written
+            else value for value in saved]
+
+
 def make_autograd_function(pair: CompiledPair) -> Callable:
     spec = pair.spec
     num_outputs = spec.num_fw_outputs
     num_mutated = len(spec.mutated_inputs)
-    tensor_outputs = [i for i in range(num_outputs) if i not in spec.constant_outputs]
+    returned = _returned_outputs(spec)
+    # Inputs written in place that require grad (non-leaves): their new values leave the Function
+    # as differentiable outputs and are copied into the inputs outside it, where autograd sees it.
+    grad_mutations = [k for k in range(num_mutated) if spec.mutation_is_differentiable(k)]
+    function_outputs = returned + [num_outputs + k for k in grad_mutations]  # indices into outputs + new values
+    position_of = {index: k for k, index in enumerate(function_outputs)}
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *args):
             results = pair.forward(*args)
-            outputs = list(results[:num_outputs])
-            new_values = results[num_outputs:num_outputs + num_mutated]
-            saved = results[num_outputs + num_mutated:]
-            with torch.no_grad():
-                for index, value in zip(spec.mutated_inputs, new_values):
-                    args[index].copy_(value)
+            values = list(results[:num_outputs + num_mutated])  # outputs, then new values of mutated inputs
+            saved = list(results[num_outputs + num_mutated:])
+            if num_mutated:
+                saved = _before_writes(spec, args, saved)
+            _write_back(spec, args, values[num_outputs:], skip=set(grad_mutations))
             ctx.save_for_backward(*[s for s in saved if isinstance(s, torch.Tensor)])
             ctx.saved_layout = [isinstance(s, torch.Tensor) for s in saved]
             ctx.saved_other = [s for s in saved if not isinstance(s, torch.Tensor)]
-            non_diff = [outputs[i] for i in tensor_outputs if i not in spec.diff_outputs and outputs[i] is not None]
+            non_diff = [values[i] for i in function_outputs if i not in spec.diff_outputs and values[i] is not None]
             if non_diff:
                 ctx.mark_non_differentiable(*non_diff)
-            return tuple(outputs[i] for i in tensor_outputs)
+            return tuple(values[i] for i in function_outputs)
 
         @staticmethod
         def backward(ctx, *grad_outputs):
@@ -82,10 +107,12 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             tensors = iter(ctx.saved_tensors)
             others = iter(ctx.saved_other)
             saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
-            position_of = {index: k for k, index in enumerate(tensor_outputs)}
             tangents = []
             for index in spec.diff_outputs:
-                grad = grad_outputs[position_of[index]]
+                if index in position_of:
+                    grad = grad_outputs[position_of[index]]
+                else:  # a copy of a returned output: its gradient arrives through that one
+                    grad = torch.zeros_like(grad_outputs[position_of[spec.output_copies[index]]])
                 tangents.append(grad.contiguous() if grad is not None else None)
             grads = pair.backward()(*saved, *tangents)
             result: list = [None] * spec.num_primals
@@ -94,8 +121,10 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             return tuple(result)
 
     def run(*args):
-        outputs = CompiledFunction.apply(*args)
-        return _assemble(spec, list(outputs), tensor_outputs, args)
+        values = CompiledFunction.apply(*args)
+        for k, value in zip(grad_mutations, values[len(returned):]):
+            args[spec.mutated_inputs[k]].copy_(value)  # recorded by autograd, as eager's in-place op was
+        return _assemble(spec, list(values[:len(returned)]), returned, args)
 
     run.autograd_function = CompiledFunction
     return run
@@ -104,29 +133,30 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
 def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
     num_outputs = spec.num_fw_outputs
     num_mutated = len(spec.mutated_inputs)
-    tensor_outputs = [i for i in range(num_outputs) if i not in spec.constant_outputs]
+    returned = _returned_outputs(spec)
 
     def run(*args):
         results = forward(*args)
-        outputs = [results[i] for i in tensor_outputs]
-        new_values = results[num_outputs:num_outputs + num_mutated]
-        with torch.no_grad():
-            for index, value in zip(spec.mutated_inputs, new_values):
-                args[index].copy_(value)
-        return _assemble(spec, outputs, tensor_outputs, args)
+        _write_back(spec, args, results[num_outputs:num_outputs + num_mutated])
+        return _assemble(spec, [results[i] for i in returned], returned, args)
 
     return run
 
 
-def _assemble(spec: JointSpec, tensor_values: list, tensor_outputs: list[int], args) -> Any:
+def _assemble(spec: JointSpec, values: list, returned: list[int], args) -> Any:
+    """The user's outputs: the graph's tensors, constants, copies, and views of inputs."""
     flat: list = [None] * spec.num_fw_outputs
-    for position, index in enumerate(tensor_outputs):
-        flat[index] = tensor_values[position]
+    for position, index in enumerate(returned):
+        flat[index] = values[position]
     for index, value in spec.constant_outputs.items():
         flat[index] = value
+    requires_grad = spec.output_requires_grad or [True] * spec.num_fw_outputs
+    for index, source in spec.output_copies.items():
+        value = flat[source]
+        flat[index] = value if requires_grad[index] or not value.requires_grad else value.detach()
     for index, (kind, source, size, stride, offset) in spec.output_aliases.items():
         real = args[source]
         if real.requires_grad and flat[index] is not None and flat[index].requires_grad:
             continue  # a view of a differentiable input keeps the graph's (differentiable) output
-        flat[index] = real.as_strided(size, stride, offset)
+        flat[index] = (real if requires_grad[index] else real.detach()).as_strided(size, stride, offset)
     return pytree.tree_unflatten(flat, spec.out_spec)

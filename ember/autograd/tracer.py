@@ -262,6 +262,10 @@ class AtenTracer(TorchDispatchMode):
         value_node = self._record(functional, node_args, node_kwargs, new_value)
         if func is aten.copy_.default and new_value.shape != target.shape:
             value_node = self._record(aten.expand.default, (value_node, list(target.shape)), {}, target)
+        if new_value.dtype != target.dtype:
+            # An in-place op keeps its target's dtype (a bfloat16 x.sub_(float32) stays bfloat16).
+            converted = new_value.to(target.dtype)
+            value_node = self._record(aten._to_copy.default, (value_node,), {"dtype": target.dtype}, converted)
         result = func(*args, **kwargs)  # the fake tensor itself follows the write
         self.write(target, value_node)
         return result
