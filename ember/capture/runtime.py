@@ -211,9 +211,11 @@ class CodeRunner:
         return entry.run(closure, *args)
 
     def failures(self, closure, args) -> list[str]:
+        """Why each cache entry missed: `x.size(0) expected 4, got 5` (entries numbered if several)."""
         reasons = []
-        for entry in self.cache_entries:
-            reasons.extend(entry.guard_set.failures(self.params, self.f_globals, closure, args)[:1])
+        for index, entry in enumerate(self.cache_entries):
+            for reason in entry.guard_set.failures(self.params, self.f_globals, closure, args)[:1]:
+                reasons.append(f"entry {index}: {reason}" if len(self.cache_entries) > 1 else reason)
         return reasons
 
     def run_eagerly(self, closure, args: tuple):
