@@ -91,7 +91,7 @@ class OptimizedModule(torch.nn.Module):
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        return self._ember_context.call_module(self._orig_mod, args, kwargs)
+        return self._ember_context.call_module(self._modules["_orig_mod"], args, kwargs)
 
     # -- attributes: the original's ----------------------------------------------------------------
     @property
@@ -104,6 +104,8 @@ class OptimizedModule(torch.nn.Module):
             self._orig_mod.training = value
 
     def __getattr__(self, name: str):
+        if name == "_orig_mod":
+            return self._modules["_orig_mod"]
         if name in OptimizedModule._WRAPPER_ATTRIBUTES:
             return super().__getattr__(name)
         return getattr(self._orig_mod, name)

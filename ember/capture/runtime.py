@@ -19,6 +19,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import os
 import sys
 import types
 import warnings
@@ -36,7 +37,7 @@ from .translator import argument_names
 from .module_call import has_hooks, hook_key, make_hooked_call, unsupported_hooks
 
 log_recompiles = logs.get("recompiles")
-_TORCH_DIR = __import__("os").path.dirname(torch.__file__)
+_TORCH_DIR = os.path.dirname(torch.__file__)
 log_fallbacks = logs.get("fallbacks")
 
 counters: defaultdict[str, Counter] = defaultdict(Counter)
@@ -151,12 +152,13 @@ class CompileContext:
         return call
 
     def _compiled_function(self, function: types.FunctionType) -> Any:
-        if getattr(function, "_ember_disabled", False) or _is_internal(function.__code__):
-            return function
         known = self.wrapped.get(id(function))
         if known is not None and known[0] is function:
             return known[1]
-        compiled = make_dispatcher(function, self)
+        if getattr(function, "_ember_disabled", False) or _is_internal(function.__code__):
+            compiled = function
+        else:
+            compiled = make_dispatcher(function, self)
         self.wrapped[id(function)] = (function, compiled)
         return compiled
 
@@ -206,12 +208,11 @@ class CompileContext:
         self.eager_modules = weakref.WeakSet()
 
 
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _is_internal(code: types.CodeType) -> bool:
-    import os
-
-    import ember
-
-    return code.co_filename.startswith(os.path.dirname(ember.__file__))
+    return code.co_filename.startswith(_EMBER_DIR)
 
 
 class CodeRunner:
