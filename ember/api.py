@@ -244,7 +244,7 @@ def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynam
             f"({model_or_fn!r:.80}); pass the callable itself, e.g. ember.compile(model)"
         )
     settings = _compile_settings(mode, options, dynamic)
-    context = CompileContext(backend_fn, backend_name, fullgraph, dynamic, mode, settings, backend)
+    context = CompileContext(backend_fn, backend_name, fullgraph, dynamic, mode, settings)
     if isinstance(model_or_fn, OptimizedModule):
         model_or_fn = model_or_fn._orig_mod
     if isinstance(model_or_fn, torch.nn.Module):

@@ -233,13 +233,16 @@ def test_global_forward_hooks_are_captured_and_fire_once():
     assert len(graphs) == 1
 
 
-def test_backward_hooks_run_eagerly_with_a_reason():
+def test_backward_hooks_run_eagerly_with_a_reason(caplog):
     model = torch.nn.Linear(3, 3)
     seen = []
     model.register_full_backward_hook(lambda module, grad_in, grad_out: seen.append(grad_out[0].shape))
     x = torch.randn(2, 3, requires_grad=True)
     explanation = ember.explain(model)(x)
     assert any("backward hooks" in item for item in explanation.frames_run_eagerly)
+    ember.logs.enable("fallbacks")
     compiled = ember.compile(model, backend="eager")
-    compiled(x).sum().backward()
+    with caplog.at_level("DEBUG", logger="ember.fallbacks"):
+        compiled(x).sum().backward()
     assert seen == [torch.Size([2, 3])]
+    assert any("Linear has backward hooks" in record.getMessage() for record in caplog.records)

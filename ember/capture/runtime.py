@@ -69,10 +69,9 @@ class CompileContext:
     context captures and compiles."""
 
     def __init__(self, backend: Callable, backend_name: str, fullgraph: bool, dynamic, mode,
-                 settings: dict | None = None, backend_spec: Any = None) -> None:
+                 settings: dict | None = None) -> None:
         self.backend = backend
         self.backend_name = backend_name
-        self.backend_spec = backend_spec if backend_spec is not None else backend  # as the user passed it
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.mode = mode
