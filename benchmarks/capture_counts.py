@@ -12,7 +12,8 @@ A second table gives, for later (cached) calls with fresh inputs, how many aten 
 inside the captured graphs and (ember) how many outside every graph: those were not captured
 (a graph break's Python glue, or a frame/submodule that ran eagerly).
 
-    python benchmarks/capture_counts.py        # writes benchmarks/results/capture_counts.md
+    python benchmarks/capture_counts.py [--out DIR]   # writes DIR/capture_counts.md (default ./ember-bench-results;
+                                                      # --out benchmarks/results rewrites the committed table)
 """
 from __future__ import annotations
 
@@ -32,9 +33,8 @@ import ember
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import cpu_model, ember_revision  # noqa: E402
+from output import take_out_option  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results", "capture_counts.md")
 VOCAB = 128
 
 
@@ -225,6 +225,8 @@ def measure(frontend: str, name: str) -> dict:
 def main() -> None:
     import transformers
 
+    results = os.path.join(take_out_option(), "capture_counts.md")
+
     rows = {}
     for name in MODELS:
         rows[name] = {"ember": measure("ember", name), "torch.compile": measure("torch.compile", name)}
@@ -281,12 +283,11 @@ def main() -> None:
     if not any(r[f]["reasons"] for r in rows.values() for f in r):
         lines.append("- none")
     text = "\n".join(lines) + "\n"
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
+    with open(results, "w") as f:
         f.write(text)
     print()
     print(text)
-    print(f"wrote {os.path.relpath(RESULTS)}")
+    print(f"wrote {results}")
 
 
 if __name__ == "__main__":

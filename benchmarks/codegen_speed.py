@@ -5,7 +5,10 @@ step (forward + backward): median time per iteration, and cold compile time (fir
 kernel caches for both compilers, each model in its own process).  Also a fused chain of 10
 pointwise ops over 64 MB against a plain copy of the same tensor (bandwidth).
 
-    python benchmarks/codegen_speed.py            # writes benchmarks/results/codegen_speed.md
+    python benchmarks/codegen_speed.py [--out DIR]   # writes DIR/codegen_speed.md and .json (default
+                                                     # ./ember-bench-results; --out benchmarks/results
+                                                     # rewrites the committed tables)
+    python benchmarks/codegen_speed.py --table-only [--out DIR]   # the table again from DIR's .json
 """
 from __future__ import annotations
 
@@ -21,7 +24,6 @@ import tempfile
 import time
 
 MODELS = ["mlp", "cnn", "bert", "gpt2", "t5"]
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def build(name):
@@ -172,8 +174,11 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--bandwidth":
         print(json.dumps(pointwise_bandwidth()))
         return
+    from output import take_out_option
+
+    out = take_out_option()
     rows = []
-    saved = os.path.join(HERE, "results", "codegen_speed.json")
+    saved = os.path.join(out, "codegen_speed.json")
     if len(sys.argv) > 1 and sys.argv[1] == "--table-only":
         rows = [tuple(row) for row in json.load(open(saved))]
     for name in MODELS if not rows else []:
@@ -201,10 +206,10 @@ def main() -> None:
                                     env=dict(os.environ, EMBER_CACHE_DIR=ember_cache, **extra))
         bandwidth[label] = json.loads(output.stdout.strip().splitlines()[-1])
         print("bandwidth", label, bandwidth[label])
-    write_table(rows, bandwidth)
+    write_table(rows, bandwidth, out)
 
 
-def write_table(rows, bandwidth) -> None:
+def write_table(rows, bandwidth, out: str) -> None:
     import torch
 
     from machine import cpu_model, ember_revision
@@ -254,10 +259,11 @@ def write_table(rows, bandwidth) -> None:
                      f"{row['inductor_chain_GBps']:.1f} | {row['eager_chain_GBps']:.1f} | {row['ratio_clone']:.2f} | "
                      f"{row['ratio_copy']:.2f} |")
     lines += ["", "Target: at least 0.80 of a plain copy's bandwidth."]
-    path = os.path.join(HERE, "results", "codegen_speed.md")
+    path = os.path.join(out, "codegen_speed.md")
     with open(path, "w") as handle:
         handle.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

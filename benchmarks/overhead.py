@@ -11,7 +11,8 @@
     "eager") vs torch.compile(backend="eager"), cold (after ember.reset() /
     torch._dynamo.reset(), a fresh compiled wrapper each time), median of 3.
 
-    python benchmarks/overhead.py        # writes benchmarks/results/overhead.md
+    python benchmarks/overhead.py [--out DIR]   # writes DIR/overhead.md (default ./ember-bench-results;
+                                                # --out benchmarks/results rewrites the committed table)
 """
 from __future__ import annotations
 
@@ -30,9 +31,8 @@ import ember
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import cpu_model, ember_revision  # noqa: E402
+from output import take_out_option  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results", "overhead.md")
 
 BATCH = 100          # calls per timed sample
 SAMPLES = 300        # timed samples per variant (round-robin over variants)
@@ -189,6 +189,7 @@ def table(title: str, rows: dict) -> list[str]:
 
 
 def main() -> None:
+    results = os.path.join(take_out_option(), "overhead.md")
     started = time.perf_counter()
     # One intra-op thread: these are tiny ops (no parallel speed-up), and it keeps the timings
     # from swinging with OpenMP thread contention when anything else runs on the machine.
@@ -243,12 +244,11 @@ def main() -> None:
                   f"(see capture_counts.md), so ember's time is not the time to capture the whole model."]
     lines.append("")
     text = "\n".join(lines)
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
+    with open(results, "w") as f:
         f.write(text)
     print()
     print(text)
-    print(f"wrote {os.path.relpath(RESULTS)} in {time.perf_counter() - started:.0f} s")
+    print(f"wrote {results} in {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

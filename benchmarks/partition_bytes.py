@@ -1,6 +1,7 @@
 """Bytes saved for backward: ember's default partition vs min-cut rematerialization.
 
-Writes benchmarks/results/partition_bytes.md.  Models: an MLP with GELU and LayerNorm, and
+Writes DIR/partition_bytes.md (`--out DIR`; default ./ember-bench-results, and
+`--out benchmarks/results` rewrites the committed table).  Models: an MLP with GELU and LayerNorm, and
 BertForMaskedLM (small config), captured with ember and traced by ember's AOT autograd.
 """
 from __future__ import annotations
@@ -65,6 +66,9 @@ def measure(build, partition):
 
 
 def main() -> None:
+    from output import take_out_option
+
+    path = os.path.join(take_out_option(), "partition_bytes.md")
     rows = []
     for name, build in (("MLP (GELU, LayerNorm)", mlp), ("BertForMaskedLM (small)", bert)):
         default_bytes, default_count, default_grads = measure(build, partition_default)
@@ -91,11 +95,10 @@ def main() -> None:
     for name, d_bytes, d_count, c_bytes, c_count, worst in rows:
         lines.append(f"| {name} | {d_bytes:,} | {d_count} | {c_bytes:,} | {c_count} | {worst:.2e} |")
     text = "\n".join(lines) + "\n"
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    path = os.path.join(os.path.dirname(__file__), "results", "partition_bytes.md")
     with open(path, "w") as handle:
         handle.write(text)
     print(text)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

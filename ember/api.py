@@ -5,13 +5,17 @@ wrapper sharing the original's parameters) whose calls go through ember's captur
 """
 from __future__ import annotations
 
+import collections
+import copy
 import dataclasses
 import functools
 import types
+import warnings
 from typing import Any, Callable
 
 import torch
 
+from . import config as ember_config
 from .backends import lookup_backend
 from .capture.runtime import CaptureObserver, CompileContext, make_dispatcher, reset_all
 
@@ -39,43 +43,198 @@ def disable(fn: Callable | None = None, *, reason: str | None = None):
     return disabled
 
 
-class OptimizedModule(torch.nn.Module):
-    """A module whose forward runs through ember; parameters and state_dict are the original's."""
+_WRAPPER_PREFIX = "_orig_mod."
 
-    def __init__(self, module: torch.nn.Module, context: CompileContext) -> None:
-        super().__init__()
-        self._orig_mod = module
-        self._ember_context = context
+
+class OptimizedModule(torch.nn.Module):
+    """`ember.compile(module)`: calls run through ember; everything else is the original module.
+
+    - Attributes: reading or writing an attribute of the compiled module reads or writes the
+      original's (`training` included), as with torch.compile.  The compiled code guards what it
+      read, so a changed attribute recompiles where the result depends on it.
+    - Hooks: the original's forward pre-hooks and forward hooks run inside the captured code,
+      once per call; adding or removing one is noticed on the next call.  Backward hooks and
+      always-called hooks make the call run eagerly (the reason is in EMBER_LOGS=fallbacks and
+      ember.explain).  Global hooks fire once per call, for the original (torch.compile fires
+      them for its wrapper too).  Hooks registered on the compiled module itself run around it.
+    - state_dict: the keys are the original model's, with no `_orig_mod.` prefix (torch.compile
+      adds one), also when the compiled module is a submodule (`parent.sub = ember.compile(sub)`):
+      checkpoints move freely between compiled and plain models.  load_state_dict accepts those
+      keys and torch.compile's `_orig_mod.`-prefixed ones.  As in torch.compile, the original is
+      the child `_orig_mod`, so named_parameters() and named_modules() carry that prefix.
+    - copy.deepcopy, pickle and torch.save give a compiled module of a copy of the model, with
+      the same compile settings and an empty cache (a custom backend must be picklable by name).
+    """
+
+    _WRAPPER_ATTRIBUTES = frozenset({"_orig_mod", "_ember_context", "_ember_compile_arguments",
+                                     "_ember_initialized", "_ember_loading_prefixes"})
+
+    def __init__(self, module: torch.nn.Module, context: CompileContext, compile_arguments: dict) -> None:
         forward = type(module).forward
         if not isinstance(forward, types.FunctionType):
             raise TypeError(f"ember.compile: {type(module).__name__}.forward is not a Python function")
-        self._ember_forward = make_dispatcher(forward, context)
+        object.__setattr__(self, "_ember_initialized", False)  # Module.__init__ sets `training`
+        super().__init__()
+        torch.nn.Module.__setattr__(self, "_orig_mod", module)
+        object.__setattr__(self, "_ember_context", context)
+        object.__setattr__(self, "_ember_compile_arguments", dict(compile_arguments))
+        object.__setattr__(self, "_ember_loading_prefixes", [])
+        self._register_load_state_dict_pre_hook(self._accept_plain_keys)
+        self.register_load_state_dict_post_hook(OptimizedModule._report_plain_keys)
+        object.__setattr__(self, "_ember_initialized", True)
+
+    def __call__(self, *args, **kwargs):
+        if (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
+                or self.__dict__.get("_backward_pre_hooks")):
+            return super().__call__(*args, **kwargs)  # hooks registered on the wrapper itself
+        # Module.__call__ would also fire global hooks for the wrapper: they fire for the original.
+        return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        module = self._orig_mod
-        if module._forward_hooks or module._forward_pre_hooks:
-            return module(*args, **kwargs)
-        return self._ember_forward(module, *args, **kwargs)
+        return self._ember_context.call_module(self._modules["_orig_mod"], args, kwargs)
+
+    # -- attributes: the original's ----------------------------------------------------------------
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        if self._ember_initialized:  # Module.__init__'s default is not the original's state
+            self._orig_mod.training = value
 
     def __getattr__(self, name: str):
-        if name in ("_orig_mod", "_ember_context", "_ember_forward"):
+        if name == "_orig_mod":
+            return self._modules["_orig_mod"]
+        if name in OptimizedModule._WRAPPER_ATTRIBUTES:
             return super().__getattr__(name)
         return getattr(self._orig_mod, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in OptimizedModule._WRAPPER_ATTRIBUTES or hasattr(type(self), name):
+            return super().__setattr__(name, value)
+        setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in OptimizedModule._WRAPPER_ATTRIBUTES or hasattr(type(self), name):
+            return super().__delattr__(name)
+        delattr(self._orig_mod, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(self._orig_mod)) | set(super().__dir__()))
+
+    # -- state_dict: the original model's keys -----------------------------------------------------
     def state_dict(self, *args, **kwargs):
         return self._orig_mod.state_dict(*args, **kwargs)
 
-    def load_state_dict(self, *args, **kwargs):
-        return self._orig_mod.load_state_dict(*args, **kwargs)
+    def load_state_dict(self, state_dict, *args, **kwargs):
+        return self._orig_mod.load_state_dict(_without_wrapper_prefix(state_dict), *args, **kwargs)
+
+    def _accept_plain_keys(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                           error_msgs) -> None:
+        """As a submodule being loaded: move the original's plain keys (`sub.weight`) under the
+        child that owns them (`sub._orig_mod.weight`); torch.compile's prefixed keys stay."""
+        inner = prefix + _WRAPPER_PREFIX
+        for key in [key for key in state_dict if key.startswith(prefix) and not key.startswith(inner)]:
+            state_dict[inner + key[len(prefix):]] = state_dict.pop(key)
+        self._ember_loading_prefixes.append(inner)
+
+    def _report_plain_keys(self, incompatible_keys) -> None:
+        """Missing/unexpected keys named as the checkpoint names them (without `_orig_mod.`)."""
+        while self._ember_loading_prefixes:
+            inner = self._ember_loading_prefixes.pop()
+            outer = inner[:-len(_WRAPPER_PREFIX)]
+            for keys in (incompatible_keys.missing_keys, incompatible_keys.unexpected_keys):
+                keys[:] = [outer + key[len(inner):] if key.startswith(inner) else key for key in keys]
+
+    # -- copies: a compiled module of the copied model, with an empty cache -------------------------
+    def __reduce_ex__(self, protocol):
+        return _rebuild_compiled_module, (self._orig_mod, self._ember_compile_arguments)
+
+    def __deepcopy__(self, memo):
+        module = copy.deepcopy(self._orig_mod, memo)
+        return _rebuild_compiled_module(module, copy.deepcopy(self._ember_compile_arguments, memo))
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"
 
 
+def _rebuild_compiled_module(module: torch.nn.Module, compile_arguments: dict) -> OptimizedModule:
+    return compile(module, **compile_arguments)
+
+
+def _without_wrapper_prefix(state_dict):
+    """A torch.compile'd model's checkpoint (`_orig_mod.weight`) as the plain model's (`weight`)."""
+    if not any(key.startswith(_WRAPPER_PREFIX) for key in state_dict):
+        return state_dict
+    renamed = collections.OrderedDict(
+        (key[len(_WRAPPER_PREFIX):] if key.startswith(_WRAPPER_PREFIX) else key, value)
+        for key, value in state_dict.items())
+    metadata = getattr(state_dict, "_metadata", None)
+    if metadata is not None:
+        renamed._metadata = collections.OrderedDict(  # type: ignore[attr-defined]
+            ("" if name == _WRAPPER_PREFIX[:-1] else
+             name[len(_WRAPPER_PREFIX):] if name.startswith(_WRAPPER_PREFIX) else name, value)
+            for name, value in metadata.items())
+    return renamed
+
+
+# torch.compile's modes tune Inductor: CUDA graphs ("reduce-overhead") and autotuning
+# ("max-autotune").  ember has neither yet, so every mode compiles as "default"; the settings a
+# mode implies (ember.config names) go here.
+MODE_SETTINGS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "reduce-overhead": {},
+    "max-autotune": {},
+    "max-autotune-no-cudagraphs": {},
+}
+
+
+def _compile_settings(mode, options, dynamic, warn: bool = True) -> dict[str, Any]:
+    """ember.config overrides for one compile call, checked as torch.compile checks them."""
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same "
+                           "time. (ember.compile: pass options=... alone, or a mode alone)")
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise TypeError(f"ember.compile: dynamic must be True, False or None, got {dynamic!r}")
+    if dynamic is True and warn:
+        warnings.warn("ember.compile(dynamic=True): ember has no dynamic shapes yet; each new input shape "
+                      "compiles its own graph (up to ember.config.recompile_limit per function)", stacklevel=3)
+    if mode is not None:
+        if not isinstance(mode, str) or mode not in MODE_SETTINGS:
+            raise RuntimeError(f"ember.compile: unrecognized mode={mode!r}, should be one of: "
+                               f"{', '.join(MODE_SETTINGS)}")
+        return dict(MODE_SETTINGS[mode])
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"ember.compile: options must be a dict of ember.config settings, got "
+                        f"{type(options).__name__}")
+    known = ember_config.Config().keys()
+    unknown = [key for key in options if key not in known]
+    if unknown:
+        raise RuntimeError(f"ember.compile: unexpected option(s) {', '.join(map(repr, unknown))}; options are "
+                           f"ember.config settings: {', '.join(sorted(known))}")
+    ember_config.patch(**options)  # checks each value's type
+    return dict(options)
+
+
 def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynamic=None, mode=None,
             options: dict | None = None):
-    """Compile a function or nn.Module with ember; usable as a call or as a decorator."""
+    """Compile a function or nn.Module with ember; usable as a call or as a decorator.
+
+    backend: "ember" (default), "eager", "aot_eager", "inductor" or a callable(gm, example_inputs).
+    fullgraph: a graph break raises instead of splitting the graph.
+    dynamic: True, False or None, as in torch.compile; ember specializes every graph on its input
+        shapes for now (dynamic=True warns that it does).
+    mode: one of torch.compile's modes, accepted for compatibility; on ember they all compile as
+        "default" (no CUDA graphs or autotuning yet; see MODE_SETTINGS).
+    options: ember.config settings (e.g. {"recompile_limit": 2, "capture_scalar_outputs": True}) in
+        force while this function captures and compiles; unknown keys raise and list the known ones.
+        Not together with `mode` (as in torch.compile).
+    """
     if model_or_fn is None:
+        _compile_settings(mode, options, dynamic, warn=False)  # bad arguments fail at the decorator line
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
                                  options=options)
     backend_fn, backend_name = lookup_backend(backend)
@@ -84,14 +243,13 @@ def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynam
             f"ember.compile expects a function or an nn.Module, got {type(model_or_fn).__name__} "
             f"({model_or_fn!r:.80}); pass the callable itself, e.g. ember.compile(model)"
         )
-    if mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
-        raise ValueError(f"unknown mode {mode!r}; ember accepts None, 'default', 'reduce-overhead', "
-                         f"'max-autotune' and 'max-autotune-no-cudagraphs'")
-    context = CompileContext(backend_fn, backend_name, fullgraph, dynamic, mode, options)
+    settings = _compile_settings(mode, options, dynamic)
+    context = CompileContext(backend_fn, backend_name, fullgraph, dynamic, mode, settings)
     if isinstance(model_or_fn, OptimizedModule):
         model_or_fn = model_or_fn._orig_mod
     if isinstance(model_or_fn, torch.nn.Module):
-        return OptimizedModule(model_or_fn, context)
+        arguments = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
+        return OptimizedModule(model_or_fn, context, arguments)
     original = getattr(model_or_fn, "_ember_original", None)
     if original is not None:
         model_or_fn = original

@@ -35,6 +35,11 @@ class Config:
     # Check each captured graph with torch.fx's linter before handing it to the backend.
     verify_graphs: bool = True
 
+    # ---- codegen ---------------------------------------------------------------------------
+    # Where built kernels are cached.  Empty: $EMBER_CACHE_DIR if set, else ~/.cache/ember
+    # (read when a kernel is built, so the environment variable works at any time).
+    cache_dir: str = ""
+
     def keys(self) -> list[str]:
         return [f.name for f in dataclasses.fields(self)]
 

@@ -118,3 +118,101 @@ def test_user_exception_is_raised_as_in_eager():
 
 def test_list_backends():
     assert {"eager", "aot_eager", "ember", "inductor"} <= set(ember.list_backends())
+
+
+# -- compile arguments ----------------------------------------------------------------------------
+def test_mode_and_options_together_are_rejected_as_torch_compile_does():
+    with pytest.raises(RuntimeError, match="Either mode or options can be specified"):
+        ember.compile(lambda x: x, mode="default", options={})
+    with pytest.raises(RuntimeError, match="Either mode or options can be specified"):
+        ember.compile(mode="max-autotune", options={"recompile_limit": 2})
+    with pytest.raises(RuntimeError, match="unrecognized mode='fastest'.*reduce-overhead"):
+        ember.compile(lambda x: x, mode="fastest")
+
+
+def test_unknown_option_keys_are_rejected_with_the_known_ones_listed():
+    with pytest.raises(RuntimeError, match=r"unexpected option\(s\) 'triton.cudagraphs'.*recompile_limit"):
+        ember.compile(lambda x: x, options={"triton.cudagraphs": True})
+    with pytest.raises(TypeError, match="recompile_limit takes a int"):
+        ember.compile(lambda x: x, options={"recompile_limit": "2"})
+
+
+@pytest.mark.parametrize("dynamic", ["yes", 1, 0, "auto"])
+def test_invalid_dynamic_is_a_type_error_naming_the_accepted_values(dynamic):
+    with pytest.raises(TypeError, match="dynamic must be True, False or None"):
+        ember.compile(lambda x: x, dynamic=dynamic)
+
+
+def test_dynamic_true_warns_that_ember_specializes_shapes():
+    with pytest.warns(UserWarning, match="no dynamic shapes yet"):
+        f = ember.compile(lambda x: x + 1, dynamic=True, backend="eager")
+    torch.testing.assert_close(f(torch.ones(2)), torch.full((2,), 2.0))
+
+
+def test_every_mode_is_accepted_and_compiles():
+    x = torch.randn(3)
+    for mode in ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        torch.testing.assert_close(ember.compile(lambda x: x.sin(), mode=mode, backend="eager")(x), x.sin())
+
+
+def test_options_are_config_settings_scoped_to_the_compiled_function():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    limited = ember.compile(lambda x: x * 2, backend=backend, options={"recompile_limit": 1})
+    unlimited = ember.compile(lambda x: x * 3, backend=backend)
+    with pytest.warns(UserWarning, match="recompile_limit"):
+        for size in (1, 2, 3):
+            torch.testing.assert_close(limited(torch.ones(size)), torch.full((size,), 2.0))
+    assert len(graphs) == 1  # later shapes ran eagerly
+    for size in (1, 2, 3):
+        unlimited(torch.ones(size))
+    assert len(graphs) == 4  # the global limit still applies to the other function
+    assert ember.config.recompile_limit == 8
+
+    def broken(gm, example_inputs):
+        raise RuntimeError("boom")
+
+    forgiving = ember.compile(lambda x: x + 1, backend=broken, options={"fallback_on_backend_error": True})
+    with pytest.warns(UserWarning, match="running the graph eagerly"):
+        torch.testing.assert_close(forgiving(torch.ones(2)), torch.full((2,), 2.0))
+    assert ember.config.fallback_on_backend_error is False
+
+
+def test_reset_makes_already_compiled_functions_and_modules_recompile():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    f = ember.compile(lambda x: x + 1, backend=backend)
+    model = ember.compile(torch.nn.Linear(2, 2), backend=backend)
+    x = torch.randn(2)
+    f(x), model(x)
+    f(x), model(x)
+    assert len(graphs) == 2
+    ember.reset()
+    f(x), model(x)
+    assert len(graphs) == 4
+    assert ember.counters["stats"]["unique_graphs"] == 2
+
+
+def test_reset_also_revives_a_function_past_its_recompile_limit():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    f = ember.compile(lambda x: x + 1, backend=backend, options={"recompile_limit": 1})
+    f(torch.ones(1))
+    with pytest.warns(UserWarning, match="recompile_limit"):
+        f(torch.ones(2))
+    assert len(graphs) == 1
+    ember.reset()
+    f(torch.ones(2))
+    assert len(graphs) == 2

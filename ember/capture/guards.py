@@ -9,7 +9,8 @@ with `and` into a single generated function
 
 which is as fast as plain Python gets: no loops, no dict lookups for constants (they are
 bound as default-free globals of the generated function).  On a miss, `failures()` evaluates
-the guards one by one to say which fact changed (the recompile log).
+the guards one by one to say which fact changed and how (the recompile log: each guard kind
+records a `Check` of what it expected, explained in guard_failures.py).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any, Callable
 
 import torch
 
+from .guard_failures import Check, TensorFacts, explain
 from .sources import CLOSURE, GLOBALS, Source
 
 
@@ -26,6 +28,7 @@ from .sources import CLOSURE, GLOBALS, Source
 class Guard:
     expr: str
     description: str
+    check: Check | None = None  # what it expected, for the recompile log
 
 
 class GuardSet:
@@ -46,11 +49,11 @@ class GuardSet:
             self.refs[name] = obj
         return self._ref_names[key]
 
-    def add(self, expr: str, description: str) -> None:
+    def add(self, expr: str, description: str, check: Check | None = None) -> None:
         if expr in self._seen:
             return
         self._seen.add(expr)
-        self.guards.append(Guard(expr, description))
+        self.guards.append(Guard(expr, description, check))
 
     def _note(self, source: Source) -> None:
         """Remember the paths a guard reads through, for the shared-prefix locals in source_code."""
@@ -61,40 +64,45 @@ class GuardSet:
     # -- kinds of guards ----------------------------------------------------------------------
     def identity(self, source: Source, obj: Any) -> None:
         self._note(source)
-        self.add(f"{source.expr()} is {self.ref(obj)}", f"{source.expr()} is the same object")
+        self.add(f"{source.expr()} is {self.ref(obj)}", f"{source.expr()} is the same object",
+                 Check("identity", source.expr(), obj, source))
 
     def type_match(self, source: Source, obj: Any) -> None:
         self._note(source)
         cls = type(obj)
-        self.add(f"type({source.expr()}) is {self.ref(cls)}", f"type({source.expr()}) is {cls.__qualname__}")
+        self.add(f"type({source.expr()}) is {self.ref(cls)}", f"type({source.expr()}) is {cls.__qualname__}",
+                 Check("type", source.expr(), cls, source))
 
     def constant(self, source: Source, value: Any) -> None:
         """A Python constant: same type and equal value (so 1, 1.0 and True stay apart)."""
         self._note(source)
         expr = source.expr()
         if value is None or isinstance(value, bool) or value is Ellipsis or value is NotImplemented:
-            self.add(f"{expr} is {self.ref(value)}", f"{expr} is {value!r}")
+            self.add(f"{expr} is {self.ref(value)}", f"{expr} is {value!r}", Check("value", expr, value, source))
             return
         self.type_match(source, value)
         if isinstance(value, float) and value != value:  # NaN is not equal to itself
-            self.add(f"{expr} != {expr}", f"{expr} is nan")
+            self.add(f"{expr} != {expr}", f"{expr} is nan", Check("value", expr, value, source))
             return
-        self.add(f"{expr} == {self.ref(value)}", f"{expr} == {value!r}")
+        self.add(f"{expr} == {self.ref(value)}", f"{expr} == {value!r}", Check("value", expr, value, source))
 
     def length(self, source: Source, obj: Any) -> None:
         self._note(source)
         self.type_match(source, obj)
-        self.add(f"len({source.expr()}) == {len(obj)}", f"len({source.expr()}) == {len(obj)}")
+        self.add(f"len({source.expr()}) == {len(obj)}", f"len({source.expr()}) == {len(obj)}",
+                 Check("length", source.expr(), len(obj), source))
 
     def dict_keys(self, source: Source, obj: dict) -> None:
         self._note(source)
         self.type_match(source, obj)
         keys = tuple(obj.keys())
-        self.add(f"tuple({source.expr()}.keys()) == {self.ref(keys)}", f"keys of {source.expr()} are {keys!r}")
+        self.add(f"tuple({source.expr()}.keys()) == {self.ref(keys)}", f"keys of {source.expr()} are {keys!r}",
+                 Check("keys", source.expr(), keys, source))
 
     def key_absent(self, source: Source, key: str) -> None:
         self._note(source)
-        self.add(f"{key!r} not in {source.expr()}", f"{key!r} not in {source.expr()}")
+        self.add(f"{key!r} not in {source.expr()}", f"{key!r} not in {source.expr()}",
+                 Check("absent", source.expr(), key, source))
 
     def tensor(self, source: Source, value: torch.Tensor) -> None:
         self._note(source)
@@ -114,7 +122,7 @@ class GuardSet:
             f"{list(value.shape)} stride={tuple(value.stride())} {value.device}"
             f" requires_grad={value.requires_grad}"
         )
-        self.add(" and ".join(parts), description)
+        self.add(" and ".join(parts), description, Check("tensor", expr, TensorFacts.of(value), source))
 
     def same_object(self, source: Source, other: Source) -> None:
         self._note(source)
@@ -127,16 +135,20 @@ class GuardSet:
         self.add(
             f"{self.ref(torch.is_grad_enabled)}() is {grad}",
             f"grad mode is {'enabled' if grad else 'disabled'}",
+            Check("value", f"{self.ref(torch.is_grad_enabled)}()", grad, "torch.is_grad_enabled()"),
         )
         dtype = torch.get_default_dtype()
         self.add(
             f"{self.ref(torch.get_default_dtype)}() is {self.ref(dtype)}",
             f"default dtype is {dtype}",
+            Check("value", f"{self.ref(torch.get_default_dtype)}()", dtype, "torch.get_default_dtype()"),
         )
         autocast = _autocast_state()
         self.add(
             f"{self.ref(_autocast_state)}() == {self.ref(autocast)}",
             f"autocast state is {autocast!r}",
+            Check("value", f"{self.ref(_autocast_state)}()", autocast,
+                  "autocast state (cpu enabled, cpu dtype, cuda enabled, cuda dtype)"),
         )
 
     # -- code generation ------------------------------------------------------------------
@@ -185,21 +197,34 @@ class GuardSet:
         Evaluation stops there, exactly as the compiled `and` chain does: a later guard may read
         through a path that only exists when the earlier ones hold (or may even change state,
         e.g. indexing a defaultdict with a missing key)."""
+        namespace = dict(self.refs)
+        namespace[GLOBALS] = globals_dict
+
+        def evaluate(expr: str) -> Any:
+            exec(f"def __check({', '.join([CLOSURE, *params])}):\n    return ({expr})", namespace)
+            return namespace["__check"](closure, *args)
+
         failed = []
         for guard in self.guards:
-            namespace = dict(self.refs)
-            namespace[GLOBALS] = globals_dict
-            source = f"def __check({', '.join([CLOSURE, *params])}):\n    return ({guard.expr})"
-            exec(source, namespace)
             try:
-                ok = namespace["__check"](closure, *args)
+                ok = evaluate(guard.expr)
             except Exception as error:  # a missing attribute or key also means "changed"
                 failed.append(f"{guard.description} (raised {type(error).__name__}: {error})")
                 break
             if not ok:
-                failed.append(guard.description)
+                failed.append(_explain(guard, evaluate))
                 break
         return failed
+
+
+def _explain(guard: Guard, evaluate: Callable[[str], Any]) -> str:
+    """`x.size(0) expected 4, got 5` where the guard knows what it checked, else its description."""
+    if guard.check is None:
+        return f"{guard.description} no longer holds"
+    try:
+        return explain(guard.check, evaluate)
+    except Exception as error:  # the subject cannot be read any more: say so
+        return f"{guard.description} no longer holds ({type(error).__name__}: {error})"
 
 
 def _autocast_state() -> tuple:

@@ -6,15 +6,20 @@ function made from it).  A `CodeRunner` holds the cache entries for its code: on
 tries each entry's guard and runs the first that passes; on a miss it captures (and logs
 why it recompiled); past the recompile limit it runs the code eagerly, with one warning.
 
+`CompileContext.call_module` calls a module as Module.__call__ would, its forward compiled and
+its forward hooks captured with it (module_call.py).
+
 `make_dispatcher` builds, for a user function, a plain Python function with the same
 signature and defaults that forwards the bound arguments to the runner: argument binding
 stays CPython's own (fast and exact).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
+import os
 import sys
 import types
 import warnings
@@ -29,10 +34,10 @@ from .. import logs
 from .convert_frame import CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
 from .translator import argument_names
-from .variables.modules import _has_hooks
+from .module_call import has_hooks, hook_key, make_hooked_call, unsupported_hooks
 
 log_recompiles = logs.get("recompiles")
-_TORCH_DIR = __import__("os").path.dirname(torch.__file__)
+_TORCH_DIR = os.path.dirname(torch.__file__)
 log_fallbacks = logs.get("fallbacks")
 
 counters: defaultdict[str, Counter] = defaultdict(Counter)
@@ -58,20 +63,34 @@ class CaptureObserver:
 
 
 class CompileContext:
-    def __init__(self, backend: Callable, backend_name: str, fullgraph: bool, dynamic, mode, options) -> None:
+    """One `ember.compile(...)` call: its backend and settings, and the caches of what it compiled.
+
+    `settings` are ember.config overrides (the compile call's `options`), in force while this
+    context captures and compiles."""
+
+    def __init__(self, backend: Callable, backend_name: str, fullgraph: bool, dynamic, mode,
+                 settings: dict | None = None) -> None:
         self.backend = backend
         self.backend_name = backend_name
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.mode = mode
-        self.options = dict(options or {})
+        self.settings = dict(settings or {})
         self.runners: dict[types.CodeType, CodeRunner] = {}
         self.wrapped: dict[int, tuple[Any, Any]] = {}
+        # (forward, hook_key) -> compiled call with those hooks; per forward, how many were made
+        self.hooked_calls: dict[tuple, Callable] = {}
+        self.hooked_variants: Counter = Counter()
+        self.eager_modules: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
         _contexts.add(self)
 
     @property
     def config(self):
         return ember_config._config
+
+    def settings_scope(self):
+        """The compile call's options applied to ember.config, for one capture."""
+        return ember_config.patch(**self.settings) if self.settings else contextlib.nullcontext()
 
     def code_runner(self, code: types.CodeType, f_globals: dict) -> "CodeRunner":
         runner = self.runners.get(code)
@@ -92,24 +111,53 @@ class CompileContext:
             forward = type(function).forward
             if not isinstance(forward, types.FunctionType) or _is_internal(forward.__code__):
                 return function
-            dispatcher = self._compiled_function(forward)  # torch's module forwards included
             module = function
-
-            def call_module(*args, **kwargs):
-                if _has_hooks(module):
-                    return module(*args, **kwargs)
-                return dispatcher(module, *args, **kwargs)
-
-            return call_module
+            return lambda *args, **kwargs: self.call_module(module, args, kwargs)
         return function
 
+    def call_module(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
+        """`module(*args, **kwargs)` with its forward compiled (torch's module forwards included),
+        and its forward hooks and pre-hooks captured with it (module_call.py)."""
+        forward = self._compiled_function(type(module).forward)
+        if not has_hooks(module):
+            return forward(module, *args, **kwargs)
+        reason = unsupported_hooks(module)
+        if reason is not None:
+            if module not in self.eager_modules:
+                self.eager_modules.add(module)
+                log_fallbacks.debug("running %s eagerly: %s", type(module).__qualname__, reason)
+                self.record_skip(type(module).forward.__code__, reason)
+            return module(*args, **kwargs)
+        key = (type(module).forward, hook_key(module))
+        call = self.hooked_calls.get(key)
+        if call is None:
+            call = self._hooked_call(module, key)
+        return call(module, *args, **kwargs)
+
+    def _hooked_call(self, module: torch.nn.Module, key: tuple) -> Callable:
+        forward = type(module).forward
+        if self.hooked_variants[forward] >= ember_config._config.recompile_limit:
+            # Hooks keep changing: past the recompile limit they run as plain Python around the
+            # compiled forward (uncached, so old hooks are not kept alive).
+            if self.hooked_variants[forward] == ember_config._config.recompile_limit:
+                self.hooked_variants[forward] += 1
+                warnings.warn(f"ember: the hooks of {type(module).__qualname__} changed more than "
+                              f"ember.config.recompile_limit times; from now on new hooks run "
+                              f"uncompiled around the compiled forward")
+            return make_hooked_call(module, self._compiled_function(forward))
+        self.hooked_variants[forward] += 1
+        call = make_dispatcher(make_hooked_call(module, forward), self)
+        self.hooked_calls[key] = call
+        return call
+
     def _compiled_function(self, function: types.FunctionType) -> Any:
-        if getattr(function, "_ember_disabled", False) or _is_internal(function.__code__):
-            return function
         known = self.wrapped.get(id(function))
         if known is not None and known[0] is function:
             return known[1]
-        compiled = make_dispatcher(function, self)
+        if getattr(function, "_ember_disabled", False) or _is_internal(function.__code__):
+            compiled = function
+        else:
+            compiled = make_dispatcher(function, self)
         self.wrapped[id(function)] = (function, compiled)
         return compiled
 
@@ -145,16 +193,25 @@ class CompileContext:
             observer.skips.append(f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}): {reason}")
 
     def reset(self) -> None:
-        self.runners.clear()
+        """Forget every capture.  Dispatchers already handed out hold their runner, so the
+        runners are emptied in place (their next call captures again); runners of resume
+        functions (dropped with the resume code cache) and of hooked module calls go."""
+        for runner in self.runners.values():
+            runner.reset()
+        dropped = {call._ember_runner.code for call in self.hooked_calls.values()}
+        self.runners = {code: runner for code, runner in self.runners.items()
+                        if runner.entry_point and code not in dropped}
         self.wrapped.clear()
+        self.hooked_calls.clear()
+        self.hooked_variants.clear()
+        self.eager_modules = weakref.WeakSet()
+
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _is_internal(code: types.CodeType) -> bool:
-    import os
-
-    import ember
-
-    return code.co_filename.startswith(os.path.dirname(ember.__file__))
+    return code.co_filename.startswith(_EMBER_DIR)
 
 
 class CodeRunner:
@@ -165,6 +222,10 @@ class CodeRunner:
         self.code = code
         self.f_globals = f_globals
         self.params = argument_names(code)
+        self.entry_point = False  # a dispatcher calls it (not only glue code)
+        self.reset()
+
+    def reset(self) -> None:
         self.entries: list[tuple[Callable, Callable]] = []
         self.cache_entries: list[CacheEntry] = []
         self.eager = not all(name.isidentifier() for name in self.params)
@@ -184,6 +245,10 @@ class CodeRunner:
     def miss(self, closure, args: tuple):
         if self.eager:
             return self.run_eagerly(closure, args)
+        with self.context.settings_scope():
+            return self._capture_and_run(closure, args)
+
+    def _capture_and_run(self, closure, args: tuple):
         limit = ember_config._config.recompile_limit
         if len(self.entries) >= limit:
             if not self._warned:
@@ -211,9 +276,11 @@ class CodeRunner:
         return entry.run(closure, *args)
 
     def failures(self, closure, args) -> list[str]:
+        """Why each cache entry missed: `x.size(0) expected 4, got 5` (entries numbered if several)."""
         reasons = []
-        for entry in self.cache_entries:
-            reasons.extend(entry.guard_set.failures(self.params, self.f_globals, closure, args)[:1])
+        for index, entry in enumerate(self.cache_entries):
+            for reason in entry.guard_set.failures(self.params, self.f_globals, closure, args)[:1]:
+                reasons.append(f"entry {index}: {reason}" if len(self.cache_entries) > 1 else reason)
         return reasons
 
     def run_eagerly(self, closure, args: tuple):
@@ -259,6 +326,7 @@ def make_dispatcher(function: types.FunctionType, context: CompileContext) -> Ca
     """A function with `function`'s signature that runs it through ember's cache."""
     code = function.__code__
     runner = context.code_runner(code, function.__globals__)
+    runner.entry_point = True
     params = argument_names(code)
     if not all(name.isidentifier() for name in params):
         return function

@@ -1,8 +1,13 @@
 """Compiling generated C++ into shared libraries, cached on disk, loaded with ctypes.
 
 Each kernel is its own library named by a hash of its source and the compiler flags, under
-`$EMBER_CACHE_DIR` (default ~/.cache/ember).  Identical kernels (the same layer repeated in a
-model) compile once; independent kernels compile in parallel.
+`ember.config.cache_dir` (default: $EMBER_CACHE_DIR, else ~/.cache/ember).  Identical kernels (the
+same layer repeated in a model) compile once; independent kernels compile in parallel.
+
+Several processes may build the same kernel at once: each compiles its own private copy of the
+source into its own temporary library and publishes both with os.replace, so no process ever sees
+a partial file or rewrites a source that another's g++ is reading.  A cached library that does not
+load (truncated or corrupted on disk) is rebuilt from source, with a warning that says so.
 """
 from __future__ import annotations
 
@@ -12,8 +17,12 @@ import functools
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
+import warnings
+
+from .. import config as ember_config
 
 # -D__FAST_MATH__ (without -ffast-math's semantics) only makes glibc declare its vector math
 # functions (libmvec: exp, erf, tanh, ... on 8 floats at a time) so `#pragma omp simd` loops
@@ -46,7 +55,8 @@ def compiler() -> str:
 
 
 def cache_dir() -> str:
-    path = os.environ.get("EMBER_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ember")
+    path = ember_config.get("cache_dir") or os.environ.get("EMBER_CACHE_DIR") or os.path.join("~", ".cache", "ember")
+    path = os.path.expanduser(path)
     os.makedirs(path, exist_ok=True)
     return path
 
@@ -58,26 +68,42 @@ def _key(source: str) -> str:
     return digest.hexdigest()[:24]
 
 
+# library path -> the source it was built from, to rebuild a cached library that does not load
+_SOURCES: dict[str, str] = {}
+
+
 def build(source: str) -> str:
     """Path of a shared library built from `source` (reused when it already exists)."""
     key = _key(source)
-    directory = cache_dir()
-    library = os.path.join(directory, f"k_{key}.so")
-    if os.path.exists(library):
-        return library
-    source_path = os.path.join(directory, f"k_{key}.cpp")
-    with open(source_path, "w") as handle:
-        handle.write(source)
-    with tempfile.NamedTemporaryFile(dir=directory, suffix=".so", delete=False) as temporary:
-        partial = temporary.name
-    result = subprocess.run([compiler(), *CXX_FLAGS, source_path, "-o", partial, *LINK_FLAGS],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        os.unlink(partial)
-        raise KernelCompileError(
-            f"g++ could not compile an ember kernel; its source is {source_path}\n{result.stderr[-3000:]}")
-    os.replace(partial, library)  # atomic: concurrent builders never see a half-written library
+    library = os.path.join(cache_dir(), f"k_{key}.so")
+    _SOURCES[library] = source
+    if not os.path.exists(library):
+        _compile(source, library)
     return library
+
+
+def _compile(source: str, library: str) -> None:
+    """g++ `source` into `library`, publishing the library and its source (`k_<key>.cpp`, kept
+    for reading and error messages) only once each is complete."""
+    directory, stem = os.path.dirname(library), os.path.basename(library)[:-len(".so")]
+    handle, private_source = tempfile.mkstemp(dir=directory, prefix=f"{stem}.", suffix=".tmp.cpp")
+    with os.fdopen(handle, "w") as file:
+        file.write(source)
+    handle, partial = tempfile.mkstemp(dir=directory, prefix=f"{stem}.", suffix=".tmp.so")
+    os.close(handle)
+    source_path = os.path.join(directory, f"{stem}.cpp")
+    try:
+        result = subprocess.run([compiler(), *CXX_FLAGS, private_source, "-o", partial, *LINK_FLAGS],
+                                capture_output=True, text=True)
+        os.replace(private_source, source_path)
+        if result.returncode != 0:
+            raise KernelCompileError(
+                f"g++ could not compile an ember kernel; its source is {source_path}\n{result.stderr[-3000:]}")
+        os.replace(partial, library)
+    finally:
+        for leftover in (private_source, partial):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
 
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 1))
@@ -89,4 +115,50 @@ def build_all(sources: list[str]) -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def load(path: str) -> ctypes.CDLL:
+    source = _SOURCES.get(path)
+    if source is None:
+        return ctypes.CDLL(path)
+    # A cached library cut short (a full disk, a killed copy) must not reach dlopen: it maps the
+    # missing pages anyway and the process dies of SIGBUS on first touch.  Garbage fails dlopen.
+    problem = None if _is_complete_elf(path) else "the file is truncated"
+    if problem is None:
+        try:
+            return ctypes.CDLL(path)
+        except OSError as error:
+            problem = str(error)
+    warnings.warn(f"ember: the cached kernel {path} could not be loaded ({problem}); deleted it and "
+                  f"rebuilt it from source")
+    try:
+        os.unlink(path)
+    except FileNotFoundError:  # another process got there first
+        pass
+    _compile(source, path)
     return ctypes.CDLL(path)
+
+
+_ELF64_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
+_ELF64_PROGRAM_HEADER = struct.Struct("<IIQQQQQQ")
+_PT_LOAD = 1
+
+
+def _is_complete_elf(path: str) -> bool:
+    """False when a 64-bit little-endian ELF file ends before what its headers say it holds (its
+    loadable segments and its section header table, which the linker writes last)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    if len(data) < _ELF64_HEADER.size or data[:4] != b"\x7fELF":
+        return False
+    if data[4] != 2 or data[5] != 1:  # not ELF64 little-endian: leave the judgement to dlopen
+        return True
+    header = _ELF64_HEADER.unpack_from(data)
+    phoff, shoff, phentsize, phnum, shentsize, shnum = header[5], header[6], header[9], header[10], header[12], header[13]
+    if phoff + phnum * phentsize > len(data) or shoff + shnum * shentsize > len(data):
+        return False
+    for index in range(phnum):
+        kind, _, offset, _, _, filesz, _, _ = _ELF64_PROGRAM_HEADER.unpack_from(data, phoff + index * phentsize)
+        if kind == _PT_LOAD and offset + filesz > len(data):
+            return False
+    return True

@@ -1,0 +1,148 @@
+"""Why a guard failed, in the user's terms: `x.size(0) expected 4, got 5`.
+
+A guard (guards.py) may carry a `Check`: what it looked at (`subject`, an expression the guard
+function can evaluate), the value that had at capture time (`expected`) and how the two are
+compared (`kind`).  On a cache miss the recompile log evaluates the subject again and the
+explainer of that kind names the first fact that differs, with both values.  Paths are shown as
+the user wrote them (`self.linear.weight`, `SCALE`), not as the generated guard reads them.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import torch
+
+from . import sources
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    kind: str  # a key of EXPLAINERS
+    subject: str  # expression evaluated in the guard function's namespace
+    expected: Any
+    what: Any  # the Source read, or a ready label (global state)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorFacts:
+    """What a tensor guard checks, as it was at capture time."""
+
+    type: type
+    dtype: torch.dtype
+    device: torch.device
+    shape: tuple
+    stride: tuple
+    requires_grad: bool
+
+    @classmethod
+    def of(cls, value: torch.Tensor) -> "TensorFacts":
+        return cls(type(value), value.dtype, value.device, tuple(value.shape), tuple(value.stride()),
+                   value.requires_grad)
+
+
+# -- paths in the user's terms ---------------------------------------------------------------------
+def _attr(base: str, name: str) -> str:
+    return f"{base}.{name}" if name.isidentifier() else f"getattr({base}, {name!r})"
+
+
+_PATHS: dict[type, Callable[[Any], str]] = {
+    sources.LocalSource: lambda source: source.local,
+    sources.GlobalSource: lambda source: source.global_name,
+    sources.ClosureSource: lambda source: source.var_name,
+    sources.AttrSource: lambda source: _attr(user_path(source.base), source.attr),
+    sources.ModuleDictSource: lambda source: _attr(user_path(source.base), source.key),
+    sources.ItemSource: lambda source: f"{user_path(source.base)}[{source.key!r}]",
+    sources.DictItemSource: lambda source: f"{user_path(source.base)}[{source.key!r}]",
+    sources.TypeSource: lambda source: f"type({user_path(source.base)})",
+    sources.CellContentsSource: lambda source: f"{user_path(source.base)}.__closure__[{source.index}].cell_contents",
+}
+
+
+def user_path(source: Any) -> str:
+    """`self._modules['fc']._parameters['weight']` -> `self.fc.weight`; globals by their name."""
+    if isinstance(source, str):
+        return source
+    render = _PATHS.get(type(source))
+    if render is not None:
+        return render(source)
+    label = getattr(source, "label", None)  # objects embedded by reference (translator.RefSource)
+    return label if isinstance(label, str) else source.expr()
+
+
+# -- explainers: (path, expected, actual) -> the first difference -----------------------------------
+def _show(value: Any) -> str:
+    if isinstance(value, type):
+        return value.__qualname__
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"<{type(value).__name__} {value.__qualname__}>"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _difference(path: str, expected: Any, actual: Any) -> str:
+    return f"{path} expected {_show(expected)}, got {_show(actual)}"
+
+
+def _value(path: str, expected: Any, actual: Any) -> str:
+    if type(expected) is not type(actual) and expected == actual:  # 2 vs 2.0 vs True
+        return (f"{path} expected {_show(expected)} ({type(expected).__name__}), "
+                f"got {_show(actual)} ({type(actual).__name__})")
+    return _difference(path, expected, actual)
+
+
+def _type(path: str, expected: type, actual: Any) -> str:
+    return _difference(f"type({path})", expected, type(actual))
+
+
+def _identity(path: str, expected: Any, actual: Any) -> str:
+    if type(expected) is not type(actual):
+        return _difference(f"type({path})", type(expected), type(actual))
+    return f"{path} expected the object seen at compile time ({_show(expected)}), got another ({_show(actual)})"
+
+
+def _length(path: str, expected: int, actual: Any) -> str:
+    return _difference(f"len({path})", expected, len(actual))
+
+
+def _keys(path: str, expected: tuple, actual: Any) -> str:
+    return _difference(f"keys of {path}", expected, tuple(actual.keys()))
+
+
+def _absent(path: str, key: str, actual: Any) -> str:
+    return f"{key} expected to be the builtin, got a global named {key!r} in {path}"
+
+
+def _tensor(path: str, expected: TensorFacts, actual: Any) -> str:
+    if not isinstance(actual, torch.Tensor):
+        return f"{path} expected a tensor, got {_show(type(actual))}"
+    facts = [
+        (f"type({path})", expected.type, type(actual)),
+        (f"{path}.dtype", expected.dtype, actual.dtype),
+        (f"{path}.device", expected.device, actual.device),
+        (f"{path}.dim()", len(expected.shape), actual.dim()),
+        *[(f"{path}.size({dim})", size, actual.size(dim)) for dim, size in enumerate(expected.shape)],
+        (f"{path}.stride()", expected.stride, tuple(actual.stride())),
+        (f"{path}.requires_grad", expected.requires_grad, actual.requires_grad),
+    ]
+    for label, want, got in facts:
+        if want != got:
+            return _difference(label, want, got)
+    return f"{path} matches {expected} again (it changed while the guard ran)"
+
+
+EXPLAINERS: dict[str, Callable[[str, Any, Any], str]] = {
+    "value": _value,
+    "type": _type,
+    "identity": _identity,
+    "length": _length,
+    "keys": _keys,
+    "absent": _absent,
+    "tensor": _tensor,
+}
+
+
+def explain(check: Check, evaluate: Callable[[str], Any]) -> str:
+    """The first difference between what `check` expected and what its subject is now."""
+    actual = evaluate(check.subject)
+    return EXPLAINERS[check.kind](user_path(check.what), check.expected, actual)

@@ -1,0 +1,129 @@
+"""Calling an nn.Module as `Module.__call__` does, forward hooks included, in code ember captures.
+
+torch's `Module._call_impl` runs the forward pre-hooks, `forward` and the forward hooks in
+loops, next to backward-hook plumbing and a try block for always-called hooks.  For the
+common case (forward pre-hooks and forward hooks, global or per module) `hooked_call_source`
+writes a straight-line function for the module's current hooks, e.g. for one pre-hook and
+one forward hook:
+
+    def Linear_call_with_hooks(self, *args, **kwargs):
+        result = __ember_hook_0(self, args)
+        if result is not None:
+            args = result if isinstance(result, tuple) else (result,)
+        output = __ember_forward(self, *args, **kwargs)
+        result = __ember_hook_1(self, args, output)
+        if result is not None:
+            output = result
+        return output
+
+ember captures it like any user function, so hooks and forward land in the same graph, and a
+hook ember cannot capture is a graph break between straight-line calls (never a loop, which
+would make the whole frame eager).  One function is made per set of hooks, keyed by the
+hooks' identities (`hook_key`): adding or removing a hook picks another function, and so a
+capture of its own, on the next call.  `unsupported_hooks` names the hooks that need
+Module.__call__'s own machinery (backward hooks, always-called hooks); such calls run eagerly.
+"""
+from __future__ import annotations
+
+import linecache
+import types
+from typing import Any, Callable
+
+import torch
+from torch.nn.modules import module as module_impl
+
+
+def _global(name: str) -> dict:
+    return getattr(module_impl, name, None) or {}
+
+
+def has_hooks(module: torch.nn.Module) -> bool:
+    """Anything that makes `module(...)` differ from `type(module).forward(module, ...)`."""
+    return bool(
+        module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
+        or getattr(module, "_backward_pre_hooks", None)
+        or module_impl._global_forward_hooks or module_impl._global_forward_pre_hooks
+        or module_impl._global_backward_hooks or _global("_global_backward_pre_hooks")
+    )
+
+
+def unsupported_hooks(module: torch.nn.Module) -> str | None:
+    """Why `module`'s hooks cannot run in captured code, or None when they can."""
+    if (module._backward_hooks or getattr(module, "_backward_pre_hooks", None)
+            or module_impl._global_backward_hooks or _global("_global_backward_pre_hooks")):
+        return (f"module {type(module).__name__} has backward hooks, which need Module.__call__'s "
+                f"BackwardHook machinery: the call runs eagerly")
+    if getattr(module, "_forward_hooks_always_called", None) or _global("_global_forward_hooks_always_called"):
+        return (f"module {type(module).__name__} has forward hooks registered with always_call=True "
+                f"(run even when forward raises): the call runs eagerly")
+    return None
+
+
+def _pre_hooks(module: torch.nn.Module) -> list[tuple[Any, bool]]:
+    """(hook, takes kwargs) in the order Module.__call__ runs them: global hooks first."""
+    with_kwargs = getattr(module, "_forward_pre_hooks_with_kwargs", {})
+    hooks = [*module_impl._global_forward_pre_hooks.items(), *module._forward_pre_hooks.items()]
+    return [(hook, hook_id in with_kwargs) for hook_id, hook in hooks]
+
+
+def _forward_hooks(module: torch.nn.Module) -> list[tuple[Any, bool]]:
+    with_kwargs = {**_global("_global_forward_hooks_with_kwargs"),
+                   **getattr(module, "_forward_hooks_with_kwargs", {})}
+    hooks = [*module_impl._global_forward_hooks.items(), *module._forward_hooks.items()]
+    return [(hook, hook_id in with_kwargs) for hook_id, hook in hooks]
+
+
+def hook_key(module: torch.nn.Module) -> tuple:
+    """Identifies the module's current hooks (the cached function holds them, so ids stay unique)."""
+    return (tuple((id(hook), kwargs) for hook, kwargs in _pre_hooks(module)),
+            tuple((id(hook), kwargs) for hook, kwargs in _forward_hooks(module)))
+
+
+_PRE_HOOK = """\
+    result = {hook}(self, args)
+    if result is not None:
+        args = result if isinstance(result, tuple) else (result,)
+"""
+_PRE_HOOK_WITH_KWARGS = """\
+    result = {hook}(self, args, kwargs)
+    if result is not None:
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                               f"but got {{result}}.")
+        args, kwargs = result
+"""
+_FORWARD_HOOK = """\
+    result = {hook}(self, args, output)
+    if result is not None:
+        output = result
+"""
+_FORWARD_HOOK_WITH_KWARGS = """\
+    result = {hook}(self, args, kwargs, output)
+    if result is not None:
+        output = result
+"""
+
+
+def make_hooked_call(module: torch.nn.Module, forward: Callable) -> types.FunctionType:
+    """A plain function `(self, *args, **kwargs)` that runs the module's current hooks around
+    `forward(self, ...)`, written out hook by hook."""
+    name = f"{type(module).__name__}_call_with_hooks"
+    if not name.isidentifier():
+        name = "module_call_with_hooks"
+    namespace: dict[str, Any] = {"__ember_forward": forward, "__builtins__": __builtins__}
+    lines = [f"def {name}(self, *args, **kwargs):\n"]
+    for hook, with_kwargs in _pre_hooks(module):
+        label = f"__ember_hook_{len(namespace) - 2}"
+        namespace[label] = hook
+        lines.append((_PRE_HOOK_WITH_KWARGS if with_kwargs else _PRE_HOOK).format(hook=label))
+    lines.append("    output = __ember_forward(self, *args, **kwargs)\n")
+    for hook, with_kwargs in _forward_hooks(module):
+        label = f"__ember_hook_{len(namespace) - 2}"
+        namespace[label] = hook
+        lines.append((_FORWARD_HOOK_WITH_KWARGS if with_kwargs else _FORWARD_HOOK).format(hook=label))
+    lines.append("    return output\n")
+    source = "".join(lines)
+    filename = f"<ember: {type(module).__qualname__}.__call__ with hooks {id(namespace):x}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # for tracebacks
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
