@@ -20,7 +20,6 @@ from torch.utils import _pytree as pytree
 
 from .. import logs
 from .joint import JointSpec, trace_joint
-from .tracer import TracingError
 from .partition import Partition, partition_default, partition_min_cut
 from .runtime import CompiledPair, make_autograd_function, make_inference_function
 
@@ -73,12 +72,11 @@ class AotCompiled:
             isinstance(a, torch.Tensor) and a.requires_grad for a in flat_args)
         try:
             joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad)
-        except TracingError:
-            raise  # a pattern the user should know about: the message names the op and the line
         except Exception as error:
             if not isinstance(self.fn, torch.fx.GraphModule):
-                raise
-            # A captured graph can always run as it is: correct, just not AOT-compiled.
+                raise  # aot_function's caller learns what it cannot trace (TracingError names op and line)
+            # A captured graph can always run as it is: correct, just not AOT-compiled (and an
+            # error eager would raise is raised there, as eager raises it).
             log_fallbacks.warning("ember: AOT tracing failed (%s: %s); running the captured graph eagerly",
                                   type(error).__name__, error)
             return self.fn.forward
@@ -107,10 +105,16 @@ class AotCompiled:
         if not spec.mutated_inputs:
             return runner
         mutated = list(spec.mutated_inputs)
+        fallback = self.fn.forward if isinstance(self.fn, torch.fx.GraphModule) else self.fn
+        if any(_overlaps_itself(flat_args[index]) for index in mutated):
+            # An expanded input (stride 0) written in place: eager writes the shared element, the
+            # graph's new value cannot be copied back into it.
+            log_fallbacks.warning("ember: an input written in place has elements sharing memory "
+                                  "(expanded); running the captured graph eagerly")
+            return fallback
         # Parameters never alias the buffers and activations a graph writes: left out of the check.
         others = [i for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor)
                   and not isinstance(a, torch.nn.Parameter)]
-        fallback = self.fn.forward if isinstance(self.fn, torch.fx.GraphModule) else self.fn
 
         def run(*args):
             if _writes_alias(args, mutated, others):
@@ -120,6 +124,10 @@ class AotCompiled:
             return runner(*args)
 
         return run
+
+
+def _overlaps_itself(tensor: torch.Tensor) -> bool:
+    return any(stride == 0 and size > 1 for size, stride in zip(tensor.shape, tensor.stride()))
 
 
 def _writes_alias(args, mutated: list[int], others: list[int]) -> bool:

@@ -4,8 +4,9 @@ A few of autograd's formulas choose their implementation by the kind of tensor t
 `min()`, `max()` and `median()` over all elements, eager (on real CPU tensors) scatters the
 gradient into zeros at the selected positions; on tensor subclasses, fake tensors included, it
 multiplies a 0/1 mask by the gradient instead, so an infinite or NaN gradient turns the zeros
-into NaN.  While the joint graph is traced, `EagerFormulas` routes these calls through
-autograd.Functions whose backward writes eager's result with `where`.
+into NaN.  `prod` likewise divides by the input unless an element is zero.  While the joint
+graph is traced, `EagerFormulas` routes these calls through autograd.Functions whose backward
+writes eager's result with `where`.
 """
 from __future__ import annotations
 
@@ -31,6 +32,54 @@ class _SelectAll(torch.autograd.Function):
         return torch.where(selected, share, grad.new_zeros(())), None
 
 
+def _exclusive_products(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """For each element, the product of the others along `dim` (no division, so zeros are fine)."""
+    length = x.shape[dim]
+    if length == 1:
+        return torch.ones_like(x)
+    ones = torch.ones_like(x.narrow(dim, 0, 1))
+    before = torch.cat([ones, x.narrow(dim, 0, length - 1)], dim).cumprod(dim)
+    after = torch.cat([ones, x.narrow(dim, 1, length - 1).flip(dim)], dim).cumprod(dim).flip(dim)
+    return before * after
+
+
+class _Prod(torch.autograd.Function):
+    """prod's gradient as eager's CPU kernel chooses it by the data: grad * prod / x when no
+    element is zero, else the products of the other elements (all-reduce: zero when two or more
+    elements are zero).  Autograd on fakes always takes the second form, which differs with
+    infinities and overflow."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        result = x.prod() if dim is None else x.prod(dim, keepdim)
+        ctx.save_for_backward(x, result)
+        ctx.dim, ctx.keepdim = dim, keepdim
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, result = ctx.saved_tensors
+        if x.dim() == 0:
+            return grad, None, None
+        if ctx.dim is None:
+            zeros = (x == 0).sum()
+            plain = grad * (result / x)
+            others = (grad * _exclusive_products(x.reshape(-1), 0)).reshape(x.shape)
+            return torch.where(zeros == 0, plain, torch.where(zeros == 1, others, torch.zeros_like(x))), None, None
+        dim = ctx.dim % x.dim()
+        if not ctx.keepdim:
+            grad, result = grad.unsqueeze(dim), result.unsqueeze(dim)
+        plain = grad * (result / x)
+        others = grad * _exclusive_products(x, dim)
+        return torch.where((x == 0).any(), others, plain), None, None
+
+
+def _prod(x, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None and dtype != x.dtype:
+        return NotImplemented
+    return _Prod.apply(x, dim, keepdim)
+
+
 _SELECT_ALL = {
     torch.min: torch.Tensor.min, torch.Tensor.min: torch.Tensor.min,
     torch.max: torch.Tensor.max, torch.Tensor.max: torch.Tensor.max,
@@ -38,11 +87,20 @@ _SELECT_ALL = {
 }
 
 
+_PROD = {torch.prod, torch.Tensor.prod}
+
+
 class EagerFormulas(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        reduce = _SELECT_ALL.get(func)
-        if reduce is not None and len(args) == 1 and not kwargs and isinstance(args[0], torch.Tensor) \
-                and args[0].requires_grad and torch.is_grad_enabled():
-            return _SelectAll.apply(args[0], reduce)
+        differentiable = args and isinstance(args[0], torch.Tensor) and args[0].requires_grad and \
+            torch.is_grad_enabled()
+        if differentiable:
+            reduce = _SELECT_ALL.get(func)
+            if reduce is not None and len(args) == 1 and not kwargs:
+                return _SelectAll.apply(args[0], reduce)
+            if func in _PROD and args[0].is_floating_point():
+                result = _prod(*args, **kwargs)
+                if result is not NotImplemented:
+                    return result
         return func(*args, **kwargs)

@@ -136,7 +136,10 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
     returned = _returned_outputs(spec)
 
     def run(*args):
-        results = forward(*args)
+        # No output requires grad (detach nodes are gone from the graph, so ATen calls on inputs
+        # that require grad would build an autograd graph eager's results do not have).
+        with torch.no_grad():
+            results = forward(*args)
         _write_back(spec, args, results[num_outputs:num_outputs + num_mutated])
         return _assemble(spec, [results[i] for i in returned], returned, args)
 
@@ -156,7 +159,7 @@ def _assemble(spec: JointSpec, values: list, returned: list[int], args) -> Any:
         flat[index] = value if requires_grad[index] or not value.requires_grad else value.detach()
     for index, (kind, source, size, stride, offset) in spec.output_aliases.items():
         real = args[source]
-        if real.requires_grad and flat[index] is not None and flat[index].requires_grad:
+        if requires_grad[index] and real.requires_grad and flat[index] is not None and flat[index].requires_grad:
             continue  # a view of a differentiable input keeps the graph's (differentiable) output
         flat[index] = (real if requires_grad[index] else real.detach()).as_strided(size, stride, offset)
     return pytree.tree_unflatten(flat, spec.out_spec)

@@ -165,10 +165,11 @@ class AtenTracer(TorchDispatchMode):
         """Re-derive a view from its (rewritten) parent by replaying the view op."""
         info = self.views[id(view)]
         parent_node = self.node_of(info.parent)
-        node = self._record(info.func, (parent_node, *info.args), info.kwargs, view)
-        if info.index is not None:
-            node = self.graph.call_function(operator.getitem, (node, info.index))
-            node.meta["val"] = view
+        if info.index is None:
+            node = self._record(info.func, (parent_node, *info.args), info.kwargs, view)
+        else:  # one piece of a split or unbind: the slice or select that makes just that piece
+            func, args = _single_piece(info, view)
+            node = self._record(func, (parent_node, *args), {}, view)
         self.nodes[id(view)] = node
         self.seen_version[id(view)] = self.version.get(id(self.root(view)), 0)
 
@@ -407,6 +408,21 @@ class AtenTracer(TorchDispatchMode):
                 changed.append((int(node.name.rsplit("_", 1)[-1]) - 1 if node.name.startswith("primals_")
                                 else self.inputs.index((tensor, node)), self.node_of(tensor)))
         return changed
+
+
+def _single_piece(info: ViewInfo, view: torch.Tensor) -> tuple[Any, tuple]:
+    """The single-output view op giving piece `info.index` of a split/unbind of `info.parent`."""
+    name = info.func._schema.name.split("::")[1]
+    parent = info.parent
+    if name == "unbind":
+        dim = info.args[0] if info.args else 0
+        return aten.select.int, (dim, info.index)
+    dim = {"split": 1, "split_with_sizes": 1, "unsafe_split": 1, "unsafe_split_with_sizes": 1}.get(name)
+    if dim is None:
+        raise TracingError(f"re-deriving a piece of {name} after a write")
+    dim = (info.args[dim] if len(info.args) > dim else 0) % parent.dim()
+    start = (view.storage_offset() - parent.storage_offset()) // max(parent.stride(dim), 1)
+    return aten.slice.Tensor, (dim, start, start + view.shape[dim], 1)
 
 
 def _sym_key(value) -> Any:

@@ -108,7 +108,12 @@ class OutputGraph:
         with context:
             node = self.graph.placeholder(name)
         self._last_placeholder = node
-        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        if value.requires_grad and not (value.is_floating_point() or value.is_complex()):
+            # Eager can leave an integer or bool tensor requiring grad (a float that requires grad
+            # copied into a bool slice); no gradient can flow through it, and fakes refuse it.
+            fake = self.fake_mode.from_tensor(value.detach(), static_shapes=True)
+        else:
+            fake = self.fake_mode.from_tensor(value, static_shapes=True)
         node.meta["example_value"] = fake
         node.meta["source"] = source.expr()
         variable = TensorVariable(node, fake, source=source, class_type=type(value))

@@ -137,8 +137,13 @@ _FLOAT_UNARY = {"exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt",
 _PREDICATE_UNARY = {"isnan", "isinf", "logical_not", "signbit"}
 
 
+_ROUNDING = {"floor", "ceil", "round", "trunc"}
+
+
 def _register_unary(name: str, op) -> None:
     def lower(ctx, node, x):
+        if name in _ROUNDING and not x.dtype.is_floating_point:
+            return pointwise(ctx, node, "identity", [x])  # integers are whole already (C++ would make a double)
         if name in _PREDICATE_UNARY:
             dtype = x.dtype if name != "logical_not" else torch.bool
             return pointwise(ctx, node, name, [x], compute_dtype=dtype)
@@ -781,6 +786,8 @@ def all_(ctx, node, x, dim=None, keepdim=False):
 @register(aten.argmax.default, aten.argmin.default)
 def argmax(ctx, node, x, dim=None, keepdim=False):
     kind = "argmax" if node.target is aten.argmax.default else "argmin"
+    if x.dtype == torch.bool:
+        raise FallbackNeeded(f"{kind} of a bool tensor (ATen raises)")
     if dim is None:
         flat = View(x, [x.numel()], view_reindex(x.get_size(), [x.numel()]))
         return reduction(ctx, node, flat, [0], False, kind)

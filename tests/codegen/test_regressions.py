@@ -184,3 +184,21 @@ def test_out_of_range_index_in_backward_raises():
     torch.testing.assert_close(result, fn(grad, torch.tensor([1, 2])))
     with pytest.raises(IndexError, match="index_put"):
         graphs[0](grad, torch.tensor([1, 12]))
+
+
+def test_rounding_an_integer_tensor_is_the_identity():
+    """floor/ceil/round/trunc of an integer tensor were C++ double results: g++ rejected
+    minimum(int, double), and large values converted to uint8 came out 0 instead of wrapping."""
+    a = torch.tensor([[[3]]], dtype=torch.uint8)
+    assert_like_eager(lambda a, b: torch.minimum(b, a.floor()), a, a.clone(), exact=True)
+    big = torch.tensor([2**40 + 167, -(2**41) + 3, 5])
+    for op in (torch.floor, torch.ceil, torch.round, torch.trunc):
+        assert_like_eager(lambda x: op(x).to(torch.uint8), big, exact=True)
+
+
+def test_argmin_of_bool_raises_as_eager():
+    fn = lambda x: x.argmin(-1) + 1  # noqa: E731
+    with pytest.raises(RuntimeError, match="bool"):
+        fn(torch.ones(3, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match="bool"):
+        ember.compile(fn, backend="ember")(torch.ones(3, dtype=torch.bool))
