@@ -29,6 +29,7 @@ import torch
 from . import bytecode_analysis as analysis
 from .errors import SkipFrame, Unsupported
 from .resume import make_resume_code
+from .source_text import keyword_arguments
 from .sources import CLOSURE, GLOBALS
 from .variables.base import BINARY_OPERATORS, COMPARE_OPERATORS, ConstantVariable, NullVariable, VariableTracker
 from .variables.containers import (
@@ -140,7 +141,8 @@ class GlueCodegen:
             return f"{self.ref(types.MethodType)}({self.reconstruct(v.function)}, {self.reconstruct(v.owner)})"
         if isinstance(v, PartialVariable):
             args = "".join(f", {self.reconstruct(arg)}" for arg in v.args)
-            kwargs = "".join(f", {key}={self.reconstruct(arg)}" for key, arg in v.keywords.items())
+            kwargs = "".join(f", {text}" for text in keyword_arguments(
+                (key, self.reconstruct(arg)) for key, arg in v.keywords.items()))
             return f"{self.ref(functools.partial)}({self.reconstruct(v.function)}{args}{kwargs})"
         if isinstance(v, NestedFunctionVariable):
             return self._nested_function(v)
@@ -349,7 +351,8 @@ def emit_side_effects(cg: GlueCodegen, effects, root_globals: dict, prepared: di
     for cell, value in effects.cell_writes.values():
         cg.emit(f"{cg.ref(cell.cell, 'cell')}.cell_contents = {cg.reconstruct(value)}")
     for owner, name, args, kwargs in effects.calls:
-        arguments = [cg.reconstruct(arg) for arg in args] + [f"{k}={cg.reconstruct(v)}" for k, v in kwargs.items()]
+        arguments = [cg.reconstruct(arg) for arg in args] + keyword_arguments(
+            (k, cg.reconstruct(v)) for k, v in kwargs.items())
         cg.emit(f"{cg.reconstruct(owner)}.{name}({', '.join(arguments)})")
 
 
@@ -376,7 +379,7 @@ def _emit_call(cg, tx, inst, stack):
         function, args = first, [second, *args]
     names = tx.kw_names or ()
     positional = args[:len(args) - len(names)]
-    keywords = [f"{name}={value}" for name, value in zip(names, args[len(args) - len(names):])]
+    keywords = keyword_arguments(zip(names, args[len(args) - len(names):]))
     result = cg.temp()
     call_args = ", ".join([*positional, *keywords])
     cg.emit(f"{result} = __ember_wrap({function})({call_args})")

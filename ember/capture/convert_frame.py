@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import operator
 import time
 import types
 from typing import Any, Callable
@@ -26,7 +27,8 @@ from .codegen import EMITTERS, Branch, GlueCodegen, check_cells_not_live, collec
     live_cells, live_locals, side_effect_values
 from .errors import BackendCompilerFailed, CaptureError, RestartCapture, SkipFrame, Unsupported
 from .graph import OutputGraph
-from .resume import make_resume_code
+from .resume import make_resume_code, original_code
+from .source_text import comment, compile_as_user_code
 from .sources import CLOSURE, GLOBALS
 from .translator import argument_names, make_root
 from .variables.base import NullVariable
@@ -199,7 +201,7 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         cg.flush_deferred()
         emit_side_effects(cg, effects, f_globals, prepared)
         location = f"{root.code.co_filename}:{root.lineno()}"
-        cg.emit(f"# graph break at {location}: {inst.opname} ({reason})")
+        cg.emit("# " + comment(f"graph break at {location}: {inst.opname} ({reason})"))
         if branch_offsets == [inst.offset]:
             cg.emit("# inside a try/with block: the rest runs eagerly, starting at this instruction")
             branches = [Branch(None, inst.offset, _wrap_callee(root, inst, stack_exprs))]
@@ -216,22 +218,20 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
     body = lines_head + cg.lines
     signature = ", ".join([CLOSURE, *params])
     source = f"def __ember_glue({signature}):\n" + "\n".join(f"    {line}" for line in body) + "\n"
+    # Logged before anything is compiled, so that a glue or guard that fails to compile is seen.
+    if log_bytecode.isEnabledFor(logging.DEBUG):
+        log_bytecode.debug("glue for %s:\n%s", root.code.co_name, source)
+    guard_source = graph.guards.source_code(params)
+    if log_guards.isEnabledFor(logging.DEBUG):
+        log_guards.debug("guards for %s:\n%s", root.code.co_name, guard_source)
     namespace = dict(refs)
     namespace[GLOBALS] = f_globals
     namespace["__ember_wrap"] = context.wrap_callable
-    import operator
-
     namespace["__ember_operator"] = operator
     namespace["__builtins__"] = __builtins__
-    exec(compile(source, f"<ember glue for {root.code.co_name}>", "exec"), namespace)
-    glue = namespace["__ember_glue"]
-
-    guard_source = graph.guards.source_code(params)
+    glue = compile_as_user_code(source, "__ember_glue", root.code, root.lineno(), namespace,
+                                original_code(root.code))
     guard = graph.guards.compile(params, f_globals)
-    if log_guards.isEnabledFor(logging.DEBUG):
-        log_guards.debug("guards for %s:\n%s", root.code.co_name, guard_source)
-    if log_bytecode.isEnabledFor(logging.DEBUG):
-        log_bytecode.debug("glue for %s:\n%s", root.code.co_name, source)
     return CacheEntry(guard, glue, guard_source, source, graph.guards, graph_module, list(breaks))
 
 

@@ -22,6 +22,7 @@ from bytecode import Bytecode, Instr, Label
 from . import bytecode_analysis as analysis
 
 _CACHE: dict[tuple, types.CodeType] = {}
+_ORIGINS: dict[types.CodeType, types.CodeType] = {}  # resume code -> the user's code it continues
 _PROLOGUE_OPS = {"COPY_FREE_VARS", "MAKE_CELL", "RESUME"}
 
 
@@ -97,8 +98,15 @@ def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool,
     program.qualname = f"{code.co_qualname}.__resume_at_{offset}"
     resumed = program.to_code()
     _CACHE[key] = resumed
+    _ORIGINS[resumed] = original_code(code)
     return resumed
+
+
+def original_code(code: types.CodeType) -> types.CodeType:
+    """The user's code object that `code` resumes (itself when it is not a resume function)."""
+    return _ORIGINS.get(code, code)
 
 
 def clear_cache() -> None:
     _CACHE.clear()
+    _ORIGINS.clear()
