@@ -17,6 +17,7 @@ effects; run the instruction the graph broke on; call the resume function for th
 """
 from __future__ import annotations
 
+import collections
 import dis
 import functools
 import keyword
@@ -103,7 +104,8 @@ class GlueCodegen:
             return f"__ember_out[{self.outputs[id(v)]}]"
         if isinstance(v, NamedTupleVariable):
             items = ", ".join(self.reconstruct(item) for item in v.items)
-            cls = self.ref(v.tuple_class, "type")
+            class_var = getattr(v, "class_var", None)  # a class made in the frame is made again
+            cls = self.reconstruct(class_var) if class_var is not None else self.ref(v.tuple_class, "type")
             if hasattr(v.tuple_class, "_make"):
                 return f"{cls}._make(({items},))"
             return f"{cls}(({items},))"
@@ -117,10 +119,16 @@ class GlueCodegen:
         if isinstance(v, ListVariable):
             return self._new(v, "[" + ", ".join(self.reconstruct(item) for item in v.items) + "]")
         if isinstance(v, DictVariable):
-            if v.dict_type is not dict:
+            body = "{" + ", ".join(f"{self._key(v, key)}: {self.reconstruct(item)}"
+                                   for key, item in v.items.items()) + "}"
+            if v.dict_type is collections.OrderedDict:
+                body = f"{self.ref(collections.OrderedDict, 'type')}({body})"
+            elif v.dict_type is collections.defaultdict:
+                factory = self.reconstruct(v.default_factory) if v.default_factory is not None else "None"
+                body = f"{self.ref(collections.defaultdict, 'type')}({factory}, {body})"
+            elif v.dict_type is not dict:
                 raise Unsupported(f"rebuilding a {v.dict_type.__name__}")
-            body = ", ".join(f"{self._key(v, key)}: {self.reconstruct(item)}" for key, item in v.items.items())
-            return self._new(v, "{" + body + "}")
+            return self._new(v, body)
         if isinstance(v, SetVariable):
             items = ", ".join(self.reconstruct(item) for item in v.items.values())
             kind = "frozenset" if v.frozen else "set"
@@ -275,6 +283,7 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
                 visit(item)
             for item in v.key_vars.values():
                 visit(item)
+            visit(v.default_factory)
         elif isinstance(v, SetVariable):
             for item in v.items.values():
                 visit(item)

@@ -166,3 +166,38 @@ class DictItemSource(Source):
 
     def root(self) -> Source:
         return self.base.root()
+
+
+@dataclasses.dataclass(frozen=True)
+class IterationItemSource(Source):
+    """The `index`-th item that iterating `base` gives: a dict key or a set member that has no
+    literal (a tensor, an object)."""
+
+    base: Source
+    index: int
+
+    def expr(self) -> str:
+        return f"list({self.base.expr()})[{self.index}]"
+
+    def name(self) -> str:
+        return f"{self.base.name()}_key_{self.index}"
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclasses.dataclass(frozen=True)
+class DictValueSource(Source):
+    """The value stored under the `index`-th key of a dict (its key has no literal)."""
+
+    base: Source
+    index: int
+
+    def expr(self) -> str:
+        return f"list({self.base.expr()}.values())[{self.index}]"
+
+    def name(self) -> str:
+        return f"{self.base.name()}_value_{self.index}"
+
+    def root(self) -> Source:
+        return self.base.root()

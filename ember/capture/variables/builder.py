@@ -57,11 +57,12 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         return NamedTupleVariable(items, value_type, source=source)
     if value_type in (dict,) or (isinstance(value, dict) and value_type.__module__ == "collections"
                                  and value_type.__name__ in ("OrderedDict", "defaultdict")):
-        if not all(is_constant_value(key) for key in value):
-            raise Unsupported("dict with non-constant keys")
-        guards.dict_keys(source, value)
-        items = {key: wrap(tx, item, ItemSource(source, key)) for key, item in value.items()}
-        variable = DictVariable(items, source=source, dict_type=value_type)
+        if all(is_constant_value(key) for key in value):
+            guards.dict_keys(source, value)
+            items = {key: wrap(tx, item, ItemSource(source, key)) for key, item in value.items()}
+            variable = DictVariable(items, source=source, dict_type=value_type)
+        else:
+            variable = _wrap_object_keyed_dict(tx, value, source)
         if value_type.__name__ == "defaultdict" and value.default_factory is not None:
             from ..sources import AttrSource
 
@@ -69,7 +70,7 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         return _remember(graph, value, variable)
     if value_type in (set, frozenset):
         if not all(is_constant_value(item) for item in value):
-            raise Unsupported("set of non-constant items")
+            return _remember(graph, value, _wrap_object_set(tx, value, source))
         guards.constant(source, frozenset(value)) if value_type is frozenset else guards.add(
             f"{source.expr()} == {guards.ref(set(value))}", f"{source.expr()} == {value!r}")
         variable = SetVariable([constant(item) for item in value], source=source, frozen=value_type is frozenset)
@@ -125,6 +126,37 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     from .objects import UserObjectVariable
 
     return _remember(graph, value, UserObjectVariable(value, source=source))
+
+
+def _wrap_object_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
+    """A dict keyed by tensors or objects: each key is read by position and guarded like any
+    value found at a source (a tensor key becomes a graph input), so lookups by identity hold."""
+    from ..sources import IterationItemSource, DictValueSource
+    from .containers import DictVariable
+    from .sets import hash_key
+
+    tx.graph.guards.length(source, value)
+    variable = DictVariable({}, source=source, dict_type=type(value))
+    for index, (key, item) in enumerate(value.items()):
+        key_var = wrap(tx, key, IterationItemSource(source, index))
+        entry = hash_key(tx, key_var)
+        variable.items[entry] = wrap(tx, item, DictValueSource(source, index))
+        if not key_var.is_python_constant():
+            variable.key_vars[entry] = key_var
+    return variable
+
+
+def _wrap_object_set(tx, value: set | frozenset, source: Source) -> VariableTracker:
+    """A set of tensors or objects: members are read by position (the order iterating it gives
+    now and, with the same members, on later calls), each guarded like any value at a source."""
+    from ..sources import IterationItemSource
+    from .sets import SetVariable
+
+    tx.graph.guards.length(source, value)
+    members = [wrap(tx, item, IterationItemSource(source, index)) for index, item in enumerate(value)]
+    variable = SetVariable(members, source=source, frozen=type(value) is frozenset)
+    variable.order_known = True
+    return variable
 
 
 def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:
