@@ -147,7 +147,7 @@ class GlueCodegen:
             return f"{self.ref(v.cls, 'type')}({args})"
         if isinstance(v, UserMethodVariable):
             return f"{self.ref(types.MethodType)}({self.reconstruct(v.function)}, {self.reconstruct(v.owner)})"
-        if isinstance(v, PartialVariable):
+        if isinstance(v, PartialVariable) and v.source is None:
             args = "".join(f", {self.reconstruct(arg)}" for arg in v.args)
             kwargs = "".join(f", {text}" for text in keyword_arguments(
                 (key, self.reconstruct(arg)) for key, arg in v.keywords.items()))

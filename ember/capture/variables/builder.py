@@ -103,11 +103,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             from .functions import PartialVariable
 
             guards.type_match(source, value)
-            return PartialVariable(
-                wrap(tx, value.func, AttrSource(source, "func")),
-                [wrap(tx, arg, ItemSource(AttrSource(source, "args"), i)) for i, arg in enumerate(value.args)],
-                {k: wrap(tx, v, ItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()},
-            )
+            # args and keywords are wrapped whole: their length and keys are guarded too.
+            args = wrap(tx, value.args, AttrSource(source, "args"))
+            keywords = wrap(tx, value.keywords, AttrSource(source, "keywords"))
+            function = wrap(tx, value.func, AttrSource(source, "func"))
+            return PartialVariable(function, args.unpack_sequence(tx), dict(keywords.items), source=source, real=value)
         if isinstance(value, types.ModuleType):
             guards.identity(source, value)
         else:

@@ -619,6 +619,9 @@ def _reduce(tx, function, iterable, *initial):
 def _partial(tx, function, *args, **kwargs):
     from .functions import PartialVariable
 
+    if type(function) is PartialVariable and not getattr(function.real, "__dict__", None):
+        # partial(partial(f, a), b) is partial(f, a, b), as functools makes it
+        return PartialVariable(function.function, [*function.args, *args], {**function.keywords, **kwargs})
     return PartialVariable(function, list(args), kwargs)
 
 

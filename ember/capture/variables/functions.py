@@ -206,11 +206,16 @@ class UserMethodVariable(VariableTracker):
 
 
 class PartialVariable(VariableTracker):
-    def __init__(self, function: VariableTracker, args: list, keywords: dict) -> None:
-        super().__init__()
+    """functools.partial: made during capture, or an existing one read at a source (then its
+    instance attributes are real and guarded when read)."""
+
+    def __init__(self, function: VariableTracker, args: list, keywords: dict, source=None,
+                 real: Any = None) -> None:
+        super().__init__(source)
         self.function = function
         self.args = args
         self.keywords = keywords
+        self.real = real
 
     def python_type(self) -> type:
         import functools
@@ -223,13 +228,28 @@ class PartialVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .containers import DictVariable, TupleVariable
 
+        import functools
+
         if name == "func":
             return self.function
         if name == "args":
             return TupleVariable(self.args)
         if name == "keywords":
             return DictVariable(self.keywords)
-        raise Unsupported(f"partial attribute {name}")
+        if name == "__call__":
+            return self
+        instance_dict = getattr(self.real, "__dict__", None) or {}
+        if name in instance_dict and self.source is not None:
+            from ..sources import AttrSource
+            from .builder import wrap
+
+            return wrap(tx, instance_dict[name], AttrSource(self.source, name))
+        if hasattr(functools.partial, name):
+            raise Unsupported(f"functools.partial.{name}")  # a method: callers treat it as one
+        if self.source is not None:
+            expr = self.source.expr()
+            tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
+        raise UserException(AttributeError(f"'functools.partial' object has no attribute '{name}'"))
 
 
 def bind_arguments(code: types.CodeType, name: str, args: list, kwargs: dict,
