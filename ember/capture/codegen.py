@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import dis
 import functools
+import itertools
 import keyword
 import math
 import types
@@ -136,6 +137,10 @@ class GlueCodegen:
         if isinstance(v, RangeIteratorVariable):
             return f"iter({self.ref(v.remaining_range, 'range')})"
         if isinstance(v, ListIteratorVariable):
+            if v.over is not None:  # still reading the list itself, from where it got to
+                if v.index == 0:
+                    return self._new(v, f"iter({self.reconstruct(v.over)})")
+                return self._new(v, f"{self.ref(itertools.islice)}({self.reconstruct(v.over)}, {v.index}, None)")
             items = "".join(f"{self.reconstruct(item)}, " for item in v.remaining())
             return self._new(v, f"iter(({items}))")
         if isinstance(v, DictViewVariable):
@@ -174,6 +179,9 @@ class GlueCodegen:
         rebuild = getattr(v, "rebuild_expr", None)
         if rebuild is not None:
             return self._new(v, rebuild)
+        rebuild_from = getattr(v, "reconstruct_expr", None)  # a variable that spells itself
+        if rebuild_from is not None:
+            return self._new(v, rebuild_from(self))
         real = getattr(v, "real_object", None)
         if real is None:
             getter = getattr(v, "static_value", None)
@@ -288,6 +296,7 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
             for item in v.items.values():
                 visit(item)
         elif isinstance(v, ListIteratorVariable):
+            visit(v.over)
             for item in v.remaining():
                 visit(item)
         elif isinstance(v, NewObjectVariable):
@@ -315,6 +324,9 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
             visit(v.owner)
         elif type(v).__name__ == "TensorMethodVariable":
             visit(v.tensor)
+        elif hasattr(v, "contained_values"):
+            for item in v.contained_values():
+                visit(item)
 
     for value in values:
         visit(value)

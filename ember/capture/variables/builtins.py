@@ -326,40 +326,6 @@ def _range(tx, *args):
     return constant(range(*[a.as_python_constant() for a in args]))
 
 
-@register(enumerate)
-def _enumerate(tx, iterable, start=None):
-    first = start.as_python_constant() if start is not None else 0
-    return ListIteratorVariable([TupleVariable([constant(first + i), item])
-                                 for i, item in enumerate(_iterate(tx, iterable))])
-
-
-@register(zip)
-def _zip(tx, *iterables, strict=None):
-    columns = [_iterate(tx, iterable) for iterable in iterables]
-    if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
-        raise UserException(ValueError("zip() arguments have different lengths"))
-    return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
-
-
-@register(map)
-def _map(tx, function, *iterables):
-    columns = [_iterate(tx, iterable) for iterable in iterables]
-    return ListIteratorVariable([function.call_function(tx, list(row), {}) for row in zip(*columns)])
-
-
-@register(filter)
-def _filter(tx, function, iterable):
-    kept = []
-    for item in _iterate(tx, iterable):
-        if isinstance(function, ConstantVariable) and function.value is None:
-            keep = item.truth(tx)
-        else:
-            keep = function.call_function(tx, [item], {}).truth(tx)
-        if keep:
-            kept.append(item)
-    return ListIteratorVariable(kept)
-
-
 @register(reversed)
 def _reversed(tx, sequence):
     if isinstance(sequence, ConstantVariable) and isinstance(sequence.value, range):
@@ -724,4 +690,4 @@ def _attrgetter(tx, *names):
 
 
 # Handlers for other standard-library callables register into the same table.
-from . import collections_types  # noqa: E402,F401
+from . import collections_types, iterators  # noqa: E402,F401

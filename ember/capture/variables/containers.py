@@ -116,6 +116,10 @@ class NamedTupleVariable(TupleVariable):
 class ListVariable(BaseListVariable):
     container_type = list
 
+    def get_iter(self, tx) -> VariableTracker:
+        # A list iterator reads the live list by index, so items appended during a loop are seen.
+        return ListIteratorVariable(self.items, over=self)
+
     def mutated(self, tx) -> None:
         tx.graph.side_effects.mutate_container(self)
 
@@ -389,13 +393,16 @@ def _mapping_keys(tx, other: VariableTracker) -> list[VariableTracker] | None:
 class ListIteratorVariable(VariableTracker):
     """An iterator over a known list of variables (also what generators materialize into)."""
 
-    def __init__(self, items: list[VariableTracker], index: int = 0) -> None:
+    def __init__(self, items: list[VariableTracker], index: int = 0, iterator_type: type | None = None,
+                 over: "ListVariable | None" = None) -> None:
         super().__init__()
-        self.items = items
+        self.items = items  # the list's own item list when iterating a ListVariable (`over`)
         self.index = index
+        self.iterator_type = iterator_type  # what type() says: a generator, ...
+        self.over = over
 
     def python_type(self) -> type:
-        return type(iter(()))
+        return self.iterator_type or type(iter(()))
 
     def next_value(self, tx) -> VariableTracker | None:
         if self.index >= len(self.items):
