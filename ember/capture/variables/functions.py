@@ -90,17 +90,13 @@ class UserFunctionVariable(BaseFunctionVariable):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         fn = self.fn
-        defaults = [ConstantVariable(d) if _is_const(d) else _wrap_default(tx, self, i, d)
-                    for i, d in enumerate(fn.__defaults__ or ())]
-        kwdefaults = {k: (ConstantVariable(v) if _is_const(v) else _wrap_kwdefault(tx, self, k, v))
-                      for k, v in (fn.__kwdefaults__ or {}).items()}
         return tx.inline_call(
             code=fn.__code__,
             f_globals=fn.__globals__,
             args=args,
             kwargs=kwargs,
-            defaults=defaults,
-            kwdefaults=kwdefaults,
+            defaults=LazyDefaults(tx, self),
+            kwdefaults=LazyKwDefaults(tx, self),
             cells=self.cells(tx),
             name=fn.__qualname__,
             function=self,
@@ -110,28 +106,63 @@ class UserFunctionVariable(BaseFunctionVariable):
         return f"UserFunctionVariable({self.fn.__qualname__})"
 
 
-def _is_const(value: Any) -> bool:
-    from .base import is_constant_value
+def function_source(tx, fn_var: "UserFunctionVariable"):
+    """Where the function object is found: its own source, else a reference to the object
+    (a method reached through its class), so that its defaults can be read and guarded."""
+    if fn_var.source is not None:
+        return fn_var.source
+    from ..translator import RefSource
 
-    return is_constant_value(value)
-
-
-def _wrap_default(tx, fn_var: UserFunctionVariable, index: int, value: Any) -> VariableTracker:
-    from ..sources import AttrSource, ItemSource
-    from .builder import wrap, wrap_static
-
-    if fn_var.source is None:
-        return wrap_static(tx, value)
-    return wrap(tx, value, ItemSource(AttrSource(fn_var.source, "__defaults__"), index))
+    return RefSource(tx.graph, fn_var.fn, fn_var.fn.__qualname__)
 
 
-def _wrap_kwdefault(tx, fn_var: UserFunctionVariable, key: str, value: Any) -> VariableTracker:
-    from ..sources import AttrSource, ItemSource
-    from .builder import wrap, wrap_static
+class LazyDefaults:
+    """A function's positional defaults, wrapped only when a parameter takes one.
 
-    if fn_var.source is None:
-        return wrap_static(tx, value)
-    return wrap(tx, value, ItemSource(AttrSource(fn_var.source, "__kwdefaults__"), key))
+    Defaults can be replaced (`f.__defaults__ = (...)`, also a module's `forward`): the
+    tuple is guarded by identity (a tuple is immutable, so its constants are covered), and a
+    default that is a tensor or another object is read through `f.__defaults__[i]`."""
+
+    def __init__(self, tx, fn_var: "UserFunctionVariable") -> None:
+        self.tx = tx
+        self.fn_var = fn_var
+        self.values = fn_var.fn.__defaults__ or ()
+        self.wrapped: dict[int, VariableTracker] = {}
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: int) -> VariableTracker:
+        if index not in self.wrapped:
+            from ..sources import AttrSource, ItemSource
+            from .base import is_constant_value
+            from .builder import wrap
+
+            source = AttrSource(function_source(self.tx, self.fn_var), "__defaults__")
+            self.tx.graph.guards.identity(source, self.fn_var.fn.__defaults__)
+            value = self.values[index]
+            self.wrapped[index] = ConstantVariable(value) if is_constant_value(value) else \
+                wrap(self.tx, value, ItemSource(source, index))
+        return self.wrapped[index]
+
+
+class LazyKwDefaults:
+    """A function's keyword-only defaults (a mutable dict): each one used is read and guarded."""
+
+    def __init__(self, tx, fn_var: "UserFunctionVariable") -> None:
+        self.tx = tx
+        self.fn_var = fn_var
+        self.values = fn_var.fn.__kwdefaults__ or {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.values
+
+    def __getitem__(self, name: str) -> VariableTracker:
+        from ..sources import AttrSource, ItemSource
+        from .builder import wrap
+
+        source = AttrSource(function_source(self.tx, self.fn_var), "__kwdefaults__")
+        return wrap(self.tx, self.values[name], ItemSource(source, name))
 
 
 class NestedFunctionVariable(BaseFunctionVariable):
