@@ -45,8 +45,9 @@ from .variables.containers import (
     SetVariable,
     TupleVariable,
 )
-from .variables.functions import NestedFunctionVariable, PartialVariable, RealCellVariable, UserFunctionVariable, \
-    UserMethodVariable
+from .sources import CellContentsSource, ClosureSource
+from .variables.functions import CellVariable, NestedFunctionVariable, PartialVariable, RealCellVariable, \
+    UserFunctionVariable, UserMethodVariable
 from .variables.model_outputs import ModelOutputVariable
 from .variables.objects import ExceptionVariable, NewObjectVariable
 from .variables.tensor import TensorVariable
@@ -159,6 +160,10 @@ class GlueCodegen:
             return f"{self.ref(functools.partial)}({self.reconstruct(v.function)}{args}{kwargs})"
         if isinstance(v, NestedFunctionVariable):
             return self._nested_function(v)
+        if isinstance(v, CellVariable):
+            return self._new_cell(v)
+        if isinstance(v, RealCellVariable):
+            return self.cell_expr(v)
         if isinstance(v, ModelOutputVariable):
             if v.source is not None:
                 return v.source.expr()
@@ -228,12 +233,25 @@ class GlueCodegen:
         self._deferred.append(set_attributes)
         return name
 
+    def _new_cell(self, cell: CellVariable) -> str:
+        """A cell made during capture, made again (its contents are set after: they may be a
+        function that closes over this very cell)."""
+        name = self._new(cell, f"{self.ref(types.CellType)}()")
+        if cell.contents is not None:
+            self._deferred.append(lambda: self.emit(f"{name}.cell_contents = {self.reconstruct(cell.contents)}"))
+        return name
+
+    def cell_expr(self, cell: RealCellVariable) -> str:
+        """The cell object itself: read where the frame finds it, as the object differs per call."""
+        source = cell.source
+        if isinstance(source, ClosureSource):
+            return f"{CLOSURE}[{source.index}]"
+        if isinstance(source, CellContentsSource):
+            return f"{source.base.expr()}.__closure__[{source.index}]"
+        return self.ref(cell.cell, "cell")
+
     def _nested_function(self, v: NestedFunctionVariable) -> str:
-        cells = []
-        for cell in v.closure_cells:
-            if not isinstance(cell, RealCellVariable):
-                raise Unsupported("rebuilding a closure over variables of the compiled frame")
-            cells.append(self.ref(cell.cell))
+        cells = [self.reconstruct(cell) for cell in v.closure_cells]
         closure = f"({''.join(c + ', ' for c in cells)})" if cells else "None"
         defaults = self.reconstruct(v.defaults) if v.defaults is not None else "None"
         function = (f"{self.ref(types.FunctionType)}({self.ref(v.code, 'code')}, {self.ref(v.f_globals, 'globals')}, "
@@ -314,6 +332,10 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
         elif isinstance(v, NestedFunctionVariable):
             visit(v.defaults)
             visit(v.kwdefaults)
+            for cell in v.closure_cells:
+                visit(cell)
+        elif isinstance(v, CellVariable):
+            visit(v.contents)
         elif isinstance(v, ExceptionVariable):
             for item in v.args:
                 visit(item)
@@ -370,7 +392,7 @@ def emit_side_effects(cg: GlueCodegen, effects, root_globals: dict, prepared: di
         target = GLOBALS if globals_dict is root_globals else cg.ref(globals_dict, "globals")
         cg.emit(f"{target}[{name!r}] = {cg.reconstruct(value)}")
     for cell, value in effects.cell_writes.values():
-        cg.emit(f"{cg.ref(cell.cell, 'cell')}.cell_contents = {cg.reconstruct(value)}")
+        cg.emit(f"{cg.cell_expr(cell)}.cell_contents = {cg.reconstruct(value)}")
     for owner, name, args, kwargs in effects.calls:
         arguments = [cg.reconstruct(arg) for arg in args] + keyword_arguments(
             (k, cg.reconstruct(v)) for k, v in kwargs.items())
@@ -563,24 +585,7 @@ def live_locals(tx, offset: int) -> list[str]:
             if name in live and name in tx.locals and name not in tx.code.co_cellvars]
 
 
-def live_cells(tx, offset: int) -> list[str]:
-    """Cell variables of the frame still read from `offset` on (their contents are passed)."""
-    live = analysis.live_locals_at(tx.code, offset)
-    names = []
-    for name in tx.code.co_cellvars:
-        cell = tx.cells.get(name)
-        if name in live and cell is not None and getattr(cell, "contents", None) is not None:
-            names.append(name)
-    return names
-
-
-def check_cells_not_live(tx, offsets: list[int]) -> None:
-    """A nested function made before the break shares cells the resume function cannot."""
-    from .variables.functions import CellVariable
-
-    frame_cells = {id(cell) for cell in tx.cells.values() if isinstance(cell, CellVariable)}
-    live = {name for offset in offsets for name in live_locals(tx, offset)}
-    values = [tx.locals[name] for name in live] + list(tx.stack)
-    for value in values:
-        if isinstance(value, NestedFunctionVariable) and any(id(c) in frame_cells for c in value.closure_cells):
-            raise SkipFrame("graph break with a live closure over the compiled frame's variables")
+def frame_cells(tx) -> list[VariableTracker]:
+    """The contents of the frame's own cells (the glue makes the cells again, see resume.py)."""
+    return [cell.contents for cell in tx.cells.values()
+            if isinstance(cell, CellVariable) and cell.contents is not None]

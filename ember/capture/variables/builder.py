@@ -108,12 +108,22 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             keywords = wrap(tx, value.keywords, AttrSource(source, "keywords"))
             function = wrap(tx, value.func, AttrSource(source, "func"))
             return PartialVariable(function, args.unpack_sequence(tx), dict(keywords.items), source=source, real=value)
-        if isinstance(value, types.ModuleType):
-            guards.identity(source, value)
+        variable = wrap_static(tx, value)
+        from .functions import UserFunctionVariable
+
+        if type(variable) is UserFunctionVariable and value.__closure__:
+            # A closure is made anew by each call of the function that defines it: guard what
+            # inlining it relies on (its code and globals; its cells, defaults and attributes
+            # are read through guarded sources), so a new closure of the same code reuses the graph.
+            guards.type_match(source, value)
+            guards.add(f"{source.expr()}.__code__ is {guards.ref(value.__code__)}",
+                       f"{source.expr()} runs {value.__code__.co_qualname}")
+            guards.add(f"{source.expr()}.__globals__ is {guards.ref(value.__globals__)}",
+                       f"{source.expr()} has the same globals")
+            variable.identity_guarded = False
         else:
             # Cheap and exact: a different function/class at this source recompiles.
             guards.identity(source, value)
-        variable = wrap_static(tx, value)
         variable.source = source
         return variable
     from .model_outputs import ModelOutputVariable, is_model_output_class

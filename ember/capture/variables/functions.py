@@ -33,6 +33,17 @@ class RealCellVariable(VariableTracker):
         self.name = name
 
 
+def real_cell(graph, cell: types.CellType, source, name: str) -> RealCellVariable:
+    """The one variable for a real cell (a write through one closure is seen through another)."""
+    known = graph.objects.get(id(cell))
+    if isinstance(known, RealCellVariable) and known.cell is cell:
+        return known
+    variable = RealCellVariable(cell, source, name)
+    graph.objects[id(cell)] = variable
+    graph._keepalive.append(cell)
+    return variable
+
+
 class BaseFunctionVariable(VariableTracker):
     def python_type(self) -> type:
         return types.FunctionType
@@ -55,6 +66,9 @@ class UserFunctionVariable(BaseFunctionVariable):
     def __init__(self, fn: types.FunctionType, source=None) -> None:
         super().__init__(source)
         self.fn = fn
+        # False for a closure at a source, guarded on its code rather than on the object
+        # (builder.py): then `fn` is one closure of that code, not the object of later calls.
+        self.identity_guarded = True
 
     def get_code(self) -> types.CodeType:
         return self.fn.__code__
@@ -63,14 +77,22 @@ class UserFunctionVariable(BaseFunctionVariable):
         return self.fn
 
     def as_python_constant(self) -> Any:
+        if not self.identity_guarded:
+            raise Unsupported(f"{self.fn.__qualname__} is one of several closures, not a constant")
         return self.fn
 
     def static_value(self) -> Any:
-        return self.fn
+        return self.fn if self.identity_guarded else None
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in ("__defaults__", "__kwdefaults__", "__closure__", "__globals__", "__dict__"):
             raise Unsupported(f"function attribute {name}")
+        if name in ("__name__", "__qualname__", "__module__", "__doc__") and self.source is not None:
+            from ..sources import AttrSource
+            from .builder import wrap
+
+            # guarded: closures of one code share a guard on the code, not on these
+            return wrap(tx, getattr(self.fn, name), AttrSource(self.source, name))
         if name in self.fn.__dict__:
             from .builder import wrap
             from ..sources import AttrSource
@@ -82,11 +104,12 @@ class UserFunctionVariable(BaseFunctionVariable):
         from ..sources import CellContentsSource
 
         closure = self.fn.__closure__ or ()
+        if not closure:
+            return []
         names = self.fn.__code__.co_freevars
-        return [
-            RealCellVariable(cell, CellContentsSource(self.source, index) if self.source else None, names[index])
-            for index, cell in enumerate(closure)
-        ]
+        base = function_source(tx, self)
+        return [real_cell(tx.graph, cell, CellContentsSource(base, index), names[index])
+                for index, cell in enumerate(closure)]
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         fn = self.fn

@@ -191,6 +191,9 @@ def is_op(tx, left: VariableTracker, right: VariableTracker) -> bool:
         return True
     if isinstance(left, ConstantVariable) and isinstance(right, ConstantVariable):
         return left.value is right.value
+    same_function = _same_function(tx, left, right)
+    if same_function is not None:
+        return same_function
     left_real = getattr(left, "real_object", None) or _static(left)
     right_real = getattr(right, "real_object", None) or _static(right)
     if left_real is not None and right_real is not None:
@@ -198,6 +201,26 @@ def is_op(tx, left: VariableTracker, right: VariableTracker) -> bool:
     if _is_tensor(left) and _is_tensor(right):
         return left.node is right.node and left.example is right.example
     return False
+
+
+def _same_function(tx, left: VariableTracker, right: VariableTracker) -> bool | None:
+    """`f is g` for two functions when one is a closure guarded on its code only: the answer
+    is guarded too (the same code makes a new closure on each call of its outer function)."""
+    from .functions import UserFunctionVariable
+
+    if not (isinstance(left, UserFunctionVariable) and isinstance(right, UserFunctionVariable)):
+        return None
+    if left.identity_guarded and right.identity_guarded:
+        return None
+    same = left.fn is right.fn
+    guards = tx.graph.guards
+
+    def expr(variable) -> str:
+        return variable.source.expr() if variable.source is not None else guards.ref(variable.fn)
+
+    relation = "is" if same else "is not"
+    guards.add(f"{expr(left)} {relation} {expr(right)}", f"{expr(left)} {relation} {expr(right)}")
+    return same
 
 
 def _static(variable: VariableTracker) -> Any:
