@@ -84,9 +84,10 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         guards.type_match(source, value)
         return MethodCallVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, torch.nn.Module):
-        guards.identity(source, value)
-        from .modules import NNModuleVariable
+        from .modules import NNModuleVariable, guard_plain_container
 
+        if not guard_plain_container(tx, source, value):
+            guards.identity(source, value)
         return _remember(graph, value, NNModuleVariable(value, source=source))
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.MethodWrapperType, types.ModuleType, type,
