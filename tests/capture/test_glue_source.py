@@ -114,3 +114,19 @@ def test_traceback_shows_the_users_lines(backend):
     last = traceback.extract_tb(error.value.__traceback__)[-1]
     assert (last.filename, last.name, last.line) == (__file__, "_raises_itself", 'raise RuntimeError("over the limit")')
     assert last.lineno == _line_of(_raises_itself, "raise RuntimeError")
+
+
+def _reads_odd_keys(x, table):
+    return x * table[torch.float32] + table[float("inf")] + table[(1, None)]
+
+
+def test_keys_without_a_literal_are_referenced_not_printed():
+    # `torch.float32` and `inf` print as names the guard and glue code do not have: every
+    # guard check failed and each call recompiled.
+    ember.reset()
+    compiled = ember.compile(_reads_odd_keys, backend="eager")
+    with ember.config.patch(raise_capture_errors=True):
+        for _ in range(3):
+            table = {torch.float32: 2.0, float("inf"): 1.0, (1, None): 0.5}
+            torch.testing.assert_close(compiled(torch.ones(2), table), _reads_odd_keys(torch.ones(2), table))
+    assert ember.counters["stats"]["recompiles"] == 0

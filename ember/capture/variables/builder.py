@@ -59,7 +59,7 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
                                  and value_type.__name__ in ("OrderedDict", "defaultdict")):
         if all(is_constant_value(key) for key in value):
             guards.dict_keys(source, value)
-            items = {key: wrap(tx, item, ItemSource(source, key)) for key, item in value.items()}
+            items = {key: wrap(tx, item, item_source(tx, source, key)) for key, item in value.items()}
             variable = DictVariable(items, source=source, dict_type=value_type)
         else:
             variable = _wrap_object_keyed_dict(tx, value, source)
@@ -137,6 +137,13 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     from .objects import UserObjectVariable
 
     return _remember(graph, value, UserObjectVariable(value, source=source))
+
+
+def item_source(tx, base: Source, key: Any) -> ItemSource:
+    """`base[key]`, the key spelled as a literal or, when it has none, as a guard reference."""
+    from ..sources import literal
+
+    return ItemSource(base, key) if literal(key) is not None else ItemSource(base, key, tx.graph.guards.ref(key))
 
 
 def _wrap_object_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
