@@ -32,7 +32,7 @@ from . import bytecode_analysis as analysis
 from .errors import SkipFrame, Unsupported
 from .resume import make_resume_code
 from .source_text import keyword_arguments
-from .sources import CLOSURE, GLOBALS
+from .sources import CLOSURE, GLOBALS, CellContentsSource, ClosureSource
 from .variables.base import BINARY_OPERATORS, COMPARE_OPERATORS, ConstantVariable, NullVariable, VariableTracker
 from .variables.containers import (
     BaseListVariable,
@@ -45,7 +45,6 @@ from .variables.containers import (
     SetVariable,
     TupleVariable,
 )
-from .sources import CellContentsSource, ClosureSource
 from .variables.functions import CellVariable, NestedFunctionVariable, PartialVariable, RealCellVariable, \
     UserFunctionVariable, UserMethodVariable
 from .variables.model_outputs import ModelOutputVariable
