@@ -17,8 +17,10 @@ effects; run the instruction the graph broke on; call the resume function for th
 """
 from __future__ import annotations
 
+import collections
 import dis
 import functools
+import itertools
 import keyword
 import math
 import types
@@ -29,7 +31,8 @@ import torch
 from . import bytecode_analysis as analysis
 from .errors import SkipFrame, Unsupported
 from .resume import make_resume_code
-from .sources import CLOSURE, GLOBALS
+from .source_text import keyword_arguments
+from .sources import CLOSURE, GLOBALS, CellContentsSource, ClosureSource
 from .variables.base import BINARY_OPERATORS, COMPARE_OPERATORS, ConstantVariable, NullVariable, VariableTracker
 from .variables.containers import (
     BaseListVariable,
@@ -42,8 +45,8 @@ from .variables.containers import (
     SetVariable,
     TupleVariable,
 )
-from .variables.functions import NestedFunctionVariable, PartialVariable, RealCellVariable, UserFunctionVariable, \
-    UserMethodVariable
+from .variables.functions import CellVariable, NestedFunctionVariable, PartialVariable, RealCellVariable, \
+    UserFunctionVariable, UserMethodVariable
 from .variables.model_outputs import ModelOutputVariable
 from .variables.objects import ExceptionVariable, NewObjectVariable
 from .variables.tensor import TensorVariable
@@ -102,7 +105,8 @@ class GlueCodegen:
             return f"__ember_out[{self.outputs[id(v)]}]"
         if isinstance(v, NamedTupleVariable):
             items = ", ".join(self.reconstruct(item) for item in v.items)
-            cls = self.ref(v.tuple_class, "type")
+            class_var = getattr(v, "class_var", None)  # a class made in the frame is made again
+            cls = self.reconstruct(class_var) if class_var is not None else self.ref(v.tuple_class, "type")
             if hasattr(v.tuple_class, "_make"):
                 return f"{cls}._make(({items},))"
             return f"{cls}(({items},))"
@@ -116,10 +120,16 @@ class GlueCodegen:
         if isinstance(v, ListVariable):
             return self._new(v, "[" + ", ".join(self.reconstruct(item) for item in v.items) + "]")
         if isinstance(v, DictVariable):
-            if v.dict_type is not dict:
+            body = "{" + ", ".join(f"{self._key(v, key)}: {self.reconstruct(item)}"
+                                   for key, item in v.items.items()) + "}"
+            if v.dict_type is collections.OrderedDict:
+                body = f"{self.ref(collections.OrderedDict, 'type')}({body})"
+            elif v.dict_type is collections.defaultdict:
+                factory = self.reconstruct(v.default_factory) if v.default_factory is not None else "None"
+                body = f"{self.ref(collections.defaultdict, 'type')}({factory}, {body})"
+            elif v.dict_type is not dict:
                 raise Unsupported(f"rebuilding a {v.dict_type.__name__}")
-            body = ", ".join(f"{self._key(v, key)}: {self.reconstruct(item)}" for key, item in v.items.items())
-            return self._new(v, "{" + body + "}")
+            return self._new(v, body)
         if isinstance(v, SetVariable):
             items = ", ".join(self.reconstruct(item) for item in v.items.values())
             kind = "frozenset" if v.frozen else "set"
@@ -127,6 +137,10 @@ class GlueCodegen:
         if isinstance(v, RangeIteratorVariable):
             return f"iter({self.ref(v.remaining_range, 'range')})"
         if isinstance(v, ListIteratorVariable):
+            if v.over is not None:  # still reading the list itself, from where it got to
+                if v.index == 0:
+                    return self._new(v, f"iter({self.reconstruct(v.over)})")
+                return self._new(v, f"{self.ref(itertools.islice)}({self.reconstruct(v.over)}, {v.index}, None)")
             items = "".join(f"{self.reconstruct(item)}, " for item in v.remaining())
             return self._new(v, f"iter(({items}))")
         if isinstance(v, DictViewVariable):
@@ -138,12 +152,17 @@ class GlueCodegen:
             return f"{self.ref(v.cls, 'type')}({args})"
         if isinstance(v, UserMethodVariable):
             return f"{self.ref(types.MethodType)}({self.reconstruct(v.function)}, {self.reconstruct(v.owner)})"
-        if isinstance(v, PartialVariable):
+        if isinstance(v, PartialVariable) and v.source is None:
             args = "".join(f", {self.reconstruct(arg)}" for arg in v.args)
-            kwargs = "".join(f", {key}={self.reconstruct(arg)}" for key, arg in v.keywords.items())
+            kwargs = "".join(f", {text}" for text in keyword_arguments(
+                (key, self.reconstruct(arg)) for key, arg in v.keywords.items()))
             return f"{self.ref(functools.partial)}({self.reconstruct(v.function)}{args}{kwargs})"
         if isinstance(v, NestedFunctionVariable):
             return self._nested_function(v)
+        if isinstance(v, CellVariable):
+            return self._new_cell(v)
+        if isinstance(v, RealCellVariable):
+            return self.cell_expr(v)
         if isinstance(v, ModelOutputVariable):
             if v.source is not None:
                 return v.source.expr()
@@ -164,6 +183,9 @@ class GlueCodegen:
         rebuild = getattr(v, "rebuild_expr", None)
         if rebuild is not None:
             return self._new(v, rebuild)
+        rebuild_from = getattr(v, "reconstruct_expr", None)  # a variable that spells itself
+        if rebuild_from is not None:
+            return self._new(v, rebuild_from(self))
         real = getattr(v, "real_object", None)
         if real is None:
             getter = getattr(v, "static_value", None)
@@ -210,12 +232,25 @@ class GlueCodegen:
         self._deferred.append(set_attributes)
         return name
 
+    def _new_cell(self, cell: CellVariable) -> str:
+        """A cell made during capture, made again (its contents are set after: they may be a
+        function that closes over this very cell)."""
+        name = self._new(cell, f"{self.ref(types.CellType)}()")
+        if cell.contents is not None:
+            self._deferred.append(lambda: self.emit(f"{name}.cell_contents = {self.reconstruct(cell.contents)}"))
+        return name
+
+    def cell_expr(self, cell: RealCellVariable) -> str:
+        """The cell object itself: read where the frame finds it, as the object differs per call."""
+        source = cell.source
+        if isinstance(source, ClosureSource):
+            return f"{CLOSURE}[{source.index}]"
+        if isinstance(source, CellContentsSource):
+            return f"{source.base.expr()}.__closure__[{source.index}]"
+        return self.ref(cell.cell, "cell")
+
     def _nested_function(self, v: NestedFunctionVariable) -> str:
-        cells = []
-        for cell in v.closure_cells:
-            if not isinstance(cell, RealCellVariable):
-                raise Unsupported("rebuilding a closure over variables of the compiled frame")
-            cells.append(self.ref(cell.cell))
+        cells = [self.reconstruct(cell) for cell in v.closure_cells]
         closure = f"({''.join(c + ', ' for c in cells)})" if cells else "None"
         defaults = self.reconstruct(v.defaults) if v.defaults is not None else "None"
         function = (f"{self.ref(types.FunctionType)}({self.ref(v.code, 'code')}, {self.ref(v.f_globals, 'globals')}, "
@@ -273,10 +308,12 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
                 visit(item)
             for item in v.key_vars.values():
                 visit(item)
+            visit(v.default_factory)
         elif isinstance(v, SetVariable):
             for item in v.items.values():
                 visit(item)
         elif isinstance(v, ListIteratorVariable):
+            visit(v.over)
             for item in v.remaining():
                 visit(item)
         elif isinstance(v, NewObjectVariable):
@@ -294,6 +331,10 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
         elif isinstance(v, NestedFunctionVariable):
             visit(v.defaults)
             visit(v.kwdefaults)
+            for cell in v.closure_cells:
+                visit(cell)
+        elif isinstance(v, CellVariable):
+            visit(v.contents)
         elif isinstance(v, ExceptionVariable):
             for item in v.args:
                 visit(item)
@@ -304,6 +345,9 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
             visit(v.owner)
         elif type(v).__name__ == "TensorMethodVariable":
             visit(v.tensor)
+        elif hasattr(v, "contained_values"):
+            for item in v.contained_values():
+                visit(item)
 
     for value in values:
         visit(value)
@@ -347,9 +391,10 @@ def emit_side_effects(cg: GlueCodegen, effects, root_globals: dict, prepared: di
         target = GLOBALS if globals_dict is root_globals else cg.ref(globals_dict, "globals")
         cg.emit(f"{target}[{name!r}] = {cg.reconstruct(value)}")
     for cell, value in effects.cell_writes.values():
-        cg.emit(f"{cg.ref(cell.cell, 'cell')}.cell_contents = {cg.reconstruct(value)}")
+        cg.emit(f"{cg.cell_expr(cell)}.cell_contents = {cg.reconstruct(value)}")
     for owner, name, args, kwargs in effects.calls:
-        arguments = [cg.reconstruct(arg) for arg in args] + [f"{k}={cg.reconstruct(v)}" for k, v in kwargs.items()]
+        arguments = [cg.reconstruct(arg) for arg in args] + keyword_arguments(
+            (k, cg.reconstruct(v)) for k, v in kwargs.items())
         cg.emit(f"{cg.reconstruct(owner)}.{name}({', '.join(arguments)})")
 
 
@@ -376,7 +421,7 @@ def _emit_call(cg, tx, inst, stack):
         function, args = first, [second, *args]
     names = tx.kw_names or ()
     positional = args[:len(args) - len(names)]
-    keywords = [f"{name}={value}" for name, value in zip(names, args[len(args) - len(names):])]
+    keywords = keyword_arguments(zip(names, args[len(args) - len(names):]))
     result = cg.temp()
     call_args = ", ".join([*positional, *keywords])
     cg.emit(f"{result} = __ember_wrap({function})({call_args})")
@@ -539,24 +584,7 @@ def live_locals(tx, offset: int) -> list[str]:
             if name in live and name in tx.locals and name not in tx.code.co_cellvars]
 
 
-def live_cells(tx, offset: int) -> list[str]:
-    """Cell variables of the frame still read from `offset` on (their contents are passed)."""
-    live = analysis.live_locals_at(tx.code, offset)
-    names = []
-    for name in tx.code.co_cellvars:
-        cell = tx.cells.get(name)
-        if name in live and cell is not None and getattr(cell, "contents", None) is not None:
-            names.append(name)
-    return names
-
-
-def check_cells_not_live(tx, offsets: list[int]) -> None:
-    """A nested function made before the break shares cells the resume function cannot."""
-    from .variables.functions import CellVariable
-
-    frame_cells = {id(cell) for cell in tx.cells.values() if isinstance(cell, CellVariable)}
-    live = {name for offset in offsets for name in live_locals(tx, offset)}
-    values = [tx.locals[name] for name in live] + list(tx.stack)
-    for value in values:
-        if isinstance(value, NestedFunctionVariable) and any(id(c) in frame_cells for c in value.closure_cells):
-            raise SkipFrame("graph break with a live closure over the compiled frame's variables")
+def frame_cells(tx) -> list[VariableTracker]:
+    """The contents of the frame's own cells (the glue makes the cells again, see resume.py)."""
+    return [cell.contents for cell in tx.cells.values()
+            if isinstance(cell, CellVariable) and cell.contents is not None]

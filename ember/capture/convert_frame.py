@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import operator
 import time
 import types
 from typing import Any, Callable
@@ -22,11 +23,12 @@ import torch.fx
 from .. import config as ember_config
 from .. import logs
 from . import bytecode_analysis as analysis
-from .codegen import EMITTERS, Branch, GlueCodegen, check_cells_not_live, collect_tensors, emit_side_effects, \
-    live_cells, live_locals, side_effect_values
+from .codegen import EMITTERS, Branch, GlueCodegen, collect_tensors, emit_side_effects, frame_cells, live_locals, \
+    side_effect_values
 from .errors import BackendCompilerFailed, CaptureError, RestartCapture, SkipFrame, Unsupported
 from .graph import OutputGraph
-from .resume import make_resume_code
+from .resume import make_resume_code, original_code
+from .source_text import comment, compile_as_user_code
 from .sources import CLOSURE, GLOBALS
 from .translator import argument_names, make_root
 from .variables.base import NullVariable
@@ -137,20 +139,18 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         # Inside a try/with block the breaking instruction must run under the frame's own
         # exception handlers: the rest of the frame resumes *at* it and runs eagerly.
         branch_offsets = [inst.offset]
-        check_cells_not_live(root, branch_offsets)
         live = live_locals(root, inst.offset)
         needed = [root.locals[name] for name in live] + [v for v in root.stack if not isinstance(v, NullVariable)]
-        needed += [root.cells[name].contents for name in live_cells(root, inst.offset)]
+        needed += frame_cells(root)
     else:
         emitter = EMITTERS.get(inst.opname)
         if emitter is None:
             raise SkipFrame(f"graph break on {inst.opname}, which the glue cannot run: {reason}")
         branch_offsets = _successor_offsets(root, inst)
-        check_cells_not_live(root, branch_offsets)
         live = sorted({name for offset in branch_offsets for name in live_locals(root, offset)},
                       key=root.code.co_varnames.index)
         needed = [root.locals[name] for name in live] + [v for v in root.stack if not isinstance(v, NullVariable)]
-        needed += [root.cells[name].contents for offset in branch_offsets for name in live_cells(root, offset)]
+        needed += frame_cells(root)
     effects = graph.side_effects
     output_tensors = collect_tensors(needed + side_effect_values(effects))
     for index, tensor in enumerate(output_tensors):
@@ -190,23 +190,23 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         emit_side_effects(cg, effects, f_globals, prepared)
         cg.emit(f"return {result}")
     else:
+        # The frame's cells, made anew and shared by the resume function and the nested functions
+        # made before the break (see resume.py).
+        cell_exprs = [cg.reconstruct(root.cells[name]) for name in root.code.co_cellvars]
         stack_exprs = [None if isinstance(v, NullVariable) else cg.materialize(v) for v in root.stack]
         local_exprs = {name: cg.materialize(root.locals[name])
                        for offset in branch_offsets for name in live_locals(root, offset)}
-        for offset in branch_offsets:
-            for name in live_cells(root, offset):
-                cg.materialize(root.cells[name].contents)
         cg.flush_deferred()
         emit_side_effects(cg, effects, f_globals, prepared)
         location = f"{root.code.co_filename}:{root.lineno()}"
-        cg.emit(f"# graph break at {location}: {inst.opname} ({reason})")
+        cg.emit("# " + comment(f"graph break at {location}: {inst.opname} ({reason})"))
         if branch_offsets == [inst.offset]:
             cg.emit("# inside a try/with block: the rest runs eagerly, starting at this instruction")
             branches = [Branch(None, inst.offset, _wrap_callee(root, inst, stack_exprs))]
         else:
             branches = EMITTERS[inst.opname](cg, root, inst, stack_exprs)
         for branch in branches:
-            call = _resume_call(context, cg, root, branch, local_exprs)
+            call = _resume_call(context, cg, root, branch, local_exprs, cell_exprs)
             if branch.condition is not None:
                 cg.emit(f"if {branch.condition}:")
                 cg.emit(f"    return {call}")
@@ -216,22 +216,20 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
     body = lines_head + cg.lines
     signature = ", ".join([CLOSURE, *params])
     source = f"def __ember_glue({signature}):\n" + "\n".join(f"    {line}" for line in body) + "\n"
+    # Logged before anything is compiled, so that a glue or guard that fails to compile is seen.
+    if log_bytecode.isEnabledFor(logging.DEBUG):
+        log_bytecode.debug("glue for %s:\n%s", root.code.co_name, source)
+    guard_source = graph.guards.source_code(params)
+    if log_guards.isEnabledFor(logging.DEBUG):
+        log_guards.debug("guards for %s:\n%s", root.code.co_name, guard_source)
     namespace = dict(refs)
     namespace[GLOBALS] = f_globals
     namespace["__ember_wrap"] = context.wrap_callable
-    import operator
-
     namespace["__ember_operator"] = operator
     namespace["__builtins__"] = __builtins__
-    exec(compile(source, f"<ember glue for {root.code.co_name}>", "exec"), namespace)
-    glue = namespace["__ember_glue"]
-
-    guard_source = graph.guards.source_code(params)
+    glue = compile_as_user_code(source, "__ember_glue", root.code, root.lineno(), namespace,
+                                original_code(root.code))
     guard = graph.guards.compile(params, f_globals)
-    if log_guards.isEnabledFor(logging.DEBUG):
-        log_guards.debug("guards for %s:\n%s", root.code.co_name, guard_source)
-    if log_bytecode.isEnabledFor(logging.DEBUG):
-        log_bytecode.debug("glue for %s:\n%s", root.code.co_name, source)
     return CacheEntry(guard, glue, guard_source, source, graph.guards, graph_module, list(breaks))
 
 
@@ -244,17 +242,20 @@ def _successor_offsets(root, inst) -> list[int]:
     return offsets
 
 
-def _resume_call(context, cg: GlueCodegen, root, branch: Branch, local_exprs: dict[str, str]) -> str:
+def _resume_call(context, cg: GlueCodegen, root, branch: Branch, local_exprs: dict[str, str],
+                 cell_exprs: list[str]) -> str:
     live = live_locals(root, branch.target)
-    cells = live_cells(root, branch.target)
     nulls = tuple(expr is None for expr in branch.stack)
-    code = make_resume_code(root.code, branch.target, nulls, tuple(live), tuple(cells))
+    code = make_resume_code(root.code, branch.target, nulls, tuple(live))
     runner = context.code_runner(code, root.f_globals)
     if branch.target == root.current.offset and root.stop and root.stop[0] == "break":
         runner.eager = True  # resumes at the breaking instruction itself: never captured
     args = [expr for expr in branch.stack if expr is not None] + [local_exprs[name] for name in live]
-    args += [cg.reconstruct(root.cells[name].contents) for name in cells]
-    return f"{cg.ref(runner, 'resume')}({', '.join([CLOSURE, *args])})"
+    closure = CLOSURE
+    if cell_exprs:  # the resume code's free variables: the frame's own, then its cells
+        cells = "(" + "".join(f"{expr}, " for expr in cell_exprs) + ")"
+        closure = f"{CLOSURE} + {cells}" if root.code.co_freevars else cells
+    return f"{cg.ref(runner, 'resume')}({', '.join([closure, *args])})"
 
 
 def _wrap_callee(root, inst, stack: list) -> list:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 
 from .guard_failures import Check, TensorFacts, explain
+from .source_text import comment
 from .sources import CLOSURE, GLOBALS, Source
 
 
@@ -157,7 +158,7 @@ class GuardSet:
         body = "\n        and ".join(f"({expr})" for expr in self._shared_paths()) or "True"
         lines = [f"def __ember_guard({signature}):"]
         for guard in self.guards:
-            lines.append(f"    # {guard.description}")
+            lines.append(f"    # {comment(guard.description)}")
         lines.append(f"    return (\n        {body}\n    )")
         return "\n".join(lines)
 

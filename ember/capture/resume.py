@@ -10,6 +10,9 @@ its own capture cache.
 
     def __resume_at_30(b, x):          # prologue: (stack empty) JUMP_FORWARD to offset 30
         ...original bytecode from offset 30 on...
+
+A resume code's free variables are the original's free variables, then its cell variables
+(see make_resume_code); a nested function made after the break closes over those cells.
 """
 from __future__ import annotations
 
@@ -17,11 +20,12 @@ import inspect
 import types
 
 import bytecode as bytecode_lib
-from bytecode import Bytecode, Instr, Label
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
 from . import bytecode_analysis as analysis
 
 _CACHE: dict[tuple, types.CodeType] = {}
+_ORIGINS: dict[types.CodeType, types.CodeType] = {}  # resume code -> the user's code it continues
 _PROLOGUE_OPS = {"COPY_FREE_VARS", "MAKE_CELL", "RESUME"}
 
 
@@ -29,15 +33,15 @@ def stack_arg_name(index: int) -> str:
     return f"__ember_stack{index}"
 
 
-def cell_arg_name(name: str) -> str:
-    return f"__ember_cell_{name}"
-
-
 def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
-                     live_locals: tuple[str, ...], live_cells: tuple[str, ...] = ()) -> types.CodeType:
-    """`live_cells` are cell variables of `code` whose contents are passed in (as
-    `__ember_cell_<name>`) and stored into fresh cells by the prologue."""
-    key = (code, offset, stack_nulls, live_locals, live_cells)
+                     live_locals: tuple[str, ...]) -> types.CodeType:
+    """The rest of `code` from `offset`, taking the stack values and the live locals.
+
+    The cells of `code` (locals that nested functions close over) become free variables of
+    the resume code, after `code`'s own: the glue passes the very cells that functions made
+    before the break hold, so both sides keep sharing them (`closure = code's closure +
+    one cell per cell variable`, in `co_cellvars` order)."""
+    key = (code, offset, stack_nulls, live_locals)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
@@ -54,7 +58,8 @@ def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool,
     for item in program:
         if isinstance(item, Instr):
             if in_leading and item.name in _PROLOGUE_OPS:
-                prologue.append(item)
+                if item.name == "RESUME":
+                    prologue.append(item)  # COPY_FREE_VARS and MAKE_CELL are made again below
                 seen_real += 1
                 continue
             in_leading = False
@@ -64,17 +69,17 @@ def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool,
                         f"resume target mismatch at offset {offset}: {dis_insts[seen_real].opname} vs {item.name}")
                 body.append(label)
             seen_real += 1
+            if isinstance(item.arg, CellVar):
+                item.arg = FreeVar(item.arg.name)
         body.append(item)
     if label not in body:
         raise RuntimeError(f"resume target offset {offset} not found in {code.co_name}")
 
-    from bytecode import CellVar
-
+    freevars = list(code.co_freevars) + list(code.co_cellvars)
+    if freevars:
+        prologue.insert(0, Instr("COPY_FREE_VARS", len(freevars), lineno=code.co_firstlineno))
     stack_names = []
     lineno = code.co_firstlineno
-    for name in live_cells:
-        prologue.append(Instr("LOAD_FAST", cell_arg_name(name), lineno=lineno))
-        prologue.append(Instr("STORE_DEREF", CellVar(name), lineno=lineno))
     for index, is_null in enumerate(stack_nulls):
         if is_null:
             prologue.append(Instr("PUSH_NULL", lineno=lineno))
@@ -86,7 +91,9 @@ def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool,
 
     program.clear()
     program.extend(prologue + body)
-    program.argnames = stack_names + list(live_locals) + [cell_arg_name(name) for name in live_cells]
+    program.cellvars = []
+    program.freevars = freevars
+    program.argnames = stack_names + list(live_locals)
     program.argcount = len(program.argnames)
     program.posonlyargcount = 0
     program.kwonlyargcount = 0
@@ -96,9 +103,19 @@ def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool,
     program.name = f"__resume_at_{offset}"
     program.qualname = f"{code.co_qualname}.__resume_at_{offset}"
     resumed = program.to_code()
+    if resumed.co_freevars != tuple(freevars):
+        raise RuntimeError(f"resume code of {code.co_name} orders its free variables {resumed.co_freevars}, "
+                           f"not {tuple(freevars)}")
     _CACHE[key] = resumed
+    _ORIGINS[resumed] = original_code(code)
     return resumed
+
+
+def original_code(code: types.CodeType) -> types.CodeType:
+    """The user's code object that `code` resumes (itself when it is not a resume function)."""
+    return _ORIGINS.get(code, code)
 
 
 def clear_cache() -> None:
     _CACHE.clear()
+    _ORIGINS.clear()

@@ -31,6 +31,7 @@ import torch
 
 from .. import config as ember_config
 from .. import logs
+from . import defaults
 from .convert_frame import CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
 from .translator import argument_names
@@ -347,15 +348,18 @@ def make_dispatcher(function: types.FunctionType, context: CompileContext) -> Ca
     parts.extend(names[index:index + kwonly])
     if code.co_flags & inspect.CO_VARKEYWORDS:
         parts.append("**" + names[positional + kwonly + bool(code.co_flags & inspect.CO_VARARGS)])
+    # Defaults are read from `function` on each call, so that changing them is seen (defaults.py).
+    dispatcher_defaults, dispatcher_kwdefaults, prologue = defaults.sentinel_defaults(function)
     source = (
         f"def {_safe_name(function.__name__)}({', '.join(parts)}):\n"
-        f"    return __ember_runner(__ember_closure, {', '.join(params)})\n"
+        + "".join(f"    {line}\n" for line in prologue)
+        + f"    return __ember_runner(__ember_closure, {', '.join(params)})\n"
     )
-    namespace = {"__ember_runner": runner, "__ember_closure": function.__closure__}
+    namespace = {"__ember_runner": runner, "__ember_closure": function.__closure__, **defaults.namespace(function)}
     exec(compile(source, f"<ember dispatcher for {function.__qualname__}>", "exec"), namespace)
     dispatcher = namespace[_safe_name(function.__name__)]
-    dispatcher.__defaults__ = function.__defaults__
-    dispatcher.__kwdefaults__ = function.__kwdefaults__
+    dispatcher.__defaults__ = dispatcher_defaults
+    dispatcher.__kwdefaults__ = dispatcher_kwdefaults
     functools.update_wrapper(dispatcher, function)
     dispatcher._ember_original = function
     dispatcher._ember_runner = runner

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
+import math
 
 GLOBALS = "__ember_globals"
 CLOSURE = "__ember_closure"
@@ -122,13 +123,30 @@ class ModuleDictSource(Source):
         return self.base.root()
 
 
+def literal(value: object) -> str | None:
+    """Python source that evaluates to `value` with only builtins in scope, or None.
+    (`torch.float32`, `inf` or an enum member print as names that generated code lacks.)"""
+    if value is None or value is Ellipsis or type(value) in (bool, int, str, bytes):
+        return repr(value)
+    if type(value) is float:
+        return repr(value) if math.isfinite(value) else None
+    if type(value) in (tuple, frozenset):
+        parts = [literal(item) for item in value]
+        if any(part is None for part in parts):
+            return None
+        inner = "".join(f"{part}, " for part in parts)
+        return f"({inner})" if type(value) is tuple else f"frozenset(({inner}))"
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class ItemSource(Source):
     base: Source
-    key: object  # int, str or another hashable constant with a faithful repr
+    key: object  # a hashable constant
+    key_expr: str | None = None  # how the key is spelled when it has no literal (a guard reference)
 
     def expr(self) -> str:
-        return f"{self.base.expr()}[{self.key!r}]"
+        return f"{self.base.expr()}[{self.key_expr or literal(self.key) or repr(self.key)}]"
 
     def name(self) -> str:
         return f"{self.base.name()}_{self.key}"
@@ -163,6 +181,41 @@ class DictItemSource(Source):
 
     def name(self) -> str:
         return f"{self.base.name()}_{self.key}"
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclasses.dataclass(frozen=True)
+class IterationItemSource(Source):
+    """The `index`-th item that iterating `base` gives: a dict key or a set member that has no
+    literal (a tensor, an object)."""
+
+    base: Source
+    index: int
+
+    def expr(self) -> str:
+        return f"list({self.base.expr()})[{self.index}]"
+
+    def name(self) -> str:
+        return f"{self.base.name()}_key_{self.index}"
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclasses.dataclass(frozen=True)
+class DictValueSource(Source):
+    """The value stored under the `index`-th key of a dict (its key has no literal)."""
+
+    base: Source
+    index: int
+
+    def expr(self) -> str:
+        return f"list({self.base.expr()}.values())[{self.index}]"
+
+    def name(self) -> str:
+        return f"{self.base.name()}_value_{self.index}"
 
     def root(self) -> Source:
         return self.base.root()

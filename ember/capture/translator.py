@@ -31,7 +31,7 @@ from .graph import OutputGraph
 from .sources import GLOBALS, ClosureSource, GlobalSource, ItemSource, LocalSource, Source
 from .variables.base import NULL, ConstantVariable, VariableTracker, constant
 from .variables.builder import wrap, wrap_static
-from .variables.functions import CellVariable, RealCellVariable, bind_arguments
+from .variables.functions import CellVariable, RealCellVariable, bind_arguments, real_cell
 
 PY_VERSION = sys.version_info[:2]
 
@@ -418,7 +418,7 @@ def make_root(code: types.CodeType, f_globals: dict, closure, args: tuple, graph
     local_vars: dict[str, VariableTracker] = {}
     cells: dict[str, VariableTracker] = {}
     for index, name in enumerate(code.co_freevars):
-        cells[name] = RealCellVariable(closure[index], ClosureSource(index, name), name)
+        cells[name] = real_cell(graph, closure[index], ClosureSource(index, name), name)
     for name in code.co_cellvars:
         cells[name] = CellVariable(None, name)
     root = RootTranslator(code, f_globals, graph, local_vars, cells, config, break_plan)

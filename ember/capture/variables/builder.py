@@ -57,11 +57,12 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         return NamedTupleVariable(items, value_type, source=source)
     if value_type in (dict,) or (isinstance(value, dict) and value_type.__module__ == "collections"
                                  and value_type.__name__ in ("OrderedDict", "defaultdict")):
-        if not all(is_constant_value(key) for key in value):
-            raise Unsupported("dict with non-constant keys")
-        guards.dict_keys(source, value)
-        items = {key: wrap(tx, item, ItemSource(source, key)) for key, item in value.items()}
-        variable = DictVariable(items, source=source, dict_type=value_type)
+        if all(is_constant_value(key) for key in value):
+            guards.dict_keys(source, value)
+            items = {key: wrap(tx, item, item_source(tx, source, key)) for key, item in value.items()}
+            variable = DictVariable(items, source=source, dict_type=value_type)
+        else:
+            variable = _wrap_object_keyed_dict(tx, value, source)
         if value_type.__name__ == "defaultdict" and value.default_factory is not None:
             from ..sources import AttrSource
 
@@ -69,7 +70,7 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         return _remember(graph, value, variable)
     if value_type in (set, frozenset):
         if not all(is_constant_value(item) for item in value):
-            raise Unsupported("set of non-constant items")
+            return _remember(graph, value, _wrap_object_set(tx, value, source))
         guards.constant(source, frozenset(value)) if value_type is frozenset else guards.add(
             f"{source.expr()} == {guards.ref(set(value))}", f"{source.expr()} == {value!r}")
         variable = SetVariable([constant(item) for item in value], source=source, frozen=value_type is frozenset)
@@ -83,9 +84,10 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         guards.type_match(source, value)
         return MethodCallVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, torch.nn.Module):
-        guards.identity(source, value)
-        from .modules import NNModuleVariable
+        from .modules import NNModuleVariable, guard_plain_container
 
+        if not guard_plain_container(tx, source, value):
+            guards.identity(source, value)
         return _remember(graph, value, NNModuleVariable(value, source=source))
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.MethodWrapperType, types.ModuleType, type,
@@ -102,17 +104,27 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             from .functions import PartialVariable
 
             guards.type_match(source, value)
-            return PartialVariable(
-                wrap(tx, value.func, AttrSource(source, "func")),
-                [wrap(tx, arg, ItemSource(AttrSource(source, "args"), i)) for i, arg in enumerate(value.args)],
-                {k: wrap(tx, v, ItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()},
-            )
-        if isinstance(value, types.ModuleType):
-            guards.identity(source, value)
+            # args and keywords are wrapped whole: their length and keys are guarded too.
+            args = wrap(tx, value.args, AttrSource(source, "args"))
+            keywords = wrap(tx, value.keywords, AttrSource(source, "keywords"))
+            function = wrap(tx, value.func, AttrSource(source, "func"))
+            return PartialVariable(function, args.unpack_sequence(tx), dict(keywords.items), source=source, real=value)
+        variable = wrap_static(tx, value)
+        from .functions import UserFunctionVariable
+
+        if type(variable) is UserFunctionVariable and value.__closure__:
+            # A closure is made anew by each call of the function that defines it: guard what
+            # inlining it relies on (its code and globals; its cells, defaults and attributes
+            # are read through guarded sources), so a new closure of the same code reuses the graph.
+            guards.type_match(source, value)
+            guards.add(f"{source.expr()}.__code__ is {guards.ref(value.__code__)}",
+                       f"{source.expr()} runs {value.__code__.co_qualname}")
+            guards.add(f"{source.expr()}.__globals__ is {guards.ref(value.__globals__)}",
+                       f"{source.expr()} has the same globals")
+            variable.identity_guarded = False
         else:
             # Cheap and exact: a different function/class at this source recompiles.
             guards.identity(source, value)
-        variable = wrap_static(tx, value)
         variable.source = source
         return variable
     from .model_outputs import ModelOutputVariable, is_model_output_class
@@ -125,6 +137,44 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     from .objects import UserObjectVariable
 
     return _remember(graph, value, UserObjectVariable(value, source=source))
+
+
+def item_source(tx, base: Source, key: Any) -> ItemSource:
+    """`base[key]`, the key spelled as a literal or, when it has none, as a guard reference."""
+    from ..sources import literal
+
+    return ItemSource(base, key) if literal(key) is not None else ItemSource(base, key, tx.graph.guards.ref(key))
+
+
+def _wrap_object_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
+    """A dict keyed by tensors or objects: each key is read by position and guarded like any
+    value found at a source (a tensor key becomes a graph input), so lookups by identity hold."""
+    from ..sources import IterationItemSource, DictValueSource
+    from .containers import DictVariable
+    from .sets import hash_key
+
+    tx.graph.guards.length(source, value)
+    variable = DictVariable({}, source=source, dict_type=type(value))
+    for index, (key, item) in enumerate(value.items()):
+        key_var = wrap(tx, key, IterationItemSource(source, index))
+        entry = hash_key(tx, key_var)
+        variable.items[entry] = wrap(tx, item, DictValueSource(source, index))
+        if not key_var.is_python_constant():
+            variable.key_vars[entry] = key_var
+    return variable
+
+
+def _wrap_object_set(tx, value: set | frozenset, source: Source) -> VariableTracker:
+    """A set of tensors or objects: members are read by position (the order iterating it gives
+    now and, with the same members, on later calls), each guarded like any value at a source."""
+    from ..sources import IterationItemSource
+    from .sets import SetVariable
+
+    tx.graph.guards.length(source, value)
+    members = [wrap(tx, item, IterationItemSource(source, index)) for index, item in enumerate(value)]
+    variable = SetVariable(members, source=source, frozen=type(value) is frozenset)
+    variable.order_known = True
+    return variable
 
 
 def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:

@@ -23,6 +23,7 @@ from .containers import (
     ListVariable,
     SetVariable,
     TupleVariable,
+    mapping_pairs,
 )
 
 HANDLERS: dict[Any, Callable] = {}
@@ -148,6 +149,14 @@ def values_equal(tx, left: VariableTracker, right: VariableTracker) -> bool:
         if left.python_type() is not right.python_type() or len(left.items) != len(right.items):
             return False
         return all(values_equal(tx, a, b) for a, b in zip(left.items, right.items))
+    from .operators import COMPARE_FUNCTIONS
+    from .sets import set_operator
+
+    as_sets = set_operator(tx, COMPARE_FUNCTIONS["=="], left, right)
+    if as_sets is not None:
+        return as_sets.as_python_constant()
+    if isinstance(left, DictVariable) and isinstance(right, DictVariable):
+        return dicts_equal(tx, left, right)
     left_key = getattr(left, "identity_key", None)
     right_key = getattr(right, "identity_key", None)
     if left_key and right_key:
@@ -157,8 +166,23 @@ def values_equal(tx, left: VariableTracker, right: VariableTracker) -> bool:
     raise Unsupported(f"comparing {left} and {right}")
 
 
+def dicts_equal(tx, left: DictVariable, right: DictVariable) -> bool:
+    """dict == dict: the same keys with equal values; two OrderedDicts also need the same order."""
+    import collections
+
+    if left.items.keys() != right.items.keys():
+        return False
+    both_ordered = issubclass(left.dict_type, collections.OrderedDict) and \
+        issubclass(right.dict_type, collections.OrderedDict)
+    if both_ordered and list(left.items) != list(right.items):
+        return False
+    return all(values_equal(tx, value, right.items[key]) for key, value in left.items.items())
+
+
 def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableTracker:
-    if isinstance(container, (DictVariable, SetVariable)):
+    from .containers import DictViewVariable
+
+    if isinstance(container, (DictVariable, SetVariable, DictViewVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, ConstantVariable) and item.is_python_constant():
         try:
@@ -302,40 +326,6 @@ def _range(tx, *args):
     return constant(range(*[a.as_python_constant() for a in args]))
 
 
-@register(enumerate)
-def _enumerate(tx, iterable, start=None):
-    first = start.as_python_constant() if start is not None else 0
-    return ListIteratorVariable([TupleVariable([constant(first + i), item])
-                                 for i, item in enumerate(_iterate(tx, iterable))])
-
-
-@register(zip)
-def _zip(tx, *iterables, strict=None):
-    columns = [_iterate(tx, iterable) for iterable in iterables]
-    if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
-        raise UserException(ValueError("zip() arguments have different lengths"))
-    return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
-
-
-@register(map)
-def _map(tx, function, *iterables):
-    columns = [_iterate(tx, iterable) for iterable in iterables]
-    return ListIteratorVariable([function.call_function(tx, list(row), {}) for row in zip(*columns)])
-
-
-@register(filter)
-def _filter(tx, function, iterable):
-    kept = []
-    for item in _iterate(tx, iterable):
-        if isinstance(function, ConstantVariable) and function.value is None:
-            keep = item.truth(tx)
-        else:
-            keep = function.call_function(tx, [item], {}).truth(tx)
-        if keep:
-            kept.append(item)
-    return ListIteratorVariable(kept)
-
-
 @register(reversed)
 def _reversed(tx, sequence):
     if isinstance(sequence, ConstantVariable) and isinstance(sequence.value, range):
@@ -376,17 +366,18 @@ def _frozenset(tx, iterable=None):
 
 @register(dict)
 def _dict(tx, *args, **kwargs):
-    result = DictVariable({})
-    if args:
-        source = args[0]
-        if isinstance(source, DictVariable):
-            result.items.update(source.items)
-            result.key_vars.update(source.key_vars)
-        else:
-            for pair in _iterate(tx, source):
-                key, value = pair.unpack_sequence(tx)
-                result.setitem(tx, key, value)
-    result.items.update(kwargs)
+    return new_dict(tx, dict, args, kwargs)
+
+
+def new_dict(tx, dict_type: type, args: tuple, kwargs: dict) -> DictVariable:
+    """`dict_type(*args, **kwargs)` for dict and OrderedDict: a mapping or pairs, then keywords."""
+    if len(args) > 1:
+        raise UserException(TypeError(f"{dict_type.__name__} expected at most 1 argument, got {len(args)}"))
+    result = DictVariable({}, dict_type=dict_type)
+    for key, value in mapping_pairs(tx, args[0]) if args else []:
+        result.setitem(tx, key, value)
+    for key, value in kwargs.items():
+        result.setitem(tx, constant(key), value)
     return result
 
 
@@ -494,6 +485,10 @@ def to_text(tx, value: VariableTracker, kind: str) -> VariableTracker:
         return constant(function(value.as_python_constant()))
     from .objects import NewObjectVariable, UserObjectVariable, _class_attribute
 
+    caught = getattr(value, "static_value", lambda: None)()
+    if isinstance(caught, BaseException) and type(caught).__module__ == "builtins":
+        # an exception that user code caught: a builtin exception's text is fixed by its args
+        return constant(str(caught) if kind == "__str__" else repr(caught))
     if isinstance(value, (UserObjectVariable, NewObjectVariable)):
         for name in ((kind, "__repr__") if kind == "__str__" else (kind,)):
             found, raw = _class_attribute(value.python_type(), name)
@@ -590,6 +585,9 @@ def _reduce(tx, function, iterable, *initial):
 def _partial(tx, function, *args, **kwargs):
     from .functions import PartialVariable
 
+    if type(function) is PartialVariable and not getattr(function.real, "__dict__", None):
+        # partial(partial(f, a), b) is partial(f, a, b), as functools makes it
+        return PartialVariable(function.function, [*function.args, *args], {**function.keywords, **kwargs})
     return PartialVariable(function, list(args), kwargs)
 
 
@@ -689,3 +687,7 @@ def _attrgetter(tx, *names):
     if any("." in name.as_python_constant() for name in names):
         raise Unsupported("dotted operator.attrgetter")
     return _ItemGetterVariable(list(names), attribute=True)
+
+
+# Handlers for other standard-library callables register into the same table.
+from . import collections_types, iterators  # noqa: E402,F401

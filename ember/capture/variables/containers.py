@@ -12,22 +12,10 @@ from typing import Any
 
 from ..errors import Unsupported, UserException
 from .base import ConstantVariable, VariableTracker, constant
+from .sets import DictViewVariable, SetVariable, hash_key, lookup_key, missing_key  # noqa: F401 (re-exported)
 
 
-def _const_key(tx, key: VariableTracker) -> Any:
-    if key.is_python_constant():
-        return key.as_python_constant()
-    from .tensor import TensorVariable
-
-    if isinstance(key, TensorVariable):
-        raise Unsupported("a tensor used as a dict key or set item")
-    hashable = getattr(key, "identity_key", None)
-    if hashable is not None:
-        cls = key.python_type()
-        if cls.__hash__ is not object.__hash__ or cls.__eq__ is not object.__eq__:
-            raise Unsupported(f"{cls.__name__} with its own __hash__/__eq__ used as a key")
-        return hashable()
-    raise Unsupported(f"{key} used as a dict key or set item")
+_const_key = hash_key  # the key a dict or set entry is stored under (other modules import this name)
 
 
 class BaseListVariable(VariableTracker):
@@ -112,6 +100,10 @@ class NamedTupleVariable(TupleVariable):
         if name in fields:
             return self.items[fields.index(name)]
         value = getattr(self.tuple_class, name, None)
+        if name in ("_fields", "_field_defaults") and value is not None:
+            from .builder import wrap_constant_result
+
+            return wrap_constant_result(tx, value)  # fixed when the class was made
         if callable(value):
             from .functions import UserFunctionVariable, UserMethodVariable
             import types
@@ -123,6 +115,10 @@ class NamedTupleVariable(TupleVariable):
 
 class ListVariable(BaseListVariable):
     container_type = list
+
+    def get_iter(self, tx) -> VariableTracker:
+        # A list iterator reads the live list by index, so items appended during a loop are seen.
+        return ListIteratorVariable(self.items, over=self)
 
     def mutated(self, tx) -> None:
         tx.graph.side_effects.mutate_container(self)
@@ -224,10 +220,15 @@ class DictVariable(VariableTracker):
         return self.dict_type
 
     def as_python_constant(self) -> Any:
-        return {key: value.as_python_constant() for key, value in self.items.items()}
+        if self.key_vars:
+            raise Unsupported("a dict keyed by objects is not a constant")
+        return self.dict_type({key: value.as_python_constant() for key, value in self.items.items()})
 
     def truth(self, tx) -> bool:
         return bool(self.items)
+
+    def lookup(self, tx, key_var: VariableTracker) -> Any:
+        return lookup_key(tx, key_var, self.key_vars)
 
     def key_var(self, key: Any) -> VariableTracker:
         return self.key_vars.get(key) or ConstantVariable(key)
@@ -239,7 +240,7 @@ class DictVariable(VariableTracker):
         tx.graph.side_effects.mutate_container(self)
 
     def getitem(self, tx, key_var: VariableTracker) -> VariableTracker:
-        key = _const_key(tx, key_var)
+        key = self.lookup(tx, key_var)
         if key in self.items:
             return self.items[key]
         if self.default_factory is not None:
@@ -248,10 +249,10 @@ class DictVariable(VariableTracker):
             self.items[key] = value
             self.key_vars[key] = key_var
             return value
-        raise UserException(KeyError(key))
+        raise missing_key(key_var, key)
 
     def setitem(self, tx, key_var: VariableTracker, value: VariableTracker) -> None:
-        key = _const_key(tx, key_var)
+        key = self.lookup(tx, key_var)
         self.mutated(tx)
         self.items[key] = value
         if not key_var.is_python_constant():
@@ -265,11 +266,11 @@ class DictVariable(VariableTracker):
             self.setitem(tx, args[0], args[1])
             return constant(None)
         if name == "__contains__" and len(args) == 1:
-            return constant(_const_key(tx, args[0]) in items)
+            return constant(self.lookup(tx, args[0]) in items)
         if name == "__len__":
             return constant(len(items))
         if name == "get" and 1 <= len(args) <= 2:
-            key = _const_key(tx, args[0])
+            key = self.lookup(tx, args[0])
             if key in items:
                 return items[key]
             return args[1] if len(args) == 2 else constant(None)
@@ -279,36 +280,45 @@ class DictVariable(VariableTracker):
             return DictViewVariable(self, "values")
         if name == "items" and not args:
             return DictViewVariable(self, "items")
-        if name == "update":
+        if name == "update" and len(args) <= 1:
+            pairs = mapping_pairs(tx, args[0]) if args else []
             self.mutated(tx)
-            if args:
-                other = args[0]
-                if isinstance(other, DictVariable):
-                    items.update(other.items)
-                    self.key_vars.update(other.key_vars)
-                else:
-                    for pair in other.unpack_sequence(tx):
-                        key_var, value = pair.unpack_sequence(tx)
-                        self.setitem(tx, key_var, value)
+            for key_var, value in pairs:
+                self.setitem(tx, key_var, value)
             for key, value in kwargs.items():
-                items[key] = value
+                self.setitem(tx, constant(key), value)
             return constant(None)
         if name == "pop" and 1 <= len(args) <= 2:
-            key = _const_key(tx, args[0])
+            key = self.lookup(tx, args[0])
             if key in items:
                 self.mutated(tx)
+                self.key_vars.pop(key, None)
                 return items.pop(key)
             if len(args) == 2:
                 return args[1]
-            raise UserException(KeyError(key))
-        if name == "popitem" and not args:
+            raise missing_key(args[0], key)
+        if name == "popitem" and not args and set(kwargs) <= {"last"}:
             if not items:
                 raise UserException(KeyError("popitem(): dictionary is empty"))
+            last = kwargs["last"].as_python_constant() if "last" in kwargs else True
+            if not last and self.dict_type is dict:
+                raise UserException(TypeError("dict.popitem() takes no keyword arguments"))
             self.mutated(tx)
-            key, value = items.popitem()
-            return TupleVariable([self.key_var(key), value])
+            key = next(reversed(items)) if last else next(iter(items))
+            value = items.pop(key)
+            return TupleVariable([self.key_vars.pop(key, None) or ConstantVariable(key), value])
+        if name == "move_to_end" and len(args) == 1 and set(kwargs) <= {"last"} \
+                and issubclass(self.dict_type, collections.OrderedDict):
+            key = self.lookup(tx, args[0])
+            if key not in items:
+                raise missing_key(args[0], key)
+            last = kwargs["last"].as_python_constant() if "last" in kwargs else True
+            self.mutated(tx)
+            value = items.pop(key)
+            self.items = {key: value, **items} if not last else {**items, key: value}
+            return constant(None)
         if name == "setdefault" and 1 <= len(args) <= 2:
-            key = _const_key(tx, args[0])
+            key = self.lookup(tx, args[0])
             if key not in items:
                 self.mutated(tx)
                 items[key] = args[1] if len(args) == 2 else constant(None)
@@ -322,117 +332,77 @@ class DictVariable(VariableTracker):
             copy.default_factory = self.default_factory
             return copy
         if name == "__delitem__" and len(args) == 1:
-            key = _const_key(tx, args[0])
+            key = self.lookup(tx, args[0])
             if key not in items:
-                raise UserException(KeyError(key))
+                raise missing_key(args[0], key)
             self.mutated(tx)
             del items[key]
+            self.key_vars.pop(key, None)
             return constant(None)
         return super().call_method(tx, name, args, kwargs)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "default_factory" and issubclass(self.dict_type, collections.defaultdict):
+            return self.default_factory or constant(None)
         raise Unsupported(f"attribute {name!r} of a dict")
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items!r})"
 
 
-class DictViewVariable(VariableTracker):
-    def __init__(self, dict_var: DictVariable, kind: str) -> None:
-        super().__init__()
-        self.dict_var = dict_var
-        self.kind = kind
-
-    def python_type(self) -> type:
-        return {"keys": type({}.keys()), "values": type({}.values()), "items": type({}.items())}[self.kind]
-
-    def unpack_sequence(self, tx) -> list[VariableTracker]:
-        d = self.dict_var
-        if self.kind == "keys":
-            return [d.key_var(key) for key in d.items]
-        if self.kind == "values":
-            return list(d.items.values())
-        return [TupleVariable([d.key_var(key), value]) for key, value in d.items.items()]
-
-    def call_method(self, tx, name, args, kwargs):
-        if name == "__len__":
-            return constant(len(self.dict_var.items))
-        if name == "__contains__" and self.kind == "keys":
-            return constant(_const_key(tx, args[0]) in self.dict_var.items)
-        return super().call_method(tx, name, args, kwargs)
+def mapping_pairs(tx, other: VariableTracker) -> list[tuple[VariableTracker, VariableTracker]]:
+    """What `dict(other)` and `d.update(other)` read, as Python does: `keys()` and `other[key]`
+    when `other` has a `keys` attribute (any mapping), else (key, value) pairs from iterating it."""
+    if isinstance(other, DictVariable):
+        return [(other.key_var(key), value) for key, value in other.items.items()]
+    keys = _mapping_keys(tx, other)
+    if keys is not None:
+        return [(key, tx.getitem(other, key)) for key in keys]
+    pairs = []
+    for index, pair in enumerate(other.get_iter(tx).unpack_sequence(tx)):
+        parts = pair.get_iter(tx).unpack_sequence(tx)
+        if len(parts) != 2:
+            raise UserException(ValueError(
+                f"dictionary update sequence element #{index} has length {len(parts)}; 2 is required"))
+        pairs.append((parts[0], parts[1]))
+    return pairs
 
 
-class SetVariable(VariableTracker):
-    def __init__(self, items: list[VariableTracker], source=None, frozen: bool = False) -> None:
-        super().__init__(source)
-        self.items: dict[Any, VariableTracker] = {}
-        self.frozen = frozen
-        for item in items:
-            self.items[_const_key(None, item)] = item
+def _mapping_keys(tx, other: VariableTracker) -> list[VariableTracker] | None:
+    import collections.abc
 
-    def python_type(self) -> type:
-        return frozenset if self.frozen else set
+    from .functions import UserFunctionVariable, UserMethodVariable
 
-    def as_python_constant(self) -> Any:
-        return (frozenset if self.frozen else set)(item.as_python_constant() for item in self.items.values())
-
-    def truth(self, tx) -> bool:
-        return bool(self.items)
-
-    def unpack_sequence(self, tx) -> list[VariableTracker]:
-        # Iteration order of a set of constants is that of the real set with the same items.
-        real = set(self.items)
-        return [self.items[key] for key in real]
-
-    def mutated(self, tx) -> None:
-        tx.graph.side_effects.mutate_container(self)
-
-    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        if name == "add" and len(args) == 1:
-            self.mutated(tx)
-            self.items[_const_key(tx, args[0])] = args[0]
-            return constant(None)
-        if name in ("discard", "remove") and len(args) == 1:
-            key = _const_key(tx, args[0])
-            if key not in self.items:
-                if name == "remove":
-                    raise UserException(KeyError(key))
-                return constant(None)
-            self.mutated(tx)
-            del self.items[key]
-            return constant(None)
-        if name == "update":
-            self.mutated(tx)
-            for arg in args:
-                for item in arg.unpack_sequence(tx):
-                    self.items[_const_key(tx, item)] = item
-            return constant(None)
-        if name == "__contains__" and len(args) == 1:
-            return constant(_const_key(tx, args[0]) in self.items)
-        if name == "__len__":
-            return constant(len(self.items))
-        if name in ("union", "intersection", "difference", "symmetric_difference", "issubset",
-                    "issuperset", "isdisjoint", "__or__", "__and__", "__sub__", "__xor__"):
-            if self.is_python_constant() and all(arg.is_python_constant() for arg in args):
-                result = getattr(self.as_python_constant(), name)(*[set(a.as_python_constant()) for a in args])
-                from .builder import wrap_constant_result
-
-                return wrap_constant_result(tx, result)
-        if name == "copy":
-            return SetVariable(list(self.items.values()))
-        return super().call_method(tx, name, args, kwargs)
+    if isinstance(other, (BaseListVariable, SetVariable, DictViewVariable, ListIteratorVariable,
+                          RangeIteratorVariable, ConstantVariable)):
+        return None  # builtin iterables without a `keys` attribute
+    try:
+        keys_method = tx.load_attr(other, "keys")
+    except UserException as error:
+        if isinstance(error.value, AttributeError):
+            return None
+        raise
+    function = keys_method.function if isinstance(keys_method, UserMethodVariable) else None
+    if isinstance(function, UserFunctionVariable) and function.fn is collections.abc.Mapping.keys:
+        keys_view = other  # Mapping.keys() is a KeysView, which iterates the mapping itself
+    else:
+        keys_view = keys_method.call_function(tx, [], {})
+    return keys_view.get_iter(tx).unpack_sequence(tx)
 
 
 class ListIteratorVariable(VariableTracker):
     """An iterator over a known list of variables (also what generators materialize into)."""
 
-    def __init__(self, items: list[VariableTracker], index: int = 0) -> None:
+    def __init__(self, items: list[VariableTracker], index: int = 0, iterator_type: type | None = None,
+                 over: "ListVariable | None" = None) -> None:
         super().__init__()
-        self.items = items
+        self.items = items  # the list's own item list when iterating a ListVariable (`over`)
         self.index = index
+        self.iterator_type = iterator_type  # what type() says: a generator, ...
+        self.over = over
 
     def python_type(self) -> type:
-        return type(iter(()))
+        return self.iterator_type or type(iter(()))
 
     def next_value(self, tx) -> VariableTracker | None:
         if self.index >= len(self.items):

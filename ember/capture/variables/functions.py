@@ -33,6 +33,17 @@ class RealCellVariable(VariableTracker):
         self.name = name
 
 
+def real_cell(graph, cell: types.CellType, source, name: str) -> RealCellVariable:
+    """The one variable for a real cell (a write through one closure is seen through another)."""
+    known = graph.objects.get(id(cell))
+    if isinstance(known, RealCellVariable) and known.cell is cell:
+        return known
+    variable = RealCellVariable(cell, source, name)
+    graph.objects[id(cell)] = variable
+    graph._keepalive.append(cell)
+    return variable
+
+
 class BaseFunctionVariable(VariableTracker):
     def python_type(self) -> type:
         return types.FunctionType
@@ -55,6 +66,9 @@ class UserFunctionVariable(BaseFunctionVariable):
     def __init__(self, fn: types.FunctionType, source=None) -> None:
         super().__init__(source)
         self.fn = fn
+        # False for a closure at a source, guarded on its code rather than on the object
+        # (builder.py): then `fn` is one closure of that code, not the object of later calls.
+        self.identity_guarded = True
 
     def get_code(self) -> types.CodeType:
         return self.fn.__code__
@@ -63,14 +77,22 @@ class UserFunctionVariable(BaseFunctionVariable):
         return self.fn
 
     def as_python_constant(self) -> Any:
+        if not self.identity_guarded:
+            raise Unsupported(f"{self.fn.__qualname__} is one of several closures, not a constant")
         return self.fn
 
     def static_value(self) -> Any:
-        return self.fn
+        return self.fn if self.identity_guarded else None
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name in ("__defaults__", "__kwdefaults__", "__closure__", "__globals__", "__dict__"):
             raise Unsupported(f"function attribute {name}")
+        if name in ("__name__", "__qualname__", "__module__", "__doc__") and self.source is not None:
+            from ..sources import AttrSource
+            from .builder import wrap
+
+            # guarded: closures of one code share a guard on the code, not on these
+            return wrap(tx, getattr(self.fn, name), AttrSource(self.source, name))
         if name in self.fn.__dict__:
             from .builder import wrap
             from ..sources import AttrSource
@@ -82,25 +104,22 @@ class UserFunctionVariable(BaseFunctionVariable):
         from ..sources import CellContentsSource
 
         closure = self.fn.__closure__ or ()
+        if not closure:
+            return []
         names = self.fn.__code__.co_freevars
-        return [
-            RealCellVariable(cell, CellContentsSource(self.source, index) if self.source else None, names[index])
-            for index, cell in enumerate(closure)
-        ]
+        base = function_source(tx, self)
+        return [real_cell(tx.graph, cell, CellContentsSource(base, index), names[index])
+                for index, cell in enumerate(closure)]
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         fn = self.fn
-        defaults = [ConstantVariable(d) if _is_const(d) else _wrap_default(tx, self, i, d)
-                    for i, d in enumerate(fn.__defaults__ or ())]
-        kwdefaults = {k: (ConstantVariable(v) if _is_const(v) else _wrap_kwdefault(tx, self, k, v))
-                      for k, v in (fn.__kwdefaults__ or {}).items()}
         return tx.inline_call(
             code=fn.__code__,
             f_globals=fn.__globals__,
             args=args,
             kwargs=kwargs,
-            defaults=defaults,
-            kwdefaults=kwdefaults,
+            defaults=LazyDefaults(tx, self),
+            kwdefaults=LazyKwDefaults(tx, self),
             cells=self.cells(tx),
             name=fn.__qualname__,
             function=self,
@@ -110,28 +129,63 @@ class UserFunctionVariable(BaseFunctionVariable):
         return f"UserFunctionVariable({self.fn.__qualname__})"
 
 
-def _is_const(value: Any) -> bool:
-    from .base import is_constant_value
+def function_source(tx, fn_var: "UserFunctionVariable"):
+    """Where the function object is found: its own source, else a reference to the object
+    (a method reached through its class), so that its defaults can be read and guarded."""
+    if fn_var.source is not None:
+        return fn_var.source
+    from ..translator import RefSource
 
-    return is_constant_value(value)
-
-
-def _wrap_default(tx, fn_var: UserFunctionVariable, index: int, value: Any) -> VariableTracker:
-    from ..sources import AttrSource, ItemSource
-    from .builder import wrap, wrap_static
-
-    if fn_var.source is None:
-        return wrap_static(tx, value)
-    return wrap(tx, value, ItemSource(AttrSource(fn_var.source, "__defaults__"), index))
+    return RefSource(tx.graph, fn_var.fn, fn_var.fn.__qualname__)
 
 
-def _wrap_kwdefault(tx, fn_var: UserFunctionVariable, key: str, value: Any) -> VariableTracker:
-    from ..sources import AttrSource, ItemSource
-    from .builder import wrap, wrap_static
+class LazyDefaults:
+    """A function's positional defaults, wrapped only when a parameter takes one.
 
-    if fn_var.source is None:
-        return wrap_static(tx, value)
-    return wrap(tx, value, ItemSource(AttrSource(fn_var.source, "__kwdefaults__"), key))
+    Defaults can be replaced (`f.__defaults__ = (...)`, also a module's `forward`): the
+    tuple is guarded by identity (a tuple is immutable, so its constants are covered), and a
+    default that is a tensor or another object is read through `f.__defaults__[i]`."""
+
+    def __init__(self, tx, fn_var: "UserFunctionVariable") -> None:
+        self.tx = tx
+        self.fn_var = fn_var
+        self.values = fn_var.fn.__defaults__ or ()
+        self.wrapped: dict[int, VariableTracker] = {}
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: int) -> VariableTracker:
+        if index not in self.wrapped:
+            from ..sources import AttrSource, ItemSource
+            from .base import is_constant_value
+            from .builder import wrap
+
+            source = AttrSource(function_source(self.tx, self.fn_var), "__defaults__")
+            self.tx.graph.guards.identity(source, self.fn_var.fn.__defaults__)
+            value = self.values[index]
+            self.wrapped[index] = ConstantVariable(value) if is_constant_value(value) else \
+                wrap(self.tx, value, ItemSource(source, index))
+        return self.wrapped[index]
+
+
+class LazyKwDefaults:
+    """A function's keyword-only defaults (a mutable dict): each one used is read and guarded."""
+
+    def __init__(self, tx, fn_var: "UserFunctionVariable") -> None:
+        self.tx = tx
+        self.fn_var = fn_var
+        self.values = fn_var.fn.__kwdefaults__ or {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.values
+
+    def __getitem__(self, name: str) -> VariableTracker:
+        from ..sources import AttrSource, ItemSource
+        from .builder import wrap
+
+        source = AttrSource(function_source(self.tx, self.fn_var), "__kwdefaults__")
+        return wrap(self.tx, self.values[name], ItemSource(source, name))
 
 
 class NestedFunctionVariable(BaseFunctionVariable):
@@ -206,11 +260,16 @@ class UserMethodVariable(VariableTracker):
 
 
 class PartialVariable(VariableTracker):
-    def __init__(self, function: VariableTracker, args: list, keywords: dict) -> None:
-        super().__init__()
+    """functools.partial: made during capture, or an existing one read at a source (then its
+    instance attributes are real and guarded when read)."""
+
+    def __init__(self, function: VariableTracker, args: list, keywords: dict, source=None,
+                 real: Any = None) -> None:
+        super().__init__(source)
         self.function = function
         self.args = args
         self.keywords = keywords
+        self.real = real
 
     def python_type(self) -> type:
         import functools
@@ -223,13 +282,28 @@ class PartialVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .containers import DictVariable, TupleVariable
 
+        import functools
+
         if name == "func":
             return self.function
         if name == "args":
             return TupleVariable(self.args)
         if name == "keywords":
             return DictVariable(self.keywords)
-        raise Unsupported(f"partial attribute {name}")
+        if name == "__call__":
+            return self
+        instance_dict = getattr(self.real, "__dict__", None) or {}
+        if name in instance_dict and self.source is not None:
+            from ..sources import AttrSource
+            from .builder import wrap
+
+            return wrap(tx, instance_dict[name], AttrSource(self.source, name))
+        if hasattr(functools.partial, name):
+            raise Unsupported(f"functools.partial.{name}")  # a method: callers treat it as one
+        if self.source is not None:
+            expr = self.source.expr()
+            tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
+        raise UserException(AttributeError(f"'functools.partial' object has no attribute '{name}'"))
 
 
 def bind_arguments(code: types.CodeType, name: str, args: list, kwargs: dict,

@@ -32,6 +32,24 @@ def _has_hooks(module: torch.nn.Module) -> bool:
     )
 
 
+def guard_plain_container(tx, source, module: torch.nn.Module) -> bool:
+    """Guard a plain ModuleList or Sequential by what it holds rather than by identity.
+
+    Slicing one makes a new container (on every call, when the slice outlives a graph); it
+    behaves exactly like any other with the same children, which are identity-guarded when
+    read, and the same number of them.  A Sequential is callable: it must have no hooks."""
+    if type(module) not in (torch.nn.ModuleList, torch.nn.Sequential) or _has_hooks(module):
+        return False
+    guards = tx.graph.guards
+    expr = source.expr()
+    guards.type_match(source, module)
+    guards.add(f"len({expr}._modules) == {len(module._modules)}", f"{expr} holds {len(module._modules)} modules")
+    if type(module) is torch.nn.Sequential:
+        hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+        guards.add(f"not ({' or '.join(f'{expr}.{name}' for name in hooks)})", f"{expr} has no hooks")
+    return True
+
+
 class NNModuleVariable(VariableTracker):
     def __init__(self, module: torch.nn.Module, source=None) -> None:
         super().__init__(source)
@@ -118,9 +136,20 @@ class NNModuleVariable(VariableTracker):
 
         return UserFunctionVariable(forward).call_function(tx, [self, *args], kwargs)
 
+    def guard_length(self, tx) -> None:
+        """What a container gives (its length, its slices, its items in order) depends on how
+        many entries it holds: guarded, so a module appended later recompiles."""
+        table = "_parameters" if isinstance(self.module, (torch.nn.ParameterList, torch.nn.ParameterDict)) \
+            else "_modules"
+        if self.source is not None:
+            expr = f"{self.source.expr()}.{table}"
+            count = len(self.module.__dict__[table])
+            tx.graph.guards.add(f"len({expr}) == {count}", f"{expr} holds {count} entries")
+
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         module = self.module
         if name == "__len__" and isinstance(module, _CONTAINERS):
+            self.guard_length(tx)
             return constant(len(module))
         if name == "__getitem__" and isinstance(module, _CONTAINERS):
             return self.getitem(tx, args[0])
@@ -144,7 +173,9 @@ class NNModuleVariable(VariableTracker):
             return self._child(tx, "_modules", key, module[key])
         if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
             if isinstance(key, slice):
-                raise Unsupported("slicing a module container")
+                return ModuleSliceVariable.make(tx, self, key)
+            if isinstance(key, int) and key < 0:
+                self.guard_length(tx)
             names = list(module._modules.keys())
             try:
                 name = names[key]
@@ -161,6 +192,8 @@ class NNModuleVariable(VariableTracker):
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         module = self.module
+        if isinstance(module, _CONTAINERS):
+            self.guard_length(tx)
         if isinstance(module, torch.nn.ModuleDict):
             return [constant(key) for key in module._modules]
         if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
@@ -222,6 +255,52 @@ class NNModuleVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"NNModuleVariable({type(self.module).__name__})"
+
+
+class ModuleSliceVariable(NNModuleVariable):
+    """`layers[a:b]` of an nn.ModuleList or nn.Sequential: a new container of the same class
+    holding the same child modules.  The container is made now (it only holds references);
+    its children are read where they live in the sliced container, so their parameters are
+    graph inputs with the usual guards, and the glue slices the real container again if the
+    slice outlives the graph."""
+
+    def __init__(self, sliced: torch.nn.Module, origin: NNModuleVariable, key: slice,
+                 origin_names: dict[str, str]) -> None:
+        super().__init__(sliced)
+        self.origin = origin
+        self.key = key
+        self.origin_names = origin_names  # key in the slice -> key in the original container
+        self.real_object = None  # made during capture: not an object the guards know
+
+    @staticmethod
+    def make(tx, origin: NNModuleVariable, key: slice) -> "ModuleSliceVariable":
+        module = origin.module
+        if type(module) not in (torch.nn.ModuleList, torch.nn.Sequential):
+            raise Unsupported(f"slicing a {type(module).__name__} (its constructor may do anything)")
+        origin.guard_length(tx)
+        try:
+            sliced = module[key]
+        except Exception as error:
+            raise UserException(error) from None
+        original = list(module._modules.keys())[key]
+        return ModuleSliceVariable(sliced, origin, key, dict(zip(sliced._modules.keys(), original)))
+
+    def guard_length(self, tx) -> None:
+        self.origin.guard_length(tx)
+
+    def _child(self, tx, table: str, key: str, value: Any) -> VariableTracker:
+        if table == "_modules" and key in self.origin_names:
+            return self.origin._child(tx, table, self.origin_names[key], value)
+        return super()._child(tx, table, key, value)
+
+    def reconstruct_expr(self, cg) -> str:
+        return f"{cg.reconstruct(self.origin)}[{cg.literal(self.key)}]"
+
+    def contained_values(self) -> list[VariableTracker]:
+        return []
+
+    def __repr__(self) -> str:
+        return f"ModuleSliceVariable({type(self.module).__name__}[{self.key}])"
 
 
 def _dedupe(items: list[VariableTracker]) -> list[VariableTracker]:

@@ -513,7 +513,9 @@ class ClassVariable(VariableTracker):
                 raise Unsupported(f"{cls.__name__}(...) with non-constant arguments")
             return ExceptionVariable(cls, list(args))
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-            return _make_namedtuple(tx, cls, args, kwargs)
+            instance = _make_namedtuple(tx, cls, args, kwargs)
+            instance.class_var = self
+            return instance
         from .model_outputs import ModelOutputVariable, is_model_output_class
 
         if is_model_output_class(cls):

@@ -75,6 +75,11 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
             if not (left.is_python_constant() or right.is_python_constant()):
                 raise Unsupported("operator between a tensor and a container")
         return tx.graph.call(tx, "call_function", function, [left, right], {})
+    from .sets import set_operator
+
+    set_result = set_operator(tx, function, left, right)
+    if set_result is not None:
+        return set_result
     if left.is_python_constant() and right.is_python_constant() and not isinstance(left, ListVariable) \
             and not isinstance(left, (DictVariable, SetVariable)):
         return _run_constant(function, left.as_python_constant(), right.as_python_constant())
@@ -110,11 +115,6 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
             return left
         merged = DictVariable({**left.items, **right.items}, key_vars={**left.key_vars, **right.key_vars})
         return merged
-    if isinstance(left, SetVariable) and isinstance(right, SetVariable):
-        names = {operator.or_: "union", operator.and_: "intersection", operator.sub: "difference",
-                 operator.xor: "symmetric_difference"}
-        if base in names:
-            return left.call_method(tx, names[base], [right], {})
     if function in (operator.eq, operator.ne):
         from .builtins import values_equal
 
@@ -126,10 +126,27 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
             return constant(equal if function is operator.eq else not equal)
     if isinstance(left, (UserObjectVariable, NewObjectVariable)) or isinstance(right, (UserObjectVariable, NewObjectVariable)):
         return _dunder_op(tx, function, left, right)
-    if function in (operator.eq, operator.ne):
+    if function in (operator.eq, operator.ne) and _unequal_kinds(left, right):
         # Different kinds of objects (a module and None, say) are unequal by identity.
         return constant(function is operator.ne)
     raise Unsupported(f"operator {getattr(function, '__name__', function)} on {left} and {right}")
+
+
+def _unequal_kinds(left: VariableTracker, right: VariableTracker) -> bool:
+    """Whether `left == right` is decided by identity: both types keep object's __eq__, or one does
+    and the other is a builtin constant (whose __eq__ gives NotImplemented for foreign types)."""
+    def identity_eq(value: VariableTracker) -> bool:
+        try:
+            return value.python_type().__eq__ is object.__eq__
+        except Unsupported:
+            return False
+
+    if identity_eq(left):
+        return identity_eq(right) or isinstance(right, ConstantVariable)
+    return identity_eq(right) and isinstance(left, ConstantVariable)
+
+
+COMPARE_FUNCTIONS = {"==": operator.eq, "!=": operator.ne}
 
 
 def _dunder_op(tx, function: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
@@ -174,6 +191,9 @@ def is_op(tx, left: VariableTracker, right: VariableTracker) -> bool:
         return True
     if isinstance(left, ConstantVariable) and isinstance(right, ConstantVariable):
         return left.value is right.value
+    same_function = _same_function(tx, left, right)
+    if same_function is not None:
+        return same_function
     left_real = getattr(left, "real_object", None) or _static(left)
     right_real = getattr(right, "real_object", None) or _static(right)
     if left_real is not None and right_real is not None:
@@ -181,6 +201,26 @@ def is_op(tx, left: VariableTracker, right: VariableTracker) -> bool:
     if _is_tensor(left) and _is_tensor(right):
         return left.node is right.node and left.example is right.example
     return False
+
+
+def _same_function(tx, left: VariableTracker, right: VariableTracker) -> bool | None:
+    """`f is g` for two functions when one is a closure guarded on its code only: the answer
+    is guarded too (the same code makes a new closure on each call of its outer function)."""
+    from .functions import UserFunctionVariable
+
+    if not (isinstance(left, UserFunctionVariable) and isinstance(right, UserFunctionVariable)):
+        return None
+    if left.identity_guarded and right.identity_guarded:
+        return None
+    same = left.fn is right.fn
+    guards = tx.graph.guards
+
+    def expr(variable) -> str:
+        return variable.source.expr() if variable.source is not None else guards.ref(variable.fn)
+
+    relation = "is" if same else "is not"
+    guards.add(f"{expr(left)} {relation} {expr(right)}", f"{expr(left)} {relation} {expr(right)}")
+    return same
 
 
 def _static(variable: VariableTracker) -> Any:

@@ -340,3 +340,46 @@ def sequence_comparisons(x, pair):
     lt = pair < (1, 3)
     eq = list(pair) == [1, 2]
     return x * (2 if lt else 1), lt, eq, pair + (0,), max(pair, (1, 2))
+
+
+@program(lambda s: args(randn(3), pick(s, [{"a": 1, "b": 2}, {"b": 5, "a": 0}, {"a": 1, "c": 3}])))
+def dict_views_as_sets(x, d):
+    expected = {"a": 0, "b": 0}
+    same = d.keys() == expected.keys()
+    return (x * len(d.keys() & {"a", "c"}), same, sorted(d.keys() - {"a"}), sorted(d.keys() | {"z"}),
+            ("a", 1) in d.items(), d.items() == {("a", 1), ("b", 2)})
+
+
+@program(tensors((3,), (3,)))
+def tensors_as_dict_keys(x, y):
+    z = x + y
+    seen = {x: "x", z: "z"}
+    members = {x, y}
+    return [seen[t] for t in (z, x)], y in seen, z in members, len(members | {z}), seen[x] == "x"
+
+
+@program(lambda s: args(randn(2, 3), pick(s, [2, 3, 4])))
+def ordered_and_default_dicts(x, n):
+    od = OrderedDict((f"k{i}", x[0] * i) for i in range(n))
+    od.move_to_end("k0")
+    groups = defaultdict(list)
+    for i in range(n):
+        groups[i % 2].append(x[1] * i)
+    Pair = namedtuple("Pair", ["first", "last"])
+    pair = Pair(next(iter(od.values())), od["k0"])
+    return list(od), pair.first + pair.last, {k: torch.stack(v) for k, v in groups.items()}
+
+
+@program(lambda s: args([randn(2) for _ in range(pick(s, [2, 3, 4]))]))
+def itertools_pipelines(xs):
+    import itertools
+
+    total = sum(itertools.accumulate(xs))
+    pairs = [a - b for a, b in itertools.pairwise(xs)]
+    combos = [a * b for a, b in itertools.combinations(xs, 2)]
+    head = list(itertools.islice(itertools.cycle(xs), 5))
+    for i in itertools.count():
+        if i >= len(xs):
+            break
+        total = total + xs[i] * i
+    return total, pairs, combos, torch.stack(head), list(itertools.zip_longest(range(2), xs[:1]))

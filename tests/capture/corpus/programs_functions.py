@@ -405,3 +405,23 @@ def default_arg_closure_in_loop(x, n):
             return t * i + base
         fns.append(f)
     return [f(x) for f in fns]
+
+
+@program(lambda s: args(randn(3), pick(s, [0.5, -2.0, 3.0])))
+def closure_over_local_then_break(x, scale):
+    offset = x.mean()
+
+    def shift(v):
+        return v * scale - offset
+
+    y = shift(x)
+    if y.sum().item() > 0:  # data-dependent branch: a graph break after the closure exists
+        return shift(y), "positive"
+    return shift(-y), "negative"
+
+
+@program(lambda s: args(randn(3), pick(s, [1, 2, 3])))
+def partial_introspection(x, k):
+    p = functools.partial(torch.add, alpha=k)
+    q = functools.partial(p, x)
+    return q(x), hasattr(q, "func"), hasattr(q, "nope"), q.keywords, len(q.args)

@@ -1,0 +1,77 @@
+"""collections.OrderedDict, defaultdict and namedtuple built inside a compiled function."""
+import collections
+
+import torch
+
+import ember
+from capture_helpers import BACKENDS, assert_matches_eager, run_both
+
+
+def _ordered(x):
+    od = collections.OrderedDict()
+    od["b"] = x
+    od["a"] = x * 2
+    od.move_to_end("b")
+    first = od.popitem(last=False)
+    od.update(c=x + 1)
+    copy = collections.OrderedDict([("k", 1)], extra=2)
+    return od["b"] + od["c"], list(od), first[0], isinstance(od, collections.OrderedDict), list(copy.items())
+
+
+def test_ordered_dict_in_a_graph():
+    assert_matches_eager(_ordered, torch.randn(3), graphs=1)
+
+
+def _default(x):
+    groups = collections.defaultdict(list)
+    for index, row in enumerate(x):
+        groups[index % 2].append(row)
+    counts = collections.defaultdict(int, {"seed": 5})
+    counts["n"] += 3
+    lazy = collections.defaultdict(lambda: x.sum())
+    return (torch.stack(groups[0]), len(groups), dict(counts), lazy["missing"], groups.default_factory is list,
+            "other" in groups)
+
+
+def test_defaultdict_in_a_graph():
+    assert_matches_eager(_default, torch.randn(4, 3), graphs=1)
+
+
+def _namedtuples(x):
+    Point = collections.namedtuple("Point", ["u", "v"], defaults=[10])
+    p = Point(x, 2)
+    q = Point(u=x * 2)
+    return p.u * p.v + q.u * q.v, p._fields, type(q).__name__, len(q)
+
+
+def test_namedtuple_class_made_in_the_frame():
+    assert_matches_eager(_namedtuples, torch.randn(3), graphs=1)
+
+
+def _returns_namedtuple_and_dicts(x):
+    Pair = collections.namedtuple("Pair", "first second")
+    od = collections.OrderedDict(z=x + 1, y=x - 1)
+    dd = collections.defaultdict(list)
+    dd["k"].append(x * 3)
+    print("a graph break keeps all three alive")
+    return Pair(x, od), dd
+
+
+def test_they_are_rebuilt_after_a_graph_break():
+    for backend in BACKENDS:
+        expected, got = run_both(_returns_namedtuple_and_dicts, torch.randn(3), backend=backend)
+        (pair, dd), (eager_pair, eager_dd) = got, expected
+        assert type(pair).__name__ == "Pair" and pair._fields == ("first", "second")
+        assert type(pair).__module__ == type(eager_pair).__module__ == __name__
+        torch.testing.assert_close(pair.first, eager_pair.first)
+        assert type(pair.second) is collections.OrderedDict and list(pair.second) == ["z", "y"]
+        torch.testing.assert_close(pair.second["y"], eager_pair.second["y"])
+        assert type(dd) is collections.defaultdict and dd.default_factory is list
+        torch.testing.assert_close(dd["k"][0], eager_dd["k"][0])
+    # As in eager, each call makes a new class.
+    ember.reset()
+    compiled = ember.compile(_returns_namedtuple_and_dicts, backend="eager")
+    first, second = compiled(torch.randn(3))[0], compiled(torch.randn(3))[0]
+    assert type(first) is not type(second)
+    explanation = ember.explain(_returns_namedtuple_and_dicts)(torch.randn(3))
+    assert explanation.graph_break_count == 1 and not explanation.frames_run_eagerly

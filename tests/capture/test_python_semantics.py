@@ -1,0 +1,170 @@
+"""Python semantics while capturing: dict views, sets, mappings and identity-keyed containers
+behave as in plain Python (each case once gave a wrong answer or a graph break)."""
+import collections
+import collections.abc
+
+import pytest
+import torch
+
+from capture_helpers import assert_matches_eager
+
+
+def _dict_views(x):
+    d = {"a": 1, "b": 2}
+    other = {"b": 3, "a": 4}
+    return (
+        x + 1,
+        d.keys() == other.keys(),
+        d.keys() == {"a", "b"},
+        {"b", "a"} == d.keys(),
+        d.keys() != {"a"},
+        d.keys() == ["a", "b"],
+        d.items() == {("a", 1), ("b", 2)},
+        d.items() == other.items(),
+        sorted(d.keys() & {"a", "z"}),
+        sorted(d.keys() - {"a"}),
+        sorted(d.keys() | {"c"}),
+        sorted(d.keys() ^ {"b", "c"}),
+        sorted({"a", "q"} & d.keys()),
+        sorted(d.keys() & ["b", "x"]),
+        "a" in d.keys(),
+        "z" in d.keys(),
+        ("a", 1) in d.items(),
+        ("a", 2) in d.items(),
+        2 in d.values(),
+        d.keys() <= {"a", "b", "c"},
+        d.keys().isdisjoint({"x"}),
+        len(d.items()),
+    )
+
+
+def test_dict_views_compare_and_combine_like_sets():
+    assert_matches_eager(_dict_views, torch.randn(3), graphs=1)
+
+
+def _dict_equality(x):
+    left = {"a": 1, "b": 2}
+    ordered = collections.OrderedDict([("b", 2), ("a", 1)])
+    reordered = collections.OrderedDict([("a", 1), ("b", 2)])
+    return (x * 2, left == {"b": 2, "a": 1}, left == {"a": 1}, left != {"a": 1, "b": 3},
+            ordered == left, ordered == reordered, {1, 2} == frozenset([2, 1]), {1} == [1])
+
+
+def test_dict_and_set_equality():
+    assert_matches_eager(_dict_equality, torch.randn(3), graphs=1)
+
+
+@pytest.mark.parametrize("method, args", [("update", ([3],)), ("remove", (1,)), ("discard", (1,)),
+                                          ("add", (3,)), ("clear", ()), ("pop", ())])
+def test_frozenset_has_no_mutating_methods(method, args):
+    def f(x):
+        s = frozenset([1, 2])
+        try:
+            getattr(s, method)(*args)
+            outcome = 1
+        except AttributeError as error:
+            outcome = 2 if "frozenset" in str(error) else 3
+        return x + outcome, len(s)
+
+    assert_matches_eager(f, torch.randn(3))
+
+
+def _set_algebra(x):
+    s = {1, 2, 3}
+    alias = s
+    s |= {4}
+    s -= {1}
+    frozen = frozenset([1, 2])
+    merged = frozen | {5}
+    also = {5} | frozen
+    s.intersection_update([2, 3, 4, 9])
+    return (x - 1, sorted(alias), type(merged).__name__, type(also).__name__, sorted(merged),
+            {1, 2} < {1, 2, 3}, {1, 2}.issubset([1, 2, 7]), sorted({1, 2}.symmetric_difference([2, 3])))
+
+
+def test_set_operators_keep_python_types_and_aliases():
+    assert_matches_eager(_set_algebra, torch.randn(3), graphs=1)
+
+
+class Scaled(collections.abc.Mapping):
+    """A read-only mapping whose items are computed: dict() must go through keys() and []."""
+
+    def __init__(self, base):
+        self.base = base
+
+    def __getitem__(self, key):
+        return self.base[key] * 10
+
+    def __iter__(self):
+        return iter(self.base)
+
+    def __len__(self):
+        return len(self.base)
+
+
+class Explicit:
+    """Not a Mapping subclass, but it has keys() and []: dict() uses them too."""
+
+    def keys(self):
+        return ["p", "q"]
+
+    def __getitem__(self, key):
+        return key * 2
+
+
+def _from_mappings(x, mapping, explicit):
+    d = dict(mapping)
+    e = {"z": 0}
+    e.update(mapping)
+    f = dict(explicit, extra=1)
+    g = {**mapping}
+    return x + d["a"], d, e, f, g, dict([("k", 1), ("j", 2)])
+
+
+def test_dict_of_a_user_mapping_reads_keys_and_getitem():
+    assert_matches_eager(_from_mappings, torch.randn(3), Scaled({"a": 1, "b": 2}), Explicit(), graphs=1)
+
+
+def _tensor_keys(x, y):
+    z = x * 2
+    table = {x: "x", z: "z"}
+    table[y] = "y"
+    members = {x, z}
+    members.add(x)
+    counts = collections.defaultdict(int)
+    for t in (x, y, x):
+        counts[t] += 1
+    picked = [t for t in (x, y, z) if t in members]
+    return (table[x], table[z], table[y], len(table), len(members), y in members, z in members,
+            counts[x], counts[y], torch.stack(picked).sum(), sum(k * len(v) for k, v in table.items()))
+
+
+def test_tensors_as_dict_keys_and_set_members_by_identity():
+    assert_matches_eager(_tensor_keys, torch.randn(3), torch.randn(3), graphs=1)
+
+
+def _tensor_keys_across_a_break(x):
+    table = {x: x + 1}
+    print("a graph break")
+    return table[x] * 2, list(table)[0] is x
+
+
+def test_tensor_keyed_dict_survives_a_graph_break():
+    assert_matches_eager(_tensor_keys_across_a_break, torch.randn(3), graphs=2, breaks=1)
+
+
+def _lookup(table, members, probe):
+    return probe * 2, probe in table, probe in members, table.get(probe, "absent")
+
+
+def test_identity_lookups_in_input_containers_are_guarded():
+    import ember
+
+    ember.reset()
+    compiled = ember.compile(_lookup, backend="eager")
+    a, b = torch.randn(2), torch.randn(2)
+    with ember.config.patch(raise_capture_errors=True):
+        for table, members, probe in [({a: "a"}, {a}, b), ({a: "a"}, {a}, a), ({b: "b"}, {a, b}, b)]:
+            expected, got = _lookup(table, members, probe), compiled(table, members, probe)
+            torch.testing.assert_close(got[0], expected[0])
+            assert got[1:] == expected[1:]
