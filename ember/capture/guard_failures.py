@@ -37,8 +37,8 @@ class TensorFacts:
 
     @classmethod
     def of(cls, value: torch.Tensor) -> "TensorFacts":
-        return cls(type(value), value.dtype, value.device, tuple(value.shape), tuple(value.stride()),
-                   value.requires_grad)
+        stride = tuple(value.stride()) if value.layout == torch.strided else ()
+        return cls(type(value), value.dtype, value.device, tuple(value.shape), stride, value.requires_grad)
 
 
 # -- paths in the user's terms ---------------------------------------------------------------------

@@ -110,17 +110,19 @@ class GuardSet:
         expr = source.expr()
         # The path is read once (walrus) and its checks reuse the local.
         local = f"__ember_t{len(self.guards)}"
+        strided = value.layout == torch.strided
         parts = [
             f"type({local} := {expr}) is {self.ref(type(value))}",
             f"{local}.dtype is {self.ref(value.dtype)}",
             f"{local}.device == {self.ref(value.device)}",
             f"{local}.shape == {tuple(value.shape)!r}",
-            f"{local}.stride() == {tuple(value.stride())!r}",
+            # Sparse tensors have no strides: their layout is checked instead.
+            f"{local}.stride() == {tuple(value.stride())!r}" if strided else f"{local}.layout is {self.ref(value.layout)}",
             f"{local}.requires_grad is {value.requires_grad}",
         ]
         description = (
             f"{expr}: {type(value).__name__} {str(value.dtype).replace('torch.', '')}"
-            f"{list(value.shape)} stride={tuple(value.stride())} {value.device}"
+            f"{list(value.shape)} {f'stride={tuple(value.stride())}' if strided else value.layout} {value.device}"
             f" requires_grad={value.requires_grad}"
         )
         self.add(" and ".join(parts), description, Check("tensor", expr, TensorFacts.of(value), source))

@@ -135,10 +135,24 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     if devices - {"cpu"}:
         log_fallbacks.debug("graph on %s: ember has no code generator for it yet; running it as is", devices)
         return gm.forward
+    layouts = _non_strided_layouts(gm)
+    if layouts:
+        log_fallbacks.debug("graph with %s tensors: ember's kernels read strided memory only; running it as "
+                            "ATen calls", ", ".join(sorted(layouts)))
+        return gm.forward
     if _has_symbolic_shapes(gm):
         log_fallbacks.debug("graph with data-dependent sizes: running it as is")
         return gm.forward
     return compile_graph(gm, example_inputs)
+
+
+def _non_strided_layouts(gm: torch.fx.GraphModule) -> set[str]:
+    """Layouts of values in the graph that are not plain strided memory (sparse COO/CSR, ...)."""
+    from torch.utils import _pytree as pytree
+
+    return {str(value.layout).replace("torch.", "") for node in gm.graph.nodes
+            for value in pytree.tree_leaves(node.meta.get("val"))
+            if isinstance(value, torch.Tensor) and value.layout != torch.strided}
 
 
 def _has_symbolic_shapes(gm: torch.fx.GraphModule) -> bool:

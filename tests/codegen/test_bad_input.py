@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+import ember
+
 from ember.autograd import aot_function
 from ember.codegen import cpp_build
 from ember.codegen.compile import compile_graph
@@ -37,3 +39,20 @@ def test_unsupported_dtype_falls_back_to_aten_with_correct_results():
     torch.testing.assert_close(f(x, y), (x * y + 1).exp())
     assert graphs[0].fallbacks  # complex numbers run as ATen calls
     assert not graphs[0].kernels
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_sparse_inputs_run_as_aten_calls_with_a_reason(layout, caplog):
+    """ember's kernels read strided memory; a sparse value made `ptr()` fail ("Cannot access
+    data pointer"). Such graphs run as ATen calls, and EMBER_LOGS=fallbacks says why."""
+    import logging
+
+    dense = torch.randn(4, 4)
+    x = dense.to_sparse() if layout == "coo" else dense.to_sparse_csr()
+    y = torch.randn(4, 4)
+    fn = (lambda x, y: (x * 3).to_dense() + y) if layout == "coo" else (lambda x, y: (x * 2).to_dense() + y)
+    with caplog.at_level(logging.DEBUG, logger="ember"):
+        got = ember.compile(fn, backend="ember")(x, y)
+    torch.testing.assert_close(got, fn(x, y))
+    if layout == "coo":
+        assert "sparse_coo tensors" in caplog.text
