@@ -35,6 +35,11 @@ class Config:
     # Check each captured graph with torch.fx's linter before handing it to the backend.
     verify_graphs: bool = True
 
+    # ---- lowering (ATen graph -> loop IR) ----------------------------------------------------
+    # A lowering rule that crashes raises (True) instead of running its op as an ATen call:
+    # the fallback keeps results right, but hides the bug; the test suite turns this on.
+    raise_lowering_errors: bool = False
+
     # ---- codegen ---------------------------------------------------------------------------
     # Where built kernels are cached.  Empty: $EMBER_CACHE_DIR if set, else ~/.cache/ember
     # (read when a kernel is built, so the environment variable works at any time).

@@ -319,11 +319,14 @@ class AtenTracer(TorchDispatchMode):
             raise TracingError(f"{func} has no functional form ember knows{self._where()}")
         node_args = self._map_args(args)
         node = self._record(functional, node_args, self._map_args(kwargs), None)
-        # The fake object itself changes shape below; the node that made it keeps a snapshot.
-        producer = self.nodes.get(id(target))
-        if producer is not None and producer.meta.get("val") is target:
-            producer.meta["val"] = torch.empty_strided(target.shape, target.stride(), dtype=target.dtype,
-                                                       device=target.device)
+        # The fake object itself changes shape below; every node whose value it is (the op that
+        # made it, and earlier ops since rewritten functionally) keeps a snapshot.
+        snapshot = None
+        for earlier in self.graph.nodes:
+            if earlier.meta.get("val") is target:
+                snapshot = snapshot if snapshot is not None else torch.empty_strided(
+                    target.shape, target.stride(), dtype=target.dtype, device=target.device)
+                earlier.meta["val"] = snapshot
         result = func(*args, **kwargs)
         node.meta["val"] = torch.empty_strided(target.shape, target.stride(), dtype=target.dtype,
                                                device=target.device)

@@ -16,6 +16,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
+from .. import config as ember_config
 from .. import logs
 from . import ir
 from .ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, IRNode, Layout, Pointwise, \
@@ -107,6 +108,8 @@ class GraphLowering(torch.fx.Interpreter):
                 del self.buffers[buffers_before:]
                 return self.fallback(target, args, kwargs, str(reason))
             except Exception as error:  # a lowering bug must never cost correctness
+                if ember_config.raise_lowering_errors:
+                    raise
                 del self.buffers[buffers_before:]
                 return self.fallback(target, args, kwargs, f"lowering failed: {type(error).__name__}: {error}")
             return result

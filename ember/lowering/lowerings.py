@@ -642,6 +642,8 @@ def index_tensor(ctx, node, x, indices):
 def gather(ctx, node, x, dim, index, *, sparse_grad=False):
     out = _val(node)
     rank = len(x.get_size())
+    if len(index.get_size()) != rank:  # a 0-d index of a 1-d input (ATen treats both as 1-d)
+        raise FallbackNeeded("gather with an index of another rank")
     dim = _dim(dim, rank)
     x_loader = x.make_loader()
     index_loader = index.make_loader()

@@ -202,3 +202,12 @@ def test_argmin_of_bool_raises_as_eager():
         fn(torch.ones(3, dtype=torch.bool))
     with pytest.raises(RuntimeError, match="bool"):
         ember.compile(fn, backend="ember")(torch.ones(3, dtype=torch.bool))
+
+
+def test_quantile_lowers_without_crashing():
+    """quantile squeezes a gathered value in place; the tracer left the gather node's fake value
+    squeezed too (0-d), and the gather lowering crashed on it (hidden as an ATen fallback)."""
+    x = torch.randn(7)
+    assert_like_eager(lambda x: torch.quantile(x, 0.3), x)
+    assert_like_eager(lambda x: torch.nanquantile(x, torch.tensor([0.2, 0.7])), x)
+    assert_like_eager(lambda x: x.gather(0, torch.tensor(2)) * 2, x)
