@@ -41,6 +41,10 @@ class Config:
     raise_lowering_errors: bool = False
 
     # ---- codegen ---------------------------------------------------------------------------
+    # Generated kernels check data-dependent indices (embedding, gather, x[idx], index_put,
+    # scatter) and raise IndexError as eager does; off, an out-of-range index reads or writes
+    # row 0 instead (never outside the buffer).  For measuring what the checks cost.
+    bounds_checks: bool = True
     # Where built kernels are cached.  Empty: $EMBER_CACHE_DIR if set, else ~/.cache/ember
     # (read when a kernel is built, so the environment variable works at any time).
     cache_dir: str = ""

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import sympy
 import torch
 
+from .. import config as ember_config
 from ..lowering.indexing import c_index
 from ..lowering.printer import provenance
 from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars
@@ -259,14 +260,15 @@ class CppOps:
         never touched."""
         kernel = self.kernel
         name = kernel.new_temp("idx")
-        bit = kernel.index_check_bit(site)
+        bit = kernel.index_check_bit(site) if ember_config.bounds_checks else 0
         size_text = c_index(size)
         lines = kernel.block.lines
         lines.append(f"int64_t {name} = static_cast<int64_t>({value});")
         if wrap_negative:
             lines.append(f"{name} = {name} < 0 ? {name} + {size_text} : {name};")
         lines.append(f"bool {name}_bad = static_cast<uint64_t>({name}) >= static_cast<uint64_t>({size_text});")
-        lines.append(f"ember_oob |= {name}_bad ? {bit}L : 0L;")
+        if ember_config.bounds_checks:
+            lines.append(f"ember_oob |= {name}_bad ? {bit}L : 0L;")
         lines.append(f"{name} = {name}_bad ? 0 : {name};")
         return sympy.Symbol(name, integer=True, nonnegative=True)
 
