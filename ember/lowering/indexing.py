@@ -160,11 +160,30 @@ def _nonnegative(expr) -> bool:
     return all(term.as_coeff_Mul()[0] >= 0 for term in sympy.Add.make_args(sympy.expand(expr)))
 
 
+def merge_nested_floors(expr: Expr) -> Expr:
+    """floor(floor(x/a)/b) -> floor(x/(a*b)) for an integer x and positive integers a, b (views
+    of views split an index in steps; merged, the steps recombine)."""
+    def rewrite(node):
+        numerator, denominator = sympy.fraction(sympy.together(node.args[0]))
+        if not (denominator.is_Integer and denominator > 1 and isinstance(numerator, sympy.floor)):
+            return node
+        inner_numerator, inner_denominator = sympy.fraction(sympy.together(numerator.args[0]))
+        if inner_denominator.is_Integer and inner_denominator > 1 and inner_numerator.is_integer:
+            return sympy.floor(inner_numerator / (inner_denominator * denominator))
+        return node
+
+    previous = None
+    while previous != expr:
+        previous = expr
+        expr = expr.replace(lambda e: isinstance(e, sympy.floor), rewrite)
+    return expr
+
+
 def simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
     """Bounds-aware cleanup, then recombine c*Mod(x, m) + c*m*floor(x/m) into c*x."""
     if bounds:
         expr = simplify_with_bounds(sympy.sympify(expr), bounds)
-    expr = sympy.expand(expr)
+    expr = sympy.expand(merge_nested_floors(sympy.sympify(expr)))
     changed = True
     while changed and isinstance(expr, sympy.Add):
         changed = False
@@ -174,7 +193,7 @@ def simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
             if not isinstance(mod, sympy.Mod):
                 continue
             base, divisor = mod.args
-            partner = sympy.expand(coefficient * divisor * sympy.floor(base / divisor))
+            partner = sympy.expand(merge_nested_floors(coefficient * divisor * sympy.floor(base / divisor)))
             if partner in terms:
                 remaining = [t for t in terms if t is not term and t != partner]
                 expr = sympy.expand(sympy.Add(*remaining) + coefficient * base)

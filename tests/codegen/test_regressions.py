@@ -211,3 +211,31 @@ def test_quantile_lowers_without_crashing():
     assert_like_eager(lambda x: torch.quantile(x, 0.3), x)
     assert_like_eager(lambda x: torch.nanquantile(x, torch.tensor([0.2, 0.7])), x)
     assert_like_eager(lambda x: x.gather(0, torch.tensor(2)) * 2, x)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_outputs_that_are_views_of_one_value_share_memory(requires_grad):
+    """v5.reshape(800) and v5.mT are views of one tensor in eager; the reshape's index did not
+    simplify (floor of a floor), so ember stored a copy and the outputs no longer aliased."""
+    a = torch.randn(5, 100, requires_grad=requires_grad)
+    index = torch.randint(0, 5, (2, 4))
+
+    def fn(a, index):
+        v5 = a[index] * 0.5
+        return v5.reshape(800), v5.mT
+
+    flat, transposed = ember.compile(fn, backend="ember")(a, index)
+    expected = fn(a, index)
+    torch.testing.assert_close(flat, expected[0])
+    torch.testing.assert_close(transposed, expected[1])
+    assert flat.untyped_storage().data_ptr() == transposed.untyped_storage().data_ptr()
+
+
+def test_nested_floor_divisions_merge():
+    import sympy
+
+    from ember.lowering.indexing import simplify_index, unflatten
+
+    q = sympy.Symbol("q0", integer=True, nonnegative=True)
+    parts = unflatten(q, [sympy.Integer(2), sympy.Integer(4), sympy.Integer(100)])
+    assert simplify_index(sympy.expand(400 * parts[0] + 100 * parts[1] + parts[2])) == q
