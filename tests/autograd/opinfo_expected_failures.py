@@ -54,3 +54,17 @@ EMBER_BACKWARD = {
     'tensor_split': 'RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.',
     'to_sparse': 'RuntimeError: memory format option is only supported by strided tensors',
 }
+
+# Failures on one torch version only (kept by hand; a regeneration runs on one version):
+# torch minor version -> table name -> {op: reason}.
+ON_TORCH = {
+    # torch 2.11's quantile compares tensors with aten.equal (a data-dependent answer, which
+    # fake tensors cannot give); 2.13's does not.
+    "2.11": {
+        table: {
+            "quantile": "DataDependentOutputException: aten.equal.default",
+            "nanquantile": "DataDependentOutputException: aten.equal.default",
+        }
+        for table in ("FORWARD", "BACKWARD", "EMBER_FORWARD", "EMBER_BACKWARD")
+    },
+}

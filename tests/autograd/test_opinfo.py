@@ -22,6 +22,13 @@ import opinfo_sweep  # noqa: E402
 REGEN = os.environ.get("EMBER_REGEN_OPINFO", "") not in ("", "0")
 
 
+def _torch_minor() -> str:
+    """"2.11" for torch 2.11.0+cu130: the key of version-specific expected failures."""
+    import torch
+
+    return ".".join(torch.__version__.split("+")[0].split(".")[:2])
+
+
 def _key(op) -> str:
     return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
 
@@ -55,9 +62,26 @@ def _regenerate(results: dict) -> None:
             lines.append(f"    {op!r}: {table[op]!r},")
         lines.append("}")
         lines.append("")
+    lines.append(_ON_TORCH_TEXT)
     with open(path, "w") as handle:
         handle.write("\n".join(lines))
 
+
+# Failures that only one torch version has, kept by hand (a regeneration sees one version).
+_ON_TORCH_TEXT = '''# Failures on one torch version only (kept by hand; a regeneration runs on one version):
+# torch minor version -> table name -> {op: reason}.
+ON_TORCH = {
+    # torch 2.11's quantile compares tensors with aten.equal (a data-dependent answer, which
+    # fake tensors cannot give); 2.13's does not.
+    "2.11": {
+        table: {
+            "quantile": "DataDependentOutputException: aten.equal.default",
+            "nanquantile": "DataDependentOutputException: aten.equal.default",
+        }
+        for table in ("FORWARD", "BACKWARD", "EMBER_FORWARD", "EMBER_BACKWARD")
+    },
+}
+'''
 
 _RESULTS: dict = {}
 
@@ -84,6 +108,7 @@ def test_opinfo_sweep(results, backend, kind):
         print(f"[opinfo ember {kind}] ATen fallbacks (op: number of samples): {dict(sorted(fallbacks.items()))}")
     if REGEN:
         return
+    listed = {**listed, **expected.ON_TORCH.get(_torch_minor(), {}).get(TABLES[(backend, kind)], {})}
     new_failures = {k: v for k, v in failures.items() if k not in listed}
     now_passing = sorted(k for k in listed if k not in failures)
     assert not new_failures, f"ops that fail and are not in the expected-failures list: {new_failures}"

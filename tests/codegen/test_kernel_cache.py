@@ -58,7 +58,9 @@ print("ok")
 
 
 def test_a_later_run_survives_truncated_kernels_in_the_cache(tmp_path):
-    environment = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), PYTHONPATH=os.getcwd())
+    # The child imports this checkout's ember, and whatever else the parent's path holds.
+    environment = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path),
+                       PYTHONPATH=os.pathsep.join([os.getcwd(), *filter(None, [os.environ.get("PYTHONPATH")])]))
     first = subprocess.run([sys.executable, "-c", _SCRIPT], env=environment, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     libraries = [name for name in os.listdir(tmp_path) if name.endswith(".so")]
