@@ -91,7 +91,8 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         ]
         mutated = tracer.mutated_inputs()
         for index, _ in mutated:
-            if index in grad_inputs and primals[index].requires_grad and primals[index].is_leaf:
+            if index in grad_inputs and primals[index].requires_grad and primals[index].is_leaf \
+                    and id(primals[index]) in tracer.written_with_grad:
                 raise TracingError(f"in-place write to primals_{index + 1}, a leaf that requires grad")
         grads: list = []
         tangent_nodes = []

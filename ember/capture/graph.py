@@ -112,6 +112,7 @@ class OutputGraph:
         node.meta["example_value"] = fake
         node.meta["source"] = source.expr()
         variable = TensorVariable(node, fake, source=source, class_type=type(value))
+        variable.real_tensor = value
         self.inputs.append(GraphInput(source, node, value))
         self._tensor_inputs[id(value)] = variable
         self._keepalive.append(value)

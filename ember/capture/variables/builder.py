@@ -18,6 +18,7 @@ import enum
 import functools
 import inspect
 import types
+import weakref
 from typing import Any
 
 import torch
@@ -31,6 +32,9 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     graph = tx.graph
     known = graph.objects.get(id(value))
     if known is not None and getattr(known, "real_object", None) is value:
+        if source is not None and known.source is not None and source != known.source:
+            # One variable stands for the object reached by both paths: that must stay true.
+            graph.guards.same_object(source, known.source)
         return known
     if source is None:
         return wrap_static(tx, value)
@@ -57,11 +61,8 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         return NamedTupleVariable(items, value_type, source=source)
     if value_type in (dict,) or (isinstance(value, dict) and value_type.__module__ == "collections"
                                  and value_type.__name__ in ("OrderedDict", "defaultdict")):
-        if not all(is_constant_value(key) for key in value):
-            raise Unsupported("dict with non-constant keys")
-        guards.dict_keys(source, value)
-        items = {key: wrap(tx, item, ItemSource(source, key)) for key, item in value.items()}
-        variable = DictVariable(items, source=source, dict_type=value_type)
+        items, key_vars = _wrap_dict_items(tx, value, source)
+        variable = DictVariable(items, source=source, dict_type=value_type, key_vars=key_vars)
         if value_type.__name__ == "defaultdict" and value.default_factory is not None:
             from ..sources import AttrSource
 
@@ -115,6 +116,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         variable = wrap_static(tx, value)
         variable.source = source
         return variable
+    if value_type is weakref.ReferenceType:
+        from .objects import WeakRefVariable
+
+        guards.type_match(source, value)
+        return WeakRefVariable(value, source=source)
     from .model_outputs import ModelOutputVariable, is_model_output_class
 
     if is_model_output_class(value_type):
@@ -125,6 +131,42 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     from .objects import UserObjectVariable
 
     return _remember(graph, value, UserObjectVariable(value, source=source))
+
+
+def _wrap_dict_items(tx, value: dict, source: Source) -> tuple[dict, dict]:
+    """The items of an existing dict, keyed as DictVariable keys them.
+
+    Keys are constants or tensors (an optimizer's `state` is keyed by parameters; a tensor
+    hashes by identity, so such a dict is an identity map).  The keys are guarded before any
+    item is read: reading a missing key of a defaultdict would insert it."""
+    from ..sources import KeyedItemSource
+    from ..translator import RefSource
+
+    guards = tx.graph.guards
+    if all(is_constant_value(key) for key in value):
+        guards.dict_keys(source, value)
+        return {key: wrap(tx, item, ItemSource(source, key)) for key, item in value.items()}, {}
+    if not all(is_constant_value(key) or type(key) in _TENSOR_KEY_TYPES for key in value):
+        raise Unsupported("dict with keys that are neither constants nor tensors")
+    keys = tuple(value)
+    guards.type_match(source, value)
+    guards.add(f"tuple(map(id, {source.expr()})) == {guards.ref(tuple(map(id, keys)))}",
+               f"keys of {source.expr()} are the same {len(keys)} objects")
+    guards.ref(keys)  # keeps the key objects alive, so their ids stay theirs
+    items, key_vars = {}, {}
+    for position, key in enumerate(keys):
+        if is_constant_value(key):
+            items[key] = wrap(tx, value[key], ItemSource(source, key))
+            continue
+        key_source = RefSource(tx.graph, key, f"{source.name()}_key{position}")
+        key_var = wrap(tx, key, key_source)
+        identity = key_var.identity_key()
+        key_vars[identity] = key_var
+        items[identity] = wrap(tx, value[key], KeyedItemSource(source, key_source))
+    return items, key_vars
+
+
+_TENSOR_KEY_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
 def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:
@@ -181,6 +223,10 @@ def wrap_static(tx, value: Any) -> VariableTracker:
         from .functions import UserMethodVariable
 
         return UserMethodVariable(wrap_static(tx, value.__func__), wrap_static(tx, value.__self__))
+    if type(value) is weakref.ReferenceType:
+        from .objects import WeakRefVariable
+
+        return WeakRefVariable(value)
     return UserObjectVariable(value)
 
 

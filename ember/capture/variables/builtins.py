@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import functools
+import itertools
 import operator
 import types
 from typing import Any, Callable
@@ -315,6 +316,11 @@ def _zip(tx, *iterables, strict=None):
     if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
         raise UserException(ValueError("zip() arguments have different lengths"))
     return ListIteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+
+
+@register(itertools.chain)
+def _chain(tx, *iterables):
+    return ListIteratorVariable([item for iterable in iterables for item in _iterate(tx, iterable)])
 
 
 @register(map)

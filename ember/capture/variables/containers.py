@@ -20,7 +20,7 @@ def _const_key(tx, key: VariableTracker) -> Any:
     from .tensor import TensorVariable
 
     if isinstance(key, TensorVariable):
-        raise Unsupported("a tensor used as a dict key or set item")
+        return key.identity_key()  # torch.Tensor hashes by id(): as a key it is its identity
     hashable = getattr(key, "identity_key", None)
     if hashable is not None:
         cls = key.python_type()
@@ -381,6 +381,8 @@ class SetVariable(VariableTracker):
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         # Iteration order of a set of constants is that of the real set with the same items.
+        if not all(item.is_python_constant() for item in self.items.values()):
+            raise Unsupported("iteration over a set of objects (its order follows their addresses)")
         real = set(self.items)
         return [self.items[key] for key in real]
 
