@@ -19,9 +19,12 @@ import torch
 
 from ..errors import Unsupported, UserException
 from ..sources import AttrSource, DictItemSource, Source
-from .base import ConstantVariable, VariableTracker, constant, is_constant_value
+from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant, is_constant_value
 
 _PURE_MODULES = {math, operator}
+# The operator functions that write into their first argument: never run for real (on a copy
+# of a constant-looking list the write would silently vanish); builtins.py models them.
+_MUTATING_OPERATORS = {operator.setitem, operator.delitem, operator.iconcat, *INPLACE_TO_BINARY}
 
 
 class PythonObjectVariable(VariableTracker):
@@ -60,7 +63,7 @@ class PythonObjectVariable(VariableTracker):
 
         value = self.value
         owner = getattr(value, "__self__", None)
-        pure = (
+        pure = not any(value is function for function in _MUTATING_OPERATORS) and (
             any(owner is module for module in _PURE_MODULES)
             or getattr(value, "__module__", None) in ("math", "_operator", "operator")
             or (owner is not None and is_constant_value(owner) and not isinstance(owner, types.ModuleType))

@@ -102,7 +102,7 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return DecoratedContextFunctionVariable(value)
     if isinstance(value, types.FunctionType) and value.__code__.co_filename.endswith(
             ("torch/_compile.py", "torch\\_compile.py")):
-        return DisabledFunctionVariable(value)  # torch._disable_dynamo: torch asks not to trace it
+        return DisabledFunctionVariable(value, "torch asks not to trace it (torch._disable_dynamo)")
     if value is torch.autograd.profiler.record_function:
         return ProfilerRecordClassVariable(value)
     if isinstance(value, type):
@@ -198,12 +198,13 @@ class GraphBreakVariable(VariableTracker):
 
 
 class DisabledFunctionVariable(VariableTracker):
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: Any, why: str = "is ember.disable'd") -> None:
         super().__init__()
         self.function = function
+        self.why = why
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        raise Unsupported(f"{getattr(self.function, '__qualname__', self.function)} is ember.disable'd")
+        raise Unsupported(f"{getattr(self.function, '__qualname__', self.function)} {self.why}")
 
 
 # -- grad mode ----------------------------------------------------------------------------------
