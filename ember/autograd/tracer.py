@@ -271,6 +271,12 @@ class AtenTracer(TorchDispatchMode):
         if func is aten.copy_.default and new_value.shape != target.shape:
             value_node = self._record(aten.expand.default, (value_node, list(target.shape)), {}, target)
         result = func(*args, **kwargs)  # the fake tensor itself follows the write
+        if isinstance(target, (list, tuple)):
+            # A foreach op writes every tensor of its list: each takes its item of the result.
+            for index, tensor in enumerate(target):
+                item_node = self._record(operator.getitem, (value_node, index), {}, new_value[index])
+                self.write(tensor, item_node)
+            return result
         self.write(target, value_node)
         return result
 

@@ -24,6 +24,7 @@ OPTIMIZERS = {
     "adamw": lambda params: torch.optim.AdamW(params, lr=0.01),
     "adam": lambda params: torch.optim.Adam(params, lr=0.01, weight_decay=0.1),
     "sgd": lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9),
+    "sgd_foreach": lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9, foreach=True),
 }
 SCHEDULERS = {
     "step": lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
@@ -466,3 +467,16 @@ def test_exception_leaving_user_context_manager_matches_eager():
     with pytest.raises(ValueError, match="inside"):
         ember.compile(fn, backend="eager")(torch.ones(2))
     assert counter.entered == 1 and counter.active is False
+
+
+def test_builtin_generic_alias_in_a_cast():
+    """`cast(list[Tensor], xs)` (torch's foreach optimizers): list[...] is made for real, no break."""
+    import typing
+
+    def fn(xs):
+        ys = typing.cast(list[torch.Tensor], xs)
+        return ys[0] + ys[1]
+
+    with ember.config.patch(raise_capture_errors=True):
+        explained = ember.explain(fn)([torch.ones(2), torch.ones(2)])
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
