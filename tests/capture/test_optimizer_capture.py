@@ -480,3 +480,23 @@ def test_builtin_generic_alias_in_a_cast():
     with ember.config.patch(raise_capture_errors=True):
         explained = ember.explain(fn)([torch.ones(2), torch.ones(2)])
     assert explained.graph_break_count == 0 and explained.graph_count == 1
+
+
+def test_global_setter_is_not_run_at_capture_time():
+    """A torch setter of global state used to run for real at capture time (and, returning None,
+    was then dropped from the graph): a failed capture changed the setting."""
+    def fn(x):
+        torch.set_float32_matmul_precision("medium")
+        ember.graph_break()
+        return x + 1
+
+    previous = torch.get_float32_matmul_precision()
+    assert previous != "medium"
+    try:
+        with pytest.raises(ember.CaptureError):
+            ember.compile(fn, backend="eager", fullgraph=True)(torch.ones(2))
+        assert torch.get_float32_matmul_precision() == previous
+        torch.testing.assert_close(ember.compile(fn, backend="eager")(torch.ones(2)), torch.full((2,), 2.0))
+        assert torch.get_float32_matmul_precision() == "medium"
+    finally:
+        torch.set_float32_matmul_precision(previous)

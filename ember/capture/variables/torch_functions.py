@@ -36,6 +36,8 @@ _BREAKING = {
 _BREAKING_MODULES = ("torch.jit", "torch.utils.checkpoint", "torch.distributed", "torch.cuda.graphs",
                      "torch.profiler", "torch.autograd.profiler", "torch.testing", "torch.func",
                      "torch._functorch", "torch.utils.data", "torch.hub", "torch.onnx", "torch.export")
+# torch's setters of global state (torch.set_float32_matmul_precision, torch._C._set_*, ...).
+_GLOBAL_SETTER_PREFIXES = ("set_", "_set_")
 # Functions whose answer during capture is fixed.
 _FIXED_ANSWERS: dict[Any, Any] = {}
 # torch's Python files whose functions compute on tensors only (tensors and constants in,
@@ -165,8 +167,13 @@ class TorchFunctionVariable(VariableTracker):
         module = getattr(function, "__module__", "") or ""
         if module.startswith(_BREAKING_MODULES):
             raise Unsupported(f"{module}.{getattr(function, '__name__', function)} is not captured")
-        if getattr(function, "__name__", "") in ("_set_grad_enabled", "set_grad_enabled"):
+        name = getattr(function, "__name__", "") or ""
+        if name in ("_set_grad_enabled", "set_grad_enabled"):
             raise Unsupported("direct grad-mode switch")
+        if name.startswith(_GLOBAL_SETTER_PREFIXES):
+            # Run at capture time it would change the setting before the program does (and a
+            # node that returns None would then be dropped): it runs eagerly instead.
+            raise Unsupported(f"{name} changes global state")
         return tx.graph.call(tx, "call_function", function, args, kwargs)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
