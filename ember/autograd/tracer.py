@@ -30,12 +30,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 aten = torch.ops.aten
 
-# Ops that only answer metadata questions: nothing to record.
 # Ops whose schema says the output aliases the input but whose input nobody else can see:
 # `torch.tensor(0.0)` in a graph is a constant passed through lift_fresh, and a write to the
 # result (Adam's `step_t += 1` on a freshly made step counter) is a write to a new tensor.
 _FRESH_ALIASES = {aten.lift_fresh.default}
 
+# Ops that only answer metadata questions: nothing to record.
 _METADATA_OPS = {
     torch.ops.prim.device.default,
     aten.sym_size.int,

@@ -114,6 +114,7 @@ class OutputGraph:
         node.meta["source"] = source.expr()
         variable = TensorVariable(node, fake, source=source, class_type=type(value))
         variable.real_tensor = value
+        self.side_effects.real_objects.watch(value, source.expr())
         self.inputs.append(GraphInput(source, node, value))
         self._tensor_inputs[id(value)] = variable
         self._keepalive.append(value)

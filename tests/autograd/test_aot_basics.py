@@ -142,6 +142,31 @@ def test_foreach_inplace_ops_write_every_tensor_of_the_list():
         torch.testing.assert_close(got, expected)
 
 
+def test_inplace_write_to_a_leaf_under_no_grad():
+    # An optimizer step: parameters are leaves that require grad, written under no_grad.
+    def fn(weight, grad):
+        with torch.no_grad():
+            weight.add_(grad, alpha=-0.1)
+        return weight * 2
+
+    weight, grad = nn.Parameter(torch.randn(3)), torch.randn(3)
+    expected_weight = nn.Parameter(weight.detach().clone())
+    torch.testing.assert_close(aot_function(fn)(weight, grad), fn(expected_weight, grad))
+    torch.testing.assert_close(weight, expected_weight)
+
+
+def test_inplace_write_to_a_fresh_constant_tensor():
+    # torch.tensor(0.0) is traced as a constant through lift_fresh; writing the result is no
+    # write through a view of that constant (Adam's step counter).
+    def fn(x):
+        step = torch.tensor(0.0)
+        step += 1
+        return x * step
+
+    x = torch.randn(3)
+    torch.testing.assert_close(aot_function(fn)(x), fn(x))
+
+
 def test_write_through_a_view_of_an_intermediate():
     def fn(x):
         y = x * 2

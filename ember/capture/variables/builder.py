@@ -173,6 +173,8 @@ def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:
     variable.real_object = value
     graph.objects[id(value)] = variable
     graph._keepalive.append(value)
+    label = variable.source.expr() if variable.source is not None else repr(variable)
+    graph.side_effects.real_objects.watch(value, label)
     return variable
 
 

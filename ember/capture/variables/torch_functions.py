@@ -89,6 +89,10 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return GraphBreakVariable()
     if getattr(value, "_ember_disabled", False):
         return DisabledFunctionVariable(value)
+    if getattr(value, "_torchdynamo_disable", False) is True:
+        # torch.compiler.disable; torch._dynamo also wraps optimizers' _init_group this way once
+        # torch.compile has run in the process (its own optimizer support calls it eagerly).
+        return DisabledFunctionVariable(value, "is torch.compiler.disable'd")
     try:
         if value in _FIXED_ANSWERS:
             return FixedAnswerVariable(value, _FIXED_ANSWERS[value])
