@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import importlib
 import operator
-import warnings
 import weakref
 
 import pytest
@@ -110,12 +109,20 @@ def assert_same_training(compiled: Training, eager: Training) -> None:
 
 
 def run_training(optimizer: str, scheduler: str, backend: str, steps: int = 5) -> None:
+    from ember.capture.runtime import CaptureObserver
+
     ember.reset()
     compiled, eager = Training(optimizer, scheduler), Training(optimizer, scheduler)
     compiled_step = ember.compile(compiled.step, backend=backend)
-    for x, y in batches(steps):
-        torch.testing.assert_close(compiled_step(x, y), eager.step(x, y), **TOLERANCE)
-        assert_same_training(compiled, eager)
+    with CaptureObserver() as observer:
+        for x, y in batches(steps):
+            torch.testing.assert_close(compiled_step(x, y), eager.step(x, y), **TOLERANCE)
+            assert_same_training(compiled, eager)
+    # Captured, not run eagerly: the only breaks are zero_grad (torch disables tracing it) and
+    # backward, as with torch.compile.
+    reasons = {record.reason.split()[0] for record in observer.breaks}
+    assert reasons == {"Optimizer.zero_grad", "Tensor.backward()"}, observer.breaks
+    assert not observer.skips
     # The real objects are intact: a plain eager step goes on from where the compiled ones left.
     compiled.opt.step()
     eager.opt.step()
@@ -133,6 +140,14 @@ def test_train_step_matches_eager(optimizer, scheduler):
 def test_train_step_matches_eager_aot(optimizer, scheduler):
     # The optimizer's graph writes parameters in place under no_grad (set inside the graph).
     run_training(optimizer, scheduler, "aot_eager")
+
+
+def test_train_step_past_the_recompile_limit():
+    """The scheduler's counters and the learning rate are guarded constants (ember has no dynamic
+    scalars yet): each step recompiles until the limit, then that part runs eagerly, and the
+    hand-over from compiled to eager steps keeps the optimizer's state intact."""
+    with pytest.warns(UserWarning, match="recompile_limit"):
+        run_training("adamw", "onecycle", "eager", steps=ember.config.recompile_limit + 3)
 
 
 def test_optimizer_step_is_captured_not_run_on_fakes():
