@@ -110,12 +110,16 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
             outputs = _run_with_provenance(fn, primals, tracer)
         flat_outputs, out_spec = pytree.tree_flatten(outputs)
         mutated = tracer.mutated_inputs()
-        for index, _ in mutated:
+        # An input written with grad mode on: eager refuses it for a leaf that requires grad, and
+        # records it for other inputs; under no_grad (an optimizer step) it is a plain write.
+        written_with_grad = {index for index, _ in mutated if id(primals[index]) in tracer.written_with_grad}
+        for index in written_with_grad:
             if index in grad_inputs and args[index].is_leaf:
                 raise TracingError(f"in-place write to primals_{index + 1}, a leaf that requires grad")
         # The forward outputs, then the new values of mutated inputs (the primal objects
-        # themselves: in-place ops changed them); those that require grad get tangents.
-        candidates = flat_outputs + [primals[index] for index, _ in mutated]
+        # themselves: in-place ops changed them); those written with grad that require grad get
+        # tangents.
+        candidates = flat_outputs + [primals[index] if index in written_with_grad else None for index, _ in mutated]
         diff_outputs = [
             i for i, out in enumerate(candidates)
             if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs

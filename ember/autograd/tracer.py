@@ -30,6 +30,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 aten = torch.ops.aten
 
+# Ops whose schema says the output aliases the input but whose input nobody else can see:
+# `torch.tensor(0.0)` in a graph is a constant passed through lift_fresh, and a write to the
+# result (Adam's `step_t += 1` on a freshly made step counter) is a write to a new tensor.
+_FRESH_ALIASES = {aten.lift_fresh.default}
+
 # Ops that only answer metadata questions: nothing to record.
 _METADATA_OPS = {
     torch.ops.prim.device.default,
@@ -109,6 +114,9 @@ class AtenTracer(TorchDispatchMode):
         self.views: dict[int, ViewInfo] = {}
         self.version: dict[int, int] = {}  # id(root) -> number of writes so far
         self.seen_version: dict[int, int] = {}  # id(view) -> root version its node reflects
+        # id(root) of tensors written while grad mode was on (a graph may switch it off first,
+        # as an optimizer step does: its writes to parameters are then legal).
+        self.written_with_grad: set[int] = set()
         self.inputs: list[tuple[torch.Tensor, torch.fx.Node]] = []
         self.keepalive: list[Any] = []
         self.current_meta: dict = {}
@@ -223,7 +231,7 @@ class AtenTracer(TorchDispatchMode):
             self.sym_nodes[_sym_key(result)] = node
             self.keepalive.append(result)
             return
-        is_view = self.functionalize and func.is_view
+        is_view = self.functionalize and func.is_view and func not in _FRESH_ALIASES
         parent = args[0] if is_view and args and isinstance(args[0], torch.Tensor) else None
         if isinstance(result, torch.Tensor):
             self._bind(result, node)
@@ -268,6 +276,12 @@ class AtenTracer(TorchDispatchMode):
             converted = new_value.to(target.dtype)
             value_node = self._record(aten._to_copy.default, (value_node,), {"dtype": target.dtype}, converted)
         result = func(*args, **kwargs)  # the fake tensor itself follows the write
+        if isinstance(target, (list, tuple)):
+            # A foreach op writes every tensor of its list: each takes its item of the result.
+            for index, tensor in enumerate(target):
+                item_node = self._record(operator.getitem, (value_node, index), {}, new_value[index])
+                self.write(tensor, item_node)
+            return result
         self.write(target, value_node)
         return result
 
@@ -343,6 +357,8 @@ class AtenTracer(TorchDispatchMode):
             tensor = info.parent
         self.nodes[id(tensor)] = node
         root_id = id(tensor)
+        if torch.is_grad_enabled():
+            self.written_with_grad.add(root_id)
         self.version[root_id] = self.version.get(root_id, 0) + 1
         # target itself reflects the latest value
         self.seen_version[id(target)] = self.version[root_id]

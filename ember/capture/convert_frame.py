@@ -81,6 +81,7 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
                 torch._C._set_grad_enabled(grad_at_entry)
                 for manager in reversed(graph.entered_contexts):
                     manager.__exit__(None, None, None)
+                _check_no_real_writes(graph)
         except RestartCapture as restart:
             record = GraphBreak(restart.reason, restart.filename, restart.lineno, code.co_name)
             if context.fullgraph:
@@ -231,6 +232,13 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
                                 original_code(root.code))
     guard = graph.guards.compile(params, f_globals)
     return CacheEntry(guard, glue, guard_source, source, graph.guards, graph_module, list(breaks))
+
+
+def _check_no_real_writes(graph: OutputGraph) -> None:
+    """Capture writes only to its side-effect log: a real object it read must be unchanged."""
+    changed = graph.side_effects.real_objects.changed()
+    if changed:
+        raise RuntimeError(f"ember bug: capture wrote into real objects: {', '.join(changed[:5])}")
 
 
 def _successor_offsets(root, inst) -> list[int]:

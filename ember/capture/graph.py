@@ -9,6 +9,7 @@ running the same operation on fake tensors.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import operator
 import re
 from typing import Any
@@ -117,6 +118,8 @@ class OutputGraph:
         node.meta["example_value"] = fake
         node.meta["source"] = source.expr()
         variable = TensorVariable(node, fake, source=source, class_type=type(value))
+        variable.real_tensor = value
+        self.side_effects.real_objects.watch(value, source.expr())
         self.inputs.append(GraphInput(source, node, value))
         self._tensor_inputs[id(value)] = variable
         self._keepalive.append(value)
@@ -262,9 +265,15 @@ def _unwrap(tx, value: Any) -> tuple[Any, Any]:
     static = getattr(value, "static_value", None)
     if static is not None:
         known = static()
-        if known is not None:
+        if known is not None and isinstance(known, _PASSABLE_OBJECTS):
             return known, known
     raise Unsupported(f"{value} passed to a tensor operator")
+
+
+# The real objects an operator may be handed at capture time.  It runs for real (on fake
+# tensors): an object it could write into, or a function it could call, would let capture
+# change the user's objects, so anything else breaks the graph.
+_PASSABLE_OBJECTS = (enum.Enum, torch.finfo, torch.iinfo)
 
 
 def tree_has_tensor(value: Any) -> bool:

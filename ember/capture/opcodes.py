@@ -754,6 +754,11 @@ def _raise_varargs(tx, inst):
 def _with_except_start(tx, inst):
     value = tx.stack[-1]
     exit_function = tx.stack[-4]
+    from .variables.objects import NewObjectVariable, UserObjectVariable
+
+    if isinstance(getattr(exit_function, "manager", None), (UserObjectVariable, NewObjectVariable)):
+        # A user __exit__ sees the exception and may swallow it: not modelled.
+        raise Unsupported("an exception leaving the with-block of a user context manager")
     result = exit_function.call_function(tx, [], {})
     real = getattr(value, "value", None)
     if not isinstance(real, BaseException):

@@ -3,13 +3,57 @@
 Capture never touches real Python objects.  Writes to attributes of existing objects,
 mutations of existing lists/dicts/sets, global writes and closure-cell writes are recorded
 here; reads see the recorded values; the glue code applies them, in order of first write,
-once the graph has run, so the program leaves the same Python state as eager.
+once the graph has run, so the program leaves the same Python state as eager.  A capture
+that restarts or fails therefore leaves nothing behind: it is simply dropped.
+
+Real code runs at capture time in a few places only, each kept away from real objects:
+tensor operators run on fake tensors and get no mutable Python object (graph.py `_unwrap`);
+torch's Python functions run as graph nodes only from its tensor-only files, everything else
+(optimizers, schedulers, hooks) is inlined (torch_functions.py); builtins and math/operator
+functions run for real on constants only, never the mutating ones (builtins.py, objects.py);
+global setters of torch break.  `RealObjectWatch` checks the rule on everything a capture reads.
 """
 from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from .variables.base import VariableTracker
+
+
+class RealObjectWatch:
+    """The rule checked: after a capture attempt (finished, restarted or failed), every real
+    container, object and tensor it read is as it was.
+
+    Each is snapshotted shallowly when first read: the identities of a container's items or an
+    object's attributes, a tensor's version counter.  A difference is an ember bug (some path
+    ran real code on a real object); it is reported naming the object, never left silently."""
+
+    def __init__(self) -> None:
+        self._snapshots: dict[int, tuple[Any, str, Any]] = {}
+
+    def watch(self, value: Any, label: str) -> None:
+        if id(value) not in self._snapshots:
+            self._snapshots[id(value)] = (value, label, _shallow_state(value))
+
+    def changed(self) -> list[str]:
+        return [label for value, label, state in self._snapshots.values() if _shallow_state(value) != state]
+
+
+def _shallow_state(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value._version
+    if isinstance(value, dict):
+        return tuple((id(key), id(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(map(id, value))
+    if isinstance(value, (set, frozenset)):
+        return frozenset(map(id, value))
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(attributes, dict):
+        return tuple((name, id(item)) for name, item in attributes.items())
+    return None
 
 
 class SideEffects:
@@ -24,6 +68,7 @@ class SideEffects:
         self.deleted_attrs: set[tuple[int, str]] = set()
         # Calls replayed in order after the graph (logging): (owner, method name, args, kwargs).
         self.calls: list[tuple[VariableTracker, str, list, dict]] = []
+        self.real_objects = RealObjectWatch()
 
     def __bool__(self) -> bool:
         return bool(self.attr_writes or self.global_writes or self.cell_writes or self.mutated_containers

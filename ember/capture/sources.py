@@ -205,6 +205,23 @@ class IterationItemSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class KeyedItemSource(Source):
+    """An item of a dict whose key is an object, not a constant (`opt.state[param]`)."""
+
+    base: Source
+    key: Source
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}[{self.key.expr()}]"
+
+    def name(self) -> str:
+        return f"{self.base.name()}_{self.key.name()}"
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclasses.dataclass(frozen=True)
 class DictValueSource(Source):
     """The value stored under the `index`-th key of a dict (its key has no literal)."""
 
@@ -216,6 +233,22 @@ class DictValueSource(Source):
 
     def name(self) -> str:
         return f"{self.base.name()}_value_{self.index}"
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclasses.dataclass(frozen=True)
+class WeakRefCallSource(Source):
+    """The object a weakref found at `base` points to (`base()`)."""
+
+    base: Source
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}()"
+
+    def name(self) -> str:
+        return f"{self.base.name()}_referent"
 
     def root(self) -> Source:
         return self.base.root()

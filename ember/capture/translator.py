@@ -237,6 +237,9 @@ class Translator:
 
         if isinstance(container, ModelOutputVariable):
             return container.getitem(self, index)
+        generic = _generic_alias(container, index)
+        if generic is not None:
+            return generic
         if isinstance(container, ConstantVariable):
             if index.is_python_constant():
                 try:
@@ -345,6 +348,21 @@ class Translator:
     def store_global(self, name: str, value: VariableTracker) -> None:
         self.graph.side_effects.store_global((id(self.f_globals), name), value)
         self.graph.side_effects.global_dicts[id(self.f_globals)] = self.f_globals
+
+
+# Builtin containers whose subscription makes a typing alias (`list[Tensor]` in a cast).
+_GENERIC_BUILTINS = (list, tuple, dict, set, frozenset, type)
+
+
+def _generic_alias(container: VariableTracker, index: VariableTracker) -> VariableTracker | None:
+    """`list[Tensor]`: a types.GenericAlias, made for real (it only records its arguments)."""
+    static = getattr(container, "static_value", None)
+    cls = static() if static is not None else None
+    if not any(cls is builtin for builtin in _GENERIC_BUILTINS) or not index.is_python_constant():
+        return None
+    from .variables.objects import PythonObjectVariable
+
+    return PythonObjectVariable(cls[index.as_python_constant()])
 
 
 class _Expr(Source):

@@ -128,6 +128,47 @@ def test_inplace_op_on_input_and_slice_assignment():
     torch.testing.assert_close(x, x2)
 
 
+def test_foreach_inplace_ops_write_every_tensor_of_the_list():
+    # An optimizer's foreach path (SGD momentum buffers, parameters): the write to each list
+    # item was lost, so the compiled function returned the old values.
+    def fn(a, b, c, d):
+        torch._foreach_mul_([a, b], 0.5)
+        torch._foreach_add_([a, b], [c, d], alpha=2.0)
+        return a.sum() + b.sum()
+
+    f = aot_function(fn)
+    inputs = [torch.randn(3), torch.randn(2), torch.randn(3), torch.randn(2)]
+    expected_inputs = [t.clone() for t in inputs]
+    torch.testing.assert_close(f(*inputs), fn(*expected_inputs))
+    for got, expected in zip(inputs, expected_inputs):
+        torch.testing.assert_close(got, expected)
+
+
+def test_inplace_write_to_a_leaf_under_no_grad():
+    # An optimizer step: parameters are leaves that require grad, written under no_grad.
+    def fn(weight, grad):
+        with torch.no_grad():
+            weight.add_(grad, alpha=-0.1)
+        return weight * 2
+
+    weight, grad = nn.Parameter(torch.randn(3)), torch.randn(3)
+    expected_weight = nn.Parameter(weight.detach().clone())
+    torch.testing.assert_close(aot_function(fn)(weight, grad), fn(expected_weight, grad))
+    torch.testing.assert_close(weight, expected_weight)
+
+
+def test_inplace_write_to_a_fresh_constant_tensor():
+    # torch.tensor(0.0) is traced as a constant through lift_fresh; writing the result is no
+    # write through a view of that constant (Adam's step counter).
+    def fn(x):
+        step = torch.tensor(0.0)
+        step += 1
+        return x * step
+
+    x = torch.randn(3)
+    torch.testing.assert_close(aot_function(fn)(x), fn(x))
+
+
 def test_write_through_a_view_of_an_intermediate():
     def fn(x):
         y = x * 2

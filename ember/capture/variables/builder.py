@@ -18,6 +18,7 @@ import enum
 import functools
 import inspect
 import types
+import weakref
 from typing import Any
 
 import torch
@@ -31,6 +32,9 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     graph = tx.graph
     known = graph.objects.get(id(value))
     if known is not None and getattr(known, "real_object", None) is value:
+        if source is not None and known.source is not None and source != known.source:
+            # One variable stands for the object reached by both paths: that must stay true.
+            graph.guards.same_object(source, known.source)
         return known
     if source is None:
         return wrap_static(tx, value)
@@ -127,6 +131,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             guards.identity(source, value)
         variable.source = source
         return variable
+    if value_type is weakref.ReferenceType:
+        from .objects import WeakRefVariable
+
+        guards.type_match(source, value)
+        return WeakRefVariable(value, source=source)
     from .model_outputs import ModelOutputVariable, is_model_output_class
 
     if is_model_output_class(value_type):
@@ -181,6 +190,8 @@ def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:
     variable.real_object = value
     graph.objects[id(value)] = variable
     graph._keepalive.append(value)
+    label = variable.source.expr() if variable.source is not None else repr(variable)
+    graph.side_effects.real_objects.watch(value, label)
     return variable
 
 
@@ -231,6 +242,10 @@ def wrap_static(tx, value: Any) -> VariableTracker:
         from .functions import UserMethodVariable
 
         return UserMethodVariable(wrap_static(tx, value.__func__), wrap_static(tx, value.__self__))
+    if type(value) is weakref.ReferenceType:
+        from .objects import WeakRefVariable
+
+        return WeakRefVariable(value)
     return UserObjectVariable(value)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import functools
+import itertools
 import operator
 import types
 from typing import Any, Callable
@@ -15,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
+from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant
 from .containers import (
     BaseListVariable,
     DictVariable,
@@ -607,8 +608,20 @@ def _operator_handler(function):
 for _function in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
                   operator.mod, operator.pow, operator.matmul, operator.neg, operator.pos,
                   operator.and_, operator.or_, operator.xor, operator.lt, operator.le, operator.eq,
-                  operator.ne, operator.gt, operator.ge, operator.invert):
+                  operator.ne, operator.gt, operator.ge, operator.invert, *INPLACE_TO_BINARY):
     register(_function)(_operator_handler(_function))
+
+
+@register(operator.setitem)
+def _operator_setitem(tx, container, index, value):
+    container.call_method(tx, "__setitem__", [index, value], {})
+    return constant(None)
+
+
+@register(operator.delitem)
+def _operator_delitem(tx, container, index):
+    container.call_method(tx, "__delitem__", [index], {})
+    return constant(None)
 
 
 @register(operator.getitem)

@@ -56,10 +56,28 @@ class BaseFunctionVariable(VariableTracker):
             return constant(getattr(self.function_object_like(), name))
         if name == "__code__":
             return constant(self.get_code())
+        if name == "__get__":
+            return FunctionGetVariable(self)
         raise Unsupported(f"function attribute {name}")
 
     def function_object_like(self) -> Any:
         raise Unsupported("function object")
+
+
+class FunctionGetVariable(VariableTracker):
+    """`function.__get__(obj, cls)`: binds a function to an object, as attribute lookup does."""
+
+    def __init__(self, function: VariableTracker) -> None:
+        super().__init__()
+        self.function = function
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        if kwargs or not 1 <= len(args) <= 2:
+            raise Unsupported("function.__get__ with unusual arguments")
+        instance = args[0]
+        if instance.is_python_constant() and instance.as_python_constant() is None:
+            return self.function
+        return UserMethodVariable(self.function, instance)
 
 
 class UserFunctionVariable(BaseFunctionVariable):

@@ -12,15 +12,19 @@ import logging
 import math
 import operator
 import types
+import weakref
 from typing import Any
 
 import torch
 
 from ..errors import Unsupported, UserException
 from ..sources import AttrSource, DictItemSource, Source
-from .base import ConstantVariable, VariableTracker, constant, is_constant_value
+from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant, is_constant_value
 
 _PURE_MODULES = {math, operator}
+# The operator functions that write into their first argument: never run for real (on a copy
+# of a constant-looking list the write would silently vanish); builtins.py models them.
+_MUTATING_OPERATORS = {operator.setitem, operator.delitem, operator.iconcat, *INPLACE_TO_BINARY}
 
 
 class PythonObjectVariable(VariableTracker):
@@ -59,7 +63,7 @@ class PythonObjectVariable(VariableTracker):
 
         value = self.value
         owner = getattr(value, "__self__", None)
-        pure = (
+        pure = not any(value is function for function in _MUTATING_OPERATORS) and (
             any(owner is module for module in _PURE_MODULES)
             or getattr(value, "__module__", None) in ("math", "_operator", "operator")
             or (owner is not None and is_constant_value(owner) and not isinstance(owner, types.ModuleType))
@@ -184,11 +188,12 @@ class BuiltinDictMethodVariable(VariableTracker):
 
 def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: Any, attr_source) -> VariableTracker:
     from .builder import wrap, wrap_static
-    from .functions import UserFunctionVariable, UserMethodVariable
+    from .functions import UserMethodVariable
 
     if isinstance(raw, types.FunctionType):
-        function = UserFunctionVariable(raw)
-        return UserMethodVariable(function, owner)
+        # wrap_static, not a bare UserFunctionVariable: a method torch disabled for tracing
+        # (Optimizer.zero_grad) or that runs as a graph node must be recognised as such.
+        return UserMethodVariable(wrap_static(tx, raw), owner)
     if isinstance(raw, staticmethod):
         return wrap_static(tx, raw.__func__)
     if isinstance(raw, classmethod):
@@ -217,6 +222,21 @@ def _python_protocol(variable: VariableTracker, tx, name: str) -> VariableTracke
     if found and isinstance(raw, types.FunctionType):
         return variable.call_method(tx, name, [], {})
     raise Unsupported(f"{name} of {variable.python_type().__name__} is not a Python function")
+
+
+def _object_enter(self, tx) -> VariableTracker:
+    """`with obj:` on a user context manager: its __enter__ is inlined."""
+    return _python_protocol(self, tx, "__enter__")
+
+
+def _object_exit(self, tx) -> VariableTracker:
+    """The normal exit of a user context manager's block (an exception leaving the block is a
+    graph break, see WITH_EXCEPT_START)."""
+    found, raw = _class_attribute(self.python_type(), "__exit__")
+    if not (found and isinstance(raw, types.FunctionType)):
+        raise Unsupported(f"__exit__ of {self.python_type().__name__} is not a Python function")
+    none = constant(None)
+    return self.call_method(tx, "__exit__", [none, none, none], {})
 
 
 def _object_get_iter(self, tx) -> VariableTracker:
@@ -313,10 +333,10 @@ class UserObjectVariable(VariableTracker):
         if name in _CONFIG_PURE_METHODS and self.source is not None:
             return ConfigPureMethodVariable(self, name)
         if isinstance(value, types.MethodType) and value.__self__ is self.value:
-            from .functions import UserFunctionVariable, UserMethodVariable
+            from .functions import UserMethodVariable
 
             if isinstance(value.__func__, types.FunctionType):
-                return UserMethodVariable(UserFunctionVariable(value.__func__), self)
+                return UserMethodVariable(wrap_static(tx, value.__func__), self)
         if self.source is not None:
             return wrap(tx, value, AttrSource(self.source, name))
         return wrap_static(tx, value)
@@ -343,9 +363,42 @@ class UserObjectVariable(VariableTracker):
 
     get_iter = _object_get_iter
     unpack_sequence = _object_unpack
+    enter = _object_enter
+    exit = _object_exit
 
     def __repr__(self) -> str:
         return f"UserObjectVariable({type(self.value).__name__})"
+
+
+class WeakRefVariable(VariableTracker):
+    """A `weakref.ref` that existed before the frame ran; calling it reads its referent (the
+    LR scheduler's wrapper of `optimizer.step` finds its optimizer through one)."""
+
+    def __init__(self, ref: weakref.ReferenceType, source=None) -> None:
+        super().__init__(source)
+        self.ref = ref
+        self.real_object = ref
+
+    def python_type(self) -> type:
+        return weakref.ReferenceType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from ..sources import WeakRefCallSource
+        from .builder import wrap, wrap_static
+
+        if args or kwargs:
+            raise UserException(TypeError("weakref.ref() takes no arguments"))
+        referent = self.ref()
+        if self.source is None:
+            return wrap_static(tx, referent)
+        source = WeakRefCallSource(self.source)
+        if referent is None:
+            tx.graph.guards.add(f"{source.expr()} is None", f"{source.expr()} is dead")
+            return constant(None)
+        return wrap(tx, referent, source)
+
+    def __repr__(self) -> str:
+        return f"WeakRefVariable({type(self.ref()).__name__})"
 
 
 class NewObjectVariable(VariableTracker):
@@ -401,6 +454,8 @@ class NewObjectVariable(VariableTracker):
 
     get_iter = _object_get_iter
     unpack_sequence = _object_unpack
+    enter = _object_enter
+    exit = _object_exit
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"
@@ -428,6 +483,11 @@ class ExceptionVariable(VariableTracker):
         raise Unsupported(f"exception attribute {name}")
 
 
+# torch packages written as plain Python over plain Python objects (optimizers, LR schedulers):
+# their helper classes (`_enable_get_lr_call`) are created and run like the user's own.
+_USER_LIKE_TORCH_PACKAGES = ("torch.optim.",)
+
+
 def _is_plain_user_class(cls: type) -> bool:
     if type(cls) not in (type,) and type(cls).__name__ not in ("ABCMeta",):
         return False
@@ -436,7 +496,7 @@ def _is_plain_user_class(cls: type) -> bool:
     if issubclass(cls, (torch.nn.Module, torch.Tensor, BaseException)):
         return False
     module = getattr(cls, "__module__", "") or ""
-    if module == "builtins" or module.startswith("torch"):
+    if module == "builtins" or (module.startswith("torch") and not module.startswith(_USER_LIKE_TORCH_PACKAGES)):
         return False
     if "__slots__" in cls.__dict__:
         return False
@@ -529,9 +589,9 @@ class ClassVariable(VariableTracker):
                 if args or kwargs:
                     raise UserException(TypeError(f"{cls.__name__}() takes no arguments"))
             elif isinstance(init, types.FunctionType):
-                from .functions import UserFunctionVariable
+                from .builder import wrap_static
 
-                UserFunctionVariable(init).call_function(tx, [instance, *args], kwargs)
+                wrap_static(tx, init).call_function(tx, [instance, *args], kwargs)
             else:
                 raise Unsupported(f"__init__ of {cls.__name__} is not a Python function")
             return instance
@@ -596,7 +656,7 @@ class SuperVariable(VariableTracker):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import wrap_static
-        from .functions import UserFunctionVariable, UserMethodVariable
+        from .functions import UserMethodVariable
 
         owner_type = self.owner.python_type()
         owner_is_class = isinstance(self.owner, ClassVariable)
@@ -609,8 +669,8 @@ class SuperVariable(VariableTracker):
                     return _NoOpFunction()
                 if isinstance(raw, types.FunctionType):
                     if owner_is_class:
-                        return UserFunctionVariable(raw)
-                    return UserMethodVariable(UserFunctionVariable(raw), self.owner)
+                        return wrap_static(tx, raw)
+                    return UserMethodVariable(wrap_static(tx, raw), self.owner)
                 if isinstance(raw, classmethod):
                     owner_cls = self.owner if owner_is_class else ClassVariable(owner_type)
                     return UserMethodVariable(wrap_static(tx, raw.__func__), owner_cls)

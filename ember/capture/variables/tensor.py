@@ -53,8 +53,16 @@ _BREAKING_METHODS = {
     "__deepcopy__": "copying",
 }
 
+# In-place ops whose `value=` must be a Python number.  A tensor there (Adam's step size while
+# compiling: torch's optimizers keep it a tensor to avoid a .item()) is spelled as
+# self.add_(combine(tensor1, tensor2) * value), which takes tensors.
+_TENSOR_VALUE_REWRITES = {"addcdiv_": torch.div, "addcmul_": torch.mul}
+
 
 class TensorVariable(VariableTracker):
+    # The real tensor of a graph input (None for tensors the graph computes).
+    real_tensor: torch.Tensor | None = None
+
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, class_type: type | None = None):
         super().__init__(source)
         self.node = node
@@ -66,6 +74,10 @@ class TensorVariable(VariableTracker):
 
     def as_proxy(self) -> torch.fx.Node:
         return self.node
+
+    def identity_key(self) -> Any:
+        """The tensor as a dict key or set item: one variable stands for one tensor object."""
+        return ("tensor", id(self))
 
     def truth(self, tx) -> bool:
         raise Unsupported("data-dependent branch: bool() of a tensor depends on its value")
@@ -82,6 +94,13 @@ class TensorVariable(VariableTracker):
             return constant(value)
         if name in _TENSOR_ATTRS:
             return tx.graph.call(tx, "call_function", getattr, [self, constant(name)], {})
+        if name == "grad" and self.source is not None and self.real_tensor is not None:
+            # An input's .grad is read as it is now (an optimizer after the backward break):
+            # another input, or None, guarded like any value found at a source.
+            from ..sources import AttrSource
+            from .builder import wrap
+
+            return wrap(tx, self.real_tensor.grad, AttrSource(self.source, "grad"))
         if name in ("grad", "data", "_version", "grad_fn", "_base", "names"):
             raise Unsupported(f"Tensor.{name} reads autograd or storage state")
         if name == "__class__":
@@ -119,6 +138,11 @@ class TensorVariable(VariableTracker):
             if isinstance(value, torch.Size):
                 value = torch.Size(value)
             return constant(value)
+        rewrite = _TENSOR_VALUE_REWRITES.get(name)
+        if rewrite is not None and len(args) == 2 and isinstance(kwargs.get("value"), TensorVariable):
+            combined = tx.graph.call(tx, "call_function", rewrite, list(args), {})
+            scaled = tx.graph.call(tx, "call_function", torch.mul, [combined, kwargs["value"]], {})
+            return self.call_method(tx, "add_", [scaled], {})
         if name == "type" and not args and not kwargs:
             return constant(self.example.type())
         if name == "__getitem__":

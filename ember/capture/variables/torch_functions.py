@@ -7,12 +7,14 @@ for tensor metadata (`torch.is_floating_point(x)`) fold to constants.
 """
 from __future__ import annotations
 
+import functools
+import os
 import types
 from typing import Any
 
 import torch
 
-from ..errors import Unsupported
+from ..errors import Unsupported, UserException
 from .base import ConstantVariable, VariableTracker, constant
 
 # Calls that must run in real Python (state outside the graph, or whole other systems).
@@ -34,14 +36,29 @@ _BREAKING = {
 _BREAKING_MODULES = ("torch.jit", "torch.utils.checkpoint", "torch.distributed", "torch.cuda.graphs",
                      "torch.profiler", "torch.autograd.profiler", "torch.testing", "torch.func",
                      "torch._functorch", "torch.utils.data", "torch.hub", "torch.onnx", "torch.export")
+# torch's setters of global state (torch.set_float32_matmul_precision, torch._C._set_*, ...).
+_GLOBAL_SETTER_PREFIXES = ("set_", "_set_")
 # Functions whose answer during capture is fixed.
 _FIXED_ANSWERS: dict[Any, Any] = {}
+# torch's Python files whose functions compute on tensors only (tensors and constants in,
+# tensors out): such a function runs as one graph node, on fake tensors at capture time.
+# Every other Python function of torch (optimizers, LR schedulers, hooks, the wrappers
+# they install) is inlined like user code: run for real on fake values it could write
+# them into real Python objects, while inlined every write goes to the side-effect log.
+_GRAPH_FUNCTION_FILES = (
+    "torch/nn/functional.py",
+    "torch/functional.py",
+    "torch/_jit_internal.py",  # boolean_dispatch: F.max_pool2d and friends
+    "torch/_tensor.py",
+    "torch/__init__.py",  # is_tensor, _check, ...
+)
 
 
 def _register_fixed_answers() -> None:
     candidates = [
         ("torch.compiler", "is_compiling", True),
         ("torch.compiler", "is_dynamo_compiling", True),
+        ("torch.compiler", "is_exporting", False),
         ("torch.jit", "is_scripting", False),
         ("torch.jit", "is_tracing", False),
         ("torch._C", "_get_tracing_state", None),
@@ -72,6 +89,10 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return GraphBreakVariable()
     if getattr(value, "_ember_disabled", False):
         return DisabledFunctionVariable(value)
+    if getattr(value, "_torchdynamo_disable", False) is True:
+        # torch.compiler.disable; torch._dynamo also wraps optimizers' _init_group this way once
+        # torch.compile has run in the process (its own optimizer support calls it eagerly).
+        return DisabledFunctionVariable(value, "is torch.compiler.disable'd")
     try:
         if value in _FIXED_ANSWERS:
             return FixedAnswerVariable(value, _FIXED_ANSWERS[value])
@@ -87,10 +108,16 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return DecoratedContextFunctionVariable(value)
     if isinstance(value, types.FunctionType) and value.__code__.co_filename.endswith(
             ("torch/_compile.py", "torch\\_compile.py")):
-        return DisabledFunctionVariable(value)  # torch._disable_dynamo: torch asks not to trace it
+        return DisabledFunctionVariable(value, "torch asks not to trace it (torch._disable_dynamo)")
+    if value is torch.autograd.profiler.record_function:
+        return ProfilerRecordClassVariable(value)
     if isinstance(value, type):
         return None
     module = getattr(value, "__module__", None) or ""
+    if isinstance(value, types.FunctionType):
+        # Python code: a graph node only where torch's tensor-only files hold it; anything else
+        # (torch's optimizers and schedulers, wrappers that functools.wraps renamed) is inlined.
+        return TorchFunctionVariable(value) if _runs_in_graph(value, module) else None
     objclass = getattr(value, "__objclass__", None)
     if objclass is not None and objclass in (torch._C.TensorBase, torch.Tensor):
         return TorchFunctionVariable(value)
@@ -101,6 +128,25 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
             return None  # module methods are inlined as user code
         return TorchFunctionVariable(value)
     return None
+
+
+_TORCH_ROOT = os.path.dirname(os.path.realpath(torch.__file__))
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_file(filename: str) -> str | None:
+    """'torch/nn/functional.py' for a file of the installed torch, None for any other file."""
+    path = os.path.realpath(filename)
+    if not path.startswith(_TORCH_ROOT + os.sep):
+        return None
+    return "torch/" + os.path.relpath(path, _TORCH_ROOT).replace(os.sep, "/")
+
+
+def _runs_in_graph(function: types.FunctionType, module: str) -> bool:
+    """A Python function of torch that becomes one graph node (see _GRAPH_FUNCTION_FILES)."""
+    if function in _BREAKING or module.startswith(_BREAKING_MODULES):
+        return True  # a graph node that refuses to be one: the call breaks with its reason
+    return _torch_file(function.__code__.co_filename) in _GRAPH_FUNCTION_FILES
 
 
 class TorchFunctionVariable(VariableTracker):
@@ -125,14 +171,23 @@ class TorchFunctionVariable(VariableTracker):
         module = getattr(function, "__module__", "") or ""
         if module.startswith(_BREAKING_MODULES):
             raise Unsupported(f"{module}.{getattr(function, '__name__', function)} is not captured")
-        if getattr(function, "__name__", "") in ("_set_grad_enabled", "set_grad_enabled"):
+        name = getattr(function, "__name__", "") or ""
+        if name in ("_set_grad_enabled", "set_grad_enabled"):
             raise Unsupported("direct grad-mode switch")
+        if name.startswith(_GLOBAL_SETTER_PREFIXES):
+            # Run at capture time it would change the setting before the program does (and a
+            # node that returns None would then be dropped): it runs eagerly instead.
+            raise Unsupported(f"{name} changes global state")
         return tx.graph.call(tx, "call_function", function, args, kwargs)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import wrap_static
 
-        return wrap_static(tx, getattr(self.function, name))
+        try:
+            attribute = getattr(self.function, name)
+        except AttributeError as error:
+            raise UserException(error) from None
+        return wrap_static(tx, attribute)
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.function, '__qualname__', self.function)})"
@@ -154,12 +209,13 @@ class GraphBreakVariable(VariableTracker):
 
 
 class DisabledFunctionVariable(VariableTracker):
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: Any, why: str = "is ember.disable'd") -> None:
         super().__init__()
         self.function = function
+        self.why = why
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        raise Unsupported(f"{getattr(self.function, '__qualname__', self.function)} is ember.disable'd")
+        raise Unsupported(f"{getattr(self.function, '__qualname__', self.function)} {self.why}")
 
 
 # -- grad mode ----------------------------------------------------------------------------------
@@ -235,6 +291,24 @@ class NullContextVariable(VariableTracker):
 
     def exit(self, tx) -> VariableTracker:
         return constant(None)
+
+
+class ProfilerRecordClassVariable(VariableTracker):
+    """`torch.autograd.profiler.record_function(name)`: a profiler range label.  Compiled code
+    has no Python-level ranges (as with torch.compile), so the block runs with no label."""
+
+    def __init__(self, cls: type) -> None:
+        super().__init__()
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return type
+
+    def static_value(self) -> Any:
+        return self.cls
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        return NullContextVariable()
 
 
 class DecoratedContextFunctionVariable(VariableTracker):
