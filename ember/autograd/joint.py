@@ -97,7 +97,10 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
             node = graph.placeholder(f"primals_{index + 1}")
             node.meta["val"] = primal
         elif isinstance(primal, torch.Tensor):
-            tracer.add_input(f"primals_{index + 1}", primal)
+            node = tracer.add_input(f"primals_{index + 1}", primal)
+            # A clone (non-leaf input) lost the input's storage offset: compilers read the
+            # placeholder's value for the layout they will be called with.
+            node.meta["val"] = leaves[index]
         else:
             node = graph.placeholder(f"primals_{index + 1}")
             node.meta["val"] = primal

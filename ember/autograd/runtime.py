@@ -11,6 +11,7 @@ inference path).  Outputs that alias an input come back as views of the real inp
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 from typing import Any, Callable
@@ -46,6 +47,22 @@ class CompiledPair:
                     inputs = [n.meta.get("val") for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
                     self._backward = self.bw_compiler(self.backward_graph, inputs)
         return self._backward
+
+    @functools.cached_property
+    def tangent_facts(self) -> tuple[list[set[int]], list]:
+        """(for each gradient the backward returns, the tangents it depends on; each tangent's
+        fake value).  An input whose gradient depends on no tangent that autograd gave gets
+        None, as in eager, where autograd never reaches it."""
+        placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
+        tangents = [n for n in placeholders if n.name.startswith("tangents_")]
+        depends: dict = {node: {position} for position, node in enumerate(tangents)}
+        for node in self.backward_graph.graph.nodes:
+            if node.op in ("call_function", "call_method"):
+                depends[node] = set().union(*(depends.get(arg, set()) for arg in node.all_input_nodes))
+        output = next(n for n in self.backward_graph.graph.nodes if n.op == "output")
+        per_grad = [depends.get(value, set()) if isinstance(value, torch.fx.Node) else set()
+                    for value in output.args[0]]
+        return per_grad, [node.meta.get("val") for node in tangents]
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:
@@ -95,6 +112,7 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             non_diff = [values[i] for i in function_outputs if i not in spec.diff_outputs and values[i] is not None]
             if non_diff:
                 ctx.mark_non_differentiable(*non_diff)
+            ctx.set_materialize_grads(False)  # an output the loss does not use has no gradient: None
             return tuple(values[i] for i in function_outputs)
 
         @staticmethod
@@ -107,17 +125,19 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             tensors = iter(ctx.saved_tensors)
             others = iter(ctx.saved_other)
             saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
-            tangents = []
-            for index in spec.diff_outputs:
-                if index in position_of:
-                    grad = grad_outputs[position_of[index]]
-                else:  # a copy of a returned output: its gradient arrives through that one
-                    grad = torch.zeros_like(grad_outputs[position_of[spec.output_copies[index]]])
-                tangents.append(grad.contiguous() if grad is not None else None)
-            grads = pair.backward()(*saved, *tangents)
+            tangents = [grad_outputs[position_of[index]] if index in position_of else None
+                        for index in spec.diff_outputs]  # (a copy's gradient arrives through its original)
+            given = {position for position, tangent in enumerate(tangents) if tangent is not None}
             result: list = [None] * spec.num_primals
-            for index, grad in zip(spec.grad_inputs, grads):
-                result[index] = grad
+            if not given:
+                return tuple(result)
+            per_grad, fakes = pair.tangent_facts
+            tangents = [tangent.contiguous() if tangent is not None else
+                        torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
+                        for tangent, fake in zip(tangents, fakes)]
+            grads = pair.backward()(*saved, *tangents)
+            for index, grad, needs in zip(spec.grad_inputs, grads, per_grad):
+                result[index] = grad if needs & given else None
             return tuple(result)
 
     def run(*args):

@@ -207,3 +207,38 @@ def test_bool_tensor_left_requiring_grad_by_eager(backend):
         return flags
 
     check(fn, lambda: (torch.tensor(1.5, requires_grad=True), torch.randn(3)), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_parameters_the_loss_does_not_reach_get_no_gradient(backend):
+    """Eager leaves .grad None for what the loss never reaches (an output it ignores); the
+    compiled backward returned zeros, and optimizers treat a zero gradient differently from
+    None (AdamW decays the weight)."""
+    first, second = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+    compiled = ember.compile(lambda x: (first(x), second(x)), backend=backend)
+    compiled(torch.randn(2, 3))[0].sum().backward()
+    assert all(p.grad is not None for p in first.parameters())
+    assert all(p.grad is None for p in second.parameters())
+
+    def written_later(a, d, index, e):
+        total = d.sum(0, keepdim=True)
+        d.index_add_(0, index, e, alpha=-1)  # d's new value is not used by the loss
+        return total * a
+
+    check(written_later, lambda: (torch.randn(1, requires_grad=True), torch.randn(8, requires_grad=True) * 1,
+                                  torch.randint(0, 8, (6,)), torch.randn(6, requires_grad=True)), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_non_leaf_input_with_a_storage_offset(backend):
+    """A view of a leaf that requires grad, passed into a graph (after a break): the graph ran
+    on a clone of it (to allow in-place ops), and the C++ kernels read the clone's layout, at
+    storage offset 0 instead of the view's 2."""
+    def fn(a, b):
+        first, last = torch.split(a, [2, 1], dim=0)
+        ember.graph_break()
+        return torch.atan2(b, last).softmax(0)
+
+    check(fn, lambda: (torch.tensor([-0.17, 0.0, 1.18], requires_grad=True), torch.tensor([-0.17, 0.0])), backend)
+    check(lambda a: (lambda t: (ember.graph_break(), t * 2)[1])(a.t()[1:]),
+          lambda: (torch.randn(3, 4, requires_grad=True),), backend)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import types
 from typing import Any
 
@@ -69,10 +70,17 @@ def _register_fixed_answers() -> None:
     import importlib
 
     for module_name, attr, answer in candidates:
-        try:
-            module = importlib.import_module(module_name)
-        except Exception:
-            continue
+        if module_name.startswith("torch._dynamo"):
+            # ember does not import torch's compiler stack; a program that asks torch._dynamo has
+            # imported it already (see fixed_answer).
+            module = sys.modules.get(module_name)
+            if module is None:
+                continue
+        else:
+            try:
+                module = importlib.import_module(module_name)
+            except Exception:
+                continue
         function = getattr(module, attr, None)
         if function is not None:
             _FIXED_ANSWERS[function] = answer if answer is not None or attr != "is_available" else function()
@@ -94,6 +102,9 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         # torch.compile has run in the process (its own optimizer support calls it eagerly).
         return DisabledFunctionVariable(value, "is torch.compiler.disable'd")
     try:
+        if value not in _FIXED_ANSWERS and getattr(value, "__name__", None) == "is_compiling" and \
+                getattr(value, "__module__", "").startswith("torch._dynamo"):
+            _FIXED_ANSWERS[value] = True  # torch._dynamo imported after ember
         if value in _FIXED_ANSWERS:
             return FixedAnswerVariable(value, _FIXED_ANSWERS[value])
     except TypeError:  # unhashable
