@@ -98,6 +98,9 @@ class GraphLowering(torch.fx.Interpreter):
         node = self.current_node
         lowering = LOWERINGS.get(target)
         value = node.meta.get("val")
+        if lowering is not None and _eager_rejects(node):
+            # Fake tensors do not check dtypes; the ATen call raises eager's error where eager would.
+            return self.fallback(target, args, kwargs, "eager's kernel rejects these dtypes")
         if lowering is not None and _dtypes_supported(value, args):
             buffers_before = len(self.buffers)
             try:
@@ -322,6 +325,45 @@ def _dtypes_supported(value, args) -> bool:
         if dtype is not None and dtype not in SUPPORTED_DTYPES:
             return False
     return True
+
+
+# Reductions whose kernels also refuse some dtypes (argmin of bool); pointwise ops carry a tag.
+_DTYPE_CHECKED = {torch.ops.aten.argmax.default, torch.ops.aten.argmin.default, torch.ops.aten.sum.dim_IntList,
+                  torch.ops.aten.sum.default, torch.ops.aten.prod.default, torch.ops.aten.prod.dim_int,
+                  torch.ops.aten.amax.default, torch.ops.aten.amin.default, torch.ops.aten.mean.dim,
+                  torch.ops.aten.mean.default, torch.ops.aten.cumsum.default}
+_REJECTS: dict = {}
+
+
+def _eager_rejects(node: torch.fx.Node) -> bool:
+    """Would eager's kernel refuse this op's dtypes (bitwise ops on floats, negation of bools,
+    abs of bools, ...)?  Answered by running it on one-element tensors of the same dtypes and
+    ranks (values 1: no division by zero), once per signature."""
+    target = node.target
+    if not (torch.Tag.pointwise in getattr(target, "tags", ()) or target in _DTYPE_CHECKED):
+        return False
+
+    def tiny(value):
+        if isinstance(value, torch.fx.Node):
+            fake = value.meta.get("val")
+            if isinstance(fake, torch.Tensor):
+                return torch.ones([1] * fake.dim(), dtype=fake.dtype, device=fake.device)
+            return fake
+        return value
+
+    try:
+        args = pytree.tree_map(tiny, node.args)
+        kwargs = pytree.tree_map(tiny, dict(node.kwargs))
+        key = (target, repr(pytree.tree_map_only(torch.Tensor, lambda t: (t.dtype, t.dim()), (args, kwargs))))
+    except Exception:
+        return False
+    if key not in _REJECTS:
+        try:
+            target(*args, **kwargs)
+            _REJECTS[key] = False
+        except Exception:
+            _REJECTS[key] = True
+    return _REJECTS[key]
 
 
 def _dry_run(result, new_buffers) -> None:

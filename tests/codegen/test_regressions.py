@@ -239,3 +239,21 @@ def test_nested_floor_divisions_merge():
     q = sympy.Symbol("q0", integer=True, nonnegative=True)
     parts = unflatten(q, [sympy.Integer(2), sympy.Integer(4), sympy.Integer(100)])
     assert simplify_index(sympy.expand(400 * parts[0] + 100 * parts[1] + parts[2])) == q
+
+
+@pytest.mark.parametrize("case", ["xor_float", "abs_bool", "floor_bool", "remainder_bool", "relu_bool"])
+def test_dtypes_eager_rejects_raise_eagers_error(case):
+    """Fake tensors do not check dtypes: a bitwise op on floats became C++ that g++ rejected
+    (KernelCompileError), others computed a value where eager raises."""
+    flag = torch.tensor([True, False])
+    fn, args = {
+        "xor_float": (lambda a, b: a.short() ^ (b / 2), (torch.randn(3), torch.randn(3))),
+        "abs_bool": (lambda b: b.abs() * 2, (flag,)),
+        "floor_bool": (lambda b: b.floor().float(), (flag,)),
+        "remainder_bool": (lambda b: (b % b).float(), (flag,)),
+        "relu_bool": (lambda b: b.relu().float(), (flag,)),
+    }[case]
+    with pytest.raises((RuntimeError, NotImplementedError)) as eager_error:
+        fn(*args)
+    with pytest.raises(type(eager_error.value)):
+        ember.compile(fn, backend="ember")(*args)
