@@ -788,8 +788,6 @@ def all_(ctx, node, x, dim=None, keepdim=False):
 @register(aten.argmax.default, aten.argmin.default)
 def argmax(ctx, node, x, dim=None, keepdim=False):
     kind = "argmax" if node.target is aten.argmax.default else "argmin"
-    if x.dtype == torch.bool:
-        raise FallbackNeeded(f"{kind} of a bool tensor (ATen raises)")
     if dim is None:
         flat = View(x, [x.numel()], view_reindex(x.get_size(), [x.numel()]))
         return reduction(ctx, node, flat, [0], False, kind)
