@@ -271,19 +271,21 @@ class AtenTracer(TorchDispatchMode):
         value_node = self._record(functional, node_args, node_kwargs, new_value)
         if func is aten.copy_.default and new_value.shape != target.shape:
             value_node = self._record(aten.expand.default, (value_node, list(target.shape)), {}, target)
-        if new_value.dtype != target.dtype:
-            # An in-place op keeps its target's dtype (a bfloat16 x.sub_(float32) stays bfloat16).
-            converted = new_value.to(target.dtype)
-            value_node = self._record(aten._to_copy.default, (value_node,), {"dtype": target.dtype}, converted)
         result = func(*args, **kwargs)  # the fake tensor itself follows the write
         if isinstance(target, (list, tuple)):
             # A foreach op writes every tensor of its list: each takes its item of the result.
             for index, tensor in enumerate(target):
                 item_node = self._record(operator.getitem, (value_node, index), {}, new_value[index])
-                self.write(tensor, item_node)
+                self.write(tensor, self._keep_dtype(item_node, new_value[index], tensor))
             return result
-        self.write(target, value_node)
+        self.write(target, self._keep_dtype(value_node, new_value, target))
         return result
+
+    def _keep_dtype(self, value_node: torch.fx.Node, value: torch.Tensor, target: torch.Tensor) -> torch.fx.Node:
+        """An in-place op keeps its target's dtype (a bfloat16 x.sub_(float32) stays bfloat16)."""
+        if value.dtype == target.dtype:
+            return value_node
+        return self._record(aten._to_copy.default, (value_node,), {"dtype": target.dtype}, value.to(target.dtype))
 
     def _opaque_mutation(self, func, args, kwargs, written):
         """A mutating op with no functional form: one call on fresh copies of what it writes."""
