@@ -285,6 +285,9 @@ class AtenTracer(TorchDispatchMode):
         """An in-place op keeps its target's dtype (a bfloat16 x.sub_(float32) stays bfloat16)."""
         if value.dtype == target.dtype:
             return value_node
+        if not torch.can_cast(value.dtype, target.dtype):  # fakes do not check; eager raises
+            raise TracingError(f"result type {value.dtype} can't be cast to the desired output type "
+                               f"{target.dtype}{self._where()}")
         return self._record(aten._to_copy.default, (value_node,), {"dtype": target.dtype}, value.to(target.dtype))
 
     def _opaque_mutation(self, func, args, kwargs, written):
@@ -352,14 +355,16 @@ class AtenTracer(TorchDispatchMode):
     def write(self, target: torch.Tensor, value_node: torch.fx.Node) -> None:
         """`target` now holds `value_node`; push the write up to its base."""
         tensor, node = target, value_node
+        detached = False  # a write through x.detach() is invisible to autograd, as under no_grad
         while id(tensor) in self.views:
             info = self.views[id(tensor)]
+            detached = detached or info.func is aten.detach.default
             self.nodes[id(tensor)] = node
             node = self._scatter_into_parent(info, node, tensor)
             tensor = info.parent
         self.nodes[id(tensor)] = node
         root_id = id(tensor)
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() and not detached:
             self.written_with_grad.add(root_id)
         self.version[root_id] = self.version.get(root_id, 0) + 1
         # target itself reflects the latest value

@@ -242,3 +242,25 @@ def test_non_leaf_input_with_a_storage_offset(backend):
     check(fn, lambda: (torch.tensor([-0.17, 0.0, 1.18], requires_grad=True), torch.tensor([-0.17, 0.0])), backend)
     check(lambda a: (lambda t: (ember.graph_break(), t * 2)[1])(a.t()[1:]),
           lambda: (torch.randn(3, 4, requires_grad=True),), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inplace_write_through_a_detach_of_a_leaf(backend):
+    """Eager writes a leaf's data through x.detach() without autograd noticing; the tracer
+    counted it as an in-place write to a leaf that requires grad and gave up."""
+    def fn(c):
+        view = c.reshape(1, 1, 3, 1).detach()
+        view.clamp_(-1.5, 0.2)
+        return c * 2
+
+    with ember.config.patch(raise_capture_errors=True):
+        check(fn, lambda: (torch.randn(3, requires_grad=True),), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inplace_result_that_cannot_be_cast_back_raises(backend):
+    fn = lambda a, b: a.add_(b)  # noqa: E731
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        fn(torch.arange(3), torch.rand(3))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ember.compile(fn, backend=backend)(torch.arange(3), torch.rand(3))
