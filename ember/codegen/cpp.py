@@ -244,7 +244,10 @@ class CppOps:
         return literal(value, dtype)
 
     def index_expr(self, expr, dtype) -> str:
-        return self.to_dtype(self._emit(f"static_cast<int64_t>({self.kernel.index(expr)})"), dtype)
+        value = self._emit(f"static_cast<int64_t>({self.kernel.index(expr)})")
+        if dtype in _LOW_PRECISION:
+            return self._emit(round_to(value, dtype))
+        return self._emit(f"static_cast<{ctype(dtype)}>({value})")  # (an integer: no float -> int here)
 
     def to_dtype(self, value: str, dtype) -> str:
         if dtype in _LOW_PRECISION:
