@@ -31,6 +31,10 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     graph = tx.graph
     known = graph.objects.get(id(value))
     if known is not None and getattr(known, "real_object", None) is value:
+        if source is not None and known.source is not None and known.source != source:
+            # The capture made one variable of both paths (a mutation through one is seen
+            # through the other): they must hold one object on later calls too.
+            graph.guards.same_object(source, known.source)
         return known
     if source is None:
         return wrap_static(tx, value)
@@ -181,6 +185,13 @@ def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:
     variable.real_object = value
     graph.objects[id(value)] = variable
     graph._keepalive.append(value)
+    from .modules import NNModuleVariable
+
+    if variable.source is not None and type(value) is not frozenset and not isinstance(variable, NNModuleVariable):
+        # A mutable object guarded by type or contents, not identity: another source must not
+        # hold it on a later call (`a.append(1); len(b)` was captured with a and b apart).
+        # Modules are guarded by identity (or hold nothing mutable the capture writes).
+        graph.guards.distinct(variable.source, "python objects")
     return variable
 
 
