@@ -71,7 +71,7 @@ class OptimizedModule(torch.nn.Module):
 
     def __init__(self, module: torch.nn.Module, context: CompileContext, compile_arguments: dict) -> None:
         forward = type(module).forward
-        if not isinstance(forward, types.FunctionType):
+        if not isinstance(forward, types.FunctionType) and module.__dict__.get("forward") is None:
             raise TypeError(f"ember.compile: {type(module).__name__}.forward is not a Python function")
         object.__setattr__(self, "_ember_initialized", False)  # Module.__init__ sets `training`
         super().__init__()

@@ -145,6 +145,14 @@ def _distinct(label: str, paths: tuple, actual: tuple) -> str:
     return f"{', '.join(paths)} are distinct again (they changed while the guard ran)"
 
 
+def _hooks(label: str, expected: tuple, actual: tuple) -> str:
+    for (name, ids), table in zip(expected, actual):
+        if tuple(table) != ids:
+            now = ", ".join(_show(hook) for hook in table.values()) or "none"
+            return f"{name} expected {'hooks ' + str(ids) if ids else 'no hooks'}, got {now}"
+    return "hooks are as at compile time again (they changed while the guard ran)"
+
+
 EXPLAINERS: dict[str, Callable[[str, Any, Any], str]] = {
     "value": _value,
     "type": _type,
@@ -155,6 +163,7 @@ EXPLAINERS: dict[str, Callable[[str, Any, Any], str]] = {
     "tensor": _tensor,
     "same": _same,
     "distinct": _distinct,
+    "hooks": _hooks,
 }
 
 

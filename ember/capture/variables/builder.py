@@ -90,12 +90,21 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     if isinstance(value, torch.nn.Module):
         from .modules import NNModuleVariable, guard_plain_container
 
-        if not guard_plain_container(tx, source, value):
+        identity_guarded = not guard_plain_container(tx, source, value)
+        if identity_guarded:
             guards.identity(source, value)
-        return _remember(graph, value, NNModuleVariable(value, source=source))
+        return _remember(graph, value, NNModuleVariable(value, source=source, identity_guarded=identity_guarded))
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.MethodWrapperType, types.ModuleType, type,
                           functools.partial, types.MethodType, enum.Enum, torch.finfo, torch.iinfo)):
+        original = compiled_original(value)
+        if original is not None:
+            # ember.compile(fn) called in captured code: fn is inlined into this graph (the
+            # dispatcher is identity-guarded, so what it wraps is fixed).
+            from ..sources import AttrSource
+
+            guards.identity(source, value)
+            return wrap(tx, original, AttrSource(source, "_ember_original"))
         if isinstance(value, types.MethodType):
             from ..sources import AttrSource
             from .functions import UserMethodVariable
@@ -141,6 +150,12 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     from .objects import UserObjectVariable
 
     return _remember(graph, value, UserObjectVariable(value, source=source))
+
+
+def compiled_original(value: Any) -> Any:
+    from ..runtime import compiled_original as original_of_dispatcher
+
+    return original_of_dispatcher(value)
 
 
 def item_source(tx, base: Source, key: Any) -> ItemSource:
@@ -229,7 +244,7 @@ def wrap_static(tx, value: Any) -> VariableTracker:
     if isinstance(value, type):
         return ClassVariable(value)
     if isinstance(value, types.FunctionType):
-        return UserFunctionVariable(value)
+        return UserFunctionVariable(compiled_original(value) or value)
     if isinstance(value, torch.nn.Module):
         from .modules import NNModuleVariable
 
