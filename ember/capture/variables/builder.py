@@ -51,11 +51,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, TupleVariable
 
     value_type = type(value)
-    if value_type in (tuple, list) or (isinstance(value, tuple) and hasattr(value_type, "_fields")):
+    if value_type is list:
+        return _remember(graph, value, ListVariable.unread_list(tx, value, source))
+    if value_type is tuple or (isinstance(value, tuple) and hasattr(value_type, "_fields")):
         guards.length(source, value)
         items = [wrap(tx, item, ItemSource(source, index)) for index, item in enumerate(value)]
-        if value_type is list:
-            return _remember(graph, value, ListVariable(items, source=source))
         if value_type is tuple:
             return TupleVariable(items, source=source)
         return NamedTupleVariable(items, value_type, source=source)
