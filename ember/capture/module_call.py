@@ -31,6 +31,7 @@ accelerate and peft do) replaces the class's: `instance_forward` finds it.
 from __future__ import annotations
 
 import linecache
+import os
 import types
 from typing import Any, Callable
 
@@ -50,6 +51,21 @@ GLOBAL_HOOK_TABLES = ("_global_forward_pre_hooks", "_global_forward_hooks", "_gl
 
 def _global(name: str) -> dict:
     return getattr(module_impl, name, None) or {}
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+def own_call(module: torch.nn.Module) -> Callable | None:
+    """The `__call__` the module's class defines in place of nn.Module's, or None.  torch's own
+    overrides (fx.GraphModule's) only wrap Module.__call__ for error messages: None too."""
+    call = type(module).__call__
+    if call is torch.nn.Module.__call__:
+        return None
+    code = getattr(call, "__code__", None)
+    if code is not None and code.co_filename.startswith(_TORCH_DIR):
+        return None
+    return call
 
 
 def instance_forward(module: torch.nn.Module) -> Any:

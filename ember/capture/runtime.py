@@ -35,7 +35,7 @@ from . import defaults
 from .convert_frame import CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
 from .translator import argument_names
-from .module_call import has_hooks, hook_key, instance_forward, make_hooked_call, unsupported_hooks
+from .module_call import has_hooks, hook_key, instance_forward, make_hooked_call, own_call, unsupported_hooks
 
 log_recompiles = logs.get("recompiles")
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -111,7 +111,7 @@ class CompileContext:
         if type(function) is functools.partial:  # e.g. a forward that accelerate assigned on a module
             return functools.partial(self.wrap_callable(function.func), *function.args, **function.keywords)
         if isinstance(function, torch.nn.Module):
-            if type(function).__call__ is not torch.nn.Module.__call__:
+            if own_call(function) is not None:
                 return function  # its class's own __call__ (an ember.compile'd module's included)
             forward = instance_forward(function) or type(function).forward
             if isinstance(forward, types.FunctionType) and _is_internal(forward.__code__):

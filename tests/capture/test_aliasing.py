@@ -137,3 +137,25 @@ def test_recompile_log_names_the_aliased_inputs(caplog):
     messages = "\n".join(record.getMessage() for record in caplog.records if record.name == "ember.recompiles")
     assert "y expected to be another object than x (as at compile time), got the same" in messages
     assert "y expected to be the same object as x (as at compile time), got another" in messages
+
+
+class _Holder:
+    def __init__(self, first, second):
+        self.first = first
+        self.second = second
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tensors_inside_containers_and_objects(backend):
+    def f(tensors, holder):
+        if tensors[0] is tensors[1]:
+            return tensors[0] * 2 + holder.first
+        return tensors[1] + (holder.second if holder.first is holder.second else 0)
+
+    a, b, c, d = torch.ones(3), torch.ones(3) * 2, torch.ones(3) * 3, torch.ones(3) * 4
+    ember.reset()
+    compiled = ember.compile(f, backend=backend)
+    with ember.config.patch(raise_capture_errors=True):
+        for tensors, holder in [([a, b], _Holder(c, d)), ([a, a], _Holder(c, d)), ([a, b], _Holder(c, c)),
+                                ([a, b], _Holder(c, d)), ([b, b], _Holder(d, d))]:
+            torch.testing.assert_close(compiled(tensors, holder), f(tensors, holder))

@@ -351,3 +351,22 @@ def test_submodule_class_with_its_own_call():
     for m in (model, reference):
         m.child.register_forward_hook(_scale_output)
     _check(compiled, model, reference, x)
+
+
+class TracedChildParent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child = torch.fx.symbolic_trace(nn.Sequential(nn.Linear(3, 3), nn.Tanh()))
+
+    def forward(self, x):
+        return self.child(x) * 2
+
+
+def test_fx_graph_module_child_is_inlined():
+    """fx.GraphModule's own __call__ only adds error messages: its forward is inlined as before."""
+    ember.reset()
+    model, reference = _models(TracedChildParent)
+    graphs, counting = _counting()
+    x = torch.randn(2, 3, requires_grad=True)
+    _check(ember.compile(model, backend=counting), model, reference, x)
+    assert len(graphs) == 1

@@ -18,7 +18,7 @@ import torch
 from ..errors import Unsupported, UserException
 from ..guard_failures import Check, user_path
 from ..module_call import (MODULE_HOOK_TABLES, guard_global_hooks, guard_hook_tables, has_hooks, has_own_hooks,
-                           instance_forward, make_hooked_call, unsupported_hooks)
+                           instance_forward, make_hooked_call, own_call, unsupported_hooks)
 from ..sources import AttrSource, ModuleDictSource
 from .base import ConstantVariable, VariableTracker, constant
 from .objects import _class_attribute, _descriptor_result
@@ -123,8 +123,8 @@ class NNModuleVariable(VariableTracker):
         module = self.module
         if _is_compiled_module(module):
             return self._call_compiled_module(tx, args, kwargs)
-        call = type(module).__call__
-        if call is not torch.nn.Module.__call__:
+        call = own_call(module)
+        if call is not None:
             # A class's own __call__ runs instead (its super().__call__ comes back to call_as_module).
             if not isinstance(call, types.FunctionType):
                 raise Unsupported(f"{type(module).__name__}.__call__ is not a Python function")
