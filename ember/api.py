@@ -57,6 +57,11 @@ class OptimizedModule(torch.nn.Module):
       always-called hooks make the call run eagerly (the reason is in EMBER_LOGS=fallbacks and
       ember.explain).  Global hooks fire once per call, for the original (torch.compile fires
       them for its wrapper too).  Hooks registered on the compiled module itself run around it.
+      Submodules' hooks are captured too (a submodule with backward or always-called hooks is a
+      graph break), and so is a compiled child (`parent.sub = ember.compile(sub)`): the parent's
+      graph takes in the module it wraps.
+    - forward: as in torch, a forward assigned on the instance (`model.forward = f`, also on a
+      submodule) runs instead of the class's; assigning or deleting one is noticed on the next call.
     - state_dict: the keys are the original model's, with no `_orig_mod.` prefix (torch.compile
       adds one), also when the compiled module is a submodule (`parent.sub = ember.compile(sub)`):
       checkpoints move freely between compiled and plain models.  load_state_dict accepts those
@@ -71,7 +76,7 @@ class OptimizedModule(torch.nn.Module):
 
     def __init__(self, module: torch.nn.Module, context: CompileContext, compile_arguments: dict) -> None:
         forward = type(module).forward
-        if not isinstance(forward, types.FunctionType):
+        if not isinstance(forward, types.FunctionType) and module.__dict__.get("forward") is None:
             raise TypeError(f"ember.compile: {type(module).__name__}.forward is not a Python function")
         object.__setattr__(self, "_ember_initialized", False)  # Module.__init__ sets `training`
         super().__init__()

@@ -301,7 +301,7 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
             if v.source is None:
                 found.append(v)
         elif isinstance(v, BaseListVariable):
-            for item in v.items:
+            for item in v.known_items():  # a list never read holds its old items: they are not outputs
                 visit(item)
         elif isinstance(v, DictVariable):
             for item in v.items.values():
@@ -368,7 +368,10 @@ def side_effect_values(effects) -> list[VariableTracker]:
 def emit_side_effects(cg: GlueCodegen, effects, root_globals: dict, prepared: dict[int, str]) -> None:
     for container in effects.mutated_containers.values():
         target = prepared[id(container)]
-        if isinstance(container, ListVariable):
+        if isinstance(container, ListVariable) and container.unread is not None:
+            items = "".join(f"{cg.reconstruct(item)}, " for item in container.known_items())
+            cg.emit(f"{target}.extend(({items}))")  # only appended to: keeps what it holds then
+        elif isinstance(container, ListVariable):
             items = ", ".join(cg.reconstruct(item) for item in container.items)
             cg.emit(f"{target}[:] = [{items}]")
         elif isinstance(container, DictVariable):

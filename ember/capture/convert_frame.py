@@ -32,6 +32,7 @@ from .source_text import comment, compile_as_user_code
 from .sources import CLOSURE, GLOBALS
 from .translator import argument_names, make_root
 from .variables.base import NullVariable
+from .variables.containers import BaseListVariable
 
 log_breaks = logs.get("graph_breaks")
 log_guards = logs.get("guards")
@@ -173,7 +174,7 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         prepared[id(container)] = cg.materialize(container)
     # Every value written back is read now, before any write can change what a source sees.
     for container in effects.mutated_containers.values():
-        items = container.items.values() if isinstance(container.items, dict) else container.items
+        items = container.known_items() if isinstance(container, BaseListVariable) else container.items.values()
         for item in items:
             cg.materialize(item)
         for key_var in getattr(container, "key_vars", {}).values():

@@ -131,6 +131,28 @@ def _tensor(path: str, expected: TensorFacts, actual: Any) -> str:
     return f"{path} matches {expected} again (it changed while the guard ran)"
 
 
+def _same(label: str, paths: tuple, actual: tuple) -> str:
+    first, second = paths
+    return f"{second} expected to be the same object as {first} (as at compile time), got another"
+
+
+def _distinct(label: str, paths: tuple, actual: tuple) -> str:
+    seen: dict[int, str] = {}
+    for path, value in zip(paths, actual):
+        if id(value) in seen:
+            return f"{path} expected to be another object than {seen[id(value)]} (as at compile time), got the same"
+        seen[id(value)] = path
+    return f"{', '.join(paths)} are distinct again (they changed while the guard ran)"
+
+
+def _hooks(label: str, expected: tuple, actual: tuple) -> str:
+    for (name, ids), table in zip(expected, actual):
+        if tuple(table) != ids:
+            now = ", ".join(_show(hook) for hook in table.values()) or "none"
+            return f"{name} expected {'hooks ' + str(ids) if ids else 'no hooks'}, got {now}"
+    return "hooks are as at compile time again (they changed while the guard ran)"
+
+
 EXPLAINERS: dict[str, Callable[[str, Any, Any], str]] = {
     "value": _value,
     "type": _type,
@@ -139,6 +161,9 @@ EXPLAINERS: dict[str, Callable[[str, Any, Any], str]] = {
     "keys": _keys,
     "absent": _absent,
     "tensor": _tensor,
+    "same": _same,
+    "distinct": _distinct,
+    "hooks": _hooks,
 }
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from .guard_failures import Check, TensorFacts, explain
+from .guard_failures import Check, TensorFacts, explain, user_path
 from .source_text import comment
 from .sources import CLOSURE, GLOBALS, Source
 
@@ -39,6 +39,9 @@ class GuardSet:
         self.refs: dict[str, Any] = {}  # name -> object the expressions refer to
         self._ref_names: dict[int, str] = {}
         self._paths: set[str] = set()  # attribute/item paths the guards read
+        # Objects that were distinct at capture, by group: objects of different groups cannot be
+        # the same object while the other guards hold (different tensor metadata, tensor vs list).
+        self._distinct: dict[Any, list[Source]] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def ref(self, obj: Any) -> str:
@@ -106,8 +109,12 @@ class GuardSet:
                  Check("absent", source.expr(), key, source))
 
     def tensor(self, source: Source, value: torch.Tensor) -> None:
+        """Metadata of a tensor input; it is also a distinct object from every other tensor input
+        (one placeholder per object: two placeholders fed one tensor would see writes through
+        one of them only through the other's old value)."""
         self._note(source)
         expr = source.expr()
+        facts = TensorFacts.of(value)
         # The path is read once (walrus) and its checks reuse the local.
         local = f"__ember_t{len(self.guards)}"
         strided = value.layout == torch.strided
@@ -125,12 +132,41 @@ class GuardSet:
             f"{list(value.shape)} {f'stride={tuple(value.stride())}' if strided else value.layout} {value.device}"
             f" requires_grad={value.requires_grad}"
         )
-        self.add(" and ".join(parts), description, Check("tensor", expr, TensorFacts.of(value), source))
+        self.add(" and ".join(parts), description, Check("tensor", expr, facts, source))
+        self.distinct(source, facts)
 
     def same_object(self, source: Source, other: Source) -> None:
+        """`source` holds the object first seen at `other` (a tied weight, `f(x, x)`)."""
         self._note(source)
         self._note(other)
-        self.add(f"{source.expr()} is {other.expr()}", f"{source.expr()} is {other.expr()}")
+        self.add(f"{source.expr()} is {other.expr()}", f"{source.expr()} is {other.expr()}",
+                 Check("same", f"({other.expr()}, {source.expr()})", (user_path(other), user_path(source)),
+                       "same object"))
+
+    def distinct(self, source: Source, group: Any) -> None:
+        """The object at `source` differs from the others registered in `group` (mutable objects
+        whose identity the capture relied on: tensor inputs, lists, dicts, user objects).  All of
+        a group are checked by one guard, emitted last (see `all_guards`)."""
+        self._note(source)
+        self._distinct.setdefault(group, []).append(source)
+
+    def all_guards(self) -> list[Guard]:
+        """The guards, then one distinctness guard per group of two or more objects.  Grouping
+        keeps it cheap: tensors of different guarded metadata cannot be one object, so only
+        look-alikes are compared (the ten (8, 8) weights of a stack, not its input)."""
+        guards = list(self.guards)
+        for sources in self._distinct.values():
+            if len(sources) < 2:
+                continue
+            exprs = [source.expr() for source in sources]
+            names = tuple(user_path(source) for source in sources)
+            if len(exprs) == 2:
+                expr = f"{exprs[0]} is not {exprs[1]}"
+            else:
+                expr = f"len({{{', '.join(f'id({e})' for e in exprs)}}}) == {len(exprs)}"
+            description = f"{', '.join(names)} are distinct objects"
+            guards.append(Guard(expr, description, Check("distinct", f"({', '.join(exprs)},)", names, "distinct")))
+        return guards
 
     def global_state(self) -> None:
         """Grad mode, autocast and the default dtype: every capture depends on them."""
@@ -157,19 +193,20 @@ class GuardSet:
     # -- code generation ------------------------------------------------------------------
     def source_code(self, params: list[str]) -> str:
         signature = ", ".join([CLOSURE, *params])
-        body = "\n        and ".join(f"({expr})" for expr in self._shared_paths()) or "True"
+        guards = self.all_guards()
+        body = "\n        and ".join(f"({expr})" for expr in self._shared_paths(guards)) or "True"
         lines = [f"def __ember_guard({signature}):"]
-        for guard in self.guards:
+        for guard in guards:
             lines.append(f"    # {comment(guard.description)}")
         lines.append(f"    return (\n        {body}\n    )")
         return "\n".join(lines)
 
-    def _shared_paths(self) -> list[str]:
+    def _shared_paths(self, guards: list[Guard]) -> list[str]:
         """The guard expressions with each path read by several guards bound to a local where it
         is first read (walrus) and reused after: `self._modules['encoder']._modules['block']` is
         walked once per call, not once per guard.  Guards run in order and stop at the first
         failure, so a local is always bound before a later guard reads it."""
-        exprs = [guard.expr for guard in self.guards]
+        exprs = [guard.expr for guard in guards]
         shared = 0
         for path in sorted(self._paths, key=len, reverse=True):  # longest first: prefixes nest
             pattern = re.compile(r"(?<![\w.'\"])" + re.escape(path) + r"(?![\w'\"])")
@@ -208,7 +245,7 @@ class GuardSet:
             return namespace["__check"](closure, *args)
 
         failed = []
-        for guard in self.guards:
+        for guard in self.all_guards():
             try:
                 ok = evaluate(guard.expr)
             except Exception as error:  # a missing attribute or key also means "changed"

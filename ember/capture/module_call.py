@@ -18,23 +18,83 @@ one forward hook:
 
 ember captures it like any user function, so hooks and forward land in the same graph, and a
 hook ember cannot capture is a graph break between straight-line calls (never a loop, which
-would make the whole frame eager).  One function is made per set of hooks, keyed by the
-hooks' identities (`hook_key`): adding or removing a hook picks another function, and so a
-capture of its own, on the next call.  `unsupported_hooks` names the hooks that need
+would make the whole frame eager).  For a compiled module, one function is made per set of
+hooks, keyed by the hooks' identities (`hook_key`): adding or removing a hook picks another
+function, and so a capture of its own, on the next call.  A submodule called inside captured
+code is inlined the same way, and `guard_hook_tables` makes the capture depend on its hooks
+(and the global ones) staying what they were.  `unsupported_hooks` names the hooks that need
 Module.__call__'s own machinery (backward hooks, always-called hooks); such calls run eagerly.
+
+torch calls `self.forward`, so a forward assigned on the instance (`module.forward = f`, as
+accelerate and peft do) replaces the class's: `instance_forward` finds it.
 """
 from __future__ import annotations
 
 import linecache
+import os
 import types
 from typing import Any, Callable
 
 import torch
 from torch.nn.modules import module as module_impl
 
+from .guard_failures import Check
+
+
+# The dicts whose hooks Module.__call__ runs, per module and global.  A hook's flags
+# (with_kwargs, always_call) live in side tables keyed by the same handle ids and are fixed when
+# it is registered: the same ids mean the same hooks with the same flags.
+MODULE_HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+GLOBAL_HOOK_TABLES = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_pre_hooks",
+                      "_global_backward_hooks")
+
 
 def _global(name: str) -> dict:
     return getattr(module_impl, name, None) or {}
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+def own_call(module: torch.nn.Module) -> Callable | None:
+    """The `__call__` the module's class defines in place of nn.Module's, or None.  torch's own
+    overrides (fx.GraphModule's) only wrap Module.__call__ for error messages: None too."""
+    call = type(module).__call__
+    if call is torch.nn.Module.__call__:
+        return None
+    code = getattr(call, "__code__", None)
+    if code is not None and code.co_filename.startswith(_TORCH_DIR):
+        return None
+    return call
+
+
+def instance_forward(module: torch.nn.Module) -> Any:
+    """The forward assigned on the instance, which Module.__call__ runs instead of the class's."""
+    return module.__dict__.get("forward")
+
+
+def guard_hook_tables(guards, tables: list[tuple[str, dict, str]], owner: str) -> None:
+    """Guard hook dicts, given as (expression reading the dict on each call, the dict now, name
+    for messages): the empty ones together in one guard (`not (a or b)`, the common case, the
+    check torch's own Module.__call__ makes), each one with hooks on its handle ids."""
+    empty = [(expr, name) for expr, table, name in tables if not table]
+    if empty:
+        guards.add(f"not ({' or '.join(expr for expr, _ in empty)})",
+                   f"{owner} has no {'hooks' if len(empty) == len(tables) else 'other hooks'}",
+                   Check("hooks", f"({''.join(f'{expr}, ' for expr, _ in empty)})",
+                         tuple((name, ()) for _, name in empty), "hooks"))
+    for expr, table, name in tables:
+        if table:
+            ids = tuple(table)
+            guards.add(f"tuple({expr}) == {ids!r}", f"{name} holds the hooks with handle ids {ids}",
+                       Check("hooks", f"({expr},)", ((name, ids),), "hooks"))
+
+
+def guard_global_hooks(guards) -> None:
+    """Global module hooks fire for every module call that ember inlines."""
+    tables = [(guards.ref(getattr(module_impl, name)), getattr(module_impl, name),
+               f"torch.nn.modules.module.{name}") for name in GLOBAL_HOOK_TABLES if hasattr(module_impl, name)]
+    guard_hook_tables(guards, tables, "torch.nn.modules.module (global module hooks)")
 
 
 def has_hooks(module: torch.nn.Module) -> bool:
@@ -45,6 +105,11 @@ def has_hooks(module: torch.nn.Module) -> bool:
         or module_impl._global_forward_hooks or module_impl._global_forward_pre_hooks
         or module_impl._global_backward_hooks or _global("_global_backward_pre_hooks")
     )
+
+
+def has_own_hooks(module: torch.nn.Module) -> bool:
+    """Hooks registered on this module (not the global ones)."""
+    return any(module.__dict__.get(name) for name in MODULE_HOOK_TABLES)
 
 
 def unsupported_hooks(module: torch.nn.Module) -> str | None:
@@ -104,21 +169,28 @@ _FORWARD_HOOK_WITH_KWARGS = """\
 """
 
 
-def make_hooked_call(module: torch.nn.Module, forward: Callable) -> types.FunctionType:
+def make_hooked_call(module: torch.nn.Module, forward: Callable | None) -> types.FunctionType:
     """A plain function `(self, *args, **kwargs)` that runs the module's current hooks around
-    `forward(self, ...)`, written out hook by hook."""
+    `forward(self, ...)`, written out hook by hook; with `forward=None` around `self.forward(...)`,
+    the forward assigned on the instance."""
     name = f"{type(module).__name__}_call_with_hooks"
     if not name.isidentifier():
         name = "module_call_with_hooks"
     namespace: dict[str, Any] = {"__ember_forward": forward, "__builtins__": __builtins__}
+    hook_count = 0
     lines = [f"def {name}(self, *args, **kwargs):\n"]
     for hook, with_kwargs in _pre_hooks(module):
-        label = f"__ember_hook_{len(namespace) - 2}"
+        label = f"__ember_hook_{hook_count}"
+        hook_count += 1
         namespace[label] = hook
         lines.append((_PRE_HOOK_WITH_KWARGS if with_kwargs else _PRE_HOOK).format(hook=label))
-    lines.append("    output = __ember_forward(self, *args, **kwargs)\n")
+    if forward is None:
+        lines.append("    output = self.forward(*args, **kwargs)\n")
+    else:
+        lines.append("    output = __ember_forward(self, *args, **kwargs)\n")
     for hook, with_kwargs in _forward_hooks(module):
-        label = f"__ember_hook_{len(namespace) - 2}"
+        label = f"__ember_hook_{hook_count}"
+        hook_count += 1
         namespace[label] = hook
         lines.append((_FORWARD_HOOK_WITH_KWARGS if with_kwargs else _FORWARD_HOOK).format(hook=label))
     lines.append("    return output\n")

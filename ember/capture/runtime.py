@@ -35,7 +35,7 @@ from . import defaults
 from .convert_frame import CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
 from .translator import argument_names
-from .module_call import has_hooks, hook_key, make_hooked_call, unsupported_hooks
+from .module_call import has_hooks, hook_key, instance_forward, make_hooked_call, own_call, unsupported_hooks
 
 log_recompiles = logs.get("recompiles")
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -108,9 +108,15 @@ class CompileContext:
             return self._compiled_function(function)
         if isinstance(function, types.MethodType) and isinstance(function.__func__, types.FunctionType):
             return types.MethodType(self.wrap_callable(function.__func__), function.__self__)
+        if type(function) is functools.partial:  # e.g. a forward that accelerate assigned on a module
+            return functools.partial(self.wrap_callable(function.func), *function.args, **function.keywords)
         if isinstance(function, torch.nn.Module):
-            forward = type(function).forward
-            if not isinstance(forward, types.FunctionType) or _is_internal(forward.__code__):
+            if own_call(function) is not None:
+                return function  # its class's own __call__ (an ember.compile'd module's included)
+            forward = instance_forward(function) or type(function).forward
+            if isinstance(forward, types.FunctionType) and _is_internal(forward.__code__):
+                return function
+            if not isinstance(forward, (types.FunctionType, types.MethodType, functools.partial)):
                 return function
             module = function
             return lambda *args, **kwargs: self.call_module(module, args, kwargs)
@@ -118,10 +124,13 @@ class CompileContext:
 
     def call_module(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
         """`module(*args, **kwargs)` with its forward compiled (torch's module forwards included),
-        and its forward hooks and pre-hooks captured with it (module_call.py)."""
-        forward = self._compiled_function(type(module).forward)
+        and its forward hooks and pre-hooks captured with it (module_call.py).  As in torch, a
+        forward assigned on the instance (`module.forward = f`) runs instead of the class's."""
+        own_forward = instance_forward(module)
         if not has_hooks(module):
-            return forward(module, *args, **kwargs)
+            if own_forward is not None:
+                return self.wrap_callable(own_forward)(*args, **kwargs)
+            return self._compiled_function(type(module).forward)(module, *args, **kwargs)
         reason = unsupported_hooks(module)
         if reason is not None:
             if module not in self.eager_modules:
@@ -129,14 +138,16 @@ class CompileContext:
                 log_fallbacks.debug("running %s eagerly: %s", type(module).__qualname__, reason)
                 self.record_skip(type(module).forward.__code__, reason)
             return module(*args, **kwargs)
-        key = (type(module).forward, hook_key(module))
+        forward = own_forward if own_forward is not None else type(module).forward
+        key = (forward, hook_key(module))
         call = self.hooked_calls.get(key)
         if call is None:
             call = self._hooked_call(module, key)
         return call(module, *args, **kwargs)
 
     def _hooked_call(self, module: torch.nn.Module, key: tuple) -> Callable:
-        forward = type(module).forward
+        forward = key[0]
+        own_forward = forward is instance_forward(module)
         if self.hooked_variants[forward] >= ember_config._config.recompile_limit:
             # Hooks keep changing: past the recompile limit they run as plain Python around the
             # compiled forward (uncached, so old hooks are not kept alive).
@@ -145,9 +156,13 @@ class CompileContext:
                 warnings.warn(f"ember: the hooks of {type(module).__qualname__} changed more than "
                               f"ember.config.recompile_limit times; from now on new hooks run "
                               f"uncompiled around the compiled forward")
+            if own_forward:
+                compiled_own = self.wrap_callable(forward)
+                return make_hooked_call(module, lambda _, *args, **kwargs: compiled_own(*args, **kwargs))
             return make_hooked_call(module, self._compiled_function(forward))
         self.hooked_variants[forward] += 1
-        call = make_dispatcher(make_hooked_call(module, forward), self)
+        # The instance's forward is read as `self.forward` in the captured call (and guarded).
+        call = make_dispatcher(make_hooked_call(module, None if own_forward else forward), self)
         self.hooked_calls[key] = call
         return call
 
@@ -323,6 +338,19 @@ def _spread_call(function: types.FunctionType, code: types.CodeType) -> Callable
     return call
 
 
+DISPATCHER_FILENAME_PREFIX = "<ember dispatcher for "
+
+
+def compiled_original(value: Any) -> types.FunctionType | None:
+    """The user's function behind a dispatcher that ember.compile returned, else None.  Told by
+    the dispatcher's code, not by its attributes: functools.wraps copies those onto a user's
+    own wrapper, whose body must still run."""
+    if (isinstance(value, types.FunctionType) and value.__code__.co_filename.startswith(DISPATCHER_FILENAME_PREFIX)
+            and isinstance(getattr(value, "_ember_original", None), types.FunctionType)):
+        return value._ember_original
+    return None
+
+
 def make_dispatcher(function: types.FunctionType, context: CompileContext) -> Callable:
     """A function with `function`'s signature that runs it through ember's cache."""
     code = function.__code__
@@ -356,7 +384,7 @@ def make_dispatcher(function: types.FunctionType, context: CompileContext) -> Ca
         + f"    return __ember_runner(__ember_closure, {', '.join(params)})\n"
     )
     namespace = {"__ember_runner": runner, "__ember_closure": function.__closure__, **defaults.namespace(function)}
-    exec(compile(source, f"<ember dispatcher for {function.__qualname__}>", "exec"), namespace)
+    exec(compile(source, f"{DISPATCHER_FILENAME_PREFIX}{function.__qualname__}>", "exec"), namespace)
     dispatcher = namespace[_safe_name(function.__name__)]
     dispatcher.__defaults__ = dispatcher_defaults
     dispatcher.__kwdefaults__ = dispatcher_kwdefaults

@@ -32,8 +32,9 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     graph = tx.graph
     known = graph.objects.get(id(value))
     if known is not None and getattr(known, "real_object", None) is value:
-        if source is not None and known.source is not None and source != known.source:
-            # One variable stands for the object reached by both paths: that must stay true.
+        if source is not None and known.source is not None and known.source != source:
+            # The capture made one variable of both paths (a mutation through one is seen
+            # through the other): they must hold one object on later calls too.
             graph.guards.same_object(source, known.source)
         return known
     if source is None:
@@ -51,11 +52,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, TupleVariable
 
     value_type = type(value)
-    if value_type in (tuple, list) or (isinstance(value, tuple) and hasattr(value_type, "_fields")):
+    if value_type is list:
+        return _remember(graph, value, ListVariable.unread_list(tx, value, source))
+    if value_type is tuple or (isinstance(value, tuple) and hasattr(value_type, "_fields")):
         guards.length(source, value)
         items = [wrap(tx, item, ItemSource(source, index)) for index, item in enumerate(value)]
-        if value_type is list:
-            return _remember(graph, value, ListVariable(items, source=source))
         if value_type is tuple:
             return TupleVariable(items, source=source)
         return NamedTupleVariable(items, value_type, source=source)
@@ -90,12 +91,21 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     if isinstance(value, torch.nn.Module):
         from .modules import NNModuleVariable, guard_plain_container
 
-        if not guard_plain_container(tx, source, value):
+        identity_guarded = not guard_plain_container(tx, source, value)
+        if identity_guarded:
             guards.identity(source, value)
-        return _remember(graph, value, NNModuleVariable(value, source=source))
+        return _remember(graph, value, NNModuleVariable(value, source=source, identity_guarded=identity_guarded))
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.MethodWrapperType, types.ModuleType, type,
                           functools.partial, types.MethodType, enum.Enum, torch.finfo, torch.iinfo)):
+        original = compiled_original(value)
+        if original is not None:
+            # ember.compile(fn) called in captured code: fn is inlined into this graph (the
+            # dispatcher is identity-guarded, so what it wraps is fixed).
+            from ..sources import AttrSource
+
+            guards.identity(source, value)
+            return wrap(tx, original, AttrSource(source, "_ember_original"))
         if isinstance(value, types.MethodType):
             from ..sources import AttrSource
             from .functions import UserMethodVariable
@@ -148,6 +158,12 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     return _remember(graph, value, UserObjectVariable(value, source=source))
 
 
+def compiled_original(value: Any) -> Any:
+    from ..runtime import compiled_original as original_of_dispatcher
+
+    return original_of_dispatcher(value)
+
+
 def item_source(tx, base: Source, key: Any) -> ItemSource:
     """`base[key]`, the key spelled as a literal or, when it has none, as a guard reference."""
     from ..sources import literal
@@ -192,6 +208,13 @@ def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:
     graph._keepalive.append(value)
     label = variable.source.expr() if variable.source is not None else repr(variable)
     graph.side_effects.real_objects.watch(value, label)
+    from .modules import NNModuleVariable
+
+    if variable.source is not None and type(value) is not frozenset and not isinstance(variable, NNModuleVariable):
+        # A mutable object guarded by type or contents, not identity: another source must not
+        # hold it on a later call (`a.append(1); len(b)` was captured with a and b apart).
+        # Modules are guarded by identity (or hold nothing mutable the capture writes).
+        graph.guards.distinct(variable.source, "python objects")
     return variable
 
 
@@ -229,7 +252,7 @@ def wrap_static(tx, value: Any) -> VariableTracker:
     if isinstance(value, type):
         return ClassVariable(value)
     if isinstance(value, types.FunctionType):
-        return UserFunctionVariable(value)
+        return UserFunctionVariable(compiled_original(value) or value)
     if isinstance(value, torch.nn.Module):
         from .modules import NNModuleVariable
 

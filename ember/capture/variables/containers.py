@@ -37,6 +37,9 @@ class BaseListVariable(VariableTracker):
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         return list(self.items)
 
+    def known_items(self) -> list[VariableTracker]:
+        return self.items
+
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         key = index.as_python_constant() if index.is_python_constant() else None
         if key is None:
@@ -114,7 +117,51 @@ class NamedTupleVariable(TupleVariable):
 
 
 class ListVariable(BaseListVariable):
+    """A list.  One that existed before the frame (it has a source) is read lazily: until the
+    capture reads it (length, items, iteration, truth...), only its type is guarded and `items`
+    holds what the frame appended, written back with `extend`.  So a hook that only appends to a
+    global log does not guard (and recompile on) the log's length, nor make its items inputs."""
+
     container_type = list
+
+    def __init__(self, items: list[VariableTracker], source=None) -> None:
+        self.unread: tuple[Any, list] | None = None  # (translator, the real list) until read
+        super().__init__(items, source)
+
+    @classmethod
+    def unread_list(cls, tx, value: list, source) -> "ListVariable":
+        tx.graph.guards.type_match(source, value)
+        variable = cls([], source=source)
+        variable.unread = (tx, value)
+        return variable
+
+    @property
+    def items(self) -> list[VariableTracker]:
+        if self.unread is not None:
+            self._read()
+        return self._items
+
+    @items.setter
+    def items(self, value: list[VariableTracker]) -> None:
+        self._items = value
+
+    def _read(self) -> None:
+        """The capture depends on what the list held: guard its length, wrap its items (before
+        what the frame appended, in place: iterators share the item list)."""
+        from ..sources import ItemSource
+        from .builder import wrap
+
+        tx, value = self.unread
+        self.unread = None
+        tx.graph.guards.length(self.source, value)
+        self._items[:0] = [wrap(tx, item, ItemSource(self.source, index)) for index, item in enumerate(value)]
+
+    def known_items(self) -> list[VariableTracker]:
+        """The items the capture knows of: for a list never read, only those the frame appended."""
+        return self._items
+
+    def __repr__(self) -> str:
+        return f"ListVariable(unread, +{self._items!r})" if self.unread is not None else super().__repr__()
 
     def get_iter(self, tx) -> VariableTracker:
         # A list iterator reads the live list by index, so items appended during a loop are seen.
@@ -124,16 +171,17 @@ class ListVariable(BaseListVariable):
         tx.graph.side_effects.mutate_container(self)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        items = self.items
-        if name == "append" and len(args) == 1:
+        # append and extend add at the end whatever the list held: no need to read it
+        if name == "append" and len(args) == 1 and not kwargs:
             self.mutated(tx)
-            items.append(args[0])
+            self._items.append(args[0])
             return constant(None)
-        if name == "extend" and len(args) == 1:
+        if name == "extend" and len(args) == 1 and not kwargs:
             new_items = args[0].unpack_sequence(tx)
             self.mutated(tx)
-            items.extend(new_items)
+            self._items.extend(new_items)
             return constant(None)
+        items = self.items
         if name == "insert" and len(args) == 2:
             self.mutated(tx)
             items.insert(args[0].as_python_constant(), args[1])

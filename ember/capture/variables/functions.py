@@ -11,6 +11,8 @@ import inspect
 import types
 from typing import Any
 
+import torch
+
 from ..errors import Unsupported, UserException
 from .base import ConstantVariable, VariableTracker, constant
 
@@ -131,6 +133,11 @@ class UserFunctionVariable(BaseFunctionVariable):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         fn = self.fn
+        if fn is _MODULE_CALL and args:
+            from .modules import NNModuleVariable
+
+            if isinstance(args[0], NNModuleVariable):  # super().__call__(...) in a module's own __call__
+                return args[0].call_as_module(tx, args[1:], kwargs)
         return tx.inline_call(
             code=fn.__code__,
             f_globals=fn.__globals__,
@@ -145,6 +152,9 @@ class UserFunctionVariable(BaseFunctionVariable):
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+_MODULE_CALL = torch.nn.Module.__call__
 
 
 def function_source(tx, fn_var: "UserFunctionVariable"):

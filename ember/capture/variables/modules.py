@@ -3,7 +3,10 @@
 Attribute reads follow nn.Module's own order (_parameters, _buffers, _modules, then the
 instance dict and the class) but read the dicts directly, which is both what
 `Module.__getattr__` does and ten times faster in the generated guards and glue.
-Calling a module inlines its `forward` when it has no hooks.
+Calling a module inlines what Module.__call__ runs: its forward (the instance's own, if one
+was assigned, else the class's) with its forward pre-hooks and hooks around it
+(module_call.py), guarded on the hooks and the forward staying what they were.  A module
+compiled with ember.compile is called through to the module it wraps.
 """
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported, UserException
+from ..guard_failures import Check, user_path
+from ..module_call import (MODULE_HOOK_TABLES, guard_global_hooks, guard_hook_tables, has_hooks, has_own_hooks,
+                           instance_forward, make_hooked_call, own_call, unsupported_hooks)
 from ..sources import AttrSource, ModuleDictSource
 from .base import ConstantVariable, VariableTracker, constant
 from .objects import _class_attribute, _descriptor_result
@@ -21,40 +27,29 @@ _CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict, to
                torch.nn.ParameterDict)
 
 
-def _has_hooks(module: torch.nn.Module) -> bool:
-    from torch.nn.modules import module as module_impl
-
-    return bool(
-        module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
-        or getattr(module, "_backward_pre_hooks", None)
-        or module_impl._global_forward_hooks or module_impl._global_forward_pre_hooks
-        or module_impl._global_backward_hooks or getattr(module_impl, "_global_backward_pre_hooks", None)
-    )
-
-
 def guard_plain_container(tx, source, module: torch.nn.Module) -> bool:
     """Guard a plain ModuleList or Sequential by what it holds rather than by identity.
 
     Slicing one makes a new container (on every call, when the slice outlives a graph); it
     behaves exactly like any other with the same children, which are identity-guarded when
     read, and the same number of them.  A Sequential is callable: it must have no hooks."""
-    if type(module) not in (torch.nn.ModuleList, torch.nn.Sequential) or _has_hooks(module):
+    if type(module) not in (torch.nn.ModuleList, torch.nn.Sequential) or has_hooks(module):
         return False
     guards = tx.graph.guards
     expr = source.expr()
     guards.type_match(source, module)
     guards.add(f"len({expr}._modules) == {len(module._modules)}", f"{expr} holds {len(module._modules)} modules")
-    if type(module) is torch.nn.Sequential:
-        hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-        guards.add(f"not ({' or '.join(f'{expr}.{name}' for name in hooks)})", f"{expr} has no hooks")
-    return True
+    return True  # calling it guards its hooks (NNModuleVariable.guard_call)
 
 
 class NNModuleVariable(VariableTracker):
-    def __init__(self, module: torch.nn.Module, source=None) -> None:
+    def __init__(self, module: torch.nn.Module, source=None, identity_guarded: bool = True) -> None:
         super().__init__(source)
         self.module = module
         self.real_object = module
+        # False for a plain container guarded by what it holds (guard_plain_container): then
+        # later calls may bring another object, read through the source.
+        self.identity_guarded = identity_guarded
 
     def python_type(self) -> type:
         return type(self.module)
@@ -123,18 +118,81 @@ class NNModuleVariable(VariableTracker):
 
     # -- calling ---------------------------------------------------------------------------------
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        module = self.module
-        if _has_hooks(module):
-            raise Unsupported(f"module {type(module).__name__} has hooks")
-        forward = type(module).forward
-        if forward is torch.nn.Module.forward:
-            raise UserException(NotImplementedError(
-                f'Module [{type(module).__name__}] is missing the required "forward" function'))
-        if not isinstance(forward, types.FunctionType):
-            raise Unsupported(f"forward of {type(module).__name__} is not a Python function")
         from .functions import UserFunctionVariable
 
+        module = self.module
+        if _is_compiled_module(module):
+            return self._call_compiled_module(tx, args, kwargs)
+        call = own_call(module)
+        if call is not None:
+            # A class's own __call__ runs instead (its super().__call__ comes back to call_as_module).
+            if not isinstance(call, types.FunctionType):
+                raise Unsupported(f"{type(module).__name__}.__call__ is not a Python function")
+            return UserFunctionVariable(call).call_function(tx, [self, *args], kwargs)
+        return self.call_as_module(tx, args, kwargs)
+
+    def call_as_module(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        """What nn.Module.__call__ runs: the hooks around the forward."""
+        from .functions import UserFunctionVariable
+
+        module = self.module
+        reason = unsupported_hooks(module)
+        if reason is not None:
+            raise Unsupported(reason)
+        self.guard_call(tx)
+        own_forward = instance_forward(module)
+        forward = type(module).forward
+        if own_forward is None:
+            if forward is torch.nn.Module.forward:
+                raise UserException(NotImplementedError(
+                    f'Module [{type(module).__name__}] is missing the required "forward" function'))
+            if not isinstance(forward, types.FunctionType):
+                raise Unsupported(f"forward of {type(module).__name__} is not a Python function")
+        if has_hooks(module):
+            hooked = make_hooked_call(module, None if own_forward is not None else forward)
+            return UserFunctionVariable(hooked).call_function(tx, [self, *args], kwargs)
+        if own_forward is not None:
+            return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
         return UserFunctionVariable(forward).call_function(tx, [self, *args], kwargs)
+
+    def guard_call(self, tx) -> None:
+        """What calling the module runs, besides its class's forward, is what it was: its hooks,
+        the global hooks, and its instance forward (a new one is read, and guarded, through
+        `self.forward`).  The module's instance dict is read by reference when the module's
+        identity is guarded (a dict lookup per table: the cheapest exact check), else through
+        the source.  A module made during capture has nothing to guard but the global hooks."""
+        guards = tx.graph.guards
+        guard_global_hooks(guards)
+        if self.source is None:
+            if has_own_hooks(self.module) or instance_forward(self.module) is not None:
+                raise Unsupported(f"hooks or an instance forward on a {type(self.module).__name__} made during "
+                                  f"capture")
+            return
+        self._guard_own_call_state(tx)
+
+    def _guard_own_call_state(self, tx) -> None:
+        guards = tx.graph.guards
+        module = self.module
+        path = user_path(self.source)
+        attributes = guards.ref(module.__dict__) if self.identity_guarded else f"{self.source.expr()}.__dict__"
+        tables = [(f"{attributes}[{name!r}]", module.__dict__[name], f"{path}.{name}")
+                  for name in MODULE_HOOK_TABLES if name in module.__dict__]
+        guard_hook_tables(guards, tables, path)
+        if instance_forward(module) is None:
+            guards.add(f"'forward' not in {attributes}", f"{path} has no forward of its own (module.forward = f)",
+                       Check("value", f"'forward' in {attributes}", False, f"'forward' in {path}.__dict__"))
+
+    def _call_compiled_module(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        """`ember.compile(child)` called inside captured code: the child's module is inlined, as if
+        it had not been compiled on its own (OptimizedModule.__call__ runs the module as
+        Module.__call__ would, global hooks included, unless the wrapper has hooks of its own)."""
+        module = self.module
+        if has_own_hooks(module) or instance_forward(module) is not None:
+            raise Unsupported(f"a compiled module (ember.compile) with hooks or a forward of its own")
+        if self.source is None:
+            raise Unsupported("a compiled module (ember.compile) made during capture")
+        self._guard_own_call_state(tx)
+        return self.var_getattr(tx, "_orig_mod").call_function(tx, args, kwargs)
 
     def guard_length(self, tx) -> None:
         """What a container gives (its length, its slices, its items in order) depends on how
@@ -301,6 +359,12 @@ class ModuleSliceVariable(NNModuleVariable):
 
     def __repr__(self) -> str:
         return f"ModuleSliceVariable({type(self.module).__name__}[{self.key}])"
+
+
+def _is_compiled_module(module: torch.nn.Module) -> bool:
+    from ...api import OptimizedModule
+
+    return isinstance(module, OptimizedModule)
 
 
 def _dedupe(items: list[VariableTracker]) -> list[VariableTracker]:
