@@ -1,0 +1,100 @@
+"""Comparing one run of a program (ember's) with eager's, using a float64 run as the referee.
+
+A float element is fine when it equals eager's (NaN equals NaN, inf equals inf) or lies within a
+tolerance of eager's value or of the float64 reference's. The tolerance is the dtype's own
+(atol scaled by the typical magnitude, rtol) plus 8 times eager's own error against the reference
+at that element, so reassociation noise that eager itself shows is never called wrong, while
+ember being far from both is. Integer and bool elements must be equal to eager's (or, where the
+values follow a float through a jump, to the reference's).
+
+Values downstream of a jump (a comparison, floor, argmax, a float->int conversion) applied to a
+noisy float ("fragile") may legitimately land on the other side: for them a few differing
+elements (2%, at least one) are tolerated.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+# dtype: (atol, rtol)
+TOLERANCES = {
+    torch.float64: (1e-10, 1e-7),
+    torch.float32: (1e-5, 2e-5),
+    torch.float16: (1e-3, 2e-3),
+    torch.bfloat16: (8e-3, 1.6e-2),
+}
+EAGER_ERROR_FACTOR = 8.0
+FRAGILE_FRACTION = 0.02
+
+
+@dataclasses.dataclass
+class Mismatch:
+    check: str       # values | nan_positions | shape | dtype | requires_grad | ...
+    where: str       # "output 0 (v4)", "input a after the call", "grad of a"
+    detail: str
+
+    def describe(self) -> str:
+        return f"{self.check}: {self.where}: {self.detail}"
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _bad_elements(got: torch.Tensor, expected: torch.Tensor, reference: torch.Tensor | None) -> torch.Tensor:
+    """A bool tensor: where `got` is neither eager's value nor within tolerance of it or the reference."""
+    if not got.dtype.is_floating_point and not expected.dtype.is_floating_point:
+        bad = got != expected
+        if reference is not None and reference.shape == got.shape and not reference.dtype.is_floating_point:
+            bad &= got != reference
+        return bad
+    atol, rtol = TOLERANCES.get(expected.dtype, TOLERANCES.get(got.dtype, TOLERANCES[torch.float32]))
+    c = got.double()
+    e = expected.double()
+    r = reference.double() if reference is not None and reference.shape == got.shape else e
+    same = (torch.isnan(c) & torch.isnan(e)) | (c == e) | (torch.isnan(c) & torch.isnan(r)) | (c == r)
+    finite_e = e[torch.isfinite(e)].abs()
+    scale = max(1.0, float(finite_e.median())) if finite_e.numel() else 1.0
+    eager_error = torch.nan_to_num((e - r).abs(), nan=0.0, posinf=0.0, neginf=0.0)
+    magnitude = torch.maximum(torch.nan_to_num(e.abs(), nan=0.0, posinf=0.0),
+                              torch.nan_to_num(r.abs(), nan=0.0, posinf=0.0))
+    tolerance = atol * scale + rtol * magnitude + EAGER_ERROR_FACTOR * eager_error
+    close_e = (c - e).abs() <= tolerance
+    close_r = (c - r).abs() <= tolerance
+    return ~(same | close_e | close_r)
+
+
+def compare_tensor(got: torch.Tensor, expected: torch.Tensor, reference: torch.Tensor | None, *, where: str,
+                   fragile: bool, check_requires_grad: bool = True) -> Mismatch | None:
+    if tuple(got.shape) != tuple(expected.shape):
+        return Mismatch("shape", where, f"eager {tuple(expected.shape)}, ember {tuple(got.shape)}")
+    if got.dtype != expected.dtype:
+        return Mismatch("dtype", where, f"eager {expected.dtype}, ember {got.dtype}")
+    if check_requires_grad and got.requires_grad != expected.requires_grad:
+        return Mismatch("requires_grad", where,
+                        f"eager requires_grad={expected.requires_grad}, ember {got.requires_grad}")
+    if got.numel() == 0:
+        return None
+    got, expected = got.detach(), expected.detach()
+    reference = reference.detach() if reference is not None else None
+    bad = _bad_elements(got, expected, reference)
+    count = int(bad.sum())
+    if count == 0:
+        return None
+    if fragile and count <= max(1, int(FRAGILE_FRACTION * bad.numel())):
+        return None
+    position = tuple(int(i) for i in bad.nonzero()[0]) if bad.dim() else ()
+    e_value = expected[position].item()
+    c_value = got[position].item()
+    r_text = ""
+    if reference is not None and reference.shape == got.shape:
+        r_text = f" (float64 reference {_format(reference[position].item())})"
+    nan_differs = expected.dtype.is_floating_point and bool(
+        (torch.isnan(got.double()) != torch.isnan(expected.double()))[bad].any())
+    check = "nan_positions" if nan_differs else "values"
+    detail = (f"{count} of {bad.numel()} elements differ; at {list(position)}: eager {_format(e_value)}, "
+              f"ember {_format(c_value)}{r_text}")
+    return Mismatch(check, where, detail)
