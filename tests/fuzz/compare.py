@@ -1,10 +1,11 @@
 """Comparing one run of a program (ember's) with eager's, using a float64 run as the referee.
 
 A float element is fine when it equals eager's (NaN equals NaN, inf equals inf) or lies within a
-tolerance of eager's value or of the float64 reference's. The tolerance is the dtype's own
-(atol scaled by the typical magnitude, rtol) plus 8 times eager's own error against the reference
-at that element, so reassociation noise that eager itself shows is never called wrong, while
-ember being far from both is. Integer and bool elements must be equal to eager's (or, where the
+tolerance of eager's value or of the float64 reference's. The tolerance is that of the least
+precise float dtype in the program (atol scaled by the typical magnitude, rtol) plus 8 times
+eager's own error against the reference at that element, so reassociation noise that eager
+itself shows is never called wrong, while ember being far from both is. Where eager overflowed
+(non-finite, while the float64 reference is finite) any ember value is accepted. Integer and bool elements must be equal to eager's (or, where the
 values follow a float through a jump, to the reference's).
 
 Values downstream of a jump (a comparison, floor, argmax, a float->int conversion) applied to a
@@ -44,18 +45,33 @@ def _format(value) -> str:
     return str(value)
 
 
-def _bad_elements(got: torch.Tensor, expected: torch.Tensor, reference: torch.Tensor | None) -> torch.Tensor:
+def tolerance_for(dtype: torch.dtype, noise_dtype: torch.dtype | None) -> tuple[float, float]:
+    """(atol, rtol) of an output of `dtype` in a program whose least precise float is `noise_dtype`
+    (rounding there reaches the output, whatever the output's own dtype)."""
+    atol, rtol = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+    if noise_dtype in TOLERANCES:
+        noise_atol, noise_rtol = TOLERANCES[noise_dtype]
+        atol, rtol = max(atol, noise_atol), max(rtol, noise_rtol)
+    return atol, rtol
+
+
+def _bad_elements(got: torch.Tensor, expected: torch.Tensor, reference: torch.Tensor | None,
+                  noise_dtype: torch.dtype | None) -> torch.Tensor:
     """A bool tensor: where `got` is neither eager's value nor within tolerance of it or the reference."""
     if not got.dtype.is_floating_point and not expected.dtype.is_floating_point:
         bad = got != expected
         if reference is not None and reference.shape == got.shape and not reference.dtype.is_floating_point:
             bad &= got != reference
         return bad
-    atol, rtol = TOLERANCES.get(expected.dtype, TOLERANCES.get(got.dtype, TOLERANCES[torch.float32]))
+    atol, rtol = tolerance_for(expected.dtype, noise_dtype)
     c = got.double()
     e = expected.double()
-    r = reference.double() if reference is not None and reference.shape == got.shape else e
+    have_reference = reference is not None and reference.shape == got.shape
+    r = reference.double() if have_reference else e
     same = (torch.isnan(c) & torch.isnan(e)) | (c == e) | (torch.isnan(c) & torch.isnan(r)) | (c == r)
+    if have_reference:
+        # Eager overflowed (inf/NaN where float64 stays finite): there is no answer to hold ember to.
+        same |= ~torch.isfinite(e) & torch.isfinite(r)
     finite_e = e[torch.isfinite(e)].abs()
     scale = max(1.0, float(finite_e.median())) if finite_e.numel() else 1.0
     eager_error = torch.nan_to_num((e - r).abs(), nan=0.0, posinf=0.0, neginf=0.0)
@@ -68,7 +84,8 @@ def _bad_elements(got: torch.Tensor, expected: torch.Tensor, reference: torch.Te
 
 
 def compare_tensor(got: torch.Tensor, expected: torch.Tensor, reference: torch.Tensor | None, *, where: str,
-                   fragile: bool, check_requires_grad: bool = True) -> Mismatch | None:
+                   fragile: bool, noise_dtype: torch.dtype | None = None,
+                   check_requires_grad: bool = True) -> Mismatch | None:
     if tuple(got.shape) != tuple(expected.shape):
         return Mismatch("shape", where, f"eager {tuple(expected.shape)}, ember {tuple(got.shape)}")
     if got.dtype != expected.dtype:
@@ -80,7 +97,7 @@ def compare_tensor(got: torch.Tensor, expected: torch.Tensor, reference: torch.T
         return None
     got, expected = got.detach(), expected.detach()
     reference = reference.detach() if reference is not None else None
-    bad = _bad_elements(got, expected, reference)
+    bad = _bad_elements(got, expected, reference, noise_dtype)
     count = int(bad.sum())
     if count == 0:
         return None

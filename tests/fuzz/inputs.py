@@ -160,7 +160,7 @@ def _base_text(spec: InputSpec) -> str:
             return f"torch.rand({_shape_text(tuple(full))}, {generator}).argsort(dim={spec.unique_dim}){keep}.contiguous()"
         return f"torch.randint(0, {spec.index_high}, {size}, {generator})"
     if dtype == torch.bool:
-        return f"torch.rand({size}, {generator}) < 0.5"
+        return f"(torch.rand({size}, {generator}) < 0.5)"
     if dtype in INT_DTYPES:
         if spec.values == "wide":
             low, high = NARROW_INT_RANGES.get(dtype, (-2 ** 31, 2 ** 31) if dtype == torch.int32 else (-2 ** 40, 2 ** 40))

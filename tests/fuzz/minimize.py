@@ -13,12 +13,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-import warnings
 
 import torch
 
 from .harness import Outcome, normalize_message, run_program
-from .inputs import InputSpec, literal_of, render_input
+from .inputs import InputSpec, literal_of
 from .program import Program
 
 LITERAL_LIMIT = 64        # inputs up to this many elements are written out as values
@@ -31,18 +30,6 @@ def same_failure(outcome: Outcome, target: Outcome) -> bool:
     if target.cls == "crash":
         return normalize_message(outcome.exception or "") == normalize_message(target.exception or "")
     return True
-
-
-def _namespace_before(program: Program, position: int) -> dict:
-    """The names bound after running the inputs and the first `position` statements eagerly."""
-    namespace = {"torch": torch, "F": torch.nn.functional, "gen": lambda s: torch.Generator().manual_seed(s)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for spec in program.inputs:
-            exec("\n".join(render_input(spec)[0]), namespace)
-        for statement in program.statements[:position]:
-            exec(statement.text, namespace)
-    return namespace
 
 
 def _fresh_input_name(program: Program) -> str:
@@ -91,7 +78,7 @@ def replace_intermediates(program: Program):
         for name in statement.uses:
             if name in inputs:
                 continue
-            namespace = _namespace_before(program, position)
+            namespace = program.run_statements(position)
             value = namespace.get(name)
             if not isinstance(value, torch.Tensor):
                 continue
@@ -157,7 +144,7 @@ def smaller_shapes(program: Program):
 
 
 def literal_inputs(program: Program):
-    namespace = _namespace_before(program, 0)
+    namespace = program.run_statements(0)
     for index, spec in enumerate(program.inputs):
         if spec.is_index or spec.values == "literal":
             continue

@@ -81,7 +81,7 @@ def _spell(builder, spellings, **operands) -> str:
 def unary(builder):
     name = builder.choice(UNARY)
     spellings, rounds, jumps = UNARY[name]
-    if name in INTEGRAL_UNARY and builder.chance(0.5):
+    if name == "bitwise_not" or (name in INTEGRAL_UNARY and builder.chance(0.5)):
         x = need(builder.pick(is_integral) or builder.pick())
     else:
         x = need(builder.pick(is_float) or builder.pick())

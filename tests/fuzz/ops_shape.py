@@ -187,7 +187,7 @@ def split(builder):
     count = builder.length_of(expression)
     if count == 0:
         return None
-    if count <= 4 and builder.chance(0.6):
+    if 2 <= count <= 4 and builder.chance(0.6):
         return builder.emit(expression, form, count=count, rounds=False, view_of=x)
     return builder.emit(f"{expression}[{builder.rng.randrange(-count, count)}]", form, rounds=False, view_of=x)
 

@@ -10,7 +10,11 @@ import dataclasses
 import io
 import tokenize
 
-from .inputs import InputSpec, render_make_inputs
+import warnings
+
+import torch
+
+from .inputs import InputSpec, render_input, render_make_inputs
 
 HEADER = '''import torch
 import torch.nn.functional as F
@@ -170,6 +174,18 @@ class Program:
                         noisy[name] = noisy[name] or used_noise or any_round
                         fragile[name] = fragile[name] or used_fragile or (any(statement.jumps) and used_noise)
         return {name: (noisy[name], fragile[name]) for name in noisy}
+
+    def run_statements(self, count: int | None = None) -> dict:
+        """The names bound after building the inputs and running the first `count` statements
+        (all by default) eagerly, one at a time."""
+        namespace = {"torch": torch, "F": torch.nn.functional, "gen": lambda s: torch.Generator().manual_seed(s)}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for spec in self.inputs:
+                exec("\n".join(render_input(spec)[0]), namespace)
+            for statement in self.statements[:count]:
+                exec(statement.text, namespace)
+        return namespace
 
     def any_fragile(self) -> bool:
         return any(fragile for _, fragile in self.flags().values())
