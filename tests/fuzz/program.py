@@ -151,6 +151,13 @@ class Program:
             text += MAIN.format(backend=main_backend)
         return text
 
+    def statement_at_line(self, line: int) -> Statement | None:
+        """The statement on this (1-based) line of source()."""
+        lines = self.source().splitlines()
+        start = next(i for i, text in enumerate(lines) if text.startswith("def program("))
+        position = line - 1 - (start + 1)
+        return self.statements[position] if 0 <= position < len(self.statements) else None
+
     def flags(self) -> dict[str, tuple[bool, bool]]:
         """Per name: (carries rounding noise, may jump with noise), after the whole program ran."""
         noisy: dict[str, bool] = {name: False for name in self.input_names()}

@@ -12,10 +12,12 @@ EXAMPLE_SEEDS = 12
 
 
 def coarse_signature(row: dict) -> str:
+    """Class, check and exception, and the culprit statement's op where localize.py found one."""
+    at = f" | at {row['culprit']}" if row.get("culprit") else ""
     if row["cls"] == "crash":
-        return f"crash | {row.get('check') or ''} | {normalize_message(row.get('exception') or '')}"
+        return f"crash | {row.get('check') or ''} | {normalize_message(row.get('exception') or '')}{at}"
     if row["cls"] == "wrong":
-        return f"wrong | {row.get('check')}"
+        return f"wrong | {row.get('check')}{at}"
     if row["cls"] == "generator_error":
         return f"generator_error | {normalize_message(row.get('detail') or '')}"
     return row["cls"]

@@ -49,6 +49,7 @@ def _worker(connection, threads: int | None, stderr_path: str | None) -> None:
         torch.set_num_threads(threads)
     from .generator import generate
     from .harness import Outcome, run_program
+    from .localize import culprit
     from .minimize import minimize
     while True:
         try:
@@ -65,8 +66,11 @@ def _worker(connection, threads: int | None, stderr_path: str | None) -> None:
                     row = dataclasses.asdict(outcome)
                     if outcome.cls not in ("ok", "eager_error"):
                         row["source"] = program.source()
+                        row["culprit"] = culprit(program, outcome)
                     rows.append(row)
                 connection.send(rows)
+            elif kind == "localize":
+                connection.send({"culprit": culprit(program, Outcome(**task["outcome"]))})
             else:
                 target = Outcome(**task["outcome"])
                 small, outcome, spent = minimize(program, target, max_evaluations=task["max_evaluations"],
@@ -204,6 +208,34 @@ def run_seeds(arguments, rows: list[dict]) -> list[dict]:
     return rows
 
 
+OUTCOME_FIELDS = ("seed", "mode", "backend", "cls", "check", "where", "detail", "exception", "type_match", "ops",
+                  "seconds", "trace")
+
+
+def localize_failures(arguments, rows: list[dict]) -> None:
+    """Find the culprit statement of failures recorded without one (results of older runs)."""
+    todo = [row for row in rows if row["cls"] in ("wrong", "crash") and "culprit" not in row]
+    if not todo:
+        return
+    print(f"localizing {len(todo)} failures", flush=True)
+    tasks = [{"kind": "localize", "seed": row["seed"], "mode": row["mode"], "backends": [row["backend"]],
+              "outcome": {k: row[k] for k in OUTCOME_FIELDS}, "row": index} for index, row in enumerate(todo)]
+
+    def on_result(task, result):
+        todo[task["row"]]["culprit"] = result.get("culprit")
+
+    pool = Pool(arguments.jobs, arguments.threads, arguments.worker_stderr)
+    try:
+        pool.run(tasks, arguments.timeout, on_result)
+    finally:
+        pool.close()
+    if arguments.results:
+        temporary = arguments.results + ".tmp"
+        with open(temporary, "w") as handle:
+            handle.writelines(json.dumps(row) + "\n" for row in rows)
+        os.replace(temporary, arguments.results)
+
+
 def minimize_failures(arguments, rows: list[dict], minimized: list[dict]) -> list[dict]:
     """Minimize up to --minimize-limit failures per (backend, coarse signature) not minimized yet."""
     from .report import coarse_signature
@@ -222,8 +254,7 @@ def minimize_failures(arguments, rows: list[dict], minimized: list[dict]) -> lis
         if per_group[group] >= arguments.minimize_limit:
             continue
         per_group[group] += 1
-        outcome = {k: row[k] for k in ("seed", "mode", "backend", "cls", "check", "where", "detail", "exception",
-                                       "type_match", "ops", "seconds", "trace")}
+        outcome = {k: row[k] for k in OUTCOME_FIELDS}
         tasks.append({"kind": "minimize", "seed": row["seed"], "mode": row["mode"], "backends": [row["backend"]],
                       "outcome": outcome, "max_evaluations": arguments.max_evaluations,
                       "max_seconds": arguments.max_minimize_seconds})
@@ -258,6 +289,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per program")
     parser.add_argument("--results", help="JSONL of outcomes: appended to, and seeds in it are skipped")
     parser.add_argument("--report-from", nargs="*", default=[], help="more JSONL files to include in the summary")
+    parser.add_argument("--localize", action="store_true",
+                        help="name the culprit statement of failures recorded without one (implied by --minimize)")
     parser.add_argument("--minimize", action="store_true")
     parser.add_argument("--minimize-limit", type=int, default=2, help="failures minimized per signature")
     parser.add_argument("--max-evaluations", type=int, default=120)
@@ -283,10 +316,11 @@ def main(argv=None) -> int:
     arguments.seed_list = parse_seeds(arguments.seeds)
     if arguments.minimized is None and arguments.results:
         arguments.minimized = arguments.results.replace(".jsonl", "") + ".min.jsonl"
-    rows = load_rows(arguments.results)
+    rows = run_seeds(arguments, load_rows(arguments.results))
+    if arguments.localize or arguments.minimize:
+        localize_failures(arguments, rows)
     for path in arguments.report_from:
-        rows.extend(load_rows(path))
-    rows = run_seeds(arguments, rows)
+        rows = rows + load_rows(path)
     wanted, seeds = set(arguments.modes), set(arguments.seed_list)
     selected = [row for row in rows if row["mode"] in wanted and row["backend"] in arguments.backends
                 and (row["seed"] in seeds or arguments.report_from)]
