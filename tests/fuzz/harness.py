@@ -75,8 +75,13 @@ def normalize_message(message: str) -> str:
 
 
 def first_line(error: BaseException) -> str:
+    """'Type: first line' of an exception, and the first compiler error where it quotes one."""
     text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+    line = f"{type(error).__name__}: {text[0] if text else ''}"
+    compiler_errors = [item.split(" error: ", 1)[1] for item in text if " error: " in item]
+    if compiler_errors:
+        line = f"{type(error).__name__}: g++ error: {compiler_errors[0]}"
+    return line[:300]
 
 
 # ---- running ---------------------------------------------------------------------------------

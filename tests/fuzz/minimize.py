@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import multiprocessing
 import time
 
 import torch
@@ -22,6 +23,35 @@ from .program import Program
 
 LITERAL_LIMIT = 64        # inputs up to this many elements are written out as values
 REPLACE_LIMIT = 4096      # larger intermediates are replaced by random inputs of their shape
+
+
+def _isolated_child(connection, program: Program, backend: str) -> None:
+    import warnings
+    warnings.simplefilter("ignore")
+    connection.send(run_program(program, (backend,))[0])
+
+
+def evaluate_isolated(program: Program, backend: str, timeout: float = 180.0) -> Outcome:
+    """run_program in a fresh process: a candidate that kills its process (a C++ abort, a
+    segfault in a kernel) comes back as class worker_died instead of taking the minimizer down."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=_isolated_child, args=(child, program, backend), daemon=True)
+    process.start()
+    child.close()
+    try:
+        if parent.poll(timeout):
+            return parent.recv()
+    except EOFError:
+        pass
+    finally:
+        process.join(timeout=1)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    died = process.exitcode is not None and process.exitcode != 0
+    return Outcome(seed=program.seed, mode=program.mode, backend=backend, cls="worker_died" if died else "timeout",
+                   detail=f"exit code {process.exitcode}" if died else f"over {timeout:.0f} s", ops=program.ops())
 
 
 def same_failure(outcome: Outcome, target: Outcome) -> bool:
@@ -160,7 +190,10 @@ PASSES = (fewer_outputs, fewer_statements, replace_intermediates, simpler_inputs
 def minimize(program: Program, target: Outcome, evaluate=None, *, max_evaluations: int = 120,
              max_seconds: float = 240.0, log=None) -> tuple[Program, Outcome, int]:
     """(smallest failing program found, its outcome, evaluations spent)."""
-    if evaluate is None:
+    if evaluate is None and target.cls in ("worker_died", "timeout"):
+        def evaluate(candidate):
+            return evaluate_isolated(candidate, target.backend)
+    elif evaluate is None:
         def evaluate(candidate):
             return run_program(candidate, (target.backend,))[0]
     started = time.perf_counter()
@@ -205,9 +238,9 @@ def main() -> None:
     parser.add_argument("--max-evaluations", type=int, default=200)
     arguments = parser.parse_args()
     program = generate(arguments.seed, arguments.mode)
-    outcome = run_program(program, (arguments.backend,))[0]
+    outcome = evaluate_isolated(program, arguments.backend)
     print(f"seed {arguments.seed}: {outcome.cls} {outcome.check or ''} {outcome.exception or outcome.detail}")
-    if outcome.cls not in ("wrong", "crash"):
+    if outcome.cls not in ("wrong", "crash", "worker_died"):
         print(program.source(main_backend=arguments.backend))
         return
     small, small_outcome, spent = minimize(program, outcome, max_evaluations=arguments.max_evaluations, log=print)

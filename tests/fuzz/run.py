@@ -243,7 +243,7 @@ def minimize_failures(arguments, rows: list[dict], minimized: list[dict]) -> lis
     per_group: dict = {}
     tasks = []
     for row in sorted(rows, key=lambda r: (r["mode"] != "default", r["seed"])):
-        if row["cls"] not in ("wrong", "crash"):
+        if row["cls"] not in ("wrong", "crash", "worker_died"):
             continue
         group = (row["backend"], coarse_signature(row))
         key = (row["mode"], row["seed"], row["backend"])
