@@ -260,6 +260,20 @@ def _choose_outputs(builder: Builder) -> None:
     program.single_output = len(outputs) == 1 and builder.chance(0.5)
 
 
+AFTER_CONVERSIONS = (".float()", ".long()", ".to(torch.int16)", ".half()")
+
+
+def _maybe_convert_after(builder: Builder, statement: Statement) -> None:
+    """mode.convert_after_prob: follow a bool/integer result by a conversion of it."""
+    if not statement.defs or not builder.mode.convert_after_prob:
+        return
+    name = statement.defs[0]
+    if builder.tensor(name).dtype.is_floating_point or not builder.chance(builder.mode.convert_after_prob):
+        return
+    spelling = builder.choice(AFTER_CONVERSIONS)
+    builder.try_statement(builder.emit(f"{name}{spelling}", "to_after", rounds=False))
+
+
 def generate(seed: int, mode: str = "default") -> Program:
     from .input_draw import draw_program_inputs
     from .ops_common import BuildSkipped
@@ -283,7 +297,10 @@ def generate(seed: int, mode: str = "default") -> Program:
         if statement is None:
             continue
         error = builder.try_statement(statement)
-        if error is None or isinstance(error, Rejected):
+        if error is None:
+            _maybe_convert_after(builder, statement)
+            continue
+        if isinstance(error, Rejected):
             continue
         keep = builder.mode.keep_error_prob + (0.5 if builder.intentional_error else 0.0)
         if builder.chance(keep):

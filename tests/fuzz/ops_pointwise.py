@@ -239,3 +239,19 @@ def factory(builder):
         if not is_float(tensor) and "0.5" in text:
             text = f"torch.arange({length})"
     return builder.emit(text, form, rounds=False)
+
+
+NARROW_SCALARS = ["True", "False", "1", "2", "7", "200", "255", "-1", "0.5", "-0.0"]
+NARROW_OPERATOR_NAMES = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "%": "mod", "/": "div"}
+
+
+@op("narrow", 4)
+def narrow_scalar_arithmetic(builder):
+    """Bool and narrow-int tensors with Python scalars (`b + True`, `7 - x`, `x * 200`): results that
+    must saturate (bool) or wrap around (uint8/int8/int16) before anything reads them."""
+    x = need(builder.pick(lambda t: t.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16)))
+    scalar = builder.choice(NARROW_SCALARS)
+    operator = builder.choice(["+", "-", "*", "//", "%", "/"])
+    text = f"{scalar} {operator} {x}" if builder.chance(0.4) else f"{x} {operator} {scalar}"
+    return builder.emit(text, f"narrow_{NARROW_OPERATOR_NAMES[operator]}", rounds=operator == "/",
+                        jumps=operator in ("//", "%"))
