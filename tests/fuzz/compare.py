@@ -10,7 +10,7 @@ values follow a float through a jump, to the reference's).
 
 Values downstream of a jump (a comparison, floor, argmax, a float->int conversion) applied to a
 noisy float ("fragile") may legitimately land on the other side: for them a few differing
-elements (2%, at least one) are tolerated.
+elements are tolerated (2%, or 25% where float16/bfloat16 rounding is involved; at least one).
 """
 from __future__ import annotations
 
@@ -26,7 +26,10 @@ TOLERANCES = {
     torch.bfloat16: (8e-3, 1.6e-2),
 }
 EAGER_ERROR_FACTOR = 8.0
-FRAGILE_FRACTION = 0.02
+# Share of a fragile tensor's elements allowed to land on the other side of a jump: rounding in
+# float16/bfloat16 moves values across jumps far more often than float32 does.
+FRAGILE_FRACTION = {torch.float16: 0.25, torch.bfloat16: 0.25}
+FRAGILE_FRACTION_DEFAULT = 0.02
 
 
 @dataclasses.dataclass
@@ -101,7 +104,8 @@ def compare_tensor(got: torch.Tensor, expected: torch.Tensor, reference: torch.T
     count = int(bad.sum())
     if count == 0:
         return None
-    if fragile and count <= max(1, int(FRAGILE_FRACTION * bad.numel())):
+    fraction = FRAGILE_FRACTION.get(noise_dtype, FRAGILE_FRACTION_DEFAULT)
+    if fragile and count <= max(1, int(fraction * bad.numel())):
         return None
     position = tuple(int(i) for i in bad.nonzero()[0]) if bad.dim() else ()
     e_value = expected[position].item()
