@@ -88,6 +88,26 @@ def fewer_outputs(program: Program):
             yield dataclasses.replace(program, outputs=[n for n in program.outputs if n != name])
 
 
+def without_dead_code(program: Program):
+    """One candidate: every statement whose results nothing reads and that writes nothing, dropped."""
+    statements = list(program.statements)
+    changed = True
+    while changed:
+        changed = False
+        needed = set(program.outputs)
+        for statement in statements:
+            needed.update(statement.uses)
+            needed.update(statement.mutates)
+        for position in reversed(range(len(statements))):
+            statement = statements[position]
+            if statement.defs and not statement.mutates and not any(name in needed for name in statement.defs):
+                del statements[position]
+                changed = True
+                break
+    if len(statements) < len(program.statements):
+        yield dataclasses.replace(program, statements=statements)
+
+
 def fewer_statements(program: Program):
     statements = program.statements
     for position in reversed(range(len(statements))):
@@ -184,7 +204,7 @@ def literal_inputs(program: Program):
                               layout_arg=(), special=(), scale=1.0)
 
 
-PASSES = (fewer_outputs, fewer_statements, replace_intermediates, simpler_inputs, smaller_shapes, literal_inputs)
+PASSES = (without_dead_code, fewer_outputs, fewer_statements, replace_intermediates, simpler_inputs, smaller_shapes, literal_inputs)
 
 
 def minimize(program: Program, target: Outcome, evaluate=None, *, max_evaluations: int = 120,
