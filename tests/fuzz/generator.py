@@ -44,7 +44,6 @@ class Builder:
         self.use_counts: dict[str, int] = {}
         self.next_value = 0
         self.next_input_seed = 0
-        self.error_statement: Statement | None = None
         self.intentional_error = False     # the current candidate was made to raise (bad index)
         self._fresh_namespace()
 
@@ -142,11 +141,11 @@ class Builder:
         return self.choice(["0.5", "2.0", "-1.5", "3.0", "0.1", "1e-3", "100.0", "-2.0", "1.0"])
 
     # ---- new inputs ------------------------------------------------------------------------
-    def _input_seed(self) -> int:
+    def input_seed(self) -> int:
         self.next_input_seed += 1
         return self.seed * 100 + self.next_input_seed
 
-    def _input_name(self) -> str:
+    def input_name(self) -> str:
         data = [spec for spec in self.program.inputs if not spec.is_index]
         return "abcdefghjkmnpqrstuwxyz"[len(data)] if len(data) < 22 else f"t{len(data)}"
 
@@ -166,7 +165,7 @@ class Builder:
                     negative_ok: bool = False) -> str:
         """An int64 input with entries in [0, high) (distinct along unique_dim), rarely out of range."""
         names = [spec.name for spec in self.program.inputs if spec.is_index]
-        spec = InputSpec(name=f"i{len(names)}", shape=tuple(shape), dtype=torch.int64, seed=self._input_seed(),
+        spec = InputSpec(name=f"i{len(names)}", shape=tuple(shape), dtype=torch.int64, seed=self.input_seed(),
                          values="index", index_high=high, unique_dim=unique_dim)
         numel = math.prod(shape)
         if allow_oob and numel and self.chance(self.mode.oob_index_prob):

@@ -93,7 +93,7 @@ def _draw_values(builder, spec: InputSpec) -> None:
 
 
 def draw_input_spec(builder, shape, dtype, *, grad_ok: bool = True, layout: str | None = None) -> InputSpec:
-    spec = InputSpec(name=builder._input_name(), shape=tuple(shape), dtype=dtype, seed=builder._input_seed())
+    spec = InputSpec(name=builder.input_name(), shape=tuple(shape), dtype=dtype, seed=builder.input_seed())
     _draw_layout(builder, tuple(shape), spec, layout)
     _draw_values(builder, spec)
     if grad_ok and dtype in FLOAT_DTYPES and builder.chance(builder.mode.grad_prob):
