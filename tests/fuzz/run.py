@@ -50,7 +50,7 @@ def _worker(connection, threads: int | None, stderr_path: str | None) -> None:
     from .generator import generate
     from .harness import Outcome, run_program
     from .localize import culprit
-    from .minimize import minimize
+    from .minimize import evaluate_isolated, minimize
     while True:
         try:
             task = connection.recv()
@@ -72,7 +72,13 @@ def _worker(connection, threads: int | None, stderr_path: str | None) -> None:
             elif kind == "localize":
                 connection.send({"culprit": culprit(program, Outcome(**task["outcome"]))})
             else:
-                target = Outcome(**task["outcome"])
+                recorded = Outcome(**task["outcome"])
+                # Minimize against today's outcome: the harness may have changed since the run.
+                target = (evaluate_isolated(program, recorded.backend) if recorded.cls == "worker_died"
+                          else run_program(program, (recorded.backend,))[0])
+                if target.cls not in ("wrong", "crash", "worker_died"):
+                    connection.send({"no_longer_fails": target.cls})
+                    continue
                 small, outcome, spent = minimize(program, target, max_evaluations=task["max_evaluations"],
                                                  max_seconds=task["max_seconds"])
                 connection.send({"mode": task["mode"], "seed": task["seed"], "backend": target.backend,
