@@ -1,0 +1,332 @@
+"""Running one fuzz program eagerly, through ember (twice) and in float64, and classifying it.
+
+Classes:
+  ok           ember agrees with eager on everything checked
+  wrong        ember returned something else (the first differing check names what)
+  crash        ember raised where eager did not (exception type and first line recorded)
+  eager_error  eager raised and so did ember (whether the exception types match is recorded)
+  flaky_eager  two eager runs disagree (the program is nondeterministic: not ember's fault)
+
+Checked, in order: output count, each output's shape, dtype, requires_grad, NaN positions and
+values; each input after the call (dtype, shape, values: in-place mutation); which outputs share
+storage with inputs or each other; gradients of every input that requires grad, after a backward
+with a seeded random grad_output per float output. The second call of the compiled function (on
+fresh inputs, same cache entry) is checked the same way, to catch stale or uninitialised memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+import traceback
+import warnings
+
+import torch
+
+from .compare import Mismatch, compare_tensor
+from .program import Program
+
+VERSION_COUNTER_ERROR = "modified by an inplace operation"
+CLASSES = ("ok", "wrong", "crash", "eager_error", "flaky_eager", "timeout", "worker_died")
+
+
+@dataclasses.dataclass
+class Execution:
+    error: BaseException | None = None
+    error_stage: str | None = None       # forward | backward
+    error_trace: str = ""
+    outputs: list = dataclasses.field(default_factory=list)
+    output_grad_flags: list = dataclasses.field(default_factory=list)
+    inputs_after: list = dataclasses.field(default_factory=list)
+    aliases: list = dataclasses.field(default_factory=list)
+    grads: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Outcome:
+    seed: int
+    mode: str
+    backend: str
+    cls: str
+    check: str | None = None
+    where: str | None = None
+    detail: str = ""
+    exception: str | None = None         # "TypeName: first line"
+    type_match: bool | None = None
+    ops: list = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+    trace: str = ""
+
+    def signature(self) -> str:
+        if self.cls == "crash":
+            return f"crash | {normalize_message(self.exception or '')}"
+        if self.cls == "wrong":
+            return f"wrong | {self.check}"
+        return self.cls
+
+
+def normalize_message(message: str) -> str:
+    """An exception line with its numbers, names of values and paths blurred, for grouping."""
+    message = re.sub(r"/\S+", "<path>", message)
+    message = re.sub(r"\b[vi]\d+\b", "<v>", message)
+    message = re.sub(r"0x[0-9a-f]+", "<addr>", message)
+    message = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "N", message)
+    return message[:160]
+
+
+def first_line(error: BaseException) -> str:
+    """'Type: first line' of an exception, and the first compiler error where it quotes one."""
+    text = str(error).strip().splitlines()
+    line = f"{type(error).__name__}: {text[0] if text else ''}"
+    compiler_errors = [item.split(" error: ", 1)[1] for item in text if " error: " in item]
+    if compiler_errors:
+        line = f"{type(error).__name__}: g++ error: {compiler_errors[0]}"
+    return line[:300]
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+def load(program: Program) -> dict:
+    namespace = {"__name__": f"fuzz_program_{program.seed}"}
+    exec(compile(program.source(), f"<fuzz {program.mode} {program.seed}>", "exec"), namespace)
+    return namespace
+
+
+def reference_inputs(inputs: list, leaves: list) -> tuple[list, list]:
+    """The same inputs with every floating tensor as float64 (grad leaves kept leaves)."""
+    new_inputs, new_leaves = [], []
+    for tensor, leaf in zip(inputs, leaves):
+        if not tensor.dtype.is_floating_point:
+            new_inputs.append(tensor.clone())
+            new_leaves.append(None)
+            continue
+        if leaf is None:
+            new_inputs.append(tensor.detach().to(torch.float64))
+            new_leaves.append(None)
+        elif leaf is tensor:
+            new_leaf = tensor.detach().to(torch.float64).requires_grad_()
+            new_inputs.append(new_leaf)
+            new_leaves.append(new_leaf)
+        else:
+            new_leaf = leaf.detach().to(torch.float64).requires_grad_()
+            new_inputs.append(new_leaf.clone())
+            new_leaves.append(new_leaf)
+    return new_inputs, new_leaves
+
+
+def _storage(tensor: torch.Tensor):
+    try:
+        if tensor.numel() == 0:
+            return None
+        return tensor.untyped_storage().data_ptr() or None
+    except Exception:  # noqa: BLE001 - tensors without storage (none expected)
+        return None
+
+
+def grad_outputs(seed: int, outputs: list, dtypes: list) -> list:
+    """A seeded random grad_output per output (None where the output takes no gradient)."""
+    result = []
+    for index, (output, dtype) in enumerate(zip(outputs, dtypes)):
+        if not (isinstance(output, torch.Tensor) and output.requires_grad and output.dtype.is_floating_point):
+            result.append(None)
+            continue
+        generator = torch.Generator().manual_seed(seed * 31 + index)
+        grad = torch.randn(tuple(output.shape), generator=generator).to(dtype or output.dtype)
+        result.append(grad.to(output.dtype))
+    return result
+
+
+def execute(function, namespace: dict, seed: int, *, reference: bool = False, grad_dtypes: list | None = None) -> Execution:
+    run = Execution()
+    torch.manual_seed(seed)
+    inputs, leaves = namespace["make_inputs"]()
+    if reference:
+        inputs, leaves = reference_inputs(inputs, leaves)
+    try:
+        result = function(*inputs)
+    except Exception as error:  # noqa: BLE001 - any exception is a result to compare
+        run.error, run.error_stage, run.error_trace = error, "forward", traceback.format_exc(limit=-8)
+        return run
+    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    run.outputs = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs]
+    run.output_grad_flags = [bool(getattr(o, "requires_grad", False)) for o in outputs]
+    run.inputs_after = [x.detach().clone() for x in inputs]
+    input_storages = [_storage(x) for x in inputs]
+    output_storages = [_storage(o) if isinstance(o, torch.Tensor) else None for o in outputs]
+    for index, storage in enumerate(output_storages):
+        shares_inputs = tuple(i for i, s in enumerate(input_storages) if storage is not None and s == storage)
+        shares_outputs = tuple(j for j, s in enumerate(output_storages)
+                               if j != index and storage is not None and s == storage)
+        run.aliases.append((shares_inputs, shares_outputs))
+    if any(leaf is not None for leaf in leaves):
+        dtypes = grad_dtypes or [getattr(o, "dtype", None) for o in outputs]
+        grads = grad_outputs(seed, outputs, dtypes)
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
+        try:
+            if pairs:
+                torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+        except Exception as error:  # noqa: BLE001
+            run.error, run.error_stage, run.error_trace = error, "backward", traceback.format_exc(limit=-8)
+            return run
+        run.grads = [leaf.grad.detach().clone() if leaf is not None and leaf.grad is not None else None
+                     for leaf in leaves]
+    return run
+
+
+# ---- comparing -------------------------------------------------------------------------------
+
+FLOAT_PRECISION_ORDER = (torch.bfloat16, torch.float16, torch.float32, torch.float64)
+
+
+def noise_dtype(program: Program) -> torch.dtype | None:
+    """The least precise float dtype among the program's inputs and intermediates."""
+    try:
+        namespace = program.run_statements()
+    except Exception:  # noqa: BLE001 - a program whose last statement raises
+        namespace = program.run_statements(len(program.statements) - 1)
+    dtypes = {value.dtype for value in namespace.values() if isinstance(value, torch.Tensor)}
+    return next((dtype for dtype in FLOAT_PRECISION_ORDER if dtype in dtypes), None)
+
+
+def compare_runs(program: Program, got: Execution, expected: Execution, reference: Execution | None,
+                 label: str = "ember") -> Mismatch | None:
+    names = program.outputs
+    noise = noise_dtype(program)
+    flags = program.flags()
+    any_fragile = any(fragile for _, fragile in flags.values())
+    if len(got.outputs) != len(expected.outputs):
+        return Mismatch("output_count", "outputs", f"eager {len(expected.outputs)}, {label} {len(got.outputs)}")
+    usable_reference = reference is not None and reference.error is None
+    for index, (c, e) in enumerate(zip(got.outputs, expected.outputs)):
+        name = names[index] if index < len(names) else f"#{index}"
+        where = f"output {index} ({name})"
+        if not isinstance(c, torch.Tensor) or not isinstance(e, torch.Tensor):
+            if type(c) is not type(e) or c != e:
+                return Mismatch("output_type", where, f"eager {e!r:.80}, {label} {c!r:.80}")
+            continue
+        r = reference.outputs[index] if usable_reference and index < len(reference.outputs) else None
+        fragile = flags.get(name, (True, True))[1]
+        c_requires = got.output_grad_flags[index]
+        e_requires = expected.output_grad_flags[index]
+        if c_requires != e_requires:
+            return Mismatch("requires_grad", where, f"eager requires_grad={e_requires}, {label} {c_requires}")
+        mismatch = compare_tensor(c, e, r, where=where, fragile=fragile, noise_dtype=noise,
+                                  check_requires_grad=False)
+        if mismatch:
+            return mismatch
+    for index, (c, e) in enumerate(zip(got.inputs_after, expected.inputs_after)):
+        name = program.inputs[index].name
+        r = reference.inputs_after[index] if usable_reference else None
+        mismatch = compare_tensor(c, e, r, where=f"input {name} after the call",
+                                  fragile=flags.get(name, (True, True))[1], noise_dtype=noise,
+                                  check_requires_grad=False)
+        if mismatch:
+            mismatch.check = f"mutation_{mismatch.check}"
+            return mismatch
+    for index, (c_alias, e_alias) in enumerate(zip(got.aliases, expected.aliases)):
+        if c_alias != e_alias:
+            where = f"output {index} ({names[index] if index < len(names) else index})"
+            return Mismatch("aliasing", where, f"eager shares storage with (inputs, outputs) {e_alias}, "
+                            f"{label} {c_alias}")
+    if len(got.grads) != len(expected.grads):
+        return Mismatch("grad_presence", "grads", f"eager {len(expected.grads)} grads, {label} {len(got.grads)}")
+    for index, (c, e) in enumerate(zip(got.grads, expected.grads)):
+        where = f"grad of {program.inputs[index].name}"
+        if (c is None) != (e is None):
+            return Mismatch("grad_presence", where, f"eager {'None' if e is None else 'a tensor'}, "
+                            f"{label} {'None' if c is None else 'a tensor'}")
+        if c is None:
+            continue
+        r = reference.grads[index] if usable_reference and index < len(reference.grads) else None
+        mismatch = compare_tensor(c, e, r, where=where, fragile=any_fragile, noise_dtype=noise,
+                                  check_requires_grad=False)
+        if mismatch:
+            mismatch.check = f"grad_{mismatch.check}"
+            return mismatch
+    return None
+
+
+# ---- classifying -----------------------------------------------------------------------------
+
+def _eager_runs(program: Program, namespace: dict):
+    function = namespace["program"]
+    eager = execute(function, namespace, program.seed)
+    again = execute(function, namespace, program.seed)
+    dtypes = [getattr(o, "dtype", None) for o in eager.outputs]
+    reference = execute(function, namespace, program.seed, reference=True, grad_dtypes=dtypes)
+    return eager, again, reference
+
+
+def classify(program: Program, backend: str, namespace: dict, eager: Execution, eager_again: Execution,
+             reference: Execution) -> Outcome:
+    import ember
+    outcome = Outcome(seed=program.seed, mode=program.mode, backend=backend, cls="ok", ops=program.ops())
+    if eager.error is None and eager_again.error is None and compare_runs(program, eager_again, eager, reference):
+        outcome.cls = "flaky_eager"
+        outcome.detail = compare_runs(program, eager_again, eager, reference).describe()
+        return outcome
+    dtypes = [getattr(o, "dtype", None) for o in eager.outputs]
+    compiled = ember.compile(namespace["program"], backend=backend)
+    for call in (1, 2):
+        got = execute(compiled, namespace, program.seed, grad_dtypes=dtypes)
+        prefix = "" if call == 1 else "call2_"
+        if eager.error is not None and eager.error_stage == "forward":
+            if got.error is None or got.error_stage != "forward":
+                outcome.cls, outcome.check = "wrong", prefix + "no_exception"
+                outcome.detail = f"eager raised {first_line(eager.error)}; ember returned normally"
+                return outcome
+            outcome.cls = "eager_error"
+            outcome.exception = first_line(got.error)
+            outcome.type_match = type(got.error) is type(eager.error)
+            outcome.detail = f"eager: {first_line(eager.error)}"
+            continue
+        if got.error is not None:
+            if eager.error is not None and eager.error_stage == got.error_stage:
+                outcome.cls = "eager_error"
+                outcome.exception = first_line(got.error)
+                outcome.type_match = type(got.error) is type(eager.error)
+                outcome.detail = f"eager ({eager.error_stage}): {first_line(eager.error)}"
+                continue
+            outcome.cls, outcome.check = "crash", f"{prefix}{got.error_stage}"
+            outcome.exception = first_line(got.error)
+            outcome.trace = got.error_trace
+            return outcome
+        if eager.error is not None and VERSION_COUNTER_ERROR in str(eager.error):
+            # Eager's autograd refuses a saved tensor that was later written in place; a compiled
+            # (functionalized) graph saved the value before the write, as torch.compile does.
+            outcome.cls, outcome.type_match = "eager_error", False
+            outcome.detail = f"eager backward raised {first_line(eager.error)}; ember's backward ran"
+            continue
+        if eager.error is not None:   # eager raised in backward, ember did not
+            outcome.cls, outcome.check = "wrong", prefix + "backward_no_exception"
+            outcome.detail = f"eager backward raised {first_line(eager.error)}; ember's did not"
+            return outcome
+        mismatch = compare_runs(program, got, eager, reference)
+        if mismatch:
+            outcome.cls, outcome.check = "wrong", prefix + mismatch.check
+            outcome.where, outcome.detail = mismatch.where, mismatch.detail
+            return outcome
+    return outcome
+
+
+def run_program(program: Program, backends=("ember",), raise_capture_errors: bool = True) -> list[Outcome]:
+    import ember
+    namespace = load(program)
+    outcomes = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eager, eager_again, reference = _eager_runs(program, namespace)
+        for backend in backends:
+            begin = time.perf_counter()
+            try:
+                with ember.config.patch(raise_capture_errors=raise_capture_errors):
+                    outcome = classify(program, backend, namespace, eager, eager_again, reference)
+            except Exception as error:  # noqa: BLE001 - a failure of the harness around ember
+                outcome = Outcome(seed=program.seed, mode=program.mode, backend=backend, cls="crash",
+                                  check="harness", exception=first_line(error), ops=program.ops(),
+                                  trace=traceback.format_exc(limit=-8))
+            finally:
+                ember.reset()
+            outcome.seconds = round(time.perf_counter() - begin, 3)
+            outcomes.append(outcome)
+    return outcomes

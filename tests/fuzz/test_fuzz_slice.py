@@ -1,0 +1,49 @@
+"""A fixed slice of the differential fuzzer: seeded random programs through ember, compared with eager.
+
+Fails on any wrong result or crash that is not in expected_failures.py, and on any listed failure
+that no longer happens (so the list shrinks as bugs get fixed). Prints the counts per class.
+
+    python3 -m pytest tests/fuzz/test_fuzz_slice.py -p no:cacheprovider -q -s
+    python3 -m tests.fuzz.run --backend ember --seeds 0:40 --minimize     # the same programs, minimized
+"""
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from .expected_failures import EXPECTED, FLAKY
+from .generator import generate
+from .harness import run_program
+
+# (mode, seeds) per backend: kept under a minute on 2 cores once ember's kernel cache is warm.
+SLICES = {
+    "aot_eager": [("default", range(0, 40))],
+    "ember": [("default", range(0, 40))],
+}
+
+
+@pytest.mark.parametrize("backend", sorted(SLICES))
+def test_fuzz_slice(backend):
+    outcomes = []
+    for mode, seeds in SLICES[backend]:
+        for seed in seeds:
+            outcomes.extend(run_program(generate(seed, mode), (backend,)))
+    counts = collections.Counter(outcome.cls for outcome in outcomes)
+    print(f"\n{backend}: {len(outcomes)} programs: " + ", ".join(f"{cls} {n}" for cls, n in sorted(counts.items())))
+    unexpected, fixed = [], []
+    for outcome in outcomes:
+        key = (backend, outcome.mode, outcome.seed)
+        failed = outcome.cls in ("wrong", "crash", "flaky_eager")
+        if failed and key not in EXPECTED:
+            unexpected.append(f"{outcome.mode} seed {outcome.seed}: {outcome.cls} {outcome.check or ''} "
+                              f"{outcome.exception or outcome.detail}")
+        if not failed and key in EXPECTED and key not in FLAKY:
+            fixed.append(f"{outcome.mode} seed {outcome.seed}: listed as {EXPECTED[key]!r}, now {outcome.cls}")
+    message = []
+    if unexpected:
+        message.append("new failures (repro: python3 -m tests.fuzz.minimize --seed S --mode M --backend B):\n  "
+                       + "\n  ".join(unexpected))
+    if fixed:
+        message.append("fixed, remove from tests/fuzz/expected_failures.py:\n  " + "\n  ".join(fixed))
+    assert not message, "\n".join(message)
