@@ -669,8 +669,10 @@ def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: tor
     size = x.get_size()
     rank = len(size)
     dims = sorted({_dim(d, rank) for d in (range(rank) if dims is None or dims == [] else dims)})
+    if rank == 0:
+        dims = []  # dim 0 or -1 of a 0-d tensor: its one element
     kept = [d for d in range(rank) if d not in dims]
-    reduction_ranges = [size[d] for d in dims]
+    reduction_ranges = [size[d] for d in dims] or [sympy.Integer(1)]
     out_size = _size(out)
     loader = x.make_loader()
     compute = dtype or (out.dtype if reduction_type not in ("argmax", "argmin") else x.dtype)
@@ -703,7 +705,7 @@ def _reduced_count(x, dims) -> int:
     size = x.get_size()
     rank = len(size)
     count = 1
-    for d in (range(rank) if not dims else [_dim(d, rank) for d in dims]):
+    for d in (range(rank) if not dims or rank == 0 else {_dim(d, rank) for d in dims}):
         count *= int(size[d])
     return count
 

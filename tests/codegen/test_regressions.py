@@ -257,3 +257,21 @@ def test_dtypes_eager_rejects_raise_eagers_error(case):
         fn(*args)
     with pytest.raises(type(eager_error.value)):
         ember.compile(fn, backend="ember")(*args)
+
+
+@pytest.mark.parametrize("op", ["amax", "sum", "argmax", "log_softmax", "logsumexp", "cumsum_then_amin",
+                                "var_mean", "mean"])
+def test_reductions_of_0d_tensors_over_dim_0(op):
+    """dim 0 and -1 name a 0-d tensor's one element (the fuzzer's amin(...) then log_softmax(dim=0)
+    indexed an empty size list)."""
+    fn = {
+        "amax": lambda a: a.amin((0, 1, 2)).amax(0) + a.sum().amax(-1, keepdim=True),
+        "sum": lambda a: a.sum().sum(0) * 2,
+        "argmax": lambda a: a.sum().argmax(0),
+        "log_softmax": lambda a: F.log_softmax(a.amin((0, 1, 2)), dim=0),
+        "logsumexp": lambda a: torch.logsumexp(a.mean(), dim=-1),
+        "cumsum_then_amin": lambda a: a.sum().cumsum(0).amin(0),
+        "var_mean": lambda a: torch.var_mean(a.prod(), 0) + torch.std_mean(a.sum(), -1, correction=0),
+        "mean": lambda a: a.sum().mean(0) + a.mean((0, -1)),
+    }[op]
+    assert_like_eager(fn, torch.randn(5, 2, 7))

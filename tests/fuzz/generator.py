@@ -307,7 +307,10 @@ def generate(seed: int, mode: str = "default") -> Program:
             builder.program.expects_error = True
             break
     if builder.program.expects_error:
-        builder.program.outputs = [name for name in builder.values[-1:]] or [builder.program.inputs[0].name]
+        # The raising statement's result is returned: a compiler may drop dead code, errors and all.
+        last = builder.program.statements[-1]
+        builder.program.outputs = (list(last.defs[:1]) or list(last.mutates[:1]) or
+                                   [name for name in builder.values[-1:]] or [builder.program.inputs[0].name])
         builder.program.single_output = True
     else:
         _choose_outputs(builder)

@@ -319,7 +319,8 @@ def run_program(program: Program, backends=("ember",), raise_capture_errors: boo
         for backend in backends:
             begin = time.perf_counter()
             try:
-                with ember.config.patch(raise_capture_errors=raise_capture_errors):
+                # A lowering that crashes is a bug to fix, not an ATen fallback to hide behind.
+                with ember.config.patch(raise_capture_errors=raise_capture_errors, raise_lowering_errors=True):
                     outcome = classify(program, backend, namespace, eager, eager_again, reference)
             except Exception as error:  # noqa: BLE001 - a failure of the harness around ember
                 outcome = Outcome(seed=program.seed, mode=program.mode, backend=backend, cls="crash",
