@@ -11,4 +11,15 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 { python3 --version; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"; nvidia-smi --query-gpu=name --format=csv,noheader; } 2>&1 | tee "$OUT/env.txt"
+if [ -n "${FUZZ_SEEDS:-}" ]; then
+  # The differential fuzzer on this machine's CPU cores (ember's C++ kernels; its GPU idles):
+  #   FUZZ_SEEDS=2000:7000 FUZZ_MODE=default FUZZ_SECONDS=540 bash scripts/gpu.sh
+  # Outcomes stream into $OUT/fuzz.jsonl, so a run cut short still reports what it finished.
+  timeout "${FUZZ_SECONDS:-540}" python3 -m tests.fuzz.run --backend "${FUZZ_BACKENDS:-ember,aot_eager}" \
+    --seeds "$FUZZ_SEEDS" --mode "${FUZZ_MODE:-default}" --jobs "${FUZZ_JOBS:-15}" --threads 1 \
+    --results "$OUT/fuzz.jsonl" --quiet > "$OUT/fuzz.txt" 2>&1
+  python3 -m tests.fuzz.run --backend "${FUZZ_BACKENDS:-ember,aot_eager}" --seeds 0:0 \
+    --report-from "$OUT/fuzz.jsonl" --report "$OUT/fuzz.md" 2>&1 | tail -40
+  exit 0
+fi
 PYTHONUNBUFFERED=1 python3 -m pytest tests -n 8 -p no:cacheprovider -p no:benchmark "$@" 2>&1 | tee "$OUT/pytest.txt" | tail -80
