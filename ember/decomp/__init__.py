@@ -45,6 +45,6 @@ def downcast(value, dtype: torch.dtype):
 
 
 def core_decompositions() -> dict:
-    from . import activations, linear, losses, norms, random, softmax  # noqa: F401 (registration)
+    from . import activations, linear, losses, norms, pointwise, random, softmax  # noqa: F401 (registration)
 
     return dict(TABLE)

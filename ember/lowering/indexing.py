@@ -32,6 +32,8 @@ def flatten(index: Sequence[Expr], size: Sequence[Expr]) -> Expr:
 
 def unflatten(flat: Expr, size: Sequence[Expr]) -> list[Expr]:
     strides = contiguous_strides(size)
+    if any(dim == 0 for dim in size):
+        return [sympy.Integer(0)] * len(size)  # no element: the index is never evaluated
     result = []
     for dim, stride in zip(size, strides):
         if dim == 1:

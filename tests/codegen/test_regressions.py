@@ -275,3 +275,15 @@ def test_reductions_of_0d_tensors_over_dim_0(op):
         "mean": lambda a: a.sum().mean(0) + a.mean((0, -1)),
     }[op]
     assert_like_eager(fn, torch.randn(5, 2, 7))
+
+
+def test_views_of_empty_tensors_written_in_place():
+    """Index math over a size-0 dim divided by zero (sympy's Mod by zero): a tensor with no
+    elements needs no index."""
+    def fn(a, b):
+        a[0, 11:] += 100.0
+        a.view(-1).sigmoid_()
+        a[:, 5:] += b
+        return a * 2, b.reshape(-1, 2)
+
+    assert_like_eager(fn, torch.randn(2, 31, 0, 1), torch.randn(2, 26, 0, 1))
