@@ -28,8 +28,9 @@ from ..scheduling.scheduler import Kernel
 
 
 def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple) -> torch.Tensor:
-    """An extern op's result with the strides the graph planned for (ATen may choose others)."""
-    if tuple(tensor.stride()) == stride or tensor.numel() <= 1:
+    """An extern op's result with the strides the graph planned for, at its storage's start (ATen
+    may choose other strides; a kernel reading it adds no offset)."""
+    if tensor.storage_offset() == 0 and (tuple(tensor.stride()) == stride or tensor.numel() <= 1):
         return tensor
     result = torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device)
     result.copy_(tensor)

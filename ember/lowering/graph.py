@@ -217,8 +217,12 @@ class GraphLowering(torch.fx.Interpreter):
         call = ExternCall(target, call_args, call_kwargs, [], self.origin(), reason=reason,
                           stack_trace=self.stack_trace())
         self.extern_calls.append(call)
+        # A result the op makes (not a view of an argument) is planned at its storage's start:
+        # fake tensors may carry an input's storage offset over (select_scatter of an input
+        # with one did), and the real result has none (ensure_layout makes sure).
+        own_layout = _layout_of if getattr(target, "is_view", False) else _fresh_layout
         if isinstance(value, torch.Tensor):
-            buffer = ExternBuffer(self.new_name(), _layout_of(value), call)
+            buffer = ExternBuffer(self.new_name(), own_layout(value), call)
             call.outputs = [buffer]
             self.buffers.append(buffer)
             return buffer
@@ -227,7 +231,7 @@ class GraphLowering(torch.fx.Interpreter):
             results = []
             for item in value:
                 if isinstance(item, torch.Tensor):
-                    buffer = ExternBuffer(self.new_name(), _layout_of(item), call)
+                    buffer = ExternBuffer(self.new_name(), own_layout(item), call)
                     call.outputs.append(buffer)
                     self.buffers.append(buffer)
                     results.append(buffer)

@@ -287,3 +287,22 @@ def test_views_of_empty_tensors_written_in_place():
         return a * 2, b.reshape(-1, 2)
 
     assert_like_eager(fn, torch.randn(2, 31, 0, 1), torch.randn(2, 26, 0, 1))
+
+
+def test_aten_fallback_result_planned_at_its_storage_start():
+    """Fake tensors gave select_scatter of an input with a storage offset that offset too; the
+    wrapper then viewed the real (offset 0) result at the wrong place (setStorage out of bounds)."""
+    def fn(a, index, source):
+        a.fill_(1.0)
+        _, v1, _, v3 = torch.unbind(a, 1)
+        v1[:] += 100.0
+        v3.index_add_(0, index, source, alpha=-1)
+        return source * 2, a + 1
+
+    base = torch.randn(5, 4)
+    expected_a, got_a = base.clone()[1:], base.clone()[1:]
+    index, source = torch.tensor([0, 1, 3, 2, 0, 1]), torch.randn(6)
+    expected = fn(expected_a, index, source)
+    got = ember.compile(fn, backend="ember")(got_a, index, source)
+    for ours, theirs in zip(got + (got_a,), expected + (expected_a,)):
+        assert_identical(ours, theirs)
