@@ -642,8 +642,8 @@ def index_tensor(ctx, node, x, indices):
 def gather(ctx, node, x, dim, index, *, sparse_grad=False):
     out = _val(node)
     rank = len(x.get_size())
-    if len(index.get_size()) != rank:  # a 0-d index of a 1-d input (ATen treats both as 1-d)
-        raise FallbackNeeded("gather with an index of another rank")
+    if len(index.get_size()) != rank or rank == 0:  # ATen treats a 0-d input or index as 1-d
+        raise FallbackNeeded("gather from a 0-d tensor, or with an index of another rank")
     dim = _dim(dim, rank)
     x_loader = x.make_loader()
     index_loader = index.make_loader()

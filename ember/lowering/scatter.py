@@ -57,8 +57,8 @@ def _scatter(ctx, node, x, dim, index, source, accumulate: bool):
     rank = len(x_size)
     dim = _dim(dim, rank)
     index_size = index.get_size()
-    if len(index_size) != rank:
-        raise FallbackNeeded("scatter with an index of another rank")
+    if len(index_size) != rank or rank == 0:
+        raise FallbackNeeded("scatter of a 0-d tensor, or with an index of another rank")
     index_loader = index.make_loader()
     if isinstance(source, IRNode):
         source_loader = source.make_loader()

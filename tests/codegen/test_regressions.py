@@ -306,3 +306,19 @@ def test_aten_fallback_result_planned_at_its_storage_start():
     got = ember.compile(fn, backend="ember")(got_a, index, source)
     for ours, theirs in zip(got + (got_a,), expected + (expected_a,)):
         assert_identical(ours, theirs)
+
+
+def test_min_of_0d_tensor_with_gradient():
+    """min(0) of a 0-d tensor: its backward scatters into a 0-d tensor (indexed an empty size list)."""
+    def fn(a):
+        values, indices = a.min(0)
+        return values * 3, indices, torch.gather(a, 0, indices) + 1
+
+    a = torch.tensor(2.5, requires_grad=True)
+    b = a.detach().clone().requires_grad_()
+    got, expected = ember.compile(fn, backend="ember")(a), fn(b)
+    for ours, theirs in zip(got, expected):
+        assert_identical(ours.detach(), theirs.detach())
+    (got[0] + got[2]).backward()
+    (expected[0] + expected[2]).backward()
+    assert_identical(a.grad, b.grad)
