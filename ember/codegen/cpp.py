@@ -138,6 +138,7 @@ template <typename T> static inline T ember_floordiv(T a, T b) {
     initializer(omp_priv = std::numeric_limits<double>::infinity())
 template <typename T> static inline void ember_welford_combine(T& mean, T& m2, T& n, T bmean, T bm2, T bn) {
     if (bn == 0) return;
+    if (n == 0) { mean = bmean; m2 = bm2; n = bn; return; }  // (delta * delta * 0 is NaN if delta * delta overflows)
     T total = n + bn, delta = bmean - mean, share = bn / total;
     mean += delta * share;
     m2 += bm2 + delta * delta * n * share;

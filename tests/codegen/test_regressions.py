@@ -322,3 +322,11 @@ def test_min_of_0d_tensor_with_gradient():
     (got[0] + got[2]).backward()
     (expected[0] + expected[2]).backward()
     assert_identical(a.grad, b.grad)
+
+
+def test_variance_that_overflows_is_inf_not_nan():
+    """Combining Welford partials into an empty accumulator multiplied an overflowing delta**2 by 0."""
+    a = torch.tensor([[1.19, -0.236, 1.03, 1.7014117331926443e+38]])
+    # (std is not compared: ATen's CPU kernel accumulates float32 in double, and its std of these
+    # values is finite; ember's float32 statistics overflow to inf.)
+    assert_like_eager(lambda a: (a.var((0, 1)), torch.var_mean(a, 1)[0]), a)
