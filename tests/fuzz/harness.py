@@ -6,6 +6,8 @@ Classes:
   crash        ember raised where eager did not (exception type and first line recorded)
   eager_error  eager raised and so did ember (whether the exception types match is recorded)
   flaky_eager  two eager runs disagree (the program is nondeterministic: not ember's fault)
+  ill_conditioned  values differ, in a program with a sum that is mostly rounding error
+               (conditioning.py: any order of additions is as right as eager's)
 
 Checked, in order: output count, each output's shape, dtype, requires_grad, NaN positions and
 values; each input after the call (dtype, shape, values: in-place mutation); which outputs share
@@ -24,10 +26,11 @@ import warnings
 import torch
 
 from .compare import Mismatch, compare_tensor
+from .conditioning import ConditionWatch
 from .program import Program
 
 VERSION_COUNTER_ERROR = "modified by an inplace operation"
-CLASSES = ("ok", "wrong", "crash", "eager_error", "flaky_eager", "timeout", "worker_died")
+CLASSES = ("ok", "wrong", "crash", "eager_error", "flaky_eager", "ill_conditioned", "timeout", "worker_died")
 
 
 @dataclasses.dataclass
@@ -40,6 +43,7 @@ class Execution:
     inputs_after: list = dataclasses.field(default_factory=list)
     aliases: list = dataclasses.field(default_factory=list)
     grads: list = dataclasses.field(default_factory=list)
+    ill_conditioned: bool = False        # (reference run) a sum that is mostly rounding error
 
 
 @dataclasses.dataclass
@@ -143,7 +147,12 @@ def execute(function, namespace: dict, seed: int, *, reference: bool = False, gr
     if reference:
         inputs, leaves = reference_inputs(inputs, leaves)
     try:
-        result = function(*inputs)
+        if reference:
+            with ConditionWatch() as watch:
+                result = function(*inputs)
+            run.ill_conditioned = watch.ill_conditioned
+        else:
+            result = function(*inputs)
     except Exception as error:  # noqa: BLE001 - any exception is a result to compare
         run.error, run.error_stage, run.error_trace = error, "forward", traceback.format_exc(limit=-8)
         return run
@@ -302,6 +311,12 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
             outcome.detail = f"eager backward raised {first_line(eager.error)}; ember's did not"
             return outcome
         mismatch = compare_runs(program, got, eager, reference)
+        if mismatch and mismatch.check in ("values", "nan_positions", "grad_values", "grad_nan_positions",
+                                           "mutation_values") and reference.ill_conditioned:
+            # A sum that is mostly rounding error (conditioning.py): no order of additions is wrong.
+            outcome.cls, outcome.check = "ill_conditioned", prefix + mismatch.check
+            outcome.where, outcome.detail = mismatch.where, mismatch.detail
+            return outcome
         if mismatch:
             outcome.cls, outcome.check = "wrong", prefix + mismatch.check
             outcome.where, outcome.detail = mismatch.where, mismatch.detail

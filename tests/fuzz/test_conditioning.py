@@ -1,0 +1,22 @@
+"""The fuzzer's ill-conditioning watch: flags sums that are mostly rounding error, and only those."""
+import torch
+
+from .conditioning import ConditionWatch
+
+
+def _watched(fn, *args):
+    with ConditionWatch() as watch:
+        fn(*args)
+    return watch.ill_conditioned
+
+
+def test_cancelling_huge_terms_are_ill_conditioned():
+    x = torch.tensor([1.7e38, 0.3, -1.7e38, 0.5], dtype=torch.float64)
+    assert _watched(torch.sum, x)
+    y = torch.tensor([[1e20, 0.3, -1e20, 0.5]], dtype=torch.float64)
+    assert _watched(lambda t: t @ torch.ones(4, 1, dtype=torch.float64), y)
+
+
+def test_ordinary_sums_are_not():
+    x = torch.randn(64, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert not _watched(lambda t: (t.sum(0), t.mean(), t.cumsum(1), t @ t.T, t.abs().sum()), x)
