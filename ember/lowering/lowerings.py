@@ -95,15 +95,28 @@ def loader_for(value, out_size: list, dtype: torch.dtype):
     return constant
 
 
+def _rounded_to(load, dtype: torch.dtype, compute: torch.dtype):
+    def rounded(ops, index):
+        return ops.to_dtype(ops.to_dtype(load(ops, index), dtype), compute)
+
+    return rounded
+
+
 def pointwise(ctx, node, op_name: str, inputs: list, compute_dtype: torch.dtype | None = None,
               input_dtypes: list | None = None) -> Pointwise:
     value = _val(node)
     out_size = _size(value)
     out_dtype = value.dtype
-    compute = compute_dtype or out_dtype
-    compute = _LOW_PRECISION.get(compute, compute)  # float16/bfloat16 math runs in float32
+    promoted = compute_dtype or out_dtype
+    compute = _LOW_PRECISION.get(promoted, promoted)  # float16/bfloat16 math runs in float32
     dtypes = input_dtypes or [compute] * len(inputs)
     loaders = [loader_for(inp, out_size, dtype) for inp, dtype in zip(inputs, dtypes)]
+    if compute != promoted and input_dtypes is None:
+        # Eager converts tensor operands of another dtype to the common float16/bfloat16 type
+        # first: an int64 or float32 operand is rounded to it before the math (Python scalars
+        # are not).
+        loaders = [_rounded_to(load, promoted, compute) if isinstance(inp, IRNode) and inp.dtype != promoted
+                   else load for load, inp in zip(loaders, inputs)]
 
     def inner_fn(ops, index):
         result = getattr(ops, op_name)(*[load(ops, index) for load in loaders])

@@ -330,3 +330,13 @@ def test_variance_that_overflows_is_inf_not_nan():
     # (std is not compared: ATen's CPU kernel accumulates float32 in double, and its std of these
     # values is finite; ember's float32 statistics overflow to inf.)
     assert_like_eager(lambda a: (a.var((0, 1)), torch.var_mean(a, 1)[0]), a)
+
+
+def test_tensor_operand_rounded_to_low_precision_common_dtype():
+    """bf16 - int64 tensor: eager rounds the int64 operand to bfloat16 before the math; ember
+    converted it to float32 only (remainder(x, b) of a bf16 x equal to bf16(b) gave -4e10, not 0)."""
+    a = torch.tensor([[0.796875]], dtype=torch.bfloat16)
+    b = torch.tensor([[-918253277099, 123456789]], dtype=torch.int64)
+    c = torch.tensor([[1.0001, 3.14159]], dtype=torch.float32)
+    assert_like_eager(lambda a, b, c: (torch.remainder(torch.minimum(b, a), b), a.half() - c.half() + b),
+                      a, b, c)
