@@ -190,6 +190,9 @@ def literal(value: Any, dtype: torch.dtype) -> str:
             sign = "-" if value < 0 else ""
             return f"{sign}std::numeric_limits<{kind}>::infinity()"
         return f"static_cast<{kind}>({value!r})"
+    if isinstance(value, float):
+        # As ATen converts it (inf, NaN and out-of-range floats have no C++ value to cast to).
+        value = torch.tensor(value, dtype=torch.float64).to(dtype).item()
     value = int(value)
     if value == -2**63:  # the literal 9223372036854775808L itself does not fit in int64_t
         return f"static_cast<{kind}>(-9223372036854775807L - 1)"

@@ -95,6 +95,9 @@ def loader_for(value, out_size: list, dtype: torch.dtype):
     return constant
 
 
+_SCALAR_ROUNDED = {"fmod", "remainder"}
+
+
 def _rounded_to(load, dtype: torch.dtype, compute: torch.dtype):
     def rounded(ops, index):
         return ops.to_dtype(ops.to_dtype(load(ops, index), dtype), compute)
@@ -117,6 +120,11 @@ def pointwise(ctx, node, op_name: str, inputs: list, compute_dtype: torch.dtype 
         # are not).
         loaders = [_rounded_to(load, promoted, compute) if isinstance(inp, IRNode) and inp.dtype != promoted
                    else load for load, inp in zip(loaders, inputs)]
+        if op_name in _SCALAR_ROUNDED:
+            # These kernels take a Python scalar as a tensor of the common dtype, rounded
+            # (fmod(x, 1e-30) of a half x divides by 0); add/mul/div keep it in float32.
+            loaders = [loader_for(float(torch.tensor(inp, dtype=promoted)), out_size, compute)
+                       if isinstance(inp, float) else load for load, inp in zip(loaders, inputs)]
 
     def inner_fn(ops, index):
         result = getattr(ops, op_name)(*[load(ops, index) for load in loaders])

@@ -340,3 +340,23 @@ def test_tensor_operand_rounded_to_low_precision_common_dtype():
     c = torch.tensor([[1.0001, 3.14159]], dtype=torch.float32)
     assert_like_eager(lambda a, b, c: (torch.remainder(torch.minimum(b, a), b), a.half() - c.half() + b),
                       a, b, c)
+
+
+def test_fmod_scalar_rounded_to_half():
+    """fmod/remainder of a half tensor by 1e-30: eager rounds the scalar to half (0): NaN."""
+    a = torch.tensor([[-62.0, -93.0, 7.5]], dtype=torch.half)
+    assert_like_eager(lambda a: (torch.fmod(a, 1e-30), torch.remainder(a, 1e-30), torch.fmod(a, 0.1)), a)
+
+
+def test_infinite_float_constant_into_an_integer_tensor():
+    """copy_(-inf) into int32: the literal crashed the code generator (int(-inf)); ATen's conversion
+    decides the value."""
+    def fn(a, b):
+        a.copy_(float("-inf"))
+        return b == 3.0, a + 1
+
+    a, b = torch.tensor([5, 6], dtype=torch.int32), torch.tensor([False, True])
+    expected_a, got_a = a.clone(), a.clone()
+    expected, got = fn(expected_a, b), ember.compile(fn, backend="ember")(got_a, b)
+    for ours, theirs in zip(got + (got_a,), expected + (expected_a,)):
+        assert torch.equal(ours, theirs)
