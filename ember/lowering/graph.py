@@ -335,7 +335,10 @@ def _dtypes_supported(value, args) -> bool:
 _DTYPE_CHECKED = {torch.ops.aten.argmax.default, torch.ops.aten.argmin.default, torch.ops.aten.sum.dim_IntList,
                   torch.ops.aten.sum.default, torch.ops.aten.prod.default, torch.ops.aten.prod.dim_int,
                   torch.ops.aten.amax.default, torch.ops.aten.amin.default, torch.ops.aten.mean.dim,
-                  torch.ops.aten.mean.default, torch.ops.aten.cumsum.default}
+                  torch.ops.aten.mean.default, torch.ops.aten.cumsum.default,
+                  # a scalar that the dtype cannot hold (int16 from 2**31) raises in eager
+                  torch.ops.aten.scalar_tensor.default, torch.ops.aten.full.default,
+                  torch.ops.aten.fill.Scalar, torch.ops.aten.masked_fill.Scalar}
 _REJECTS: dict = {}
 
 
@@ -357,6 +360,8 @@ def _eager_rejects(node: torch.fx.Node) -> bool:
 
     try:
         args = pytree.tree_map(tiny, node.args)
+        if target is torch.ops.aten.full.default:
+            args = ([1] * len(args[0]),) + tuple(args[1:])
         kwargs = pytree.tree_map(tiny, dict(node.kwargs))
         key = (target, repr(pytree.tree_map_only(torch.Tensor, lambda t: (t.dtype, t.dim()), (args, kwargs))))
     except Exception:

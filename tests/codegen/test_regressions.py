@@ -360,3 +360,20 @@ def test_infinite_float_constant_into_an_integer_tensor():
     expected, got = fn(expected_a, b), ember.compile(fn, backend="ember")(got_a, b)
     for ours, theirs in zip(got + (got_a,), expected + (expected_a,)):
         assert torch.equal(ours, theirs)
+
+
+@pytest.mark.parametrize("case", ["where", "fill", "full", "masked_fill"])
+def test_scalar_the_dtype_cannot_hold_raises(case):
+    """where(c, int16, 2**31) raises in eager ('value cannot be converted'); ember computed a value."""
+    fn = {
+        "where": lambda a: torch.where(a <= 0, a, 2147483648),
+        "fill": lambda a: a.clone().fill_(2147483648),
+        "full": lambda a: torch.full((2, 3), 2147483648, dtype=torch.int16) + a,
+        "masked_fill": lambda a: a.masked_fill(a > 0, 2147483648),
+    }[case]
+    a = torch.tensor([[6, -1, 2]], dtype=torch.int16)
+    with pytest.raises(RuntimeError) as eager_error:
+        fn(a)
+    with pytest.raises(RuntimeError, match="cannot be converted"):
+        ember.compile(fn, backend="ember")(a)
+    assert "cannot be converted" in str(eager_error.value)
