@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .ops_common import float_to_int_defined, need
 from .ops_index import index_add_parts, index_put_parts, scatter_parts
+from .ops_pointwise import portable_bound
 from .ops_shape import slice_text
 from .oppool import op
 
@@ -71,6 +72,8 @@ def inplace_method(builder):
         return None
     if name in ("clamp_", "clamp_min_", "fill_", "masked_fill_") and operand in builder.namespace:
         operand = builder.scalar(target_tensor) if name != "clamp_" else f"min={operand}"
+    if name in ("clamp_", "clamp_min_"):
+        operand = portable_bound(operand)
     text = template.format(t=target, r=operand)
     return builder.emit_inplace(text, name, written, rounds=rounds)
 

@@ -175,11 +175,20 @@ def masked_fill(builder):
     return builder.emit(f"{x}.masked_fill({mask}, {builder.scalar(builder.tensor(x))})", "masked_fill", rounds=False)
 
 
+_NAN_BOUND_AGREES = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 13)
+
+
+def portable_bound(text: str) -> str:
+    """A clamp bound: not NaN before torch 2.13, whose eager kernels disagree with 2.13's (and
+    ember's: NaN everywhere) about a NaN bound. The draw is the same, so seeds keep their programs."""
+    return "float('inf')" if text == "float('nan')" and not _NAN_BOUND_AGREES else text
+
+
 @op("clamp", 3)
 def clamp(builder):
     x = need(builder.pick(lambda t: not is_bool(t)))
     tensor = builder.tensor(x)
-    low, high = builder.scalar(tensor), builder.scalar(tensor)
+    low, high = portable_bound(builder.scalar(tensor)), portable_bound(builder.scalar(tensor))
     form = builder.weighted({"both": 3, "min": 2, "max": 2, "tensor": 2, "clamp_min": 1})
     if form == "both":
         text = f"{x}.clamp({low}, {high})" if builder.chance(0.5) else f"torch.clamp({x}, min={low}, max={high})"
