@@ -234,10 +234,16 @@ def pow_scalar(ctx, node, x, exponent):
             exponent not in (0.5, -0.5, 1, 2, 3, 4, -1, -2):
         return pointwise(ctx, node, "pow", [x, exponent])
     out_size = _size(value)
-    load = loader_for(x, out_size, value.dtype)
+    compute = _LOW_PRECISION.get(value.dtype, value.dtype)
+    load = loader_for(x, out_size, compute)
 
     def inner_fn(ops, index):
-        base = load(ops, index)
+        result = power(ops, load(ops, index))
+        # float16/bfloat16: rounded, as eager stores it (an unrounded square compared unequal to
+        # its own mean: var's backward took the wrong branch)
+        return ops.to_dtype(result, value.dtype) if compute != value.dtype else result
+
+    def power(ops, base):
         if exponent == 0.5:
             return ops.sqrt(base)
         if exponent == -0.5:

@@ -377,3 +377,20 @@ def test_scalar_the_dtype_cannot_hold_raises(case):
     with pytest.raises(RuntimeError, match="cannot be converted"):
         ember.compile(fn, backend="ember")(a)
     assert "cannot be converted" in str(eager_error.value)
+
+
+def test_half_square_is_rounded_before_use():
+    """x ** 2 of a float16 x was kept unrounded inside the kernel; compared with its own (rounded)
+    mean it was unequal, and var's backward of one element gave -inf where eager gives NaN."""
+    def fn(a):
+        v0 = a.sum(0, keepdim=True)
+        v0.pow_(2)
+        return torch.var_mean(v0, 0)[0], (a ** 2 == (a ** 2).mean())
+
+    a = torch.tensor(-0.572265625, dtype=torch.float16, requires_grad=True)
+    b = a.detach().clone().requires_grad_()
+    got, expected = ember.compile(fn, backend="ember")(a), fn(b)
+    assert torch.equal(got[1], expected[1])
+    got[0].backward(torch.tensor(0.3, dtype=torch.float16))
+    expected[0].backward(torch.tensor(0.3, dtype=torch.float16))
+    assert_identical(a.grad, b.grad)
