@@ -28,6 +28,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .eager_check import eager_accepts
+
 aten = torch.ops.aten
 
 # Ops whose schema says the output aliases the input but whose input nobody else can see:
@@ -213,7 +215,9 @@ class AtenTracer(TorchDispatchMode):
         if func in _METADATA_OPS or not self.recording:
             return func(*args, **kwargs)
         decomposition = self.decompositions.get(func)
-        if decomposition is not None:
+        # An op eager refuses for these dtypes stays one call, which raises eager's error when
+        # the graph runs (its decomposition would compute something instead).
+        if decomposition is not None and eager_accepts(func, args, kwargs):
             with self:
                 result = decomposition(*args, **kwargs)
             if result is not NotImplemented:

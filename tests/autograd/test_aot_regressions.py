@@ -264,3 +264,16 @@ def test_inplace_result_that_cannot_be_cast_back_raises(backend):
         fn(torch.arange(3), torch.rand(3))
     with pytest.raises(RuntimeError, match="can't be cast"):
         ember.compile(fn, backend=backend)(torch.arange(3), torch.rand(3))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_decomposed_op_raises_where_eager_refuses_the_dtype(backend, dtype):
+    """Fakes do not check dtypes: softmax of integers decomposed into amax/exp/div and returned
+    floats, where eager's kernel raises NotImplementedError (fuzz seeds 3906, 5799)."""
+    fn = lambda x: torch.softmax(x * 2, -1)  # noqa: E731
+    x = torch.arange(6, dtype=dtype).reshape(2, 3)
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        fn(x)
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        ember.compile(fn, backend=backend)(x)
