@@ -267,6 +267,28 @@ def test_inplace_result_that_cannot_be_cast_back_raises(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_decomposed_op_keeps_eager_strides(backend):
+    """softmax's decomposition of a transposed input came out transposed, eager's kernel returns
+    it contiguous: the tracer then made `reshape` a copy instead of a view, and a later write to
+    the softmax did not show through the reshaped tensor (fuzz seed 2284)."""
+    def fn(a):
+        s = torch.softmax(a, dim=0, dtype=torch.float32)
+        flat = s.reshape(-1)
+        s[:] = -2
+        return flat.amin(-1, keepdim=True)
+
+    check(fn, lambda: (torch.randn(31, 2).bfloat16().t(),), backend)
+
+    def viewed(x):
+        y = torch.log_softmax(x, 0)
+        return y, y.view(-1) * 2  # eager: a view of a contiguous tensor (a transposed one raises)
+
+    check(viewed, lambda: (torch.randn(5, 3).t(),), backend)
+    x = torch.randn(5, 3).t()
+    assert ember.compile(viewed, backend=backend)(x)[0].stride() == viewed(x)[0].stride()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
 def test_decomposed_op_raises_where_eager_refuses_the_dtype(backend, dtype):
     """Fakes do not check dtypes: softmax of integers decomposed into amax/exp/div and returned
