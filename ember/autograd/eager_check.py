@@ -76,3 +76,14 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
     _ACCEPTS[key] = accepted
     return accepted
 
+
+def node_eager_accepts(node: torch.fx.Node) -> bool:
+    """eager_accepts for a graph node, from its arguments' recorded values."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return True
+
+    def value(arg):
+        return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+
+    args, kwargs = pytree.tree_map(value, (tuple(node.args), dict(node.kwargs)))
+    return eager_accepts(node.target, args, kwargs)

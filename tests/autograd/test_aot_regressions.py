@@ -299,3 +299,24 @@ def test_decomposed_op_raises_where_eager_refuses_the_dtype(backend, dtype):
         fn(x)
     with pytest.raises(NotImplementedError, match="not implemented for"):
         ember.compile(fn, backend=backend)(x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backward_op_eager_refuses_stays_in_the_backward(backend):
+    """pow's backward computes `exponent - 1`, which eager refuses for a bool exponent, in the
+    backward.  Min-cut moved it into the forward (it reads only a primal), so the compiled
+    forward raised; the forward must run and the backward raise (fuzz seed 3209)."""
+    def fn(a, b):
+        return a ** b
+
+    def args():
+        return torch.tensor([[275.8], [2.0]], requires_grad=True), torch.tensor([[True], [False]])
+
+    eager_out = fn(*args())
+    compiled_args = args()
+    out = ember.compile(fn, backend=backend)(*compiled_args)
+    torch.testing.assert_close(out, eager_out)
+    assert out.requires_grad
+    for result in (eager_out, out):
+        with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+            result.sum().backward()
