@@ -320,3 +320,15 @@ def test_backward_op_eager_refuses_stays_in_the_backward(backend):
     for result in (eager_out, out):
         with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
             result.sum().backward()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_layer_norm_backward_with_an_infinite_weight(backend):
+    """A weight of -inf: eager's layer-norm backward makes every input gradient NaN (inf - inf in
+    its per-row term); the decomposition's x_hat formula gave +-inf at some (fuzz seed 4396)."""
+    weight = torch.tensor([0.07, 0.47, 1.29, -0.52, 0.99, float("-inf"), -0.75, 0.02])
+    bias = torch.randn(8)
+    check(lambda c, w, b: torch.nn.functional.layer_norm(c, c.shape[-1:], w, b),
+          lambda: (torch.randn(1, 1, 1, 8, requires_grad=True), weight, bias), backend)
+    check(lambda c, w: torch.nn.functional.layer_norm(c, (8,), w) * 1,
+          lambda: (torch.randn(3, 8, requires_grad=True), weight.clone().requires_grad_()), backend)
