@@ -5,9 +5,10 @@ eager's CPU kernel raises NotImplementedError ("softmax_lastdim_kernel_impl" not
 'Int'); `bool_tensor - 1` traces, eager refuses it.  The answer here comes from running the op
 on real tensors once per signature (op, dtypes, ranks, other arguments):
 
-1. one-element tensors of the same dtypes and ranks, values 1;
-2. if that raises, tensors of the real shapes (an op may need consistent sizes: layer_norm's
-   normalized_shape), values 1, then with integer tensors 0 (class indices must be in range).
+1. one-element tensors of the same dtypes and ranks, values 1, then with integer tensors 0
+   (class indices must be in range);
+2. if those raise, the same with tensors of the real shapes (an op may need consistent sizes:
+   layer_norm's normalized_shape), where they are small enough to make.
 
 Only when every try raises does eager reject the op.  A wrong "rejects" is safe for the callers
 (they keep the op as one ATen call, which then raises or not as eager does); a wrong "accepts"
@@ -15,6 +16,7 @@ is not, hence the retries.  Random ops run with the random state saved and resto
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -22,6 +24,9 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import _disable_current_modes
 
 _ACCEPTS: dict = {}
+# Tensors of the real shapes are made only up to this many elements in all (a compile must not
+# allocate a vocabulary-sized logits tensor to learn that eager takes float32).
+_REAL_SHAPES_LIMIT = 1 << 22
 
 
 def _signature(value) -> Any:
@@ -30,13 +35,19 @@ def _signature(value) -> Any:
     return value
 
 
+def _is_integer(tensor: torch.Tensor) -> bool:
+    return not (tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool)
+
+
 def _real(value, shape_of, integer_fill):
     if not isinstance(value, torch.Tensor):
         return value
-    shape = shape_of(value)
-    fill = integer_fill if not (value.dtype.is_floating_point or value.dtype.is_complex) and \
-        value.dtype != torch.bool else 1
-    return torch.full(shape, fill, dtype=value.dtype, device=value.device)
+    fill = integer_fill if _is_integer(value) else 1
+    return torch.full(shape_of(value), fill, dtype=value.dtype, device=value.device)
+
+
+def _tiny_shape(tensor: torch.Tensor) -> list[int]:
+    return [1] * tensor.dim()
 
 
 def _static_shape(tensor: torch.Tensor) -> list[int] | None:
@@ -56,9 +67,12 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
     if cached is not None:
         return cached
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    attempts = [(lambda t: [1] * t.dim(), 1)]
-    if all(_static_shape(t) is not None for t in tensors):
-        attempts += [(_static_shape, 1), (_static_shape, 0)]
+    fills = (1, 0) if any(_is_integer(t) for t in tensors) else (1,)
+    attempts = [(_tiny_shape, fill) for fill in fills]
+    shapes = [_static_shape(t) for t in tensors]
+    if all(shape is not None for shape in shapes) and sum(math.prod(shape) for shape in shapes) <= _REAL_SHAPES_LIMIT:
+        attempts += [(_static_shape, fill) for fill in fills]
+    tiny_only = len(attempts) == len(fills)
     accepted = False
     seeded = torch.Tag.nondeterministic_seeded in getattr(func, "tags", ())
     cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
@@ -71,7 +85,7 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
                 continue
             accepted = True
             break
-    if not accepted and len(attempts) == 1:
+    if not accepted and tiny_only:
         accepted = True  # could not try the real shapes: assume eager runs it
     _ACCEPTS[key] = accepted
     return accepted
