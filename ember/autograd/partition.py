@@ -20,6 +20,7 @@ import networkx
 import torch
 import torch.fx
 
+from .eager_check import node_eager_accepts
 from .joint import JointSpec
 
 aten = torch.ops.aten
@@ -78,12 +79,19 @@ def _ancestors(roots) -> set:
     return seen
 
 
-def _backward_nodes(joint, tangents) -> set:
-    """Nodes that depend on a tangent: they can only run in the backward."""
+def _backward_nodes(joint, tangents, fw_outputs) -> set:
+    """Nodes that can only run in the backward: those that depend on a tangent, and those that
+    only the backward needs and eager's kernel refuses (fake tensors do not check dtypes: pow's
+    backward computes `exponent - 1`, which eager refuses for a bool exponent), with what
+    depends on them.  Eager raises that error in the backward; moved into the forward, it would
+    make the forward raise."""
     tangent_set = set(tangents)
+    forward_needed = _ancestors(fw_outputs)
     depends = set()
     for node in joint.graph.nodes:
         if node in tangent_set or any(arg in depends for arg in node.all_input_nodes):
+            depends.add(node)
+        elif node.op == "call_function" and node not in forward_needed and not node_eager_accepts(node):
             depends.add(node)
     return depends
 
@@ -126,7 +134,7 @@ def _saved_list(joint, forward_side: set, backward_needed: set, grads) -> list:
 
 def partition_default(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition:
     primals, tangents, fw_outputs, grads = _split_roles(joint, spec)
-    backward = _backward_nodes(joint, tangents)
+    backward = _backward_nodes(joint, tangents, fw_outputs)
     grad_roots = _ancestors(grads)
     backward_needed = grad_roots & backward
     forward_side = set(joint.graph.nodes) - backward - {n for n in joint.graph.nodes if n.op == "output"}
@@ -167,7 +175,7 @@ def is_recomputable(node: torch.fx.Node) -> bool:
 
 def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition:
     primals, tangents, fw_outputs, grads = _split_roles(joint, spec)
-    backward = _backward_nodes(joint, tangents)
+    backward = _backward_nodes(joint, tangents, fw_outputs)
     grad_roots = _ancestors(grads)
     backward_needed = grad_roots & backward
     if not backward_needed:

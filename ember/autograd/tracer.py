@@ -28,6 +28,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .eager_check import eager_accepts
+
 aten = torch.ops.aten
 
 # Ops whose schema says the output aliases the input but whose input nobody else can see:
@@ -213,17 +215,42 @@ class AtenTracer(TorchDispatchMode):
         if func in _METADATA_OPS or not self.recording:
             return func(*args, **kwargs)
         decomposition = self.decompositions.get(func)
-        if decomposition is not None:
+        # An op eager refuses for these dtypes stays one call, which raises eager's error when
+        # the graph runs (its decomposition would compute something instead).
+        if decomposition is not None and eager_accepts(func, args, kwargs):
+            expected = _fake_result(func, args, kwargs)
             with self:
                 result = decomposition(*args, **kwargs)
             if result is not NotImplemented:
-                return result
+                return self._with_strides_of(expected, result)
         schema = func._schema
         if self.functionalize and schema.is_mutable:
             return self._mutation(func, args, kwargs)
         result = func(*args, **kwargs)
         node = self._record(func, self._map_args(args), self._map_args(kwargs), result)
         self._bind_outputs(func, args, kwargs, result, node)
+        return result
+
+    def _with_strides_of(self, expected: Any, result: Any) -> Any:
+        """A decomposition's result laid out as the op's own (its fake result, `expected`).
+
+        Strides decide later behaviour, not just speed: `reshape` views a contiguous tensor
+        and copies a transposed one, so a write to the op's result would (or would not) show
+        through the reshaped tensor.  A decomposition computes in whatever layout its steps
+        make (softmax of a transposed input comes out transposed; eager's kernel returns it
+        contiguous), so a differing result is copied into the op's layout."""
+        if isinstance(result, torch.Tensor) and isinstance(expected, torch.Tensor):
+            if tuple(result.shape) != tuple(expected.shape):
+                raise TracingError(f"a decomposition made shape {tuple(result.shape)} where the op makes "
+                                   f"{tuple(expected.shape)}{self._where()}")
+            if _same_layout(result, expected):
+                return result
+            with self:
+                empty = aten.empty_strided.default(list(expected.shape), list(expected.stride()),
+                                                   dtype=result.dtype, device=result.device)
+                return aten.copy.default(empty, result)
+        if isinstance(result, (tuple, list)) and isinstance(expected, (tuple, list)) and len(result) == len(expected):
+            return type(result)(self._with_strides_of(e, r) for e, r in zip(expected, result))
         return result
 
     def _bind_outputs(self, func, args, kwargs, result, node) -> None:
@@ -449,6 +476,26 @@ def _single_piece(info: ViewInfo, view: torch.Tensor) -> tuple[Any, tuple]:
     dim = (info.args[dim] if len(info.args) > dim else 0) % parent.dim()
     start = (view.storage_offset() - parent.storage_offset()) // max(parent.stride(dim), 1)
     return aten.slice.Tensor, (dim, start, start + view.shape[dim], 1)
+
+
+def _fake_result(func, args: tuple, kwargs: dict) -> Any:
+    """The op's own result on the fakes (its meta kernel), or None where it has none."""
+    if func.is_view:
+        return None
+    try:
+        return func(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - no fake kernel: the decomposition's layout stands
+        return None
+
+
+def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same strides where they matter (dimensions longer than 1; nothing for empty tensors)."""
+    try:
+        if a.numel() == 0:
+            return True
+        return all(x == y for x, y, n in zip(a.stride(), b.stride(), a.shape) if n != 1)
+    except Exception:  # symbolic strides: no copy can be made to match them anyway
+        return True
 
 
 def _sym_key(value) -> Any:

@@ -24,11 +24,27 @@ def native_layer_norm(x, normalized_shape, weight, bias, eps):
         out = aten.add.Tensor(out, bias)
     if out.dtype != x.dtype:
         out = aten._to_copy.default(out, dtype=x.dtype)
-    return out, mean, rstd
+    # Eager stores the statistics in the input's dtype (rounded: its backward reads them so), or
+    # in float32 when float16/bfloat16 input comes with float32 parameters.
+    stats_dtype = x.dtype
+    if x.dtype in (torch.float16, torch.bfloat16) and any(
+            p is not None and p.dtype == torch.float32 for p in (weight, bias)):
+        stats_dtype = torch.float32
+    return out, downcast(mean, stats_dtype), downcast(rstd, stats_dtype)
 
 
 @register(aten.native_layer_norm_backward.default)
 def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight, bias, output_mask):
+    """Eager's CPU kernel's formulas, term for term (in float32 for float16/bfloat16), so that
+    infinities and NaNs end up where eager's do:
+
+        ds = sum(dy * x * w), db = sum(dy * w)               (over the normalized dims)
+        b = (db * mean - ds) * rstd^3 / N,  c = -b * mean - db * rstd / N
+        dx = rstd * dy * w + b * x + c
+        dw = sum(dy * (rstd * x - rstd * mean)),  dbias = sum(dy)   (over the other dims)
+
+    (x_hat-based formulas are the same algebra, but a weight of -inf then gives inf where
+    eager computes inf - inf = NaN for every element.)"""
     input_dtype = x.dtype
     grad_out, x, mean, rstd, weight_value = upcast(grad_out, x, mean, rstd, weight)
     axis = x.dim() - len(normalized_shape)
@@ -37,18 +53,30 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
     count = 1
     for size in normalized_shape:
         count *= size
-    x_hat = aten.mul.Tensor(aten.sub.Tensor(x, mean), rstd)
-    grad_x_hat = aten.mul.Tensor(grad_out, weight_value) if weight is not None else grad_out
+    scale = 1.0 / count
     grad_input = None
     if output_mask[0]:
-        a = aten.mul.Tensor(grad_x_hat, count)
-        b = aten.sum.dim_IntList(grad_x_hat, inner_dims, True)
-        c = aten.mul.Tensor(x_hat, aten.sum.dim_IntList(aten.mul.Tensor(grad_x_hat, x_hat), inner_dims, True))
-        grad_input = aten.mul.Tensor(aten.div.Tensor(rstd, count), aten.sub.Tensor(aten.sub.Tensor(a, b), c))
+        if weight is not None:
+            ds = aten.sum.dim_IntList(aten.mul.Tensor(aten.mul.Tensor(grad_out, x), weight_value), inner_dims, True)
+            db = aten.sum.dim_IntList(aten.mul.Tensor(grad_out, weight_value), inner_dims, True)
+        else:
+            ds = aten.sum.dim_IntList(aten.mul.Tensor(grad_out, x), inner_dims, True)
+            db = aten.sum.dim_IntList(grad_out, inner_dims, True)
+        b = aten.sub.Tensor(aten.mul.Tensor(db, mean), ds)
+        for _ in range(3):
+            b = aten.mul.Tensor(b, rstd)
+        b = aten.mul.Tensor(b, scale)
+        c = aten.sub.Tensor(aten.mul.Tensor(aten.neg.default(b), mean),
+                            aten.mul.Tensor(aten.mul.Tensor(db, rstd), scale))
+        term = aten.mul.Tensor(rstd, grad_out)
+        if weight is not None:
+            term = aten.mul.Tensor(term, weight_value)
+        grad_input = aten.add.Tensor(aten.add.Tensor(term, aten.mul.Tensor(b, x)), c)
         grad_input = downcast(grad_input, input_dtype)
     grad_weight = None
     if output_mask[1] and weight is not None:
-        grad_weight = aten.mul.Tensor(grad_out, x_hat)
+        shift = aten.mul.Tensor(aten.neg.default(rstd), mean)
+        grad_weight = aten.mul.Tensor(grad_out, aten.add.Tensor(aten.mul.Tensor(rstd, x), shift))
         grad_weight = aten.sum.dim_IntList(grad_weight, outer_dims, False) if outer_dims else grad_weight
         grad_weight = downcast(grad_weight, weight.dtype)
     grad_bias = None

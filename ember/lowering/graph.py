@@ -99,8 +99,11 @@ class GraphLowering(torch.fx.Interpreter):
         lowering = LOWERINGS.get(target)
         value = node.meta.get("val")
         if lowering is not None and _eager_rejects(node):
-            # Fake tensors do not check dtypes; the ATen call raises eager's error where eager would.
-            return self.fallback(target, args, kwargs, "eager's kernel rejects these dtypes")
+            # Fake tensors do not check dtypes; the ATen call raises eager's error where eager would,
+            # so it is kept (and run) even where nothing reads its result.
+            result = self.fallback(target, args, kwargs, "eager's kernel rejects these dtypes")
+            self.buffers.append(_SideEffectMarker(self.new_name("call"), self.extern_calls[-1]))
+            return result
         if lowering is not None and _dtypes_supported(value, args):
             buffers_before = len(self.buffers)
             try:

@@ -264,3 +264,71 @@ def test_inplace_result_that_cannot_be_cast_back_raises(backend):
         fn(torch.arange(3), torch.rand(3))
     with pytest.raises(RuntimeError, match="can't be cast"):
         ember.compile(fn, backend=backend)(torch.arange(3), torch.rand(3))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decomposed_op_keeps_eager_strides(backend):
+    """softmax's decomposition of a transposed input came out transposed, eager's kernel returns
+    it contiguous: the tracer then made `reshape` a copy instead of a view, and a later write to
+    the softmax did not show through the reshaped tensor (fuzz seed 2284)."""
+    def fn(a):
+        s = torch.softmax(a, dim=0, dtype=torch.float32)
+        flat = s.reshape(-1)
+        s[:] = -2
+        return flat.amin(-1, keepdim=True)
+
+    check(fn, lambda: (torch.randn(31, 2).bfloat16().t(),), backend)
+
+    def viewed(x):
+        y = torch.log_softmax(x, 0)
+        return y, y.view(-1) * 2  # eager: a view of a contiguous tensor (a transposed one raises)
+
+    check(viewed, lambda: (torch.randn(5, 3).t(),), backend)
+    x = torch.randn(5, 3).t()
+    assert ember.compile(viewed, backend=backend)(x)[0].stride() == viewed(x)[0].stride()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_decomposed_op_raises_where_eager_refuses_the_dtype(backend, dtype):
+    """Fakes do not check dtypes: softmax of integers decomposed into amax/exp/div and returned
+    floats, where eager's kernel raises NotImplementedError (fuzz seeds 3906, 5799)."""
+    fn = lambda x: torch.softmax(x * 2, -1)  # noqa: E731
+    x = torch.arange(6, dtype=dtype).reshape(2, 3)
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        fn(x)
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        ember.compile(fn, backend=backend)(x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backward_op_eager_refuses_stays_in_the_backward(backend):
+    """pow's backward computes `exponent - 1`, which eager refuses for a bool exponent, in the
+    backward.  Min-cut moved it into the forward (it reads only a primal), so the compiled
+    forward raised; the forward must run and the backward raise (fuzz seed 3209)."""
+    def fn(a, b):
+        return a ** b
+
+    def args():
+        return torch.tensor([[275.8], [2.0]], requires_grad=True), torch.tensor([[True], [False]])
+
+    eager_out = fn(*args())
+    compiled_args = args()
+    out = ember.compile(fn, backend=backend)(*compiled_args)
+    torch.testing.assert_close(out, eager_out)
+    assert out.requires_grad
+    for result in (eager_out, out):
+        with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+            result.sum().backward()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_layer_norm_backward_with_an_infinite_weight(backend):
+    """A weight of -inf: eager's layer-norm backward makes every input gradient NaN (inf - inf in
+    its per-row term); the decomposition's x_hat formula gave +-inf at some (fuzz seed 4396)."""
+    weight = torch.tensor([0.07, 0.47, 1.29, -0.52, 0.99, float("-inf"), -0.75, 0.02])
+    bias = torch.randn(8)
+    check(lambda c, w, b: torch.nn.functional.layer_norm(c, c.shape[-1:], w, b),
+          lambda: (torch.randn(1, 1, 1, 8, requires_grad=True), weight, bias), backend)
+    check(lambda c, w: torch.nn.functional.layer_norm(c, (8,), w) * 1,
+          lambda: (torch.randn(3, 8, requires_grad=True), weight.clone().requires_grad_()), backend)

@@ -394,3 +394,15 @@ def test_half_square_is_rounded_before_use():
     got[0].backward(torch.tensor(0.3, dtype=torch.float16))
     expected[0].backward(torch.tensor(0.3, dtype=torch.float16))
     assert_identical(a.grad, b.grad)
+
+
+def test_call_kept_for_its_error_even_when_unread():
+    """bool - 1 raises in eager; its only reader (zeros_like) ignores its value, and the scheduler
+    dropped the ATen call that exists to raise."""
+    fn = lambda b, x: torch.zeros_like(b - 1) + x  # noqa: E731
+    b, x = torch.tensor([True, False]), torch.randn(2)
+    with pytest.raises(RuntimeError) as eager_error:
+        fn(b, x)
+    with pytest.raises(RuntimeError, match="Subtraction"):
+        ember.compile(fn, backend="ember")(b, x)
+    assert "Subtraction" in str(eager_error.value)

@@ -153,3 +153,34 @@ def test_low_precision_norm_backwards_round_once(dtype):
     expected = aten.native_batch_norm.default(x4d, None, None, None, None, True, 0.1, 1e-5)
     assert [t.dtype for t in (out, mean, invstd)] == [t.dtype for t in expected]
     torch.testing.assert_close(out, expected[0], rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype, param_dtype", [(torch.float16, torch.float16), (torch.bfloat16, torch.bfloat16),
+                                                (torch.float16, torch.float32), (torch.float32, torch.float32)],
+                         ids=str)
+def test_layer_norm_statistics_have_eager_dtype(dtype, param_dtype):
+    """Eager keeps mean and rstd in the input's dtype (rounded), or in float32 for float16/bfloat16
+    input with float32 parameters; the decomposition returned float32 statistics always."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 6).to(dtype)
+    weight, bias = torch.randn(6).to(param_dtype), torch.randn(6).to(param_dtype)
+    expected = aten.native_layer_norm.default(x, [6], weight, bias, 1e-5)
+    got = core_decompositions()[aten.native_layer_norm.default](x, [6], weight, bias, 1e-5)
+    assert [t.dtype for t in got] == [t.dtype for t in expected]
+    for ours, eager in zip(got, expected):
+        torch.testing.assert_close(ours, eager, rtol=1e-2, atol=1e-2)
+
+
+def test_layer_norm_backward_puts_nans_where_eager_does():
+    """A weight of -inf: eager's kernel makes every input gradient of the row NaN (its b term is
+    inf - inf); the x_hat-based formula gave +-inf at some elements."""
+    x = torch.tensor([[0.37, 0.32, 1.82, -0.08, -1.77, -1.16, -0.12, -1.16]])
+    weight = torch.tensor([0.07, 0.47, 1.29, -0.52, 0.99, float("-inf"), -0.75, 0.02])
+    bias = torch.randn(8)
+    grad = torch.arange(8.0).reshape(1, 8) - 3
+    out, mean, rstd = aten.native_layer_norm.default(x, [8], weight, bias, 1e-5)
+    expected = aten.native_layer_norm_backward.default(grad, x, [8], mean, rstd, weight, bias, [True, True, True])
+    got = core_decompositions()[aten.native_layer_norm_backward.default](grad, x, [8], mean, rstd, weight, bias,
+                                                                         [True, True, True])
+    for ours, eager in zip(got, expected):
+        torch.testing.assert_close(ours, eager, equal_nan=True)

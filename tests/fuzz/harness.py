@@ -24,6 +24,8 @@ import traceback
 import warnings
 
 import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .compare import Mismatch, compare_tensor
 from .conditioning import ConditionWatch
@@ -118,6 +120,40 @@ def reference_inputs(inputs: list, leaves: list) -> tuple[list, list]:
     return new_inputs, new_leaves
 
 
+_LOWER_FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+
+
+class RoundedCasts(TorchDispatchMode):
+    """The float64 reference run: arithmetic stays in float64 after an explicit conversion too.
+
+    The reference's inputs are float64, so an op on what eager holds as a float16 input runs in
+    float64 there.  A conversion inside the program (`x.half()`, `.to(torch.float32)`,
+    `F.softmax(x, dtype=torch.float32)`, `ones_like(x, dtype=torch.bfloat16)`) made the rest of
+    the reference low precision again, with eager's own rounding: a float16 layer_norm of a
+    constant row is eager's float32 rounding residue (127 * 31.622776 + -4016.0923 with an FMA
+    = 2.86e-05, times the weight), not 0, so the reference agreed with eager's noise and ember's
+    exact 0 was called wrong; or it mixed dtypes where eager's did not (a float32 `.float()`
+    value index_put with a float64 input value) and the reference was lost.  Here such an op
+    runs with float64 in place of the dtype it names and its result is rounded to that dtype
+    (overflowing as eager's does) but kept in float64.  View ops (`view(dtype)` reinterprets
+    bits) and in-place ops run as they are."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        named = [v for v in pytree.tree_leaves((args, kwargs)) if isinstance(v, torch.dtype) and v in _LOWER_FLOATS]
+        if not named or func.is_view or func._schema.is_mutable:
+            return func(*args, **kwargs)
+        requested = named[0]
+
+        def wide(value):
+            return torch.float64 if isinstance(value, torch.dtype) and value in _LOWER_FLOATS else value
+
+        args, kwargs = pytree.tree_map(wide, (args, kwargs))
+        result = func(*args, **kwargs)
+        return pytree.tree_map_only(
+            torch.Tensor, lambda t: t.to(requested).to(torch.float64) if t.dtype == torch.float64 else t, result)
+
+
 def _storage(tensor: torch.Tensor):
     try:
         if tensor.numel() == 0:
@@ -148,7 +184,7 @@ def execute(function, namespace: dict, seed: int, *, reference: bool = False, gr
         inputs, leaves = reference_inputs(inputs, leaves)
     try:
         if reference:
-            with ConditionWatch() as watch:
+            with RoundedCasts(), ConditionWatch() as watch:
                 result = function(*inputs)
             run.ill_conditioned = watch.ill_conditioned
         else:

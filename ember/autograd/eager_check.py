@@ -1,0 +1,103 @@
+"""Would eager's kernel accept an op for these dtypes?
+
+Fake tensors check shapes but not dtypes: a softmax of int32 fakes makes an int32 fake, while
+eager's CPU kernel raises NotImplementedError ("softmax_lastdim_kernel_impl" not implemented for
+'Int'); `bool_tensor - 1` traces, eager refuses it.  The answer here comes from running the op
+on real tensors once per signature (op, dtypes, ranks, other arguments):
+
+1. one-element tensors of the same dtypes and ranks, values 1, then with integer tensors 0
+   (class indices must be in range);
+2. if those raise, the same with tensors of the real shapes (an op may need consistent sizes:
+   layer_norm's normalized_shape), where they are small enough to make.
+
+Only when every try raises does eager reject the op.  A wrong "rejects" is safe for the callers
+(they keep the op as one ATen call, which then raises or not as eager does); a wrong "accepts"
+is not, hence the retries.  Random ops run with the random state saved and restored.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import _disable_current_modes
+
+_ACCEPTS: dict = {}
+# Tensors of the real shapes are made only up to this many elements in all (a compile must not
+# allocate a vocabulary-sized logits tensor to learn that eager takes float32).
+_REAL_SHAPES_LIMIT = 1 << 22
+
+
+def _signature(value) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.dtype, value.dim(), str(value.device))
+    return value
+
+
+def _is_integer(tensor: torch.Tensor) -> bool:
+    return not (tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool)
+
+
+def _real(value, shape_of, integer_fill):
+    if not isinstance(value, torch.Tensor):
+        return value
+    fill = integer_fill if _is_integer(value) else 1
+    return torch.full(shape_of(value), fill, dtype=value.dtype, device=value.device)
+
+
+def _tiny_shape(tensor: torch.Tensor) -> list[int]:
+    return [1] * tensor.dim()
+
+
+def _static_shape(tensor: torch.Tensor) -> list[int] | None:
+    try:
+        return [int(size) for size in tensor.shape]
+    except Exception:  # unbacked symbolic sizes (after nonzero): no real tensor to make
+        return None
+
+
+def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
+    """Does eager run `func` on tensors with the dtypes of `args`/`kwargs` (fakes or real)?"""
+    try:
+        key = (func, repr(pytree.tree_map(_signature, (args, kwargs))))
+    except Exception:
+        return True
+    cached = _ACCEPTS.get(key)
+    if cached is not None:
+        return cached
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    fills = (1, 0) if any(_is_integer(t) for t in tensors) else (1,)
+    attempts = [(_tiny_shape, fill) for fill in fills]
+    shapes = [_static_shape(t) for t in tensors]
+    if all(shape is not None for shape in shapes) and sum(math.prod(shape) for shape in shapes) <= _REAL_SHAPES_LIMIT:
+        attempts += [(_static_shape, fill) for fill in fills]
+    tiny_only = len(attempts) == len(fills)
+    accepted = False
+    seeded = torch.Tag.nondeterministic_seeded in getattr(func, "tags", ())
+    cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
+    with _disable_current_modes(), torch.no_grad(), torch.random.fork_rng(devices=cuda, enabled=seeded):
+        for shape_of, integer_fill in attempts:
+            try:
+                real_args, real_kwargs = pytree.tree_map(lambda v: _real(v, shape_of, integer_fill), (args, kwargs))
+                func(*real_args, **real_kwargs)
+            except Exception:  # noqa: BLE001 - any refusal counts; the next try may still run
+                continue
+            accepted = True
+            break
+    if not accepted and tiny_only:
+        accepted = True  # could not try the real shapes: assume eager runs it
+    _ACCEPTS[key] = accepted
+    return accepted
+
+
+def node_eager_accepts(node: torch.fx.Node) -> bool:
+    """eager_accepts for a graph node, from its arguments' recorded values."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return True
+
+    def value(arg):
+        return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+
+    args, kwargs = pytree.tree_map(value, (tuple(node.args), dict(node.kwargs)))
+    return eager_accepts(node.target, args, kwargs)
