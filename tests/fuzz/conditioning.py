@@ -7,7 +7,8 @@ result says nothing about the compiler. While the float64 reference runs, this m
 every summing op and measures how much cancellation it does: the rounding error bound of a sum,
 eps * sum(|terms|), against the size of the result. A program with a sum whose bound exceeds
 its result (beyond the tolerance) is ill-conditioned: a value mismatch in it is reported as
-such, not as a wrong result.
+such, not as a wrong result. So does sin/cos/tan of an argument so large that its own rounding
+moves the result beyond the tolerance.
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ ACCUMULATION_EPS = torch.finfo(torch.float32).eps
 # below the fuzzer's float32 tolerance (ATOL, scaled like compare.py's) cannot make a mismatch.
 CONDITION_LIMIT = 1.0
 ATOL = 1e-5
+# sin/cos/tan of arguments whose own rounding error exceeds this (10x ATOL: |x| above ~840).
+_PERIODIC = (aten.sin.default, aten.cos.default, aten.tan.default)
+PERIODIC_LIMIT = 1e-4
 
 
 def _abs_twin(func, args, kwargs):
@@ -45,6 +49,13 @@ class ConditionWatch(TorchDispatchMode):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         if self.ill_conditioned or not isinstance(result, torch.Tensor) or not result.is_floating_point():
+            return result
+        if func in _PERIODIC and isinstance(args[0], torch.Tensor):
+            # sin(x) moves by up to |dx|: one rounding of a large argument (eps * |x|) moves
+            # the result beyond any tolerance (sin(exp(10)) after a 1-ulp different exp).
+            x = args[0].detach().double().abs()
+            if bool((ACCUMULATION_EPS * x[torch.isfinite(x)] > PERIODIC_LIMIT).any()):
+                self.ill_conditioned = True
             return result
         try:
             scale = _abs_twin(func, args, kwargs)

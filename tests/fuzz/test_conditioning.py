@@ -20,3 +20,8 @@ def test_cancelling_huge_terms_are_ill_conditioned():
 def test_ordinary_sums_are_not():
     x = torch.randn(64, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     assert not _watched(lambda t: (t.sum(0), t.mean(), t.cumsum(1), t @ t.T, t.abs().sum()), x)
+
+
+def test_sine_of_a_huge_argument_is_ill_conditioned():
+    assert _watched(torch.sin, torch.tensor([22026.47, 0.5], dtype=torch.float64))
+    assert not _watched(torch.sin, torch.tensor([3.0, -20.0], dtype=torch.float64))
