@@ -23,21 +23,27 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils import _pytree as pytree
 
+from .. import logs
 from .eager_formulas import EagerFormulas
 from .tracer import AtenTracer, TracingError
+
+log_fallbacks = logs.get("fallbacks")
 
 
 @dataclasses.dataclass
 class JointSpec:
     num_primals: int
     num_tangents: int
-    num_fw_outputs: int  # flat forward outputs (tensors and constants)
+    # Forward outputs: the user's flat outputs (tensors and constants), then the bases of outputs
+    # that share memory with each other (intermediates eager's outputs are views of).
+    num_fw_outputs: int
     mutated_inputs: list[int]  # primal indices written in place (new values follow the outputs)
     grad_inputs: list[int]  # primal indices that get a gradient (the last outputs, in order)
     diff_outputs: list[int]  # forward outputs that have a tangent
     out_spec: Any  # pytree spec of the user's outputs
     constant_outputs: dict[int, Any]  # forward outputs that are not tensors
-    output_aliases: dict[int, tuple]  # output index -> ("input", i, size, stride, offset)
+    # Forward outputs made outside the graph, as views of what they share memory with in eager.
+    output_aliases: dict[int, OutputAlias]
     # Per forward output: does eager's result require grad (a returned x.detach() does not).
     output_requires_grad: list[bool] = dataclasses.field(default_factory=list)
     # Output j -> output i when both are the same graph value (y and y.detach()): the runtime
@@ -48,6 +54,29 @@ class JointSpec:
     # that requires grad and is written in place (a non-leaf) gets its new value differentiably.
     def mutation_is_differentiable(self, position: int) -> bool:
         return self.num_fw_outputs + position in self.diff_outputs
+
+    @property
+    def num_user_outputs(self) -> int:
+        return self.out_spec.num_leaves
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputAlias:
+    """An output eager returns as a view: the runtime makes it as a view of the real tensor.
+
+    kind "input": of input `source` (after mutated inputs got their new values); kind "output":
+    of forward output `source` (a user output or an intermediate base the graph also returns).
+    `size` None: the source tensor itself (an input returned as it is, a tensor returned twice).
+    `offset` is relative to the source's storage offset; `source_size`/`source_stride` are the
+    source's layout the view's geometry assumes (a compiled base with another layout is copied
+    into this one first)."""
+    kind: str
+    source: int
+    size: tuple | None
+    stride: tuple | None
+    offset: int
+    source_size: tuple = ()
+    source_stride: tuple = ()
 
 
 def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
@@ -119,10 +148,21 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         for index in written_with_grad:
             if index in grad_inputs and args[index].is_leaf:
                 raise TracingError(f"in-place write to primals_{index + 1}, a leaf that requires grad")
-        # The forward outputs, then the new values of mutated inputs (the primal objects
-        # themselves: in-place ops changed them); those written with grad that require grad get
-        # tangents.
-        candidates = flat_outputs + [primals[index] if index in written_with_grad else None for index, _ in mutated]
+        output_requires_grad = [isinstance(out, torch.Tensor) and out.requires_grad for out in flat_outputs]
+        # Inputs that require grad once their new values are written back (differentiably).
+        differentiable = with_backward and bool(grad_inputs)
+        will_require_grad = {i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad}
+        will_require_grad |= {i for i in written_with_grad if differentiable and primals[i].requires_grad}
+        aliases, bases = _plan_aliases(args, primals, leaves, flat_outputs, tracer, output_requires_grad,
+                                       will_require_grad, differentiable)
+        output_requires_grad += [base.requires_grad for base in bases]
+        # The forward outputs the graph returns (views of inputs and of other outputs are made
+        # outside it, and get their gradients through what they view), then the new values of
+        # mutated inputs (the primal objects themselves: in-place ops changed them); those
+        # written with grad that require grad get tangents.
+        forward_values = [None if i in aliases else out for i, out in enumerate(flat_outputs)] + bases
+        candidates = forward_values + [primals[index] if index in written_with_grad else None
+                                       for index, _ in mutated]
         diff_outputs = [
             i for i, out in enumerate(candidates)
             if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs
@@ -149,8 +189,10 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
                 [candidates[i] for i in diff_outputs], targets, tangents, allow_unused=True))
     output_nodes: list = []
     constant_outputs: dict[int, Any] = {}
-    for index, out in enumerate(flat_outputs):
-        if isinstance(out, torch.Tensor):
+    for index, out in enumerate(forward_values):
+        if index in aliases:
+            output_nodes.append(None)
+        elif isinstance(out, torch.Tensor):
             output_nodes.append(tracer.node_of(out))
         elif isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             output_nodes.append(tracer.sym_node_of(out))
@@ -165,18 +207,17 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     _remove_aliases(graph)
     graph.eliminate_dead_code()
     module.recompile()
-    final_outputs = list(next(n for n in graph.nodes if n.op == "output").args[0])[:len(flat_outputs)]
-    output_requires_grad = [isinstance(out, torch.Tensor) and out.requires_grad for out in flat_outputs]
+    final_outputs = list(next(n for n in graph.nodes if n.op == "output").args[0])[:len(forward_values)]
     spec = JointSpec(
         num_primals=len(primals),
         num_tangents=len(tangent_nodes),
-        num_fw_outputs=len(flat_outputs),
+        num_fw_outputs=len(forward_values),
         mutated_inputs=[index for index, _ in mutated],
         grad_inputs=grad_inputs if diff_outputs else [],
         diff_outputs=diff_outputs,
         out_spec=out_spec,
         constant_outputs=constant_outputs,
-        output_aliases=_output_aliases(primals, flat_outputs),
+        output_aliases=aliases,
         output_requires_grad=output_requires_grad,
         output_copies=_output_copies(final_outputs, output_requires_grad),
     )
@@ -198,21 +239,114 @@ def _output_copies(nodes: list, requires_grad: list[bool]) -> dict[int, int]:
     return copies
 
 
-def _output_aliases(primals: list, outputs: list) -> dict[int, tuple]:
-    """Outputs that share storage with an input: the runtime returns a view of the real input."""
-    storages = {}
+def _plan_aliases(args: list, primals: list, leaves: list, outputs: list, tracer: AtenTracer,
+                  requires_grad: list[bool], will_require_grad: set[int],
+                  differentiable: bool) -> tuple[dict[int, OutputAlias], list[torch.Tensor]]:
+    """Which outputs eager returns as views, and of what: (aliases, intermediate bases).
+
+    An output sharing memory with an input is made as a view of the real input (after the
+    write-back, so it shows the input's new value).  Outputs sharing memory with each other are
+    made as views of one base: their tracer root, returned by the graph (as an extra forward
+    output when it is not an output itself).  A lone view of an intermediate needs no base.
+    Where the view cannot be re-created, the output is the graph's value (equal, not aliased),
+    which the `fallbacks` log says."""
+    inputs: dict[int, int] = {}
     for index, primal in enumerate(primals):
         if isinstance(primal, torch.Tensor):
-            storages.setdefault(_storage_key(primal), index)
-    aliases = {}
+            inputs.setdefault(_storage_key(primal), index)
+    aliases: dict[int, OutputAlias] = {}
+    groups: dict[int, list[int]] = {}
     for index, out in enumerate(outputs):
-        if isinstance(out, torch.Tensor):
-            source = storages.get(_storage_key(out))
-            # as_strided re-creates the view only within one dtype (not view_as_complex & co.)
-            symbolic = any(isinstance(d, torch.SymInt) for d in (*out.shape, *out.stride()))
-            if source is not None and out.dtype == primals[source].dtype and not symbolic:
-                aliases[index] = ("input", source, tuple(out.shape), tuple(out.stride()), out.storage_offset())
-    return aliases
+        if not isinstance(out, torch.Tensor) or _symbolic(out):
+            continue
+        key = _storage_key(out)
+        if key not in inputs:
+            groups.setdefault(key, []).append(index)
+            continue
+        source = inputs[key]
+        why = _input_view_problem(out, primals[source], leaves[source], requires_grad[index],
+                                  source in will_require_grad)
+        if why:
+            _log_unaliased(index, f"input {source}", why)
+            continue
+        if out is primals[source]:
+            aliases[index] = OutputAlias("input", source, None, None, 0)
+        else:
+            aliases[index] = OutputAlias("input", source, tuple(out.shape), tuple(out.stride()),
+                                         out.storage_offset() - primals[source].storage_offset())
+    bases: list[torch.Tensor] = []
+    for key, members in groups.items():
+        if len(members) == 1:
+            continue  # a fresh tensor, or a lone view of an intermediate nobody else sees
+        root = tracer.root(outputs[members[0]])
+        node = tracer.nodes.get(id(root))
+        if _storage_key(root) != key or node is None or node.op != "call_function" or _symbolic(root):
+            for index in members[1:]:
+                _log_unaliased(index, f"output {members[0]}", "their common base is not a traced value")
+            continue
+        base_index = next((i for i in members if outputs[i] is root), None)
+        if base_index is None:
+            base_index = len(outputs) + len(bases)
+            bases.append(root)
+        for index in members:
+            out = outputs[index]
+            if index == base_index:
+                continue
+            if out is root:
+                aliases[index] = OutputAlias("output", base_index, None, None, 0)
+                continue
+            why = _view_problem(out, root)
+            if not why and requires_grad[index] and not (root.requires_grad and differentiable):
+                why = "it requires grad, its base does not"
+            if why:
+                _log_unaliased(index, f"output {base_index}", why)
+                continue
+            aliases[index] = OutputAlias("output", base_index, tuple(out.shape), tuple(out.stride()),
+                                         out.storage_offset() - root.storage_offset(), tuple(root.shape),
+                                         tuple(root.stride()))
+    return aliases, bases
+
+
+def _input_view_problem(out: torch.Tensor, primal: torch.Tensor, leaf: torch.Tensor, requires_grad: bool,
+                        input_requires_grad: bool) -> str | None:
+    if requires_grad and not input_requires_grad:
+        return "it requires grad, the input does not"
+    if out is primal:
+        return None
+    if out.dtype != primal.dtype:
+        return "of another dtype"  # as_strided re-creates a view only within one dtype
+    if _strides(primal) != _strides(leaf):
+        return "the input (not a leaf) was traced with other strides"
+    return None
+
+
+def _view_problem(out: torch.Tensor, root: torch.Tensor) -> str | None:
+    if out.dtype != root.dtype:
+        return "of another dtype"
+    start = out.storage_offset() - root.storage_offset()
+    if out.numel() and (start < 0 or start + _extent(out) > _extent(root)):
+        return "it reaches outside its base"
+    return None
+
+
+def _extent(tensor: torch.Tensor) -> int:
+    """Elements from the tensor's first one to one past its last one (0 if empty)."""
+    if tensor.numel() == 0:
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+
+
+def _strides(tensor: torch.Tensor) -> tuple:
+    """Shape and strides, ignoring the strides of size-1 dimensions (they address nothing)."""
+    return tuple(tensor.shape), tuple(st for st, n in zip(tensor.stride(), tensor.shape) if n != 1)
+
+
+def _symbolic(tensor: torch.Tensor) -> bool:
+    return any(isinstance(d, torch.SymInt) for d in (*tensor.shape, *tensor.stride(), tensor.storage_offset()))
+
+
+def _log_unaliased(index: int, what: str, why: str) -> None:
+    log_fallbacks.debug("ember: output %d shares memory with %s in eager; returned as a copy (%s)", index, what, why)
 
 
 def _storage_key(tensor: torch.Tensor) -> int:
