@@ -217,7 +217,7 @@ class AtenTracer(TorchDispatchMode):
             with self:
                 result = decomposition(*args, **kwargs)
             if result is not NotImplemented:
-                return result
+                return self._as_eager_returns(func, args, kwargs, result)
         schema = func._schema
         if self.functionalize and schema.is_mutable:
             return self._mutation(func, args, kwargs)
@@ -225,6 +225,45 @@ class AtenTracer(TorchDispatchMode):
         node = self._record(func, self._map_args(args), self._map_args(kwargs), result)
         self._bind_outputs(func, args, kwargs, result, node)
         return result
+
+    def _as_eager_returns(self, func, args, kwargs, result):
+        """A decomposition's result with the memory layout eager's kernel gives, in memory of its
+        own: what is done with it later depends on that as in eager (a reshape views it or
+        copies it; a write through that view reaches it or not)."""
+        if func.is_view or torch.Tag.inplace_view in func.tags:
+            return result
+        try:
+            expected = func(*args, **kwargs)  # the op's own meta kernel (this mode is off in here)
+        except Exception:  # noqa: BLE001 - no meta kernel: keep the decomposition's layout
+            return result
+        results, spec = pytree.tree_flatten(result)
+        expecteds, _ = pytree.tree_flatten(expected)
+        if len(results) != len(expecteds):
+            return result
+        inputs = {_storage_of(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)}
+        fixed = [self._with_layout_of(value, want, inputs) for value, want in zip(results, expecteds)]
+        if all(a is b for a, b in zip(fixed, results)):
+            return result
+        return pytree.tree_unflatten(fixed, spec)
+
+    def _with_layout_of(self, value, want, inputs: set):
+        if not isinstance(value, torch.Tensor) or not isinstance(want, torch.Tensor):
+            return value
+        if value.shape != want.shape or value.dtype != want.dtype or _has_symbols(value) or _has_symbols(want):
+            return value
+        aliased = _storage_of(value) in inputs  # eager's kernel returns memory of its own
+        same = value.numel() == 0 or all(a == b for a, b, n in zip(value.stride(), want.stride(), want.shape) if n != 1)
+        if same and not aliased:
+            return value
+        order = _dense_order(want)
+        if order is None:
+            order = list(range(value.dim()))  # eager's layout is not dense: contiguous at least
+        inverse = [0] * len(order)
+        for position, dim in enumerate(order):
+            inverse[dim] = position
+        with self:
+            copy = aten.clone.default(aten.permute.default(value, order), memory_format=torch.contiguous_format)
+            return aten.permute.default(copy, inverse)
 
     def _bind_outputs(self, func, args, kwargs, result, node) -> None:
         if isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -449,6 +488,29 @@ def _single_piece(info: ViewInfo, view: torch.Tensor) -> tuple[Any, tuple]:
     dim = (info.args[dim] if len(info.args) > dim else 0) % parent.dim()
     start = (view.storage_offset() - parent.storage_offset()) // max(parent.stride(dim), 1)
     return aten.slice.Tensor, (dim, start, start + view.shape[dim], 1)
+
+
+def _storage_of(tensor: torch.Tensor) -> int:
+    try:
+        return tensor.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 - tensors without storage
+        return id(tensor)
+
+
+def _has_symbols(tensor: torch.Tensor) -> bool:
+    return any(isinstance(d, torch.SymInt) for d in (*tensor.shape, *tensor.stride()))
+
+
+def _dense_order(tensor: torch.Tensor) -> list[int] | None:
+    """Dimensions from outermost to innermost if the tensor is dense (a permutation of a
+    contiguous layout), else None."""
+    order = sorted(range(tensor.dim()), key=lambda d: (-tensor.stride(d), -tensor.shape[d]))
+    expected = 1
+    for dim in reversed(order):
+        if tensor.shape[dim] != 1 and tensor.stride(dim) != expected:
+            return None
+        expected *= tensor.shape[dim]
+    return order
 
 
 def _sym_key(value) -> Any:

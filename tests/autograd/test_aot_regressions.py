@@ -353,3 +353,19 @@ def test_view_of_an_intermediate_written_after_a_break(backend):
 
     check(lone_view, lambda: (leaf(2, 3),), backend)
 
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decomposed_op_keeps_eagers_layout(backend):
+    """softmax of a transposed input is contiguous in eager, but the decomposition's pointwise
+    ops kept the input's strides: the reshape then copied instead of viewing, and a write
+    through it no longer reached the softmax."""
+    def written_through_reshape(x):
+        y = torch.softmax(x, 1)
+        y.reshape(-1).add_(1)
+        return y
+
+    check(written_through_reshape, lambda: (torch.randn(3, 5).t(),), backend)
+    check_aliasing(lambda d: (torch.softmax(d, 1).reshape(15), torch.softmax(d, 1)),
+                   lambda: (torch.randn(3, 5).t(),), backend)
+    check_aliasing(lambda d: (lambda y: (y.reshape(15), y))(torch.log_softmax(d, 0)),
+                   lambda: (torch.randn(3, 5).t().requires_grad_(),), backend)
