@@ -98,8 +98,30 @@ def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
         if arg.requires_grad:
             leaf.requires_grad_(True)
         leaves.append(leaf)
-        fakes.append(leaf.clone() if arg.requires_grad and not arg.is_leaf else leaf)
+        fakes.append(_own_copy(fake_mode, leaf) if arg.requires_grad and not arg.is_leaf else leaf)
     return fakes, leaves
+
+
+def _own_copy(fake_mode: FakeTensorMode, leaf: torch.Tensor) -> torch.Tensor:
+    """A differentiable copy of `leaf` with its strides (a clone makes a non-dense tensor dense,
+    and then reshape views where eager copies: x[::2].reshape(-1)).  Elements that share memory
+    (expanded) cannot be copied into: those get a clone."""
+    if not _non_overlapping(leaf):
+        return leaf.clone()
+    with fake_mode:
+        copy = torch.empty_strided(leaf.shape, leaf.stride(), dtype=leaf.dtype, device=leaf.device)
+    return copy.copy_(leaf)
+
+
+def _non_overlapping(tensor: torch.Tensor) -> bool:
+    """No two elements share memory: each dimension, innermost first, steps past what the
+    dimensions inside it span."""
+    span = 0  # the last element the inner dimensions reach, from the first
+    for stride, size in sorted((st, n) for n, st in zip(tensor.shape, tensor.stride()) if n > 1):
+        if stride <= span:
+            return False
+        span += stride * (size - 1)
+    return True
 
 
 def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,

@@ -369,3 +369,20 @@ def test_decomposed_op_keeps_eagers_layout(backend):
                    lambda: (torch.randn(3, 5).t(),), backend)
     check_aliasing(lambda d: (lambda y: (y.reshape(15), y))(torch.log_softmax(d, 0)),
                    lambda: (torch.randn(3, 5).t().requires_grad_(),), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_non_dense_non_leaf_input_keeps_its_strides(backend):
+    """t = p[::2] enters the graph as a non-leaf: it was traced as a (dense) clone, on which
+    t.reshape(-1) is a view, in eager a copy.  The write through it then reached t (aot_eager
+    raised on the graph's view of the real t, the C++ backend wrote into a view of a leaf)."""
+    def fn(p):
+        t = p[::2]
+        ember.graph_break()
+        r = t.reshape(-1)
+        r.mul_(2)
+        return t * 1, r
+
+    check(fn, lambda: (leaf(3, 4),), backend)
+    check_aliasing(lambda t: (t.mul_(2), t[1], t.unsqueeze(0))[1:], lambda: ((leaf(4, 6) * 1)[::2, 1:],), backend,
+                   leaves=lambda args: [])
