@@ -67,9 +67,10 @@ class OutputAlias:
     kind "input": of input `source` (after mutated inputs got their new values); kind "output":
     of forward output `source` (a user output or an intermediate base the graph also returns).
     `size` None: the source tensor itself (an input returned as it is, a tensor returned twice).
-    `offset` is relative to the source's storage offset; `source_size`/`source_stride` are the
-    source's layout the view's geometry assumes (a compiled base with another layout is copied
-    into this one first)."""
+    `dtype`: the view's, when it differs (x.view(torch.int32)): the source is viewed as that
+    dtype first, and `offset` counts its elements.  `offset` is relative to the source's
+    storage offset; `source_size`/`source_stride` are the source's layout the view's geometry
+    assumes (a compiled base with another layout is copied into this one first)."""
     kind: str
     source: int
     size: tuple | None
@@ -77,6 +78,7 @@ class OutputAlias:
     offset: int
     source_size: tuple = ()
     source_stride: tuple = ()
+    dtype: torch.dtype | None = None
 
 
 def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
@@ -286,16 +288,19 @@ def _plan_aliases(args: list, primals: list, leaves: list, outputs: list, tracer
             groups.setdefault(key, []).append(index)
             continue
         source = inputs[key]
-        why = _input_view_problem(out, primals[source], leaves[source], requires_grad[index],
-                                  source in will_require_grad)
+        primal = primals[source]
+        why = _input_view_problem(out, primal, leaves[source], requires_grad[index], source in will_require_grad,
+                                  tracer)
         if why:
             _log_unaliased(index, f"input {source}", why)
             continue
-        if out is primals[source]:
+        if out is primal:
             aliases[index] = OutputAlias("input", source, None, None, 0)
-        else:
-            aliases[index] = OutputAlias("input", source, tuple(out.shape), tuple(out.stride()),
-                                         out.storage_offset() - primals[source].storage_offset())
+            continue
+        viewed = _as_dtype(primal, out.dtype, tracer)
+        aliases[index] = OutputAlias("input", source, tuple(out.shape), tuple(out.stride()),
+                                     out.storage_offset() - viewed.storage_offset(),
+                                     dtype=out.dtype if out.dtype != primal.dtype else None)
     bases: list[torch.Tensor] = []
     for key, members in groups.items():
         if len(members) == 1:
@@ -317,38 +322,65 @@ def _plan_aliases(args: list, primals: list, leaves: list, outputs: list, tracer
             if out is root:
                 aliases[index] = OutputAlias("output", base_index, None, None, 0)
                 continue
-            why = _view_problem(out, root)
+            why = _view_problem(out, root, requires_grad[index], tracer)
             if not why and requires_grad[index] and not (root.requires_grad and differentiable):
                 why = "it requires grad, its base does not"
             if why:
                 _log_unaliased(index, f"output {base_index}", why)
                 continue
+            viewed = _as_dtype(root, out.dtype, tracer)
             aliases[index] = OutputAlias("output", base_index, tuple(out.shape), tuple(out.stride()),
-                                         out.storage_offset() - root.storage_offset(), tuple(root.shape),
-                                         tuple(root.stride()))
+                                         out.storage_offset() - viewed.storage_offset(), tuple(root.shape),
+                                         tuple(root.stride()), out.dtype if out.dtype != root.dtype else None)
     return aliases, bases
 
 
 def _input_view_problem(out: torch.Tensor, primal: torch.Tensor, leaf: torch.Tensor, requires_grad: bool,
-                        input_requires_grad: bool) -> str | None:
+                        input_requires_grad: bool, tracer: AtenTracer) -> str | None:
     if requires_grad and not input_requires_grad:
         return "it requires grad, the input does not"
     if out is primal:
         return None
-    if out.dtype != primal.dtype:
-        return "of another dtype"  # as_strided re-creates a view only within one dtype
     if _strides(primal) != _strides(leaf):
         return "the input (not a leaf) was traced with other strides"
+    if out.dtype != primal.dtype:
+        return _dtype_view_problem(requires_grad, [leaf, primal], out.dtype, tracer)
     return None
 
 
-def _view_problem(out: torch.Tensor, root: torch.Tensor) -> str | None:
+def _view_problem(out: torch.Tensor, root: torch.Tensor, requires_grad: bool, tracer: AtenTracer) -> str | None:
     if out.dtype != root.dtype:
-        return "of another dtype"
-    start = out.storage_offset() - root.storage_offset()
-    if out.numel() and (start < 0 or start + _extent(out) > _extent(root)):
+        why = _dtype_view_problem(requires_grad, [root], out.dtype, tracer)
+        if why:
+            return why
+    viewed = _as_dtype(root, out.dtype, tracer)
+    start = out.storage_offset() - viewed.storage_offset()
+    if out.numel() and (start < 0 or start + _extent(out) > _extent(viewed)):
         return "it reaches outside its base"
     return None
+
+
+def _dtype_view_problem(requires_grad: bool, sources: list, dtype: torch.dtype, tracer: AtenTracer) -> str | None:
+    """Can each source be viewed as `dtype`?"""
+    if requires_grad:
+        return "a view of another dtype that requires grad"  # re-made by as_strided: not differentiable
+    for source in sources:
+        try:
+            _as_dtype(source, dtype, tracer)
+        except Exception:  # noqa: BLE001 - eager's view(dtype) refuses this layout
+            return f"the {source.dtype} memory cannot be viewed as {dtype}"
+    return None
+
+
+def _as_dtype(tensor: torch.Tensor, dtype: torch.dtype, tracer: AtenTracer) -> torch.Tensor:
+    """tensor.view(dtype) on the fakes, recorded nowhere."""
+    if tensor.dtype == dtype:
+        return tensor
+    recording, tracer.recording = tracer.recording, False
+    try:
+        return tensor.view(dtype)
+    finally:
+        tracer.recording = recording
 
 
 def _extent(tensor: torch.Tensor) -> int:

@@ -218,6 +218,8 @@ def _make_views(spec: JointSpec, flat: list, requires_grad: list[bool], args) ->
             source = flat[alias.source]
         if not requires_grad[index] and source.requires_grad:
             source = source.detach()
+        if alias.dtype is not None:
+            source = source.view(alias.dtype)
         if alias.size is not None:
             source = source.as_strided(alias.size, alias.stride, source.storage_offset() + alias.offset)
         flat[index] = source

@@ -386,3 +386,17 @@ def test_non_dense_non_leaf_input_keeps_its_strides(backend):
     check(fn, lambda: (leaf(3, 4),), backend)
     check_aliasing(lambda t: (t.mul_(2), t[1], t.unsqueeze(0))[1:], lambda: ((leaf(4, 6) * 1)[::2, 1:],), backend,
                    leaves=lambda args: [])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_outputs_viewing_memory_as_another_dtype(backend):
+    """x.view(torch.int32) shares x's memory: made as a view of the input viewed as int32."""
+    check_aliasing(lambda x: (x.view(torch.int32), x * 2), lambda: (torch.randn(3, 4),), backend)
+    check_aliasing(lambda x: (x.add_(1).view(torch.uint8), x[0].view(torch.int8)), lambda: (torch.randn(3, 4),),
+                   backend)
+    check_aliasing(lambda x: (lambda y: (y.view(torch.int16)[1:], y))(x * 2), lambda: (leaf(3, 4),), backend)
+    check_aliasing(lambda x: (lambda y: (torch.view_as_real(y), y.view(torch.float32)))(x * 2),
+                   lambda: (torch.randn(3, 4, dtype=torch.complex64),), backend)
+    # (a differentiable view of another dtype is not re-made: equal values, logged)
+    check(lambda x: (lambda y: (torch.view_as_real(y), y))(x * 2),
+          lambda: (torch.randn(3, 4, dtype=torch.complex64, requires_grad=True),), backend)
