@@ -66,19 +66,23 @@ class OutputAlias:
 
     kind "input": of input `source` (after mutated inputs got their new values); kind "output":
     of forward output `source` (a user output or an intermediate base the graph also returns).
-    `size` None: the source tensor itself (an input returned as it is, a tensor returned twice).
-    `dtype`: the view's, when it differs (x.view(torch.int32)): the source is viewed as that
-    dtype first, and `offset` counts its elements.  `offset` is relative to the source's
-    storage offset; `source_size`/`source_stride` are the source's layout the view's geometry
-    assumes (a compiled base with another layout is copied into this one first)."""
+
+    `chain`: the view ops that made it from the source, as (op, args, kwargs, piece), replayed
+    on the real tensor: eager's own views, so autograd sees what it sees in eager (a squeeze of
+    an expanded input is not an as_strided of its memory); () is the source itself.  None: no
+    such chain reproduces it (it shares the memory by other means), so it is
+    as_strided(size, stride, source offset + offset), on the source viewed as `dtype` first
+    when that differs.  `source_size`/`source_stride`: the layout of an output source these
+    assume (a compiled base with another layout is copied into this one first)."""
     kind: str
     source: int
-    size: tuple | None
-    stride: tuple | None
-    offset: int
+    chain: tuple | None
+    size: tuple = ()
+    stride: tuple = ()
+    offset: int = 0
+    dtype: torch.dtype | None = None
     source_size: tuple = ()
     source_stride: tuple = ()
-    dtype: torch.dtype | None = None
 
 
 def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
@@ -177,7 +181,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         differentiable = with_backward and bool(grad_inputs)
         will_require_grad = {i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad}
         will_require_grad |= {i for i in written_with_grad if differentiable and primals[i].requires_grad}
-        aliases, bases = _plan_aliases(args, primals, leaves, flat_outputs, tracer, output_requires_grad,
+        aliases, bases = _plan_aliases(primals, leaves, flat_outputs, tracer, output_requires_grad,
                                        will_require_grad, differentiable)
         output_requires_grad += [base.requires_grad for base in bases]
         # The forward outputs the graph returns (views of inputs and of other outputs are made
@@ -263,9 +267,8 @@ def _output_copies(nodes: list, requires_grad: list[bool]) -> dict[int, int]:
     return copies
 
 
-def _plan_aliases(args: list, primals: list, leaves: list, outputs: list, tracer: AtenTracer,
-                  requires_grad: list[bool], will_require_grad: set[int],
-                  differentiable: bool) -> tuple[dict[int, OutputAlias], list[torch.Tensor]]:
+def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer, requires_grad: list[bool],
+                  will_require_grad: set[int], differentiable: bool) -> tuple[dict[int, OutputAlias], list]:
     """Which outputs eager returns as views, and of what: (aliases, intermediate bases).
 
     An output sharing memory with an input is made as a view of the real input (after the
@@ -287,20 +290,16 @@ def _plan_aliases(args: list, primals: list, leaves: list, outputs: list, tracer
         if key not in inputs:
             groups.setdefault(key, []).append(index)
             continue
-        source = inputs[key]
-        primal = primals[source]
-        why = _input_view_problem(out, primal, leaves[source], requires_grad[index], source in will_require_grad,
-                                  tracer)
-        if why:
-            _log_unaliased(index, f"input {source}", why)
+        root = tracer.root(out)
+        source = next((i for i, primal in enumerate(primals) if primal is root), inputs[key])
+        if requires_grad[index] and source not in will_require_grad:
+            _log_unaliased(index, f"input {source}", "it requires grad, the input does not")
             continue
-        if out is primal:
-            aliases[index] = OutputAlias("input", source, None, None, 0)
-            continue
-        viewed = _as_dtype(primal, out.dtype, tracer)
-        aliases[index] = OutputAlias("input", source, tuple(out.shape), tuple(out.stride()),
-                                     out.storage_offset() - viewed.storage_offset(),
-                                     dtype=out.dtype if out.dtype != primal.dtype else None)
+        alias = _alias("input", source, out, primals[source], leaves[source], requires_grad[index], tracer)
+        if isinstance(alias, str):
+            _log_unaliased(index, f"input {source}", alias)
+        else:
+            aliases[index] = alias
     bases: list[torch.Tensor] = []
     for key, members in groups.items():
         if len(members) == 1:
@@ -316,60 +315,82 @@ def _plan_aliases(args: list, primals: list, leaves: list, outputs: list, tracer
             base_index = len(outputs) + len(bases)
             bases.append(root)
         for index in members:
-            out = outputs[index]
             if index == base_index:
                 continue
-            if out is root:
-                aliases[index] = OutputAlias("output", base_index, None, None, 0)
-                continue
-            why = _view_problem(out, root, requires_grad[index], tracer)
-            if not why and requires_grad[index] and not (root.requires_grad and differentiable):
-                why = "it requires grad, its base does not"
-            if why:
-                _log_unaliased(index, f"output {base_index}", why)
-                continue
-            viewed = _as_dtype(root, out.dtype, tracer)
-            aliases[index] = OutputAlias("output", base_index, tuple(out.shape), tuple(out.stride()),
-                                         out.storage_offset() - viewed.storage_offset(), tuple(root.shape),
-                                         tuple(root.stride()), out.dtype if out.dtype != root.dtype else None)
+            if requires_grad[index] and not (root.requires_grad and differentiable):
+                alias = "it requires grad, its base does not"
+            else:
+                alias = _alias("output", base_index, outputs[index], root, root, requires_grad[index], tracer)
+            if isinstance(alias, str):
+                _log_unaliased(index, f"output {base_index}", alias)
+            else:
+                aliases[index] = alias
     return aliases, bases
 
 
-def _input_view_problem(out: torch.Tensor, primal: torch.Tensor, leaf: torch.Tensor, requires_grad: bool,
-                        input_requires_grad: bool, tracer: AtenTracer) -> str | None:
-    if requires_grad and not input_requires_grad:
-        return "it requires grad, the input does not"
-    if out is primal:
-        return None
-    if _strides(primal) != _strides(leaf):
+def _alias(kind: str, source: int, out: torch.Tensor, traced: torch.Tensor, real: torch.Tensor,
+           requires_grad: bool, tracer: AtenTracer) -> OutputAlias | str:
+    """How to make `out` from the source (`traced`: the fake it was made from; `real`: a fake
+    with the layout of what the runtime will have); a string says why it cannot be made."""
+    layout = (tuple(traced.shape), tuple(traced.stride())) if kind == "output" else ((), ())
+    chain = _view_chain(out, traced, tracer)
+    if chain is not None and _replays_to(chain, real, out, traced, tracer):
+        return OutputAlias(kind, source, chain, source_size=layout[0], source_stride=layout[1])
+    if requires_grad and out.dtype != traced.dtype:
+        return "a view of another dtype that requires grad"  # as_strided of a dtype view: not differentiable
+    if requires_grad and not _non_overlapping(real):
+        return "elements of its source share memory"  # as_strided's gradient would be per memory location
+    if _strides(traced) != _strides(real):
         return "the input (not a leaf) was traced with other strides"
-    if out.dtype != primal.dtype:
-        return _dtype_view_problem(requires_grad, [leaf, primal], out.dtype, tracer)
-    return None
-
-
-def _view_problem(out: torch.Tensor, root: torch.Tensor, requires_grad: bool, tracer: AtenTracer) -> str | None:
-    if out.dtype != root.dtype:
-        why = _dtype_view_problem(requires_grad, [root], out.dtype, tracer)
-        if why:
-            return why
-    viewed = _as_dtype(root, out.dtype, tracer)
+    try:
+        viewed = _as_dtype(traced, out.dtype, tracer)
+        _as_dtype(real, out.dtype, tracer)
+    except Exception:  # noqa: BLE001 - eager's view(dtype) refuses this layout
+        return f"the {traced.dtype} memory cannot be viewed as {out.dtype}"
     start = out.storage_offset() - viewed.storage_offset()
-    if out.numel() and (start < 0 or start + _extent(out) > _extent(viewed)):
+    if kind == "output" and out.numel() and (start < 0 or start + _extent(out) > _extent(viewed)):
         return "it reaches outside its base"
-    return None
+    return OutputAlias(kind, source, None, tuple(out.shape), tuple(out.stride()), start,
+                       out.dtype if out.dtype != traced.dtype else None, *layout)
 
 
-def _dtype_view_problem(requires_grad: bool, sources: list, dtype: torch.dtype, tracer: AtenTracer) -> str | None:
-    """Can each source be viewed as `dtype`?"""
-    if requires_grad:
-        return "a view of another dtype that requires grad"  # re-made by as_strided: not differentiable
-    for source in sources:
-        try:
-            _as_dtype(source, dtype, tracer)
-        except Exception:  # noqa: BLE001 - eager's view(dtype) refuses this layout
-            return f"the {source.dtype} memory cannot be viewed as {dtype}"
-    return None
+def _view_chain(out: torch.Tensor, source: torch.Tensor, tracer: AtenTracer) -> tuple | None:
+    """The view ops the tracer saw make `out` from `source`, first to last (None: not views of it)."""
+    chain = []
+    tensor = out
+    while tensor is not source:
+        info = tracer.views.get(id(tensor))
+        if info is None:
+            return None
+        chain.append((info.func, info.args, info.kwargs, info.index))
+        tensor = info.parent
+    symbolic = (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)
+    if any(isinstance(value, symbolic) for step in chain for value in pytree.tree_leaves(step[1:3])):
+        return None
+    return tuple(reversed(chain))
+
+
+def replay_views(chain: tuple, tensor: torch.Tensor) -> torch.Tensor:
+    for func, args, kwargs, piece in chain:
+        tensor = func(tensor, *args, **kwargs)
+        if piece is not None:
+            tensor = tensor[piece]
+    return tensor
+
+
+def _replays_to(chain: tuple, real: torch.Tensor, out: torch.Tensor, traced: torch.Tensor,
+                tracer: AtenTracer) -> bool:
+    """Does the chain, replayed on the runtime's layout, give out's view (a view op recorded
+    before an in-place metadata change, or an as_strided with its absolute offset, may not)?"""
+    recording, tracer.recording = tracer.recording, False
+    try:
+        replayed = replay_views(chain, real.detach())
+    except Exception:  # noqa: BLE001 - eager would refuse this view of that layout
+        return False
+    finally:
+        tracer.recording = recording
+    return (replayed.dtype == out.dtype and _strides(replayed) == _strides(out)
+            and replayed.storage_offset() - real.storage_offset() == out.storage_offset() - traced.storage_offset())
 
 
 def _as_dtype(tensor: torch.Tensor, dtype: torch.dtype, tracer: AtenTracer) -> torch.Tensor:
@@ -378,7 +399,7 @@ def _as_dtype(tensor: torch.Tensor, dtype: torch.dtype, tracer: AtenTracer) -> t
         return tensor
     recording, tracer.recording = tracer.recording, False
     try:
-        return tensor.view(dtype)
+        return tensor.detach().view(dtype)
     finally:
         tracer.recording = recording
 

@@ -20,7 +20,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import logs
-from .joint import JointSpec
+from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
 
@@ -212,15 +212,17 @@ def _make_views(spec: JointSpec, flat: list, requires_grad: list[bool], args) ->
         if alias.kind == "input":
             source = args[alias.source]
         else:
-            if alias.size is not None and alias.source not in checked:
+            if alias.chain != () and alias.source not in checked:
                 flat[alias.source] = _with_layout(flat[alias.source], alias)
                 checked.add(alias.source)
             source = flat[alias.source]
         if not requires_grad[index] and source.requires_grad:
             source = source.detach()
-        if alias.dtype is not None:
-            source = source.view(alias.dtype)
-        if alias.size is not None:
+        if alias.chain is not None:
+            source = replay_views(alias.chain, source)
+        else:
+            if alias.dtype is not None:
+                source = source.view(alias.dtype)
             source = source.as_strided(alias.size, alias.stride, source.storage_offset() + alias.offset)
         flat[index] = source
 

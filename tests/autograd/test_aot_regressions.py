@@ -400,3 +400,15 @@ def test_outputs_viewing_memory_as_another_dtype(backend):
     # (a differentiable view of another dtype is not re-made: equal values, logged)
     check(lambda x: (lambda y: (torch.view_as_real(y), y))(x * 2),
           lambda: (torch.randn(3, 4, dtype=torch.complex64, requires_grad=True),), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_view_of_an_expanded_input_gets_eagers_gradient(backend):
+    """Views of inputs are made on the real input.  b.as_strided(...) would be wrong here:
+    autograd gives an as_strided of memory whose elements are shared its gradient per memory
+    location (averaged), eager's squeeze per element.  The runtime replays the traced view ops."""
+    def make():
+        return (torch.randn(16, 1, 1, dtype=torch.float64).expand(16, 2, 5).requires_grad_(),)
+
+    check_aliasing(lambda b: (b.squeeze(), b.sum()), make, backend)
+    check_aliasing(lambda b: (b.permute(2, 0, 1)[1:], b.unsqueeze(0)), make, backend)
