@@ -49,6 +49,9 @@ class JointSpec:
     # Output j -> output i when both are the same graph value (y and y.detach()): the runtime
     # returns one tensor from the graph and derives the others from it.
     output_copies: dict[int, int] = dataclasses.field(default_factory=dict)
+    # Forward outputs sharing an input's memory in eager that the runtime cannot re-make as
+    # views: the graph's value is copied where it shares the input's memory.
+    outputs_sharing_inputs: list[int] = dataclasses.field(default_factory=list)
 
     # diff_outputs index the forward outputs followed by the mutated inputs' new values: an input
     # that requires grad and is written in place (a non-leaf) gets its new value differentiably.
@@ -181,7 +184,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         differentiable = with_backward and bool(grad_inputs)
         will_require_grad = {i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad}
         will_require_grad |= {i for i in written_with_grad if differentiable and primals[i].requires_grad}
-        aliases, bases = _plan_aliases(primals, leaves, flat_outputs, tracer, output_requires_grad,
+        aliases, bases, sharing_inputs = _plan_aliases(primals, leaves, flat_outputs, tracer, output_requires_grad,
                                        will_require_grad, differentiable)
         output_requires_grad += [base.requires_grad for base in bases]
         # The forward outputs the graph returns (views of inputs and of other outputs are made
@@ -248,6 +251,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         output_aliases=aliases,
         output_requires_grad=output_requires_grad,
         output_copies=_output_copies(final_outputs, output_requires_grad),
+        outputs_sharing_inputs=sharing_inputs,
     )
     return module, spec
 
@@ -268,8 +272,9 @@ def _output_copies(nodes: list, requires_grad: list[bool]) -> dict[int, int]:
 
 
 def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer, requires_grad: list[bool],
-                  will_require_grad: set[int], differentiable: bool) -> tuple[dict[int, OutputAlias], list]:
-    """Which outputs eager returns as views, and of what: (aliases, intermediate bases).
+                  will_require_grad: set[int], differentiable: bool) -> tuple[dict[int, OutputAlias], list, list]:
+    """Which outputs eager returns as views, and of what: (aliases, intermediate bases, outputs
+    sharing an input's memory that cannot be made as views).
 
     An output sharing memory with an input is made as a view of the real input (after the
     write-back, so it shows the input's new value).  Outputs sharing memory with each other are
@@ -283,21 +288,28 @@ def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer
             inputs.setdefault(_storage_key(primal), index)
     aliases: dict[int, OutputAlias] = {}
     groups: dict[int, list[int]] = {}
+    sharing_inputs: list[int] = []
     for index, out in enumerate(outputs):
-        if not isinstance(out, torch.Tensor) or _symbolic(out):
+        if not isinstance(out, torch.Tensor):
             continue
         key = _storage_key(out)
+        if _symbolic(out):
+            if key in inputs:
+                _log_unaliased(index, f"input {inputs[key]}", "its size depends on data")
+                sharing_inputs.append(index)
+            continue
         if key not in inputs:
             groups.setdefault(key, []).append(index)
             continue
         root = tracer.root(out)
         source = next((i for i, primal in enumerate(primals) if primal is root), inputs[key])
         if requires_grad[index] and source not in will_require_grad:
-            _log_unaliased(index, f"input {source}", "it requires grad, the input does not")
-            continue
-        alias = _alias("input", source, out, primals[source], leaves[source], requires_grad[index], tracer)
+            alias = "it requires grad, the input does not"
+        else:
+            alias = _alias("input", source, out, primals[source], leaves[source], requires_grad[index], tracer)
         if isinstance(alias, str):
             _log_unaliased(index, f"input {source}", alias)
+            sharing_inputs.append(index)
         else:
             aliases[index] = alias
     bases: list[torch.Tensor] = []
@@ -325,7 +337,7 @@ def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer
                 _log_unaliased(index, f"output {base_index}", alias)
             else:
                 aliases[index] = alias
-    return aliases, bases
+    return aliases, bases, sharing_inputs
 
 
 def _alias(kind: str, source: int, out: torch.Tensor, traced: torch.Tensor, real: torch.Tensor,

@@ -71,22 +71,22 @@ def _returned_outputs(spec: JointSpec) -> list[int]:
             if i not in spec.constant_outputs and i not in spec.output_copies and i not in spec.output_aliases]
 
 
-def _own_memory(values: list, args) -> list:
+def _own_memory(values: list, indices: list[int], spec: JointSpec, args) -> list:
     """An autograd.Function's outputs may not be views (autograd would refuse in-place writes to
     them, and re-route gradients of an input returned as it is): a view of a graph intermediate
     is returned detached (its memory is its own: nobody else sees that intermediate), a tensor
-    sharing memory with an input is copied (a view eager makes is made outside the Function;
-    this is one the runtime cannot re-create)."""
+    sharing an input's memory (one the runtime cannot re-make as a view) is copied."""
     inputs = None
     result = []
-    for value in values:
+    for value, index in zip(values, indices):
         if isinstance(value, torch.Tensor):
-            if inputs is None:
-                inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
-                inputs.discard(0)
-            if value.untyped_storage().data_ptr() in inputs:
-                value = value.clone()
-            elif value._is_view():
+            if index in spec.outputs_sharing_inputs:
+                if inputs is None:
+                    inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+                    inputs.discard(0)
+                if value.untyped_storage().data_ptr() in inputs:
+                    value = value.clone()
+            if value._is_view():
                 value = value.detach()
         result.append(value)
     return result
@@ -131,7 +131,7 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             ctx.save_for_backward(*[s for s in saved if isinstance(s, torch.Tensor)])
             ctx.saved_layout = [isinstance(s, torch.Tensor) for s in saved]
             ctx.saved_other = [s for s in saved if not isinstance(s, torch.Tensor)]
-            outputs = _own_memory([values[i] for i in function_outputs], args)
+            outputs = _own_memory([values[i] for i in function_outputs], function_outputs, spec, args)
             non_diff = [out for i, out in zip(function_outputs, outputs) if i not in spec.diff_outputs and out is not None]
             if non_diff:
                 ctx.mark_non_differentiable(*non_diff)
