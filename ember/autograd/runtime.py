@@ -23,6 +23,7 @@ from .. import logs
 from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
+log_fallbacks = logs.get("fallbacks")
 
 
 class DoubleBackwardError(RuntimeError):
@@ -207,15 +208,13 @@ def _assemble(spec: JointSpec, values: list, returned: list[int], args) -> Any:
 
 
 def _make_views(spec: JointSpec, flat: list, requires_grad: list[bool], args) -> None:
-    checked: set[int] = set()
+    fixed: set[int] = set()
+    for alias in spec.output_aliases.values():  # bases first: every view of one shares its memory
+        if alias.kind == "output" and alias.chain != () and alias.source not in fixed:
+            flat[alias.source] = _with_layout(flat[alias.source], alias)
+            fixed.add(alias.source)
     for index, alias in spec.output_aliases.items():
-        if alias.kind == "input":
-            source = args[alias.source]
-        else:
-            if alias.chain != () and alias.source not in checked:
-                flat[alias.source] = _with_layout(flat[alias.source], alias)
-                checked.add(alias.source)
-            source = flat[alias.source]
+        source = args[alias.source] if alias.kind == "input" else flat[alias.source]
         if not requires_grad[index] and source.requires_grad:
             source = source.detach()
         if alias.chain is not None:
@@ -235,7 +234,8 @@ def _with_layout(base: torch.Tensor, alias) -> torch.Tensor:
         a == b for a, b, n in zip(base.stride(), stride, size) if n != 1)
     if same:
         return base
-    log.debug("ember: an output base came back with strides %s instead of %s: copied", base.stride(), stride)
+    log_fallbacks.debug("ember: an output base came back with strides %s instead of %s: copied",
+                        base.stride(), stride)
     fixed = torch.empty_strided(size, stride, dtype=base.dtype, device=base.device)
     fixed.copy_(base)  # (recorded by autograd when the base requires grad)
     return fixed
