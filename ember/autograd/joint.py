@@ -23,31 +23,69 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils import _pytree as pytree
 
+from .. import logs
 from .eager_formulas import EagerFormulas
 from .tracer import AtenTracer, TracingError
+
+log_fallbacks = logs.get("fallbacks")
 
 
 @dataclasses.dataclass
 class JointSpec:
     num_primals: int
     num_tangents: int
-    num_fw_outputs: int  # flat forward outputs (tensors and constants)
+    # Forward outputs: the user's flat outputs (tensors and constants), then the bases of outputs
+    # that share memory with each other (intermediates eager's outputs are views of).
+    num_fw_outputs: int
     mutated_inputs: list[int]  # primal indices written in place (new values follow the outputs)
     grad_inputs: list[int]  # primal indices that get a gradient (the last outputs, in order)
     diff_outputs: list[int]  # forward outputs that have a tangent
     out_spec: Any  # pytree spec of the user's outputs
     constant_outputs: dict[int, Any]  # forward outputs that are not tensors
-    output_aliases: dict[int, tuple]  # output index -> ("input", i, size, stride, offset)
+    # Forward outputs made outside the graph, as views of what they share memory with in eager.
+    output_aliases: dict[int, OutputAlias]
     # Per forward output: does eager's result require grad (a returned x.detach() does not).
     output_requires_grad: list[bool] = dataclasses.field(default_factory=list)
     # Output j -> output i when both are the same graph value (y and y.detach()): the runtime
     # returns one tensor from the graph and derives the others from it.
     output_copies: dict[int, int] = dataclasses.field(default_factory=dict)
+    # Forward outputs sharing an input's memory in eager that the runtime cannot re-make as
+    # views: the graph's value is copied where it shares the input's memory.
+    outputs_sharing_inputs: list[int] = dataclasses.field(default_factory=list)
 
     # diff_outputs index the forward outputs followed by the mutated inputs' new values: an input
     # that requires grad and is written in place (a non-leaf) gets its new value differentiably.
     def mutation_is_differentiable(self, position: int) -> bool:
         return self.num_fw_outputs + position in self.diff_outputs
+
+    @property
+    def num_user_outputs(self) -> int:
+        return self.out_spec.num_leaves
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputAlias:
+    """An output eager returns as a view: the runtime makes it as a view of the real tensor.
+
+    kind "input": of input `source` (after mutated inputs got their new values); kind "output":
+    of forward output `source` (a user output or an intermediate base the graph also returns).
+
+    `chain`: the view ops that made it from the source, as (op, args, kwargs, piece), replayed
+    on the real tensor: eager's own views, so autograd sees what it sees in eager (a squeeze of
+    an expanded input is not an as_strided of its memory); () is the source itself.  None: no
+    such chain reproduces it (it shares the memory by other means), so it is
+    as_strided(size, stride, source offset + offset), on the source viewed as `dtype` first
+    when that differs.  `source_size`/`source_stride`: the layout of an output source these
+    assume (a compiled base with another layout is copied into this one first)."""
+    kind: str
+    source: int
+    chain: tuple | None
+    size: tuple = ()
+    stride: tuple = ()
+    offset: int = 0
+    dtype: torch.dtype | None = None
+    source_size: tuple = ()
+    source_stride: tuple = ()
 
 
 def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
@@ -69,8 +107,30 @@ def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
         if arg.requires_grad:
             leaf.requires_grad_(True)
         leaves.append(leaf)
-        fakes.append(leaf.clone() if arg.requires_grad and not arg.is_leaf else leaf)
+        fakes.append(_own_copy(fake_mode, leaf) if arg.requires_grad and not arg.is_leaf else leaf)
     return fakes, leaves
+
+
+def _own_copy(fake_mode: FakeTensorMode, leaf: torch.Tensor) -> torch.Tensor:
+    """A differentiable copy of `leaf` with its strides (a clone makes a non-dense tensor dense,
+    and then reshape views where eager copies: x[::2].reshape(-1)).  Elements that share memory
+    (expanded) cannot be copied into: those get a clone."""
+    if not _non_overlapping(leaf):
+        return leaf.clone()
+    with fake_mode:
+        copy = torch.empty_strided(leaf.shape, leaf.stride(), dtype=leaf.dtype, device=leaf.device)
+    return copy.copy_(leaf)
+
+
+def _non_overlapping(tensor: torch.Tensor) -> bool:
+    """No two elements share memory: each dimension, innermost first, steps past what the
+    dimensions inside it span."""
+    span = 0  # the last element the inner dimensions reach, from the first
+    for stride, size in sorted((st, n) for n, st in zip(tensor.shape, tensor.stride()) if n > 1):
+        if stride <= span:
+            return False
+        span += stride * (size - 1)
+    return True
 
 
 def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
@@ -119,10 +179,21 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         for index in written_with_grad:
             if index in grad_inputs and args[index].is_leaf:
                 raise TracingError(f"in-place write to primals_{index + 1}, a leaf that requires grad")
-        # The forward outputs, then the new values of mutated inputs (the primal objects
-        # themselves: in-place ops changed them); those written with grad that require grad get
-        # tangents.
-        candidates = flat_outputs + [primals[index] if index in written_with_grad else None for index, _ in mutated]
+        output_requires_grad = [isinstance(out, torch.Tensor) and out.requires_grad for out in flat_outputs]
+        # Inputs that require grad once their new values are written back (differentiably).
+        differentiable = with_backward and bool(grad_inputs)
+        will_require_grad = {i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad}
+        will_require_grad |= {i for i in written_with_grad if differentiable and primals[i].requires_grad}
+        aliases, bases, sharing_inputs = _plan_aliases(primals, leaves, flat_outputs, tracer, output_requires_grad,
+                                       will_require_grad, differentiable)
+        output_requires_grad += [base.requires_grad for base in bases]
+        # The forward outputs the graph returns (views of inputs and of other outputs are made
+        # outside it, and get their gradients through what they view), then the new values of
+        # mutated inputs (the primal objects themselves: in-place ops changed them); those
+        # written with grad that require grad get tangents.
+        forward_values = [None if i in aliases else out for i, out in enumerate(flat_outputs)] + bases
+        candidates = forward_values + [primals[index] if index in written_with_grad else None
+                                       for index, _ in mutated]
         diff_outputs = [
             i for i, out in enumerate(candidates)
             if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs
@@ -149,8 +220,10 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
                 [candidates[i] for i in diff_outputs], targets, tangents, allow_unused=True))
     output_nodes: list = []
     constant_outputs: dict[int, Any] = {}
-    for index, out in enumerate(flat_outputs):
-        if isinstance(out, torch.Tensor):
+    for index, out in enumerate(forward_values):
+        if index in aliases:
+            output_nodes.append(None)
+        elif isinstance(out, torch.Tensor):
             output_nodes.append(tracer.node_of(out))
         elif isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             output_nodes.append(tracer.sym_node_of(out))
@@ -165,20 +238,20 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     _remove_aliases(graph)
     graph.eliminate_dead_code()
     module.recompile()
-    final_outputs = list(next(n for n in graph.nodes if n.op == "output").args[0])[:len(flat_outputs)]
-    output_requires_grad = [isinstance(out, torch.Tensor) and out.requires_grad for out in flat_outputs]
+    final_outputs = list(next(n for n in graph.nodes if n.op == "output").args[0])[:len(forward_values)]
     spec = JointSpec(
         num_primals=len(primals),
         num_tangents=len(tangent_nodes),
-        num_fw_outputs=len(flat_outputs),
+        num_fw_outputs=len(forward_values),
         mutated_inputs=[index for index, _ in mutated],
         grad_inputs=grad_inputs if diff_outputs else [],
         diff_outputs=diff_outputs,
         out_spec=out_spec,
         constant_outputs=constant_outputs,
-        output_aliases=_output_aliases(primals, flat_outputs),
+        output_aliases=aliases,
         output_requires_grad=output_requires_grad,
         output_copies=_output_copies(final_outputs, output_requires_grad),
+        outputs_sharing_inputs=sharing_inputs,
     )
     return module, spec
 
@@ -198,21 +271,169 @@ def _output_copies(nodes: list, requires_grad: list[bool]) -> dict[int, int]:
     return copies
 
 
-def _output_aliases(primals: list, outputs: list) -> dict[int, tuple]:
-    """Outputs that share storage with an input: the runtime returns a view of the real input."""
-    storages = {}
+def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer, requires_grad: list[bool],
+                  will_require_grad: set[int], differentiable: bool) -> tuple[dict[int, OutputAlias], list, list]:
+    """Which outputs eager returns as views, and of what: (aliases, intermediate bases, outputs
+    sharing an input's memory that cannot be made as views).
+
+    An output sharing memory with an input is made as a view of the real input (after the
+    write-back, so it shows the input's new value).  Outputs sharing memory with each other are
+    made as views of one base: their tracer root, returned by the graph (as an extra forward
+    output when it is not an output itself).  A lone view of an intermediate needs no base.
+    Where the view cannot be re-created, the output is the graph's value (equal, not aliased),
+    which the `fallbacks` log says."""
+    inputs: dict[int, int] = {}
     for index, primal in enumerate(primals):
         if isinstance(primal, torch.Tensor):
-            storages.setdefault(_storage_key(primal), index)
-    aliases = {}
+            inputs.setdefault(_storage_key(primal), index)
+    aliases: dict[int, OutputAlias] = {}
+    groups: dict[int, list[int]] = {}
+    sharing_inputs: list[int] = []
     for index, out in enumerate(outputs):
-        if isinstance(out, torch.Tensor):
-            source = storages.get(_storage_key(out))
-            # as_strided re-creates the view only within one dtype (not view_as_complex & co.)
-            symbolic = any(isinstance(d, torch.SymInt) for d in (*out.shape, *out.stride()))
-            if source is not None and out.dtype == primals[source].dtype and not symbolic:
-                aliases[index] = ("input", source, tuple(out.shape), tuple(out.stride()), out.storage_offset())
-    return aliases
+        if not isinstance(out, torch.Tensor):
+            continue
+        key = _storage_key(out)
+        if _symbolic(out):
+            if key in inputs:
+                _log_unaliased(index, f"input {inputs[key]}", "its size depends on data")
+                sharing_inputs.append(index)
+            continue
+        if key not in inputs:
+            groups.setdefault(key, []).append(index)
+            continue
+        root = tracer.root(out)
+        source = next((i for i, primal in enumerate(primals) if primal is root), inputs[key])
+        if requires_grad[index] and source not in will_require_grad:
+            alias = "it requires grad, the input does not"
+        else:
+            alias = _alias("input", source, out, primals[source], leaves[source], requires_grad[index], tracer)
+        if isinstance(alias, str):
+            _log_unaliased(index, f"input {source}", alias)
+            sharing_inputs.append(index)
+        else:
+            aliases[index] = alias
+    bases: list[torch.Tensor] = []
+    for key, members in groups.items():
+        if len(members) == 1:
+            continue  # a fresh tensor, or a lone view of an intermediate nobody else sees
+        root = tracer.root(outputs[members[0]])
+        node = tracer.nodes.get(id(root))
+        if _storage_key(root) != key or node is None or node.op != "call_function" or _symbolic(root):
+            for index in members[1:]:
+                _log_unaliased(index, f"output {members[0]}", "their common base is not a traced value")
+            continue
+        base_index = next((i for i in members if outputs[i] is root), None)
+        if base_index is None:
+            base_index = len(outputs) + len(bases)
+            bases.append(root)
+        for index in members:
+            if index == base_index:
+                continue
+            if requires_grad[index] and not (root.requires_grad and differentiable):
+                alias = "it requires grad, its base does not"
+            else:
+                alias = _alias("output", base_index, outputs[index], root, root, requires_grad[index], tracer)
+            if isinstance(alias, str):
+                _log_unaliased(index, f"output {base_index}", alias)
+            else:
+                aliases[index] = alias
+    return aliases, bases, sharing_inputs
+
+
+def _alias(kind: str, source: int, out: torch.Tensor, traced: torch.Tensor, real: torch.Tensor,
+           requires_grad: bool, tracer: AtenTracer) -> OutputAlias | str:
+    """How to make `out` from the source (`traced`: the fake it was made from; `real`: a fake
+    with the layout of what the runtime will have); a string says why it cannot be made."""
+    layout = (tuple(traced.shape), tuple(traced.stride())) if kind == "output" else ((), ())
+    chain = _view_chain(out, traced, tracer)
+    if chain is not None and _replays_to(chain, real, out, traced, tracer):
+        return OutputAlias(kind, source, chain, source_size=layout[0], source_stride=layout[1])
+    if requires_grad and out.dtype != traced.dtype:
+        return "a view of another dtype that requires grad"  # as_strided of a dtype view: not differentiable
+    if requires_grad and not _non_overlapping(real):
+        return "elements of its source share memory"  # as_strided's gradient would be per memory location
+    if _strides(traced) != _strides(real):
+        return "the input (not a leaf) was traced with other strides"
+    try:
+        viewed = _as_dtype(traced, out.dtype, tracer)
+        _as_dtype(real, out.dtype, tracer)
+    except Exception:  # noqa: BLE001 - eager's view(dtype) refuses this layout
+        return f"the {traced.dtype} memory cannot be viewed as {out.dtype}"
+    start = out.storage_offset() - viewed.storage_offset()
+    if kind == "output" and out.numel() and (start < 0 or start + _extent(out) > _extent(viewed)):
+        return "it reaches outside its base"
+    return OutputAlias(kind, source, None, tuple(out.shape), tuple(out.stride()), start,
+                       out.dtype if out.dtype != traced.dtype else None, *layout)
+
+
+def _view_chain(out: torch.Tensor, source: torch.Tensor, tracer: AtenTracer) -> tuple | None:
+    """The view ops the tracer saw make `out` from `source`, first to last (None: not views of it)."""
+    chain = []
+    tensor = out
+    while tensor is not source:
+        info = tracer.views.get(id(tensor))
+        if info is None:
+            return None
+        chain.append((info.func, info.args, info.kwargs, info.index))
+        tensor = info.parent
+    symbolic = (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)
+    if any(isinstance(value, symbolic) for step in chain for value in pytree.tree_leaves(step[1:3])):
+        return None
+    return tuple(reversed(chain))
+
+
+def replay_views(chain: tuple, tensor: torch.Tensor) -> torch.Tensor:
+    for func, args, kwargs, piece in chain:
+        tensor = func(tensor, *args, **kwargs)
+        if piece is not None:
+            tensor = tensor[piece]
+    return tensor
+
+
+def _replays_to(chain: tuple, real: torch.Tensor, out: torch.Tensor, traced: torch.Tensor,
+                tracer: AtenTracer) -> bool:
+    """Does the chain, replayed on the runtime's layout, give out's view (a view op recorded
+    before an in-place metadata change, or an as_strided with its absolute offset, may not)?"""
+    recording, tracer.recording = tracer.recording, False
+    try:
+        replayed = replay_views(chain, real.detach())
+    except Exception:  # noqa: BLE001 - eager would refuse this view of that layout
+        return False
+    finally:
+        tracer.recording = recording
+    return (replayed.dtype == out.dtype and _strides(replayed) == _strides(out)
+            and replayed.storage_offset() - real.storage_offset() == out.storage_offset() - traced.storage_offset())
+
+
+def _as_dtype(tensor: torch.Tensor, dtype: torch.dtype, tracer: AtenTracer) -> torch.Tensor:
+    """tensor.view(dtype) on the fakes, recorded nowhere."""
+    if tensor.dtype == dtype:
+        return tensor
+    recording, tracer.recording = tracer.recording, False
+    try:
+        return tensor.detach().view(dtype)
+    finally:
+        tracer.recording = recording
+
+
+def _extent(tensor: torch.Tensor) -> int:
+    """Elements from the tensor's first one to one past its last one (0 if empty)."""
+    if tensor.numel() == 0:
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+
+
+def _strides(tensor: torch.Tensor) -> tuple:
+    """Shape and strides, ignoring the strides of size-1 dimensions (they address nothing)."""
+    return tuple(tensor.shape), tuple(st for st, n in zip(tensor.stride(), tensor.shape) if n != 1)
+
+
+def _symbolic(tensor: torch.Tensor) -> bool:
+    return any(isinstance(d, torch.SymInt) for d in (*tensor.shape, *tensor.stride(), tensor.storage_offset()))
+
+
+def _log_unaliased(index: int, what: str, why: str) -> None:
+    log_fallbacks.debug("ember: output %d shares memory with %s in eager; returned as a copy (%s)", index, what, why)
 
 
 def _storage_key(tensor: torch.Tensor) -> int:

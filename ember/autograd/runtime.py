@@ -20,9 +20,10 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import logs
-from .joint import JointSpec
+from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
+log_fallbacks = logs.get("fallbacks")
 
 
 class DoubleBackwardError(RuntimeError):
@@ -66,8 +67,30 @@ class CompiledPair:
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:
-    """Forward outputs the graph hands back as tensors (constants and copies are filled in later)."""
-    return [i for i in range(spec.num_fw_outputs) if i not in spec.constant_outputs and i not in spec.output_copies]
+    """Forward outputs the graph hands back as tensors (constants, copies and views are filled in later)."""
+    return [i for i in range(spec.num_fw_outputs)
+            if i not in spec.constant_outputs and i not in spec.output_copies and i not in spec.output_aliases]
+
+
+def _own_memory(values: list, indices: list[int], spec: JointSpec, args) -> list:
+    """An autograd.Function's outputs may not be views (autograd would refuse in-place writes to
+    them, and re-route gradients of an input returned as it is): a view of a graph intermediate
+    is returned detached (its memory is its own: nobody else sees that intermediate), a tensor
+    sharing an input's memory (one the runtime cannot re-make as a view) is copied."""
+    inputs = None
+    result = []
+    for value, index in zip(values, indices):
+        if isinstance(value, torch.Tensor):
+            if index in spec.outputs_sharing_inputs:
+                if inputs is None:
+                    inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+                    inputs.discard(0)
+                if value.untyped_storage().data_ptr() in inputs:
+                    value = value.clone()
+            if value._is_view():
+                value = value.detach()
+        result.append(value)
+    return result
 
 
 def _write_back(spec: JointSpec, args, new_values, skip=()) -> None:
@@ -109,11 +132,12 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             ctx.save_for_backward(*[s for s in saved if isinstance(s, torch.Tensor)])
             ctx.saved_layout = [isinstance(s, torch.Tensor) for s in saved]
             ctx.saved_other = [s for s in saved if not isinstance(s, torch.Tensor)]
-            non_diff = [values[i] for i in function_outputs if i not in spec.diff_outputs and values[i] is not None]
+            outputs = _own_memory([values[i] for i in function_outputs], function_outputs, spec, args)
+            non_diff = [out for i, out in zip(function_outputs, outputs) if i not in spec.diff_outputs and out is not None]
             if non_diff:
                 ctx.mark_non_differentiable(*non_diff)
             ctx.set_materialize_grads(False)  # an output the loss does not use has no gradient: None
-            return tuple(values[i] for i in function_outputs)
+            return tuple(outputs)
 
         @staticmethod
         def backward(ctx, *grad_outputs):
@@ -167,7 +191,8 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
 
 
 def _assemble(spec: JointSpec, values: list, returned: list[int], args) -> Any:
-    """The user's outputs: the graph's tensors, constants, copies, and views of inputs."""
+    """The user's outputs: the graph's tensors, constants, copies, and views of inputs and of
+    other outputs (made here, on the real tensors, as eager made them)."""
     flat: list = [None] * spec.num_fw_outputs
     for position, index in enumerate(returned):
         flat[index] = values[position]
@@ -177,9 +202,40 @@ def _assemble(spec: JointSpec, values: list, returned: list[int], args) -> Any:
     for index, source in spec.output_copies.items():
         value = flat[source]
         flat[index] = value if requires_grad[index] or not value.requires_grad else value.detach()
-    for index, (kind, source, size, stride, offset) in spec.output_aliases.items():
-        real = args[source]
-        if requires_grad[index] and real.requires_grad and flat[index] is not None and flat[index].requires_grad:
-            continue  # a view of a differentiable input keeps the graph's (differentiable) output
-        flat[index] = (real if requires_grad[index] else real.detach()).as_strided(size, stride, offset)
-    return pytree.tree_unflatten(flat, spec.out_spec)
+    if spec.output_aliases:
+        _make_views(spec, flat, requires_grad, args)
+    return pytree.tree_unflatten(flat[:spec.num_user_outputs], spec.out_spec)
+
+
+def _make_views(spec: JointSpec, flat: list, requires_grad: list[bool], args) -> None:
+    fixed: set[int] = set()
+    for alias in spec.output_aliases.values():  # bases first: every view of one shares its memory
+        if alias.kind == "output" and alias.chain != () and alias.source not in fixed:
+            flat[alias.source] = _with_layout(flat[alias.source], alias)
+            fixed.add(alias.source)
+    for index, alias in spec.output_aliases.items():
+        source = args[alias.source] if alias.kind == "input" else flat[alias.source]
+        if not requires_grad[index] and source.requires_grad:
+            source = source.detach()
+        if alias.chain is not None:
+            source = replay_views(alias.chain, source)
+        else:
+            if alias.dtype is not None:
+                source = source.view(alias.dtype)
+            source = source.as_strided(alias.size, alias.stride, source.storage_offset() + alias.offset)
+        flat[index] = source
+
+
+def _with_layout(base: torch.Tensor, alias) -> torch.Tensor:
+    """The base the views' geometry was planned for: the compiled value itself when its layout
+    is the traced one (as compiled graphs return it), else a copy in that layout."""
+    size, stride = alias.source_size, alias.source_stride
+    same = tuple(base.shape) == size and all(
+        a == b for a, b, n in zip(base.stride(), stride, size) if n != 1)
+    if same:
+        return base
+    log_fallbacks.debug("ember: an output base came back with strides %s instead of %s: copied",
+                        base.stride(), stride)
+    fixed = torch.empty_strided(size, stride, dtype=base.dtype, device=base.device)
+    fixed.copy_(base)  # (recorded by autograd when the base requires grad)
+    return fixed

@@ -218,11 +218,10 @@ class AtenTracer(TorchDispatchMode):
         # An op eager refuses for these dtypes stays one call, which raises eager's error when
         # the graph runs (its decomposition would compute something instead).
         if decomposition is not None and eager_accepts(func, args, kwargs):
-            expected = _fake_result(func, args, kwargs)
             with self:
                 result = decomposition(*args, **kwargs)
             if result is not NotImplemented:
-                return self._with_strides_of(expected, result)
+                return self._as_eager_returns(func, args, kwargs, result)
         schema = func._schema
         if self.functionalize and schema.is_mutable:
             return self._mutation(func, args, kwargs)
@@ -231,27 +230,44 @@ class AtenTracer(TorchDispatchMode):
         self._bind_outputs(func, args, kwargs, result, node)
         return result
 
-    def _with_strides_of(self, expected: Any, result: Any) -> Any:
-        """A decomposition's result laid out as the op's own (its fake result, `expected`).
+    def _as_eager_returns(self, func, args, kwargs, result):
+        """A decomposition's result with the memory layout eager's kernel gives, in memory of its
+        own: what is done with it later depends on that as in eager (a reshape views it or
+        copies it; a write through that view reaches it or not)."""
+        if func.is_view or torch.Tag.inplace_view in func.tags:
+            return result
+        try:
+            expected = func(*args, **kwargs)  # the op's own meta kernel (this mode is off in here)
+        except Exception:  # noqa: BLE001 - no meta kernel: keep the decomposition's layout
+            return result
+        results, spec = pytree.tree_flatten(result)
+        expecteds, _ = pytree.tree_flatten(expected)
+        if len(results) != len(expecteds):
+            return result
+        inputs = {_storage_of(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)}
+        fixed = [self._with_layout_of(value, want, inputs) for value, want in zip(results, expecteds)]
+        if all(a is b for a, b in zip(fixed, results)):
+            return result
+        return pytree.tree_unflatten(fixed, spec)
 
-        Strides decide later behaviour, not just speed: `reshape` views a contiguous tensor
-        and copies a transposed one, so a write to the op's result would (or would not) show
-        through the reshaped tensor.  A decomposition computes in whatever layout its steps
-        make (softmax of a transposed input comes out transposed; eager's kernel returns it
-        contiguous), so a differing result is copied into the op's layout."""
-        if isinstance(result, torch.Tensor) and isinstance(expected, torch.Tensor):
-            if tuple(result.shape) != tuple(expected.shape):
-                raise TracingError(f"a decomposition made shape {tuple(result.shape)} where the op makes "
-                                   f"{tuple(expected.shape)}{self._where()}")
-            if _same_layout(result, expected):
-                return result
-            with self:
-                empty = aten.empty_strided.default(list(expected.shape), list(expected.stride()),
-                                                   dtype=result.dtype, device=result.device)
-                return aten.copy.default(empty, result)
-        if isinstance(result, (tuple, list)) and isinstance(expected, (tuple, list)) and len(result) == len(expected):
-            return type(result)(self._with_strides_of(e, r) for e, r in zip(expected, result))
-        return result
+    def _with_layout_of(self, value, want, inputs: set):
+        if not isinstance(value, torch.Tensor) or not isinstance(want, torch.Tensor):
+            return value
+        if value.shape != want.shape or value.dtype != want.dtype or _has_symbols(value) or _has_symbols(want):
+            return value
+        aliased = _storage_of(value) in inputs  # eager's kernel returns memory of its own
+        same = value.numel() == 0 or all(a == b for a, b, n in zip(value.stride(), want.stride(), want.shape) if n != 1)
+        if same and not aliased:
+            return value
+        order = _dense_order(want)
+        if order is None:
+            order = list(range(value.dim()))  # eager's layout is not dense: contiguous at least
+        inverse = [0] * len(order)
+        for position, dim in enumerate(order):
+            inverse[dim] = position
+        with self:
+            copy = aten.clone.default(aten.permute.default(value, order), memory_format=torch.contiguous_format)
+            return aten.permute.default(copy, inverse)
 
     def _bind_outputs(self, func, args, kwargs, result, node) -> None:
         if isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -478,24 +494,27 @@ def _single_piece(info: ViewInfo, view: torch.Tensor) -> tuple[Any, tuple]:
     return aten.slice.Tensor, (dim, start, start + view.shape[dim], 1)
 
 
-def _fake_result(func, args: tuple, kwargs: dict) -> Any:
-    """The op's own result on the fakes (its meta kernel), or None where it has none."""
-    if func.is_view:
-        return None
+def _storage_of(tensor: torch.Tensor) -> int:
     try:
-        return func(*args, **kwargs)
-    except Exception:  # noqa: BLE001 - no fake kernel: the decomposition's layout stands
-        return None
+        return tensor.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 - tensors without storage
+        return id(tensor)
 
 
-def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Same strides where they matter (dimensions longer than 1; nothing for empty tensors)."""
-    try:
-        if a.numel() == 0:
-            return True
-        return all(x == y for x, y, n in zip(a.stride(), b.stride(), a.shape) if n != 1)
-    except Exception:  # symbolic strides: no copy can be made to match them anyway
-        return True
+def _has_symbols(tensor: torch.Tensor) -> bool:
+    return any(isinstance(d, torch.SymInt) for d in (*tensor.shape, *tensor.stride()))
+
+
+def _dense_order(tensor: torch.Tensor) -> list[int] | None:
+    """Dimensions from outermost to innermost if the tensor is dense (a permutation of a
+    contiguous layout), else None."""
+    order = sorted(range(tensor.dim()), key=lambda d: (-tensor.stride(d), -tensor.shape[d]))
+    expected = 1
+    for dim in reversed(order):
+        if tensor.shape[dim] != 1 and tensor.stride(dim) != expected:
+            return None
+        expected *= tensor.shape[dim]
+    return order
 
 
 def _sym_key(value) -> Any:
