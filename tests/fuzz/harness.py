@@ -32,6 +32,10 @@ from .conditioning import ConditionWatch
 from .program import Program
 
 VERSION_COUNTER_ERROR = "modified by an inplace operation"
+# Eager autograd's refusals of a write through a view that a functionalized graph does not have
+# (torch.compile does not raise them either): a backward that runs instead is no error.
+EAGER_ONLY_BACKWARD_ERRORS = (VERSION_COUNTER_ERROR,
+                              "its base or another view of its base has been modified inplace")
 CLASSES = ("ok", "wrong", "crash", "eager_error", "flaky_eager", "ill_conditioned", "timeout", "worker_died")
 
 
@@ -336,9 +340,10 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
             outcome.exception = first_line(got.error)
             outcome.trace = got.error_trace
             return outcome
-        if eager.error is not None and VERSION_COUNTER_ERROR in str(eager.error):
-            # Eager's autograd refuses a saved tensor that was later written in place; a compiled
-            # (functionalized) graph saved the value before the write, as torch.compile does.
+        if eager.error is not None and any(text in str(eager.error) for text in EAGER_ONLY_BACKWARD_ERRORS):
+            # Eager's autograd refuses a saved tensor that was later written in place, or a write
+            # through a view it cannot rebase; a compiled (functionalized) graph saved the value
+            # before the write and has no views to rebase, as torch.compile's.
             outcome.cls, outcome.type_match = "eager_error", False
             outcome.detail = f"eager backward raised {first_line(eager.error)}; ember's backward ran"
             continue
