@@ -210,7 +210,8 @@ class GuardSet:
         shared = 0
         for path in sorted(self._paths, key=len, reverse=True):  # longest first: prefixes nest
             pattern = re.compile(r"(?<![\w.'\"])" + re.escape(path) + r"(?![\w'\"])")
-            users = [i for i, expr in enumerate(exprs) if pattern.search(expr)]
+            # (a plain substring test first: the regex only confirms the few candidates)
+            users = [i for i, expr in enumerate(exprs) if path in expr and pattern.search(expr)]
             if len(users) < 2:
                 continue
             local = f"__ember_p{shared}"
