@@ -239,7 +239,9 @@ def set_grad_mode(tx, enabled: bool) -> None:
     torch._C._set_grad_enabled(enabled)
 
 
-class GradModeClassVariable(VariableTracker):
+class _ContextClassVariable(VariableTracker):
+    """A context manager class itself (not an instance): calling it makes the instance."""
+
     def __init__(self, cls: Any) -> None:
         super().__init__()
         self.cls = cls
@@ -250,6 +252,8 @@ class GradModeClassVariable(VariableTracker):
     def static_value(self) -> Any:
         return self.cls
 
+
+class GradModeClassVariable(_ContextClassVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         if self.cls is torch.no_grad:
             return GradModeVariable(False)
@@ -304,19 +308,9 @@ class NullContextVariable(VariableTracker):
         return constant(None)
 
 
-class ProfilerRecordClassVariable(VariableTracker):
+class ProfilerRecordClassVariable(_ContextClassVariable):
     """`torch.autograd.profiler.record_function(name)`: a profiler range label.  Compiled code
     has no Python-level ranges (as with torch.compile), so the block runs with no label."""
-
-    def __init__(self, cls: type) -> None:
-        super().__init__()
-        self.cls = cls
-
-    def python_type(self) -> type:
-        return type
-
-    def static_value(self) -> Any:
-        return self.cls
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return NullContextVariable()
