@@ -27,6 +27,10 @@ MAX_NUMEL = 50_000
 MAX_ATTEMPTS_PER_OP = 25
 
 
+# Ops whose integer kernels divide (a minimum divided by -1 traps).
+INTEGER_DIVISIONS = {"div_floor", "div_trunc", "floor_divide", "remainder", "fmod", "div_"}
+
+
 class Rejected(Exception):
     """A statement the builder does not want (undefined result, too big); another is drawn."""
 
@@ -210,9 +214,21 @@ class Builder:
         """len() of a tuple-valued expression (split, unbind, chunk), evaluated eagerly now."""
         return len(eval(expression, self.namespace))
 
+    def refuse_trapping_division(self, statement: Statement) -> None:
+        """Integer MIN // -1 traps (SIGFPE) in eager's kernel and kills the process, so an integer
+        division whose operands hold their dtype's minimum is not run (seed known 1386)."""
+        if statement.op not in INTEGER_DIVISIONS:
+            return
+        for name in statement.uses:
+            value = self.namespace.get(name)
+            if (isinstance(value, torch.Tensor) and not value.is_floating_point() and value.dtype != torch.bool
+                    and value.numel() and bool((value == torch.iinfo(value.dtype).min).any())):
+                raise Rejected("integer minimum divided: -1 as the divisor traps")
+
     def try_statement(self, statement: Statement) -> Exception | None:
         """Run it eagerly; None when it is kept, the exception when it raised."""
         try:
+            self.refuse_trapping_division(statement)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 exec(statement.text, self.namespace)
