@@ -101,3 +101,56 @@ def node_eager_accepts(node: torch.fx.Node) -> bool:
 
     args, kwargs = pytree.tree_map(value, (tuple(node.args), dict(node.kwargs)))
     return eager_accepts(node.target, args, kwargs)
+
+
+_OVERLAP_WORDS = "refer to a single memory location"
+
+
+def _overlaps_itself(tensor: torch.Tensor) -> bool:
+    return any(stride == 0 and size > 1 for size, stride in zip(tensor.shape, tensor.stride()))
+
+
+def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str | None:
+    """Eager's in-place kernels refuse to write where they read the same memory in some ways
+    (`d.index_put_((i,), d)`, `x[1:].add_(x[:-1])`, a write into an expanded tensor); fakes do not
+    check.  When a written tensor shares memory with another argument, or with itself, the op runs
+    once on real tensors laid out the same way (zeros, in storages as large as the fakes'); eager's
+    overlap message comes back, or None when eager accepts (or the check cannot be made)."""
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    storages = {id(t): _storage_key(t) for t in tensors}
+    written_keys = {storages[id(t)] for t in written}
+    shared = sum(storages[id(t)] in written_keys for t in tensors) > len(written)
+    if not shared and not any(_overlaps_itself(t) for t in written):
+        return None
+    if any(_static_shape(t) is None for t in tensors):
+        return None
+    real_storages: dict = {}
+    real: dict = {}
+    with _disable_current_modes(), torch.no_grad():
+        try:
+            for tensor in tensors:
+                key = storages[id(tensor)]
+                nbytes = tensor.untyped_storage().nbytes()
+                if nbytes > 4 * _REAL_SHAPES_LIMIT:
+                    return None
+                if key not in real_storages:
+                    real_storages[key] = torch.zeros(nbytes, dtype=torch.uint8, device=tensor.device).untyped_storage()
+                real[id(tensor)] = torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(
+                    real_storages[key], tensor.storage_offset(), tensor.shape, tensor.stride())
+            real_args, real_kwargs = pytree.tree_map(
+                lambda v: real[id(v)] if isinstance(v, torch.Tensor) else v, (args, kwargs))
+        except Exception:  # noqa: BLE001 - no real stand-ins: no check
+            return None
+        try:
+            func(*real_args, **real_kwargs)
+        except Exception as error:  # noqa: BLE001
+            message = str(error)
+            return message.splitlines()[0] if _OVERLAP_WORDS in message else None
+    return None
+
+
+def _storage_key(tensor: torch.Tensor):
+    try:
+        return tensor.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 - no storage
+        return id(tensor)

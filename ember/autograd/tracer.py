@@ -28,7 +28,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .eager_check import eager_accepts
+from .eager_check import eager_accepts, eager_overlap_error
 
 aten = torch.ops.aten
 
@@ -214,6 +214,9 @@ class AtenTracer(TorchDispatchMode):
         kwargs = kwargs or {}
         if func in _METADATA_OPS or not self.recording:
             return func(*args, **kwargs)
+        schema = func._schema
+        if schema.is_mutable and torch.Tag.inplace_view not in func.tags:
+            self._check_overlap(func, args, kwargs)
         decomposition = self.decompositions.get(func)
         # An op eager refuses for these dtypes stays one call, which raises eager's error when
         # the graph runs (its decomposition would compute something instead).
@@ -222,7 +225,6 @@ class AtenTracer(TorchDispatchMode):
                 result = decomposition(*args, **kwargs)
             if result is not NotImplemented:
                 return self._as_eager_returns(func, args, kwargs, result)
-        schema = func._schema
         if self.functionalize and schema.is_mutable:
             return self._mutation(func, args, kwargs)
         result = func(*args, **kwargs)
@@ -323,6 +325,17 @@ class AtenTracer(TorchDispatchMode):
             return result
         self.write(target, self._keep_dtype(value_node, new_value, target))
         return result
+
+    def _check_overlap(self, func, args, kwargs) -> None:
+        """Eager refuses some writes into memory the op also reads; the fakes do not check."""
+        written = [a.name for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+        bound = dict(zip([a.name for a in func._schema.arguments], args))
+        bound.update(kwargs)
+        targets = [t for name in written for t in pytree.tree_leaves(bound.get(name))
+                   if isinstance(t, torch.Tensor)]
+        refused = eager_overlap_error(func, args, kwargs, targets)
+        if refused is not None:
+            raise TracingError(f"{func}: {refused}{self._where()}")
 
     def _keep_dtype(self, value_node: torch.fx.Node, value: torch.Tensor, target: torch.Tensor) -> torch.fx.Node:
         """An in-place op keeps its target's dtype (a bfloat16 x.sub_(float32) stays bfloat16)."""

@@ -505,3 +505,47 @@ def test_views_of_a_base_compiled_with_other_strides():
     sum(o.sum() * (k + 1) for k, o in enumerate(expected)).backward()
     sum(o.sum() * (k + 1) for k, o in enumerate(got)).backward()
     torch.testing.assert_close(compiled_x.grad, x.grad)
+
+
+def _index_put_into_itself(d, i):
+    d = d * 1
+    d.index_put_((i,), d, accumulate=False)
+    return d
+
+
+def _add_into_shifted_self(x):
+    x = x * 2
+    x[1:].add_(x[:-1])
+    return x
+
+
+def _add_into_expanded(x):
+    y = (x * 1).expand(3, 4)
+    y.add_(1)
+    return y
+
+
+def _add_to_itself(x):
+    x = x * 1
+    x.add_(x)
+    return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, make_args", [
+    (_index_put_into_itself, lambda: (torch.randn(1, 1), torch.tensor([0]))),   # fuzz inplace 1147
+    (_add_into_shifted_self, lambda: (torch.randn(5),)),
+    (_add_into_expanded, lambda: (torch.randn(4),)),
+])
+def test_writes_eager_refuses_for_overlapping_memory_raise(fn, make_args, backend):
+    """Eager refuses writes into memory the op also reads (partially, or index_put_ from itself);
+    the fakes do not check, so the functionalized graph computed something instead."""
+    with pytest.raises(RuntimeError, match="refer"):
+        fn(*make_args())
+    with pytest.raises(RuntimeError, match="refer"):
+        ember.compile(fn, backend=backend)(*make_args())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_write_fully_overlapping_its_input_runs(backend):
+    check(_add_to_itself, lambda: (torch.randn(3),), backend)
