@@ -20,6 +20,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import logs
+from .absent_tangents import without_tangents
 from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
@@ -39,7 +40,8 @@ class CompiledPair:
     num_saved: int
     saved_bytes: int
     _backward: Callable | None = None
-    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    _lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
+    _partial_backwards: dict = dataclasses.field(default_factory=dict)
 
     def backward(self) -> Callable:
         if self._backward is None:
@@ -48,6 +50,25 @@ class CompiledPair:
                     inputs = [n.meta.get("val") for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
                     self._backward = self.bw_compiler(self.backward_graph, inputs)
         return self._backward
+
+    def backward_without(self, absent: frozenset[int]) -> Callable:
+        """The backward for a call where autograd gave no gradient for the tangents `absent`:
+        their terms dropped, not computed from zeros (see absent_tangents)."""
+        if not absent:
+            return self.backward()
+        with self._lock:
+            compiled = self._partial_backwards.get(absent)
+            if compiled is None:
+                try:
+                    graph = without_tangents(self.backward_graph, set(absent))
+                except NotImplementedError:  # no rule reaches a real use: zeros, as before
+                    compiled = self.backward
+                else:
+                    inputs = [n.meta.get("val") for n in graph.graph.nodes if n.op == "placeholder"]
+                    compiled = lambda graph=graph, inputs=inputs: self.bw_compiler(graph, inputs)  # noqa: E731
+                    compiled = _Once(compiled)
+                self._partial_backwards[absent] = compiled
+            return compiled()
 
     @functools.cached_property
     def tangent_facts(self) -> tuple[list[set[int]], list]:
@@ -64,6 +85,18 @@ class CompiledPair:
         per_grad = [depends.get(value, set()) if isinstance(value, torch.fx.Node) else set()
                     for value in output.args[0]]
         return per_grad, [node.meta.get("val") for node in tangents]
+
+
+class _Once:
+    """A compile run on first use and kept."""
+
+    def __init__(self, make: Callable) -> None:
+        self.make, self.value = make, None
+
+    def __call__(self) -> Callable:
+        if self.value is None:
+            self.value = self.make()
+        return self.value
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:
@@ -159,7 +192,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             tangents = [tangent.contiguous() if tangent is not None else
                         torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
                         for tangent, fake in zip(tangents, fakes)]
-            grads = pair.backward()(*saved, *tangents)
+            absent = frozenset(range(len(tangents))) - given
+            grads = pair.backward_without(absent)(*saved, *tangents)
             for index, grad, needs in zip(spec.grad_inputs, grads, per_grad):
                 result[index] = grad if needs & given else None
             return tuple(result)

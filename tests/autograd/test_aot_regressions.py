@@ -549,3 +549,25 @@ def test_writes_eager_refuses_for_overlapping_memory_raise(fn, make_args, backen
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_write_fully_overlapping_its_input_runs(backend):
     check(_add_to_itself, lambda: (torch.randn(3),), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_output_without_gradient_adds_no_terms(backend):
+    """Autograd gives no gradient for an output the loss does not use; its backward terms are
+    dropped as eager drops them, not computed from zeros (0 * exp(100) = 0 * inf = NaN; fuzz
+    index 1579, where the output was live across a graph break)."""
+    def fn(x, w):
+        y = (x * w).exp()           # inf in float32
+        z = torch.cat([y, y * 2])   # a sum of two terms in the backward
+        return x * 2 + w, z
+
+    grads = []
+    for compiled in (False, True):
+        x = torch.tensor([100.0, 1.0], requires_grad=True)
+        w = torch.tensor(1.0, requires_grad=True)
+        run = ember.compile(fn, backend=backend) if compiled else fn
+        used, unused = run(x, w)
+        used.sum().backward()
+        grads.append((x.grad, w.grad))
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+    assert torch.equal(grads[1][0], torch.tensor([2.0, 2.0]))

@@ -7,10 +7,13 @@ result says nothing about the compiler. While the float64 reference runs, this m
 every summing op and measures how much cancellation it does: the rounding error bound of a sum,
 eps * sum(|terms|), against the size of the result. A program with a sum whose bound exceeds
 its result (beyond the tolerance) is ill-conditioned: a value mismatch in it is reported as
-such, not as a wrong result. So does sin/cos/tan of an argument so large that its own rounding
+such, not as a wrong result. So does a normalization (layer_norm, var, std) of a row whose
+spread is rounding error or whose squares overflow float32, and sin/cos/tan of an argument so large that its own rounding
 moves the result beyond the tolerance.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -40,6 +43,37 @@ def _abs_twin(func, args, kwargs):
     return None
 
 
+# Normalizations: statistics of rows whose spread is rounding error (a constant row: its
+# normalized values are 0 +- noise, their signs arbitrary), or whose squares overflow float32
+# (eager's and any other algorithm's inf/NaN differ: ATen's Welford, a two-pass decomposition).
+_NORMS = (aten.native_layer_norm.default,)
+_STATISTICS = (aten.var.correction, aten.std.correction, aten.var_mean.correction, aten.std_mean.correction)
+_SQUARE_LIMIT = torch.finfo(torch.float32).max ** 0.5
+
+
+def _rows_ill_conditioned(x: torch.Tensor, dims: list[int]) -> bool:
+    x = x.detach().double()
+    if x.numel() == 0 or not dims or math.prod(x.shape[d] for d in dims) < 2:
+        return False  # (x - mean(x) of one element is exactly 0 in every algorithm)
+    finite = torch.isfinite(x)
+    if bool((x[finite].abs() > _SQUARE_LIMIT).any()):
+        return True
+    centered = (x - x.mean(dim=dims, keepdim=True)).abs().amax(dim=dims)
+    size = x.abs().amax(dim=dims)
+    return bool(((centered <= ACCUMULATION_EPS * size) & (size > 0)).any())
+
+
+def _normalized_dims(func, args, kwargs) -> list[int]:
+    x = args[0]
+    if func in _NORMS:
+        return list(range(x.dim() - len(args[1]), x.dim()))
+    dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+    if dim is None:
+        return list(range(x.dim()))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return [d % max(x.dim(), 1) for d in dims] if x.dim() else []
+
+
 class ConditionWatch(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
@@ -48,7 +82,16 @@ class ConditionWatch(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        if self.ill_conditioned or not isinstance(result, torch.Tensor) or not result.is_floating_point():
+        if self.ill_conditioned:
+            return result
+        if (func in _NORMS or func in _STATISTICS) and isinstance(args[0], torch.Tensor):
+            try:
+                if _rows_ill_conditioned(args[0], _normalized_dims(func, args, kwargs)):
+                    self.ill_conditioned = True
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
+            return result
+        if not isinstance(result, torch.Tensor) or not result.is_floating_point():
             return result
         if func in _PERIODIC and isinstance(args[0], torch.Tensor):
             # sin(x) moves by up to |dx|: one rounding of a large argument (eps * |x|) moves

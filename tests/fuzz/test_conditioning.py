@@ -25,3 +25,19 @@ def test_ordinary_sums_are_not():
 def test_sine_of_a_huge_argument_is_ill_conditioned():
     assert _watched(torch.sin, torch.tensor([22026.47, 0.5], dtype=torch.float64))
     assert not _watched(torch.sin, torch.tensor([3.0, -20.0], dtype=torch.float64))
+
+
+def test_normalizing_a_constant_or_overflowing_row_is_ill_conditioned():
+    layer_norm = torch.nn.functional.layer_norm
+    constant = torch.full((2, 7), -276.0, dtype=torch.float64)        # lowp 1478: 0 +- noise
+    assert _watched(lambda t: layer_norm(t, (7,)), constant)
+    huge = torch.tensor([[4.0, 1.7e38, -1.0]], dtype=torch.float64)   # index 1467: squares overflow
+    assert _watched(lambda t: layer_norm(t, (3,)), huge)
+    assert _watched(lambda t: t.std(1), huge)
+
+
+def test_ordinary_normalizations_are_not():
+    x = torch.randn(4, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    layer_norm = torch.nn.functional.layer_norm
+    assert not _watched(lambda t: (layer_norm(t, (7,)), t.var(1), torch.std_mean(t, 0)), x)
+    assert not _watched(lambda t: layer_norm(t, (1,)), x.reshape(28, 1))   # one element: exactly 0
