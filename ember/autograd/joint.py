@@ -305,6 +305,8 @@ def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer
         source = next((i for i, primal in enumerate(primals) if primal is root), inputs[key])
         if requires_grad[index] and source not in will_require_grad:
             alias = "it requires grad, the input does not"
+        elif out is primals[source]:
+            alias = OutputAlias("input", source, ())  # the input itself (x.float() of a float x): eager returns it
         else:
             alias = _alias("input", source, out, primals[source], leaves[source], requires_grad[index], tracer)
         if isinstance(alias, str):

@@ -571,3 +571,15 @@ def test_output_without_gradient_adds_no_terms(backend):
         grads.append((x.grad, w.grad))
     assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
     assert torch.equal(grads[1][0], torch.tensor([2.0, 2.0]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_returned_input_itself_is_the_input(backend):
+    """`x.float()` of a float tensor is x itself in eager; with x a non-leaf expanded view that
+    requires grad it came back as a copy (fuzz inplace 1051, after a graph break)."""
+    def fn(x):
+        return x.float(), x * 2
+
+    x = torch.randn(1, 1, 1, requires_grad=True).expand(3, 1, 5, 1)
+    same, _ = ember.compile(fn, backend=backend)(x)
+    assert same is x
