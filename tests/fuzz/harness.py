@@ -140,10 +140,16 @@ class RoundedCasts(TorchDispatchMode):
     value index_put with a float64 input value) and the reference was lost.  Here such an op
     runs with float64 in place of the dtype it names and its result is rounded to that dtype
     (overflowing as eager's does) but kept in float64.  View ops (`view(dtype)` reinterprets
-    bits) and in-place ops run as they are."""
+    bits) and in-place ops run as they are.  So does a constant the program makes
+    (`torch.tensor(100.0, dtype=torch.float32)`, index_put's values): float64 holding the
+    value its dtype holds (index_put of float32 values into a float64 input raised, and the
+    reference was lost)."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is torch.ops.aten.lift_fresh.default:
+            result = func(*args, **kwargs)
+            return result.to(torch.float64) if result.dtype in _LOWER_FLOATS else result
         named = [v for v in pytree.tree_leaves((args, kwargs)) if isinstance(v, torch.dtype) and v in _LOWER_FLOATS]
         if not named or func.is_view or func._schema.is_mutable:
             return func(*args, **kwargs)

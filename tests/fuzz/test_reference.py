@@ -51,3 +51,12 @@ def test_noise_cases_are_not_called_wrong():
     for seed in (2366, 3323, 4540):
         for outcome in run_program(generate(seed, "default"), ("aot_eager",)):
             assert outcome.cls == "ok", (seed, outcome.check, outcome.detail)
+
+
+def test_constants_the_program_makes_are_float64_holding_their_dtypes_value():
+    x = torch.zeros(4, dtype=torch.float64)
+    with RoundedCasts():
+        constant = torch.tensor(0.1, dtype=torch.float32)
+        filled = x.index_put((torch.tensor([1, 3]),), constant, accumulate=True)   # autograd 1645
+    assert constant.dtype == torch.float64 and constant.item() == torch.tensor(0.1, dtype=torch.float32).item()
+    assert filled[1].item() == constant.item()
