@@ -68,6 +68,31 @@ def _rows_ill_conditioned(x: torch.Tensor, dims: list[int]) -> bool:
     return bool(amplified.any())
 
 
+# argmax over values a few ulps apart: which one wins is the rounding's choice (eager's own
+# vectorized lanes and its scalar tail round atan2(x, x) differently, and its argmax flips
+# with them).  Exact ties are not counted: every implementation takes the first.
+_ARG_REDUCTIONS = (aten.argmax.default, aten.argmin.default, aten.max.dim, aten.min.dim)
+NEAR_TIE_ULPS = 8
+
+
+def _near_tie(func, args, kwargs) -> bool:
+    x = args[0].detach()
+    if not x.is_floating_point() or x.numel() < 2:
+        return False
+    eps = ACCUMULATION_EPS if x.dtype == torch.float64 else torch.finfo(x.dtype).eps
+    dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+    x = x.double()
+    if func in (aten.argmin.default, aten.min.dim):
+        x = -x
+    rows = x.reshape(-1, 1) if dim is None else x.movedim(dim, -1).reshape(-1, x.shape[dim] if x.dim() else 1)
+    if rows.shape[-1] < 2:
+        return False
+    top = rows.nan_to_num(nan=-float("inf")).topk(2, dim=-1).values
+    gap = top[:, 0] - top[:, 1]
+    near = (gap > 0) & (gap <= NEAR_TIE_ULPS * eps * top[:, 0].abs()) & torch.isfinite(top[:, 0])
+    return bool(near.any())
+
+
 def _normalized_dims(func, args, kwargs) -> list[int]:
     x = args[0]
     if func in _NORMS:
@@ -93,6 +118,12 @@ class ConditionWatch(TorchDispatchMode):
             try:
                 if _rows_ill_conditioned(args[0], _normalized_dims(func, args, kwargs)):
                     self.ill_conditioned = True
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
+            return result
+        if func in _ARG_REDUCTIONS and isinstance(args[0], torch.Tensor):
+            try:
+                self.ill_conditioned = _near_tie(func, args, kwargs)
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result

@@ -41,3 +41,12 @@ def test_ordinary_normalizations_are_not():
     layer_norm = torch.nn.functional.layer_norm
     assert not _watched(lambda t: (layer_norm(t, (7,)), t.var(1), torch.std_mean(t, 0)), x)
     assert not _watched(lambda t: layer_norm(t, (1,)), x.reshape(28, 1))   # one element: exactly 0
+
+
+def test_argmax_over_values_a_few_ulps_apart_is_ill_conditioned():
+    quarter_pi = torch.tensor([0.7853981256484985, 0.0, 0.7853981852531433], dtype=torch.float32)  # intmath 1597
+    assert _watched(lambda t: t.argmax(0), quarter_pi)
+    assert _watched(lambda t: t.min(0), -quarter_pi)
+    ties = torch.tensor([[1.0, 3.0, 3.0], [2.0, 0.5, 2.0]])            # exact ties: every kernel takes the first
+    assert not _watched(lambda t: t.argmax(1), ties)
+    assert not _watched(lambda t: t.argmax(), torch.randn(100, generator=torch.Generator().manual_seed(0)))
