@@ -50,20 +50,10 @@ class CompiledPair:
         return self._backward
 
     @functools.cached_property
-    def tangent_facts(self) -> tuple[list[set[int]], list]:
-        """(for each gradient the backward returns, the tangents it depends on; each tangent's
-        fake value).  An input whose gradient depends on no tangent that autograd gave gets
-        None, as in eager, where autograd never reaches it."""
-        placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
-        tangents = [n for n in placeholders if n.name.startswith("tangents_")]
-        depends: dict = {node: {position} for position, node in enumerate(tangents)}
-        for node in self.backward_graph.graph.nodes:
-            if node.op in ("call_function", "call_method"):
-                depends[node] = set().union(*(depends.get(arg, set()) for arg in node.all_input_nodes))
-        output = next(n for n in self.backward_graph.graph.nodes if n.op == "output")
-        per_grad = [depends.get(value, set()) if isinstance(value, torch.fx.Node) else set()
-                    for value in output.args[0]]
-        return per_grad, [node.meta.get("val") for node in tangents]
+    def tangent_fakes(self) -> list:
+        """Each tangent's fake value (an output the loss does not use gets zeros of its shape)."""
+        return [n.meta.get("val") for n in self.backward_graph.graph.nodes
+                if n.op == "placeholder" and n.name.startswith("tangents_")]
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:
@@ -155,13 +145,14 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             result: list = [None] * spec.num_primals
             if not given:
                 return tuple(result)
-            per_grad, fakes = pair.tangent_facts
             tangents = [tangent.contiguous() if tangent is not None else
                         torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
-                        for tangent, fake in zip(tangents, fakes)]
+                        for tangent, fake in zip(tangents, pair.tangent_fakes)]
             grads = pair.backward()(*saved, *tangents)
-            for index, grad, needs in zip(spec.grad_inputs, grads, per_grad):
-                result[index] = grad if needs & given else None
+            # An input no given output reaches gets None, as in eager, where autograd never
+            # reaches it; one that is reached gets its gradient even when that is zeros.
+            for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
+                result[index] = grad if sources & given else None
             return tuple(result)
 
     def run(*args):

@@ -230,6 +230,19 @@ def test_parameters_the_loss_does_not_reach_get_no_gradient(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_input_reached_by_a_zero_gradient_gets_it(backend):
+    """pow(a, 0)'s backward is zeros that read no tangent: the runtime took "depends on no
+    given tangent" for "autograd never reaches it" and returned None; eager reaches `a` and
+    gives zeros (fuzz seed 18005)."""
+    def fn(a):
+        ones = torch.pow(a, 0)
+        return ones.masked_fill(ones > 0, -2)
+
+    check(fn, lambda: (torch.tensor([[-0.77]], dtype=torch.float16, requires_grad=True),), backend)
+    check(lambda a, b: (torch.pow(a, 0), b * 2), lambda: (leaf(3), leaf(2)), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_non_leaf_input_with_a_storage_offset(backend):
     """A view of a leaf that requires grad, passed into a graph (after a break): the graph ran
     on a clone of it (to allow in-place ops), and the C++ kernels read the clone's layout, at
