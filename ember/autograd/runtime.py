@@ -155,8 +155,20 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
                 result[index] = grad if sources & given else None
             return tuple(result)
 
+    # Inputs no output's autograd graph reaches enter the Function detached: eager's graph has
+    # no edge to them, and an edge would make the engine run their grad_fn on a None gradient
+    # (NotImplemented for floor_divide raises; hooks would fire).
+    reached = {index for index, sources in zip(spec.grad_inputs, spec.grad_sources) if sources}
+    unreached = [index for index in range(spec.num_primals) if index not in reached]
+
     def run(*args):
-        values = CompiledFunction.apply(*args)
+        inputs = args
+        if any(isinstance(args[i], torch.Tensor) and args[i].requires_grad for i in unreached):
+            inputs = list(args)
+            for index in unreached:
+                if isinstance(args[index], torch.Tensor) and args[index].requires_grad:
+                    inputs[index] = args[index].detach()
+        values = CompiledFunction.apply(*inputs)
         for k, value in zip(grad_mutations, values[len(returned):]):
             args[spec.mutated_inputs[k]].copy_(value)  # recorded by autograd, as eager's in-place op was
         return _assemble(spec, list(values[:len(returned)]), returned, args)

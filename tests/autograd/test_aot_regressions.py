@@ -243,6 +243,21 @@ def test_input_reached_by_a_zero_gradient_gets_it(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_input_no_output_reaches_is_not_an_edge_of_the_backward(backend):
+    """floor_divide's result requires grad with a NotImplemented grad_fn; after a break only
+    isinf reads it.  The compiled Function took it as a differentiable input, so the engine ran
+    its grad_fn (on a None gradient) and raised, where eager's backward never reaches it (fuzz
+    seed 19673)."""
+    def fn(a, b):
+        quotient = torch.floor_divide(b, a)
+        ember.graph_break()
+        return b.mean(), torch.isinf(quotient)
+
+    check(fn, lambda: (torch.tensor([-0.38]), torch.tensor([1.3], dtype=torch.bfloat16, requires_grad=True)),
+          backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_non_leaf_input_with_a_storage_offset(backend):
     """A view of a leaf that requires grad, passed into a graph (after a break): the graph ran
     on a clone of it (to allow in-place ops), and the C++ kernels read the clone's layout, at
