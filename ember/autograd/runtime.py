@@ -10,6 +10,7 @@ inference path).  Outputs that alias an input come back as views of the real inp
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -40,6 +41,7 @@ class CompiledPair:
     saved_bytes: int
     _backward: Callable | None = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    _pruned: dict = dataclasses.field(default_factory=dict)
 
     def backward(self) -> Callable:
         if self._backward is None:
@@ -48,6 +50,24 @@ class CompiledPair:
                     inputs = [n.meta.get("val") for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
                     self._backward = self.bw_compiler(self.backward_graph, inputs)
         return self._backward
+
+    def backward_for(self, returned: frozenset[int]) -> tuple[Callable, frozenset[int]]:
+        """A backward computing only the gradients at positions `returned` (None for the others),
+        and the positions of the saved values it reads: eager's backward runs only the nodes the
+        given outputs reach, so only their saved tensors must be as they were."""
+        with self._lock:
+            if returned not in self._pruned:
+                graph = torch.fx.Graph()
+                values: dict = {}
+                grads = graph.graph_copy(self.backward_graph.graph, values)
+                graph.output(tuple(grad if position in returned else None for position, grad in enumerate(grads)))
+                graph.eliminate_dead_code()
+                module = torch.fx.GraphModule(self.backward_graph, graph, class_name="BackwardGraph")
+                placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+                reads = frozenset(k for k, node in enumerate(placeholders[:self.num_saved]) if node.users)
+                compiled = self.bw_compiler(module, [n.meta.get("val") for n in placeholders])
+                self._pruned[returned] = (compiled, reads)
+        return self._pruned[returned]
 
     @functools.cached_property
     def tangent_fakes(self) -> list:
@@ -119,7 +139,11 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             if num_mutated:
                 saved = _before_writes(spec, args, saved)
             _write_back(spec, args, values[num_outputs:], skip=set(grad_mutations))
-            ctx.save_for_backward(*[s for s in saved if isinstance(s, torch.Tensor)])
+            tensors = [s for s in saved if isinstance(s, torch.Tensor)]
+            ctx.save_for_backward(*tensors)
+            # Under ember's own saved-tensor hooks autograd does not check versions on unpacking:
+            # the backward checks those of the saved values it reads (see _SavedValues).
+            ctx.saved_versions = [t._version for t in tensors] if _SavedValues.active() else None
             ctx.saved_layout = [isinstance(s, torch.Tensor) for s in saved]
             ctx.saved_other = [s for s in saved if not isinstance(s, torch.Tensor)]
             outputs = _own_memory([values[i] for i in function_outputs], function_outputs, spec, args)
@@ -136,7 +160,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
                     "ember: double backward through a compiled region is not supported; compute the "
                     "higher-order gradient outside ember.compile, or call torch.autograd.grad without "
                     "create_graph=True")
-            tensors = iter(ctx.saved_tensors)
+            saved_tensors = ctx.saved_tensors
+            tensors = iter(saved_tensors)
             others = iter(ctx.saved_other)
             saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
             tangents = [grad_outputs[position_of[index]] if index in position_of else None
@@ -148,7 +173,10 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             tangents = [tangent.contiguous() if tangent is not None else
                         torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
                         for tangent, fake in zip(tangents, pair.tangent_fakes)]
-            grads = pair.backward()(*saved, *tangents)
+            backward = None
+            if ctx.saved_versions is not None:
+                backward = _checked_backward(pair, spec, given, saved_tensors, ctx.saved_versions, ctx.saved_layout)
+            grads = (backward or pair.backward())(*saved, *tangents)
             # An input no given output reaches gets None, as in eager, where autograd never
             # reaches it; one that is reached gets its gradient even when that is zeros.
             for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
@@ -168,13 +196,69 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             for index in unreached:
                 if isinstance(args[index], torch.Tensor) and args[index].requires_grad:
                     inputs[index] = args[index].detach()
-        values = CompiledFunction.apply(*inputs)
+        with _SavedValues.scope():
+            values = CompiledFunction.apply(*inputs)
         for k, value in zip(grad_mutations, values[len(returned):]):
             args[spec.mutated_inputs[k]].copy_(value)  # recorded by autograd, as eager's in-place op was
         return _assemble(spec, list(values[:len(returned)]), returned, args)
 
     run.autograd_function = CompiledFunction
     return run
+
+
+class _SavedValues:
+    """Saved-tensor hooks around the compiled Function: one graph's backward stands for many of
+    eager's nodes, and autograd checks the versions of all its saved tensors on unpacking,
+    where eager checks only those of the nodes the backward reaches (a saved index tensor the
+    user writes in place after the call is an error only if its gradient is needed).  The hooks
+    keep the tensors as they are (detached: an output's grad_fn is this Function), and the
+    backward checks versions itself.  Not installed under the user's own hooks (save_on_cpu,
+    checkpointing), which then see every saved tensor as before."""
+
+    @staticmethod
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.detach() if tensor.requires_grad else tensor
+
+    @staticmethod
+    def unpack(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    @staticmethod
+    def _top():
+        top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
+        return top(False) if top is not None else ()
+
+    @classmethod
+    def active(cls) -> bool:
+        top = cls._top()
+        return top is not None and len(top) == 2 and top[0] is cls.pack
+
+    @classmethod
+    def scope(cls):
+        if cls._top() is None:
+            return torch.autograd.graph.saved_tensors_hooks(cls.pack, cls.unpack)
+        return contextlib.nullcontext()
+
+
+def _checked_backward(pair: CompiledPair, spec: JointSpec, given: set[int], tensors, versions,
+                      layout: list[bool]) -> Callable | None:
+    """None when no saved tensor was written since the forward; else the backward for the given
+    tangents, after raising eager's error if it reads a written one."""
+    changed = [k for k, (tensor, version) in enumerate(zip(tensors, versions)) if tensor._version != version]
+    if not changed:
+        return None
+    returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
+    backward, reads = pair.backward_for(returned)
+    positions = [k for k, is_tensor in enumerate(layout) if is_tensor]  # tensor k -> saved value
+    for k in changed:
+        if positions[k] in reads:
+            tensor = tensors[k]
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; "
+                f"expected version {versions[k]} instead (a value ember's compiled graph saved for "
+                "its backward)")
+    return backward
 
 
 def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
