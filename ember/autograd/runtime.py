@@ -51,23 +51,23 @@ class CompiledPair:
                     self._backward = self.bw_compiler(self.backward_graph, inputs)
         return self._backward
 
-    def backward_for(self, returned: frozenset[int]) -> tuple[Callable, frozenset[int]]:
-        """A backward computing only the gradients at positions `returned` (None for the others),
-        and the positions of the saved values it reads: eager's backward runs only the nodes the
-        given outputs reach, so only their saved tensors must be as they were."""
+    def backward_for(self, returned: frozenset[int], given: frozenset[int]) -> tuple[Callable, frozenset[int]]:
+        """The backward when only the tangents at positions `given` came (the loss uses only
+        some outputs), computing the gradients at positions `returned` (None for the others),
+        and the positions of the saved values it reads.  Eager's backward runs only the nodes
+        the given outputs reach: what depends on missing tangents alone is zeros here (not a
+        zero tangent pushed through the backward: 0 * inf would be NaN), and the saved values
+        only that read need not be as they were."""
+        key = (returned, given)
         with self._lock:
-            if returned not in self._pruned:
-                graph = torch.fx.Graph()
-                values: dict = {}
-                grads = graph.graph_copy(self.backward_graph.graph, values)
-                graph.output(tuple(grad if position in returned else None for position, grad in enumerate(grads)))
-                graph.eliminate_dead_code()
+            if key not in self._pruned:
+                graph = _without_missing_tangents(self.backward_graph.graph, returned, given)
                 module = torch.fx.GraphModule(self.backward_graph, graph, class_name="BackwardGraph")
                 placeholders = [n for n in graph.nodes if n.op == "placeholder"]
                 reads = frozenset(k for k, node in enumerate(placeholders[:self.num_saved]) if node.users)
                 compiled = self.bw_compiler(module, [n.meta.get("val") for n in placeholders])
-                self._pruned[returned] = (compiled, reads)
-        return self._pruned[returned]
+                self._pruned[key] = (compiled, reads)
+        return self._pruned[key]
 
     @functools.cached_property
     def tangent_fakes(self) -> list:
@@ -173,10 +173,14 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             tangents = [tangent.contiguous() if tangent is not None else
                         torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
                         for tangent, fake in zip(tangents, pair.tangent_fakes)]
-            backward = None
+            if len(given) < len(tangents):
+                returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
+                backward, reads = pair.backward_for(returned, frozenset(given))
+            else:
+                backward, reads = pair.backward(), None
             if ctx.saved_versions is not None:
-                backward = _checked_backward(pair, spec, given, saved_tensors, ctx.saved_versions, ctx.saved_layout)
-            grads = (backward or pair.backward())(*saved, *tangents)
+                _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
+            grads = backward(*saved, *tangents)
             # An input no given output reaches gets None, as in eager, where autograd never
             # reaches it; one that is reached gets its gradient even when that is zeros.
             for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
@@ -240,25 +244,51 @@ class _SavedValues:
         return contextlib.nullcontext()
 
 
-def _checked_backward(pair: CompiledPair, spec: JointSpec, given: set[int], tensors, versions,
-                      layout: list[bool]) -> Callable | None:
-    """None when no saved tensor was written since the forward; else the backward for the given
-    tangents, after raising eager's error if it reads a written one."""
-    changed = [k for k, (tensor, version) in enumerate(zip(tensors, versions)) if tensor._version != version]
-    if not changed:
-        return None
-    returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
-    backward, reads = pair.backward_for(returned)
+def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int], given: frozenset[int]) -> torch.fx.Graph:
+    """A copy of a backward graph where values that depend on missing tangents and on no given
+    one are zeros (the backward is linear in its tangents), returning only the gradients at
+    positions `returned`."""
+    graph = torch.fx.Graph()
+    grads = graph.graph_copy(original, {})
+    graph.output(tuple(grad if position in returned else None for position, grad in enumerate(grads)))
+    tangents = [n for n in graph.nodes if n.op == "placeholder" and n.name.startswith("tangents_")]
+    missing = {node for position, node in enumerate(tangents) if position not in given}
+    reaches_given = {node for position, node in enumerate(tangents) if position in given}
+    only_missing = set(missing)
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        inputs = node.all_input_nodes
+        if any(arg in reaches_given for arg in inputs):
+            reaches_given.add(node)
+        elif any(arg in only_missing for arg in inputs):
+            only_missing.add(node)
+    for node in list(graph.nodes):
+        value = node.meta.get("val")
+        if node not in only_missing or not isinstance(value, torch.Tensor) or not value.is_contiguous():
+            continue
+        if all(user in only_missing for user in node.users):
+            continue
+        with graph.inserting_after(node):
+            zeros = graph.call_function(torch.ops.aten.zeros.default, (list(value.shape),),
+                                        {"dtype": value.dtype, "device": value.device})
+        zeros.meta = {"val": value}
+        node.replace_all_uses_with(zeros, delete_user_cb=lambda user: user not in only_missing and user is not zeros)
+    graph.eliminate_dead_code()
+    return graph
+
+
+def _check_versions(tensors, versions: list[int], layout: list[bool], reads: frozenset[int] | None) -> None:
+    """Eager's error for a saved tensor written in place since the forward, if the backward
+    reads it (`reads`: positions among the saved values; None: all)."""
     positions = [k for k, is_tensor in enumerate(layout) if is_tensor]  # tensor k -> saved value
-    for k in changed:
-        if positions[k] in reads:
-            tensor = tensors[k]
+    for k, (tensor, version) in enumerate(zip(tensors, versions)):
+        if tensor._version != version and (reads is None or positions[k] in reads):
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: [{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; "
-                f"expected version {versions[k]} instead (a value ember's compiled graph saved for "
+                f"expected version {version} instead (a value ember's compiled graph saved for "
                 "its backward)")
-    return backward
 
 
 def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:

@@ -285,6 +285,16 @@ def test_saved_tensor_written_after_the_call_matters_only_if_its_gradient_is_nee
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_output_the_loss_ignores_adds_nothing_to_gradients(backend):
+    """The loss uses x * 2 only; the compiled backward pushed a zero tangent through exp's
+    gradient too, and 0 * exp(100) = 0 * inf made x.grad NaN where eager gives 2."""
+    for fn in (lambda x: (x.exp(), x * 2), ember.compile(lambda x: (x.exp(), x * 2), backend=backend)):
+        x = torch.tensor([100.0, 1.0], requires_grad=True)
+        fn(x)[1].sum().backward()
+        torch.testing.assert_close(x.grad, torch.tensor([2.0, 2.0]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_users_saved_tensor_hooks_still_see_compiled_saves(backend):
     """ember's own hooks (version checks per saved value) stay out of the way of the user's
     (save_on_cpu, checkpointing)."""
