@@ -52,6 +52,10 @@ class JointSpec:
     # Forward outputs sharing an input's memory in eager that the runtime cannot re-make as
     # views: the graph's value is copied where it shares the input's memory.
     outputs_sharing_inputs: list[int] = dataclasses.field(default_factory=list)
+    # Per grad input: the positions in diff_outputs whose autograd graph reaches it.  Eager gives
+    # an input a gradient (zeros included: pow(x, 0)) exactly when the backward starts from an
+    # output that reaches it, whatever the gradient's value depends on.
+    grad_sources: list[frozenset[int]] = dataclasses.field(default_factory=list)
 
     # diff_outputs index the forward outputs followed by the mutated inputs' new values: an input
     # that requires grad and is written in place (a non-leaf) gets its new value differentiably.
@@ -200,6 +204,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
             and not any(isinstance(d, torch.SymInt) for d in out.shape)
         ]
         grads: list = []
+        grad_sources: list[frozenset[int]] = []
         tangent_nodes = []
         if diff_outputs:
             tracer.recording = False
@@ -218,6 +223,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
             targets = [leaves[i] for i in grad_inputs]
             grads = list(torch.autograd.grad(
                 [candidates[i] for i in diff_outputs], targets, tangents, allow_unused=True))
+            grad_sources = _grad_sources([candidates[i] for i in diff_outputs], targets)
     output_nodes: list = []
     constant_outputs: dict[int, Any] = {}
     for index, out in enumerate(forward_values):
@@ -252,8 +258,32 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         output_requires_grad=output_requires_grad,
         output_copies=_output_copies(final_outputs, output_requires_grad),
         outputs_sharing_inputs=sharing_inputs,
+        grad_sources=grad_sources,
     )
     return module, spec
+
+
+def _grad_sources(outputs: list[torch.Tensor], leaves: list[torch.Tensor]) -> list[frozenset[int]]:
+    """For each leaf, the positions of the outputs whose autograd graph reaches it."""
+    position_of = {id(leaf): k for k, leaf in enumerate(leaves)}
+    reached: list[set[int]] = [set() for _ in leaves]
+    for position, out in enumerate(outputs):
+        if out.grad_fn is None:  # a leaf returned as it is
+            if id(out) in position_of:
+                reached[position_of[id(out)]].add(position)
+            continue
+        seen = set()
+        stack = [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            variable = getattr(node, "variable", None)  # AccumulateGrad: the leaf it writes
+            if variable is not None and id(variable) in position_of:
+                reached[position_of[id(variable)]].add(position)
+            stack.extend(next_node for next_node, _ in node.next_functions)
+    return [frozenset(positions) for positions in reached]
 
 
 def _output_copies(nodes: list, requires_grad: list[bool]) -> dict[int, int]:

@@ -10,6 +10,7 @@ inference path).  Outputs that alias an input come back as views of the real inp
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -20,7 +21,6 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import logs
-from .absent_tangents import without_tangents
 from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
@@ -40,8 +40,8 @@ class CompiledPair:
     num_saved: int
     saved_bytes: int
     _backward: Callable | None = None
-    _lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
-    _partial_backwards: dict = dataclasses.field(default_factory=dict)
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    _pruned: dict = dataclasses.field(default_factory=dict)
 
     def backward(self) -> Callable:
         if self._backward is None:
@@ -51,52 +51,29 @@ class CompiledPair:
                     self._backward = self.bw_compiler(self.backward_graph, inputs)
         return self._backward
 
-    def backward_without(self, absent: frozenset[int]) -> Callable:
-        """The backward for a call where autograd gave no gradient for the tangents `absent`:
-        their terms dropped, not computed from zeros (see absent_tangents)."""
-        if not absent:
-            return self.backward()
+    def backward_for(self, returned: frozenset[int], given: frozenset[int]) -> tuple[Callable, frozenset[int]]:
+        """The backward when only the tangents at positions `given` came (the loss uses only
+        some outputs), computing the gradients at positions `returned` (None for the others),
+        and the positions of the saved values it reads.  Eager's backward runs only the nodes
+        the given outputs reach: what depends on missing tangents alone is zeros here (not a
+        zero tangent pushed through the backward: 0 * inf would be NaN), and the saved values
+        only that read need not be as they were."""
+        key = (returned, given)
         with self._lock:
-            compiled = self._partial_backwards.get(absent)
-            if compiled is None:
-                try:
-                    graph = without_tangents(self.backward_graph, set(absent))
-                except NotImplementedError:  # no rule reaches a real use: zeros, as before
-                    compiled = self.backward
-                else:
-                    inputs = [n.meta.get("val") for n in graph.graph.nodes if n.op == "placeholder"]
-                    compiled = lambda graph=graph, inputs=inputs: self.bw_compiler(graph, inputs)  # noqa: E731
-                    compiled = _Once(compiled)
-                self._partial_backwards[absent] = compiled
-            return compiled()
+            if key not in self._pruned:
+                graph = _without_missing_tangents(self.backward_graph.graph, returned, given)
+                module = torch.fx.GraphModule(self.backward_graph, graph, class_name="BackwardGraph")
+                placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+                reads = frozenset(k for k, node in enumerate(placeholders[:self.num_saved]) if node.users)
+                compiled = self.bw_compiler(module, [n.meta.get("val") for n in placeholders])
+                self._pruned[key] = (compiled, reads)
+        return self._pruned[key]
 
     @functools.cached_property
-    def tangent_facts(self) -> tuple[list[set[int]], list]:
-        """(for each gradient the backward returns, the tangents it depends on; each tangent's
-        fake value).  An input whose gradient depends on no tangent that autograd gave gets
-        None, as in eager, where autograd never reaches it."""
-        placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
-        tangents = [n for n in placeholders if n.name.startswith("tangents_")]
-        depends: dict = {node: {position} for position, node in enumerate(tangents)}
-        for node in self.backward_graph.graph.nodes:
-            if node.op in ("call_function", "call_method"):
-                depends[node] = set().union(*(depends.get(arg, set()) for arg in node.all_input_nodes))
-        output = next(n for n in self.backward_graph.graph.nodes if n.op == "output")
-        per_grad = [depends.get(value, set()) if isinstance(value, torch.fx.Node) else set()
-                    for value in output.args[0]]
-        return per_grad, [node.meta.get("val") for node in tangents]
-
-
-class _Once:
-    """A compile run on first use and kept."""
-
-    def __init__(self, make: Callable) -> None:
-        self.make, self.value = make, None
-
-    def __call__(self) -> Callable:
-        if self.value is None:
-            self.value = self.make()
-        return self.value
+    def tangent_fakes(self) -> list:
+        """Each tangent's fake value (an output the loss does not use gets zeros of its shape)."""
+        return [n.meta.get("val") for n in self.backward_graph.graph.nodes
+                if n.op == "placeholder" and n.name.startswith("tangents_")]
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:
@@ -162,7 +139,11 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             if num_mutated:
                 saved = _before_writes(spec, args, saved)
             _write_back(spec, args, values[num_outputs:], skip=set(grad_mutations))
-            ctx.save_for_backward(*[s for s in saved if isinstance(s, torch.Tensor)])
+            tensors = [s for s in saved if isinstance(s, torch.Tensor)]
+            ctx.save_for_backward(*tensors)
+            # Under ember's own saved-tensor hooks autograd does not check versions on unpacking:
+            # the backward checks those of the saved values it reads (see _SavedValues).
+            ctx.saved_versions = [t._version for t in tensors] if _SavedValues.active() else None
             ctx.saved_layout = [isinstance(s, torch.Tensor) for s in saved]
             ctx.saved_other = [s for s in saved if not isinstance(s, torch.Tensor)]
             outputs = _own_memory([values[i] for i in function_outputs], function_outputs, spec, args)
@@ -179,7 +160,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
                     "ember: double backward through a compiled region is not supported; compute the "
                     "higher-order gradient outside ember.compile, or call torch.autograd.grad without "
                     "create_graph=True")
-            tensors = iter(ctx.saved_tensors)
+            saved_tensors = ctx.saved_tensors
+            tensors = iter(saved_tensors)
             others = iter(ctx.saved_other)
             saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
             tangents = [grad_outputs[position_of[index]] if index in position_of else None
@@ -188,24 +170,125 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             result: list = [None] * spec.num_primals
             if not given:
                 return tuple(result)
-            per_grad, fakes = pair.tangent_facts
             tangents = [tangent.contiguous() if tangent is not None else
                         torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
-                        for tangent, fake in zip(tangents, fakes)]
-            absent = frozenset(range(len(tangents))) - given
-            grads = pair.backward_without(absent)(*saved, *tangents)
-            for index, grad, needs in zip(spec.grad_inputs, grads, per_grad):
-                result[index] = grad if needs & given else None
+                        for tangent, fake in zip(tangents, pair.tangent_fakes)]
+            if len(given) < len(tangents):
+                returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
+                backward, reads = pair.backward_for(returned, frozenset(given))
+            else:
+                backward, reads = pair.backward(), None
+            if ctx.saved_versions is not None:
+                _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
+            grads = backward(*saved, *tangents)
+            # An input no given output reaches gets None, as in eager, where autograd never
+            # reaches it; one that is reached gets its gradient even when that is zeros.
+            for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
+                result[index] = grad if sources & given else None
             return tuple(result)
 
+    # Inputs no output's autograd graph reaches enter the Function detached: eager's graph has
+    # no edge to them, and an edge would make the engine run their grad_fn on a None gradient
+    # (NotImplemented for floor_divide raises; hooks would fire).
+    reached = {index for index, sources in zip(spec.grad_inputs, spec.grad_sources) if sources}
+    unreached = [index for index in range(spec.num_primals) if index not in reached]
+
     def run(*args):
-        values = CompiledFunction.apply(*args)
+        inputs = args
+        if any(isinstance(args[i], torch.Tensor) and args[i].requires_grad for i in unreached):
+            inputs = list(args)
+            for index in unreached:
+                if isinstance(args[index], torch.Tensor) and args[index].requires_grad:
+                    inputs[index] = args[index].detach()
+        with _SavedValues.scope():
+            values = CompiledFunction.apply(*inputs)
         for k, value in zip(grad_mutations, values[len(returned):]):
             args[spec.mutated_inputs[k]].copy_(value)  # recorded by autograd, as eager's in-place op was
         return _assemble(spec, list(values[:len(returned)]), returned, args)
 
     run.autograd_function = CompiledFunction
     return run
+
+
+class _SavedValues:
+    """Saved-tensor hooks around the compiled Function: one graph's backward stands for many of
+    eager's nodes, and autograd checks the versions of all its saved tensors on unpacking,
+    where eager checks only those of the nodes the backward reaches (a saved index tensor the
+    user writes in place after the call is an error only if its gradient is needed).  The hooks
+    keep the tensors as they are (detached: an output's grad_fn is this Function), and the
+    backward checks versions itself.  Not installed under the user's own hooks (save_on_cpu,
+    checkpointing), which then see every saved tensor as before."""
+
+    @staticmethod
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.detach() if tensor.requires_grad else tensor
+
+    @staticmethod
+    def unpack(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    @staticmethod
+    def _top():
+        top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)
+        return top(False) if top is not None else ()
+
+    @classmethod
+    def active(cls) -> bool:
+        top = cls._top()
+        return top is not None and len(top) == 2 and top[0] is cls.pack
+
+    @classmethod
+    def scope(cls):
+        if cls._top() is None:
+            return torch.autograd.graph.saved_tensors_hooks(cls.pack, cls.unpack)
+        return contextlib.nullcontext()
+
+
+def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int], given: frozenset[int]) -> torch.fx.Graph:
+    """A copy of a backward graph where values that depend on missing tangents and on no given
+    one are zeros (the backward is linear in its tangents), returning only the gradients at
+    positions `returned`."""
+    graph = torch.fx.Graph()
+    grads = graph.graph_copy(original, {})
+    graph.output(tuple(grad if position in returned else None for position, grad in enumerate(grads)))
+    tangents = [n for n in graph.nodes if n.op == "placeholder" and n.name.startswith("tangents_")]
+    missing = {node for position, node in enumerate(tangents) if position not in given}
+    reaches_given = {node for position, node in enumerate(tangents) if position in given}
+    only_missing = set(missing)
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        inputs = node.all_input_nodes
+        if any(arg in reaches_given for arg in inputs):
+            reaches_given.add(node)
+        elif any(arg in only_missing for arg in inputs):
+            only_missing.add(node)
+    for node in list(graph.nodes):
+        value = node.meta.get("val")
+        if node not in only_missing or not isinstance(value, torch.Tensor) or not value.is_contiguous():
+            continue
+        if all(user in only_missing for user in node.users):
+            continue
+        with graph.inserting_after(node):
+            zeros = graph.call_function(torch.ops.aten.zeros.default, (list(value.shape),),
+                                        {"dtype": value.dtype, "device": value.device})
+        zeros.meta = {"val": value}
+        node.replace_all_uses_with(zeros, delete_user_cb=lambda user: user not in only_missing and user is not zeros)
+    graph.eliminate_dead_code()
+    return graph
+
+
+def _check_versions(tensors, versions: list[int], layout: list[bool], reads: frozenset[int] | None) -> None:
+    """Eager's error for a saved tensor written in place since the forward, if the backward
+    reads it (`reads`: positions among the saved values; None: all)."""
+    positions = [k for k, is_tensor in enumerate(layout) if is_tensor]  # tensor k -> saved value
+    for k, (tensor, version) in enumerate(zip(tensors, versions)):
+        if tensor._version != version and (reads is None or positions[k] in reads):
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; "
+                f"expected version {version} instead (a value ember's compiled graph saved for "
+                "its backward)")
 
 
 def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:

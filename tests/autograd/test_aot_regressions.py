@@ -230,6 +230,85 @@ def test_parameters_the_loss_does_not_reach_get_no_gradient(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_input_reached_by_a_zero_gradient_gets_it(backend):
+    """pow(a, 0)'s backward is zeros that read no tangent: the runtime took "depends on no
+    given tangent" for "autograd never reaches it" and returned None; eager reaches `a` and
+    gives zeros (fuzz seed 18005)."""
+    def fn(a):
+        ones = torch.pow(a, 0)
+        return ones.masked_fill(ones > 0, -2)
+
+    check(fn, lambda: (torch.tensor([[-0.77]], dtype=torch.float16, requires_grad=True),), backend)
+    check(lambda a, b: (torch.pow(a, 0), b * 2), lambda: (leaf(3), leaf(2)), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_input_no_output_reaches_is_not_an_edge_of_the_backward(backend):
+    """floor_divide's result requires grad with a NotImplemented grad_fn; after a break only
+    isinf reads it.  The compiled Function took it as a differentiable input, so the engine ran
+    its grad_fn (on a None gradient) and raised, where eager's backward never reaches it (fuzz
+    seed 19673)."""
+    def fn(a, b):
+        quotient = torch.floor_divide(b, a)
+        ember.graph_break()
+        return b.mean(), torch.isinf(quotient)
+
+    check(fn, lambda: (torch.tensor([-0.38]), torch.tensor([1.3], dtype=torch.bfloat16, requires_grad=True)),
+          backend)
+
+
+def _min_then_write_indices(a, b):
+    doubled = a * 3
+    values, indices = b.min(1)
+    ember.graph_break()
+    indices.add_(1)  # saved by the graph's backward (min's gradient scatters through them)
+    return doubled, indices, values
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_saved_tensor_written_after_the_call_matters_only_if_its_gradient_is_needed(backend):
+    """One compiled backward stands for eager's nodes; autograd checked the versions of all its
+    saved tensors, and raised for min's indices written after the call although the loss never
+    reaches min (fuzz seed 20044).  When it does, eager and compiled both raise."""
+    def make_args():
+        return torch.randn(3, requires_grad=True), torch.randn(2, 4, requires_grad=True)
+
+    check(lambda a, b: _min_then_write_indices(a, b)[:2] + ((_min_then_write_indices(a, b)[2] > 0),),
+          make_args, backend)
+    for fn in (_min_then_write_indices, ember.compile(_min_then_write_indices, backend=backend)):
+        a, b = make_args()
+        doubled, _, values = fn(a, b)
+        doubled.sum().backward(retain_graph=True)  # (compiled: one node, freed by a backward)
+        assert b.grad is None
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            values.sum().backward()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_output_the_loss_ignores_adds_nothing_to_gradients(backend):
+    """The loss uses x * 2 only; the compiled backward pushed a zero tangent through exp's
+    gradient too, and 0 * exp(100) = 0 * inf made x.grad NaN where eager gives 2."""
+    for fn in (lambda x: (x.exp(), x * 2), ember.compile(lambda x: (x.exp(), x * 2), backend=backend)):
+        x = torch.tensor([100.0, 1.0], requires_grad=True)
+        fn(x)[1].sum().backward()
+        torch.testing.assert_close(x.grad, torch.tensor([2.0, 2.0]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_users_saved_tensor_hooks_still_see_compiled_saves(backend):
+    """ember's own hooks (version checks per saved value) stay out of the way of the user's
+    (save_on_cpu, checkpointing)."""
+    packed = []
+    compiled = ember.compile(lambda x: x.exp(), backend=backend)
+    x = torch.randn(5, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
+        y = compiled(x)
+    y.sum().backward()
+    assert packed
+    torch.testing.assert_close(x.grad, x.detach().exp())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_non_leaf_input_with_a_storage_offset(backend):
     """A view of a leaf that requires grad, passed into a graph (after a break): the graph ran
     on a clone of it (to allow in-place ops), and the C++ kernels read the clone's layout, at
