@@ -442,3 +442,13 @@ def test_capture_keeps_the_view_of_a_pointwise_result_in_the_graph():
     explanation = ember.explain(fn)(d, a)
     assert explanation.graph_break_count == 0, explanation
     torch.testing.assert_close(ember.compile(fn, backend="ember")(d, a), fn(d, a))
+
+
+def test_view_output_of_a_value_eager_lays_out_transposed():
+    """`(x + y)` of two transposed inputs is transposed in eager, its `.t()` contiguous; ember
+    stored the sum contiguous (it is not itself an output), so the returned view was transposed."""
+    x, y = torch.randn(8, 31).t(), torch.randn(8, 31).t()
+    expected = (x + y).t()
+    got = ember.compile(lambda x, y: (x + y).t(), backend="ember")(x, y)
+    assert got.stride() == expected.stride()
+    torch.testing.assert_close(got, expected)
