@@ -43,13 +43,27 @@ def _is_candidate(func) -> bool:
 
 
 def _is_static(tensor: torch.Tensor) -> bool:
-    return not any(isinstance(n, torch.SymInt) for n in (*tensor.shape, *tensor.stride()))
+    return not tensor._has_symbolic_sizes_strides
 
 
 def _signature(value) -> Any:
     if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), tuple(value.stride()), value.dtype, value.device.type)
-    return value
+        return (tuple(value.shape), tuple(value.stride()), value.dtype, value.device.type)
+    if isinstance(value, (bool, int, float, str, type(None), torch.dtype)):
+        return (type(value), value)  # 1, 1.0 and True promote differently
+    return repr(value)
+
+
+def _leaves(args: tuple, kwargs: dict) -> list:
+    """The arguments, lists opened one level (pointwise ops take no deeper nesting)."""
+    leaves = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, (list, tuple)):
+            leaves.append(len(value))
+            leaves.extend(value)
+        else:
+            leaves.append(value)
+    return leaves
 
 
 def _extent(tensor: torch.Tensor) -> int:
@@ -67,10 +81,11 @@ def _real(value):
     return storage.as_strided(tuple(value.shape), tuple(value.stride()))
 
 
-def _eager_layouts(func, args: tuple, kwargs: dict, tensors: list) -> tuple | None:
+def _eager_layouts(func, args: tuple, kwargs: dict, leaves: list, tensors: list) -> tuple | None:
     try:
-        key = (func, repr(pytree.tree_map(_signature, (args, kwargs))))
-    except Exception:  # noqa: BLE001 - an argument without a usable repr: no answer
+        key = (func, tuple(kwargs), tuple(_signature(leaf) for leaf in leaves))
+        hash(key)
+    except Exception:  # noqa: BLE001 - an argument without a usable signature: no answer
         return None
     if key in _LAYOUTS:
         return _LAYOUTS[key]
@@ -100,12 +115,13 @@ def with_eager_layout(func, args: tuple, kwargs: dict, result: Any) -> Any:
     results, spec = pytree.tree_flatten(result)
     if not any(isinstance(r, torch.Tensor) and r.dim() >= 2 and r.numel() > 1 for r in results):
         return result
-    tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+    leaves = _leaves(args, kwargs)
+    tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     if all(t.is_contiguous() for t in tensors) or not all(_is_static(t) for t in tensors):
         return result
     if not all(_is_static(r) for r in results if isinstance(r, torch.Tensor)):
         return result
-    layouts = _eager_layouts(func, args, kwargs, tensors)
+    layouts = _eager_layouts(func, args, kwargs, leaves, tensors)
     if layouts is None or len(layouts) != len(results):
         return result
     fixed = []
