@@ -115,8 +115,12 @@ def with_eager_layout(func, args: tuple, kwargs: dict, result: Any) -> Any:
     results, spec = pytree.tree_flatten(result)
     if not any(isinstance(r, torch.Tensor) and r.dim() >= 2 and r.numel() > 1 for r in results):
         return result
+    if not all(r.layout == torch.strided for r in results if isinstance(r, torch.Tensor)):
+        return result  # sparse: no strides
     leaves = _leaves(args, kwargs)
     tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    if any(t.layout != torch.strided for t in tensors):
+        return result
     if all(t.is_contiguous() for t in tensors) or not all(_is_static(t) for t in tensors):
         return result
     if not all(_is_static(r) for r in results if isinstance(r, torch.Tensor)):
@@ -128,9 +132,11 @@ def with_eager_layout(func, args: tuple, kwargs: dict, result: Any) -> Any:
     for value, layout in zip(results, layouts):
         if isinstance(value, torch.Tensor) and layout is not None and layout[0] == tuple(value.shape) \
                 and layout[1] != tuple(value.stride()):
-            stride = layout[1]
-            # Runs under the modes below the caller's (the fake mode): a fake with eager's strides.
-            value = torch.empty_strided(tuple(value.shape), stride, dtype=value.dtype, device=value.device)
+            try:
+                # Runs under the modes below the caller's (the fake mode): a fake with eager's strides.
+                value = torch.empty_strided(tuple(value.shape), layout[1], dtype=value.dtype, device=value.device)
+            except Exception:  # noqa: BLE001 - a dtype empty_strided refuses: keep the meta layout
+                pass
         fixed.append(value)
     if all(a is b for a, b in zip(fixed, results)):
         return result
