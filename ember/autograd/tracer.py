@@ -29,6 +29,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .eager_check import eager_accepts, eager_overlap_error
+from .eager_layout import with_eager_layout
 
 aten = torch.ops.aten
 
@@ -227,7 +228,7 @@ class AtenTracer(TorchDispatchMode):
                 return self._as_eager_returns(func, args, kwargs, result)
         if self.functionalize and schema.is_mutable:
             return self._mutation(func, args, kwargs)
-        result = func(*args, **kwargs)
+        result = with_eager_layout(func, args, kwargs, func(*args, **kwargs))
         node = self._record(func, self._map_args(args), self._map_args(kwargs), result)
         self._bind_outputs(func, args, kwargs, result, node)
         return result
@@ -239,7 +240,8 @@ class AtenTracer(TorchDispatchMode):
         if func.is_view or torch.Tag.inplace_view in func.tags:
             return result
         try:
-            expected = func(*args, **kwargs)  # the op's own meta kernel (this mode is off in here)
+            # The op's own meta kernel (this mode is off in here), in eager's layout.
+            expected = with_eager_layout(func, args, kwargs, func(*args, **kwargs))
         except Exception:  # noqa: BLE001 - no meta kernel: keep the decomposition's layout
             return result
         results, spec = pytree.tree_flatten(result)

@@ -23,6 +23,7 @@ from torch._subclasses.fake_tensor import (
 )
 from torch.utils import _pytree as pytree
 
+from ..autograd.eager_layout import EagerLayoutMode
 from .errors import Unsupported
 from .guards import GuardSet
 from .side_effects import SideEffects
@@ -78,6 +79,8 @@ class OutputGraph:
         self.config = tracer_config
         self.graph = torch.fx.Graph()
         self.fake_mode = FakeTensorMode()
+        # Entered above fake_mode: pointwise results get the strides eager's kernels give them.
+        self.eager_layout_mode = EagerLayoutMode()
         self.guards = GuardSet()
         self.side_effects = SideEffects()
         self.inputs: list[GraphInput] = []
@@ -131,7 +134,7 @@ class OutputGraph:
         proxy_args, fake_args = _unwrap(tx, args)
         proxy_kwargs, fake_kwargs = _unwrap(tx, kwargs)
         try:
-            with self.fake_mode:
+            with self.fake_mode, self.eager_layout_mode:
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:

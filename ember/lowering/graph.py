@@ -147,10 +147,11 @@ class GraphLowering(torch.fx.Interpreter):
         from .analysis import op_count
 
         if isinstance(result, Pointwise) and result.realized is None:
-            # A graph output is stored anyway: store it now, and its other readers load it.
+            # A graph output is stored anyway: store it now, and its other readers load it.  It is
+            # stored in eager's layout (the fake's, if dense), as is a value whose views are outputs
+            # (their strides derive from it).
             if _feeds_output(node):
-                direct = any(user.op == "output" for user in node.users)
-                self.store(result, _dense_layout(node.meta.get("val")) if direct else None)
+                self.store(result, _dense_layout(node.meta.get("val")))
             elif len(node.users) > 1 and op_count(result) > self.RECOMPUTE_LIMIT:
                 self.store(result)
         return result

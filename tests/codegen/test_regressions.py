@@ -406,3 +406,49 @@ def test_call_kept_for_its_error_even_when_unread():
     with pytest.raises(RuntimeError, match="Subtraction"):
         ember.compile(fn, backend="ember")(b, x)
     assert "Subtraction" in str(eager_error.value)
+
+
+@pytest.mark.parametrize("backend", ["ember", "aot_eager"])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_pointwise_result_has_eager_strides_with_mixed_layouts(backend, requires_grad):
+    """Fake tensors give floor division of a row-major and a transposed input strides (1, 8),
+    eager's kernel (31, 1): the graph returned the fakes' layout, and `.view(-1)` after it (fuzz
+    seeds 19033, 12537) raised where eager's result views fine."""
+    def fn(d, a):
+        v = torch.div(d, a, rounding_mode="floor").relu()
+        ember.graph_break()
+        return v.view(-1) * 2, torch.div(d, a, rounding_mode="floor")
+
+    d = torch.randn(16, 31)[::2]
+    a = (torch.rand(31, 8) + 0.1).t()
+    d.requires_grad_(requires_grad)
+    expected = fn(d, a)
+    compiled = ember.compile(fn, backend=backend)
+    for _ in range(2):
+        got = compiled(d, a)
+        for ours, theirs in zip(got, expected):
+            assert ours.stride() == theirs.stride()
+            torch.testing.assert_close(ours, theirs)
+
+
+def test_capture_keeps_the_view_of_a_pointwise_result_in_the_graph():
+    """With eager's strides on the fake, `.view(-1)` of the floor division is captured (the
+    fake's transposed layout made it a graph break)."""
+    def fn(d, a):
+        return torch.div(d, a, rounding_mode="floor").view(-1).abs()
+
+    d = torch.randn(16, 31)[::2]
+    a = (torch.rand(31, 8) + 0.1).t()
+    explanation = ember.explain(fn)(d, a)
+    assert explanation.graph_break_count == 0, explanation
+    torch.testing.assert_close(ember.compile(fn, backend="ember")(d, a), fn(d, a))
+
+
+def test_view_output_of_a_value_eager_lays_out_transposed():
+    """`(x + y)` of two transposed inputs is transposed in eager, its `.t()` contiguous; ember
+    stored the sum contiguous (it is not itself an output), so the returned view was transposed."""
+    x, y = torch.randn(8, 31).t(), torch.randn(8, 31).t()
+    expected = (x + y).t()
+    got = ember.compile(lambda x, y: (x + y).t(), backend="ember")(x, y)
+    assert got.stride() == expected.stride()
+    torch.testing.assert_close(got, expected)

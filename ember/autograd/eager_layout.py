@@ -1,0 +1,152 @@
+"""Which strides does eager's kernel give a pointwise op's result?
+
+A fake tensor's strides come from the op's meta function, and for some pointwise ops that is a
+Python reference that orders dimensions differently from eager's TensorIterator when the inputs'
+layouts disagree: `torch.div(a, b, rounding_mode='floor')` with `a` row-major and `b` transposed
+gives strides (1, 8) on fakes and (8, 1) eagerly.  What a program does with the result depends on
+them (`.view(-1)` works on one and raises on the other), so a compiled graph must return eager's.
+
+The answer here comes from running the op once per signature (op, sizes, strides, dtypes, other
+arguments) on real tensors of those sizes and strides, where they are small enough to make.  It
+is asked only where the two can disagree: a pointwise op with an input that is not contiguous
+(all-contiguous inputs give a contiguous result either way).
+
+`with_eager_layout` corrects one result; `EagerLayoutMode` corrects every result of an op that
+runs under it (capture's fake-tensor propagation enters it above the FakeTensorMode).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+# Real inputs are made only up to this many elements in all (as eager_check does).
+_REAL_ELEMENTS_LIMIT = 1 << 22
+
+_CANDIDATE: dict = {}  # OpOverload -> may its meta strides differ from eager's?
+_LAYOUTS: dict = {}  # signature -> eager's (sizes, strides) per result (None: not a tensor), or None
+
+
+def _is_candidate(func) -> bool:
+    known = _CANDIDATE.get(func)
+    if known is None:
+        known = (
+            isinstance(func, torch._ops.OpOverload)
+            and torch.Tag.pointwise in func.tags
+            and not func._schema.is_mutable
+            and not func.is_view
+        )
+        _CANDIDATE[func] = known
+    return known
+
+
+def _is_static(tensor: torch.Tensor) -> bool:
+    return not tensor._has_symbolic_sizes_strides
+
+
+def _signature(value) -> Any:
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), tuple(value.stride()), value.dtype, value.device.type)
+    if isinstance(value, (bool, int, float, str, type(None), torch.dtype)):
+        return (type(value), value)  # 1, 1.0 and True promote differently
+    return repr(value)
+
+
+def _leaves(args: tuple, kwargs: dict) -> list:
+    """The arguments, lists opened one level (pointwise ops take no deeper nesting)."""
+    leaves = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, (list, tuple)):
+            leaves.append(len(value))
+            leaves.extend(value)
+        else:
+            leaves.append(value)
+    return leaves
+
+
+def _extent(tensor: torch.Tensor) -> int:
+    """Elements of storage the tensor's sizes and strides reach (from offset 0)."""
+    if tensor.numel() == 0:
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+
+
+def _real(value):
+    """A real tensor with the fake's sizes and strides, all ones (no division by zero)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    storage = torch.ones(_extent(value), dtype=value.dtype, device=value.device)
+    return storage.as_strided(tuple(value.shape), tuple(value.stride()))
+
+
+def _eager_layouts(func, args: tuple, kwargs: dict, leaves: list, tensors: list) -> tuple | None:
+    try:
+        key = (func, tuple(kwargs), tuple(_signature(leaf) for leaf in leaves))
+        hash(key)
+    except Exception:  # noqa: BLE001 - an argument without a usable signature: no answer
+        return None
+    if key in _LAYOUTS:
+        return _LAYOUTS[key]
+    answer = None
+    if sum(_extent(t) for t in tensors) <= _REAL_ELEMENTS_LIMIT:
+        seeded = torch.Tag.nondeterministic_seeded in func.tags
+        cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
+        with _disable_current_modes(), torch.no_grad(), torch.random.fork_rng(devices=cuda, enabled=seeded):
+            try:
+                real_args, real_kwargs = pytree.tree_map(_real, (args, kwargs))
+                results = pytree.tree_leaves(func(*real_args, **real_kwargs))
+                answer = tuple((tuple(r.shape), tuple(r.stride())) if isinstance(r, torch.Tensor) else None
+                               for r in results)
+            except Exception:  # noqa: BLE001 - eager refuses these inputs: keep the fake's layout
+                answer = None
+    _LAYOUTS[key] = answer
+    return answer
+
+
+def with_eager_layout(func, args: tuple, kwargs: dict, result: Any) -> Any:
+    """`result` (fakes from `func`'s meta function) with the strides eager's kernel gives.
+
+    A result whose strides differ is replaced by a new fake (a pointwise op's result is memory
+    of its own, so nothing else refers to it yet)."""
+    if not _is_candidate(func):
+        return result
+    results, spec = pytree.tree_flatten(result)
+    if not any(isinstance(r, torch.Tensor) and r.dim() >= 2 and r.numel() > 1 for r in results):
+        return result
+    if not all(r.layout == torch.strided for r in results if isinstance(r, torch.Tensor)):
+        return result  # sparse: no strides
+    leaves = _leaves(args, kwargs)
+    tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    if any(t.layout != torch.strided for t in tensors):
+        return result
+    if all(t.is_contiguous() for t in tensors) or not all(_is_static(t) for t in tensors):
+        return result
+    if not all(_is_static(r) for r in results if isinstance(r, torch.Tensor)):
+        return result
+    layouts = _eager_layouts(func, args, kwargs, leaves, tensors)
+    if layouts is None or len(layouts) != len(results):
+        return result
+    fixed = []
+    for value, layout in zip(results, layouts):
+        if isinstance(value, torch.Tensor) and layout is not None and layout[0] == tuple(value.shape) \
+                and layout[1] != tuple(value.stride()):
+            try:
+                # Runs under the modes below the caller's (the fake mode): a fake with eager's strides.
+                value = torch.empty_strided(tuple(value.shape), layout[1], dtype=value.dtype, device=value.device)
+            except Exception:  # noqa: BLE001 - a dtype empty_strided refuses: keep the meta layout
+                pass
+        fixed.append(value)
+    if all(a is b for a, b in zip(fixed, results)):
+        return result
+    return pytree.tree_unflatten(fixed, spec)
+
+
+class EagerLayoutMode(TorchDispatchMode):
+    """Entered above a FakeTensorMode: every op's result gets eager's strides (with_eager_layout)."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        return with_eager_layout(func, args, kwargs, result)
