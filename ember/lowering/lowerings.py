@@ -783,7 +783,24 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
     value = _val(node)
     variance, mean = _welford(ctx, node, x, dims, correction, keepdim, value[0] if isinstance(value, tuple) else value,
                               root=node.target is aten.std.correction)
-    return (variance, mean) if node.target is aten.var_mean.correction else variance
+    if node.target is not aten.var_mean.correction:
+        return variance
+    count = _reduced_count(x, dims)
+    if count:
+        # The mean returned is sum / n, as eager's: Welford's running mean rounds at every step
+        # (the mean of integer-valued floats, exact in eager, came out 1 ulp off and its trunc
+        # jumped: fuzz default 24459).  The sum fuses into the Welford kernel.
+        want = _val(node)[1]
+        stats_dtype = _LOW_PRECISION.get(want.dtype, want.dtype)
+        total = reduction(ctx, node, x, None if not dims else list(dims), keepdim, "sum", want.dtype, out=want,
+                          result_dtype=stats_dtype)
+
+        def mean_value(ops, index):
+            value = ops.truediv(ops.load(total.name, total.layout.index(index)), ops.constant(float(count), stats_dtype))
+            return ops.to_dtype(value, want.dtype) if stats_dtype != want.dtype else value
+
+        mean = Pointwise(want.device, want.dtype, _size(want), mean_value, ctx.origin())
+    return variance, mean
 
 
 @register(aten.amax.default, aten.max.default)

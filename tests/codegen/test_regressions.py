@@ -452,3 +452,15 @@ def test_view_output_of_a_value_eager_lays_out_transposed():
     got = ember.compile(lambda x, y: (x + y).t(), backend="ember")(x, y)
     assert got.stride() == expected.stride()
     torch.testing.assert_close(got, expected)
+
+
+def test_var_mean_returns_the_mean_eager_returns():
+    """var_mean's mean is sum / n: exact for integer-valued floats, where Welford's running mean
+    was 1 ulp off and a trunc after it jumped (fuzz default 24459)."""
+    b = torch.randint(-6, 7, (16,), generator=torch.Generator().manual_seed(2445902)).to(torch.float32)
+
+    def fn(b):
+        var, mean = torch.var_mean(65504.0 * b, keepdim=True)
+        return var, torch.div(mean, -1, rounding_mode="trunc")
+
+    assert_like_eager(fn, b, exact=True)
