@@ -8,7 +8,11 @@ every summing op and measures how much cancellation it does: the rounding error 
 eps * sum(|terms|), against the size of the result. A program with a sum whose bound exceeds
 its result (beyond the tolerance) is ill-conditioned: a value mismatch in it is reported as
 such, not as a wrong result. So does sin/cos/tan of an argument so large that its own rounding
-moves the result beyond the tolerance.
+moves the result beyond the tolerance. So does layer_norm of a row with values beyond the square
+root of float32's range: eager's float32 statistics overflow there, and its CPU kernel's
+statistics even come out NaN for a constant row of 1e20 (the combine of its vector lanes with an
+empty tail multiplies mean^2 = inf by a weight of 0); ember's Welford statistics are inf or exact,
+the float64 reference finite, and none of the three is the compiler's mistake (seed 19579).
 """
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ ATOL = 1e-5
 # sin/cos/tan of arguments whose own rounding error exceeds this (10x ATOL: |x| above ~840).
 _PERIODIC = (aten.sin.default, aten.cos.default, aten.tan.default)
 PERIODIC_LIMIT = 1e-4
+# layer_norm inputs whose squares (mean^2, deviations^2) overflow float32 statistics.
+_MOMENTS = (aten.native_layer_norm.default,)
+MOMENTS_LIMIT = torch.finfo(torch.float32).max ** 0.5
 
 
 def _abs_twin(func, args, kwargs):
@@ -48,6 +55,11 @@ class ConditionWatch(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
+        if func in _MOMENTS and not self.ill_conditioned:   # returns (out, mean, rstd)
+            x = args[0].detach().double().abs()
+            if bool((x[torch.isfinite(x)] >= MOMENTS_LIMIT).any()):
+                self.ill_conditioned = True
+            return result
         if self.ill_conditioned or not isinstance(result, torch.Tensor) or not result.is_floating_point():
             return result
         if func in _PERIODIC and isinstance(args[0], torch.Tensor):

@@ -25,3 +25,11 @@ def test_ordinary_sums_are_not():
 def test_sine_of_a_huge_argument_is_ill_conditioned():
     assert _watched(torch.sin, torch.tensor([22026.47, 0.5], dtype=torch.float64))
     assert not _watched(torch.sin, torch.tensor([3.0, -20.0], dtype=torch.float64))
+
+
+def test_layer_norm_beyond_float32_statistics_is_ill_conditioned():
+    """Eager's float32 layer_norm of [2.5, -1.7e38, -1] (and of a constant row of 1e20) is NaN."""
+    layer_norm = torch.nn.functional.layer_norm
+    assert _watched(lambda t: layer_norm(t, (3,)), torch.tensor([2.5, -1.7e38, -1.0], dtype=torch.float64))
+    assert _watched(lambda t: layer_norm(t, (3,)), torch.full((3,), 1e20, dtype=torch.float64))
+    assert not _watched(lambda t: layer_norm(t, (3,)), torch.tensor([2.5, -1e6, -1.0], dtype=torch.float64))
