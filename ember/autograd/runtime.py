@@ -41,11 +41,16 @@ class CompiledPair:
     _backward: Callable | None = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
-    def backward(self) -> Callable:
+    def backward(self, saved: list) -> Callable:
+        """The compiled backward, compiled on first use for the layouts of `saved` (the forward's
+        saved values of this call; a compiled forward makes them the same way every call)."""
         if self._backward is None:
             with self._lock:
                 if self._backward is None:
-                    inputs = [n.meta.get("val") for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
+                    placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
+                    for node, value in zip(placeholders, saved):
+                        _describe_layout_of(node, value)
+                    inputs = [n.meta.get("val") for n in placeholders]
                     self._backward = self.bw_compiler(self.backward_graph, inputs)
         return self._backward
 
@@ -64,6 +69,27 @@ class CompiledPair:
         per_grad = [depends.get(value, set()) if isinstance(value, torch.fx.Node) else set()
                     for value in output.args[0]]
         return per_grad, [node.meta.get("val") for node in tangents]
+
+
+def _describe_layout_of(node: torch.fx.Node, value) -> None:
+    """Make the placeholder's fake value have `value`'s strides and storage offset.
+
+    A compiled backward reads its inputs at the offsets and strides of their fake values. The
+    forward's saved values can come back laid out otherwise: a view of an intermediate that
+    ember's forward stored in another memory order (select of a permuted sum: fake offset 1,
+    stride 15; ember's offset 5, stride 1), or a copy made before an in-place write.
+    """
+    fake = node.meta.get("val")
+    if not (isinstance(value, torch.Tensor) and isinstance(fake, torch.Tensor)) or fake.shape != value.shape:
+        return
+    layout = (tuple(value.stride()), value.storage_offset())
+    if layout == (tuple(fake.stride()), fake.storage_offset()) or getattr(fake, "fake_mode", None) is None:
+        return
+    extent = value.storage_offset() + 1 + sum((size - 1) * stride for size, stride in zip(value.shape, value.stride()))
+    with fake.fake_mode:
+        storage = torch.empty(extent if value.numel() else value.storage_offset(), dtype=fake.dtype,
+                              device=fake.device)
+        node.meta["val"] = storage.as_strided(value.shape, value.stride(), value.storage_offset())
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:
@@ -159,7 +185,7 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             tangents = [tangent.contiguous() if tangent is not None else
                         torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
                         for tangent, fake in zip(tangents, fakes)]
-            grads = pair.backward()(*saved, *tangents)
+            grads = pair.backward(saved)(*saved, *tangents)
             for index, grad, needs in zip(spec.grad_inputs, grads, per_grad):
                 result[index] = grad if needs & given else None
             return tuple(result)

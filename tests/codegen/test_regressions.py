@@ -406,3 +406,26 @@ def test_call_kept_for_its_error_even_when_unread():
     with pytest.raises(RuntimeError, match="Subtraction"):
         ember.compile(fn, backend="ember")(b, x)
     assert "Subtraction" in str(eager_error.value)
+
+
+def test_saved_view_of_an_intermediate_with_other_strides():
+    """atan2's backward saves `other`, a select of a permuted sum: the fake says offset 1, stride 15
+    (the sum keeps the input's permuted layout); ember's forward stored the sum contiguous (offset
+    5, stride 1). The backward, compiled for the fake's layout, read the wrong elements (fuzz
+    seed 31092)."""
+    torch.manual_seed(0)
+    a = torch.randint(-6, 7, (5, 15)).float()
+    b = torch.randn(31, 5)
+    grad = torch.randn(31, 5)
+
+    def program(a, b):
+        other = (a.movedim(1, 0) + 1.5).select(-2, -14)
+        return torch.atan2(b, other)
+
+    grads = []
+    for fn in (program, ember.compile(program, backend="ember"), ember.compile(program, backend="ember")):
+        leaf = b.clone().requires_grad_()
+        fn(a, leaf).backward(grad)
+        grads.append(leaf.grad)
+    torch.testing.assert_close(grads[1], grads[0])
+    torch.testing.assert_close(grads[2], grads[0])
