@@ -43,15 +43,25 @@ class CompiledPair:
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     _pruned: dict = dataclasses.field(default_factory=dict)
 
-    def backward(self) -> Callable:
+    def backward(self, saved: list) -> Callable:
+        """The compiled backward, compiled on first use for the layouts of `saved` (the forward's
+        saved values of this call; a compiled forward makes them the same way every call)."""
         if self._backward is None:
             with self._lock:
                 if self._backward is None:
-                    inputs = [n.meta.get("val") for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
+                    placeholders = self._placeholders_laid_out_as(saved)
+                    inputs = [n.meta.get("val") for n in placeholders]
                     self._backward = self.bw_compiler(self.backward_graph, inputs)
         return self._backward
 
-    def backward_for(self, returned: frozenset[int], given: frozenset[int]) -> tuple[Callable, frozenset[int]]:
+    def _placeholders_laid_out_as(self, saved: list) -> list[torch.fx.Node]:
+        placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
+        for node, value in zip(placeholders, saved):
+            _describe_layout_of(node, value)
+        return placeholders
+
+    def backward_for(self, returned: frozenset[int], given: frozenset[int],
+                     saved: list) -> tuple[Callable, frozenset[int]]:
         """The backward when only the tangents at positions `given` came (the loss uses only
         some outputs), computing the gradients at positions `returned` (None for the others),
         and the positions of the saved values it reads.  Eager's backward runs only the nodes
@@ -61,6 +71,7 @@ class CompiledPair:
         key = (returned, given)
         with self._lock:
             if key not in self._pruned:
+                self._placeholders_laid_out_as(saved)  # (copied with the graph)
                 graph = _without_missing_tangents(self.backward_graph.graph, returned, given)
                 module = torch.fx.GraphModule(self.backward_graph, graph, class_name="BackwardGraph")
                 placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -74,6 +85,27 @@ class CompiledPair:
         """Each tangent's fake value (an output the loss does not use gets zeros of its shape)."""
         return [n.meta.get("val") for n in self.backward_graph.graph.nodes
                 if n.op == "placeholder" and n.name.startswith("tangents_")]
+
+
+def _describe_layout_of(node: torch.fx.Node, value) -> None:
+    """Make the placeholder's fake value have `value`'s strides and storage offset.
+
+    A compiled backward reads its inputs at the offsets and strides of their fake values. The
+    forward's saved values can come back laid out otherwise: a view of an intermediate that
+    ember's forward stored in another memory order (select of a permuted sum: fake offset 1,
+    stride 15; ember's offset 5, stride 1), or a copy made before an in-place write.
+    """
+    fake = node.meta.get("val")
+    if not (isinstance(value, torch.Tensor) and isinstance(fake, torch.Tensor)) or fake.shape != value.shape:
+        return
+    layout = (tuple(value.stride()), value.storage_offset())
+    if layout == (tuple(fake.stride()), fake.storage_offset()) or getattr(fake, "fake_mode", None) is None:
+        return
+    extent = value.storage_offset() + 1 + sum((size - 1) * stride for size, stride in zip(value.shape, value.stride()))
+    with fake.fake_mode:
+        storage = torch.empty(extent if value.numel() else value.storage_offset(), dtype=fake.dtype,
+                              device=fake.device)
+        node.meta["val"] = storage.as_strided(value.shape, value.stride(), value.storage_offset())
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:
@@ -175,9 +207,9 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
                         for tangent, fake in zip(tangents, pair.tangent_fakes)]
             if len(given) < len(tangents):
                 returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
-                backward, reads = pair.backward_for(returned, frozenset(given))
+                backward, reads = pair.backward_for(returned, frozenset(given), saved)
             else:
-                backward, reads = pair.backward(), None
+                backward, reads = pair.backward(saved), None
             if ctx.saved_versions is not None:
                 _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
             grads = backward(*saved, *tangents)

@@ -22,7 +22,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ..lowering.graph import GraphLowering, ReinterpretView
-from ..lowering.ir import Buffer, ComputedBuffer, ExternCall
+from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, Layout
 from ..lowering.printer import provenance, user_line
 from ..scheduling.scheduler import Kernel
 
@@ -54,9 +54,11 @@ class IndexFlag:
                          f"outside [-size, size) of the dimension it indexes (generated {kernel})")
 
 
-def pointer(tensor: torch.Tensor) -> int:
-    """The storage base: kernels index with absolute storage offsets."""
-    return tensor.data_ptr() - tensor.storage_offset() * tensor.element_size()
+def pointer(tensor: torch.Tensor, planned_offset: int = 0) -> int:
+    """Where a kernel indexes from: it adds the storage offset the graph planned for the tensor
+    (its fake value's), so the base is the data less that offset. The tensor of a call can sit
+    elsewhere in its storage (`f(x[3:8])` after `f(x[0:5])`: guards check no offsets)."""
+    return tensor.data_ptr() - planned_offset * tensor.element_size()
 
 
 class WrapperCodegen:
@@ -68,6 +70,7 @@ class WrapperCodegen:
         self.namespace: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided,
                                           "ptr": pointer, "ensure_layout": ensure_layout}
         self.lines: list[str] = []
+        self._offsets: dict[str, int] | None = None
 
     def ref(self, value: Any, hint: str) -> str:
         name = f"{hint}_{len(self.namespace)}"
@@ -79,7 +82,13 @@ class WrapperCodegen:
             layout = value.layout
             size = tuple(int(s) for s in layout.size)
             stride = tuple(int(s) for s in layout.stride)
-            return f"torch.as_strided({value.buffer.name}, {size}, {stride}, {int(layout.offset)})"
+            name = value.buffer.name
+            if isinstance(value.buffer, ComputedBuffer):   # ember's memory: at its storage's start
+                return f"torch.as_strided({name}, {size}, {stride}, {int(layout.offset)})"
+            # A view of an input (or of an extern result that may view one): where that sits in
+            # its storage is known at the call only.
+            shift = int(layout.offset) - self._planned_offsets().get(name, 0)
+            return f"torch.as_strided({name}, {size}, {stride}, {name}.storage_offset(){shift:+d})"
         if isinstance(value, Buffer):
             return value.name
         if isinstance(value, (list, tuple)):
@@ -93,6 +102,15 @@ class WrapperCodegen:
             return repr(value) if value == value and value not in (float("inf"), float("-inf")) else \
                 self.ref(value, "const")
         return self.ref(value, "const")
+
+    def _planned_offsets(self) -> dict[str, int]:
+        """Storage offsets the graph planned for memory ember did not allocate (inputs, constants,
+        extern results), by buffer name; kernels index relative to them."""
+        if self._offsets is None:
+            buffers = [*self.graph.inputs, *self.graph.buffers]
+            self._offsets = {buffer.name: int(buffer.layout.offset) for buffer in buffers
+                             if isinstance(getattr(buffer, "layout", None), Layout)}
+        return self._offsets
 
     def allocate(self, buffer: ComputedBuffer) -> None:
         layout = buffer.layout
@@ -120,7 +138,9 @@ class WrapperCodegen:
                 kernel = self.kernels[step.name]
                 function = self.ref(kernel_functions[step.name], step.name)
                 # Buffers ember allocated start at their storage's beginning: data_ptr() is the base.
-                arguments = [f"{name}.data_ptr()" if name in own else f"ptr({name})"
+                planned = self._planned_offsets()
+                arguments = [f"{name}.data_ptr()" if name in own else
+                             f"ptr({name}, {planned[name]})" if planned.get(name) else f"ptr({name})"
                              for name in [*kernel.inputs, *kernel.outputs]]
                 self.lines.extend(f"# {node.name}: {provenance(node)}" for node in step.nodes)
                 if kernel.index_checks:

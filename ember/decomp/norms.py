@@ -20,8 +20,9 @@ def native_layer_norm(x, normalized_shape, weight, bias, eps):
     out = aten.mul.Tensor(aten.sub.Tensor(compute, mean), rstd)
     if weight is not None:
         out = aten.mul.Tensor(out, weight)
-    if bias is not None:
-        out = aten.add.Tensor(out, bias)
+    # Eager's kernel adds a bias of +0 when there is none, which turns the -0 of a centered 0 times
+    # a negative weight into +0 (1 / out is then inf, not -inf).
+    out = aten.add.Tensor(out, bias if bias is not None else 0.0)
     if out.dtype != x.dtype:
         out = aten._to_copy.default(out, dtype=x.dtype)
     # Eager stores the statistics in the input's dtype (rounded: its backward reads them so), or
@@ -123,8 +124,9 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
     out = aten.mul.Tensor(aten.sub.Tensor(x, aten.view.default(center, broadcast)), aten.view.default(scale, broadcast))
     if weight is not None:
         out = aten.mul.Tensor(out, aten.view.default(weight, broadcast))
-    if bias is not None:
-        out = aten.add.Tensor(out, aten.view.default(bias, broadcast))
+    # Eager's kernel computes x * alpha + (bias - mean * alpha), bias 0 when there is none: a
+    # centered 0 comes out +0 whatever the weight's sign (see native_layer_norm).
+    out = aten.add.Tensor(out, aten.view.default(bias, broadcast) if bias is not None else 0.0)
     return downcast(out, input_dtype), save_mean, save_invstd
 
 

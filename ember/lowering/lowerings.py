@@ -17,7 +17,7 @@ import sympy
 import torch
 
 from .indexing import broadcast_index, view_reindex
-from .ir import IRNode, Pointwise, Reduction, ReductionSpec, View
+from .ir import ComputedBuffer, IRNode, Pointwise, Reduction, ReductionSpec, View
 
 aten = torch.ops.aten
 LOWERINGS: dict[Any, Callable] = {}
@@ -542,6 +542,10 @@ def as_strided(ctx, node, x, size, stride, storage_offset=None):
     from .ir import Layout
 
     buffer = ctx.realize_buffer(x)
+    if storage_offset is not None and not isinstance(buffer, ComputedBuffer):
+        # Kernels index an input from where it sits in its storage at the call (the wrapper's
+        # ptr), which can differ from the fake's; this offset is absolute, so ATen applies it.
+        raise FallbackNeeded("as_strided with a storage offset into memory ember did not allocate")
     offset = storage_offset if storage_offset is not None else int(buffer.layout.offset)
     layout = Layout(buffer.device, buffer.dtype, [sympy.Integer(s) for s in size],
                     [sympy.Integer(s) for s in stride], sympy.Integer(offset))

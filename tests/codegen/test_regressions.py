@@ -464,3 +464,54 @@ def test_var_mean_returns_the_mean_eager_returns():
         return var, torch.div(mean, -1, rounding_mode="trunc")
 
     assert_like_eager(fn, b, exact=True)
+
+
+def test_saved_view_of_an_intermediate_with_other_strides():
+    """atan2's backward saves `other`, a select of a permuted sum: the fake says offset 1, stride 15
+    (the sum keeps the input's permuted layout); ember's forward stored the sum contiguous (offset
+    5, stride 1). The backward, compiled for the fake's layout, read the wrong elements (fuzz
+    seed 31092)."""
+    torch.manual_seed(0)
+    a = torch.randint(-6, 7, (5, 15)).float()
+    b = torch.randn(31, 5)
+    grad = torch.randn(31, 5)
+
+    def program(a, b):
+        other = (a.movedim(1, 0) + 1.5).select(-2, -14)
+        return torch.atan2(b, other)
+
+    grads = []
+    for fn in (program, ember.compile(program, backend="ember"), ember.compile(program, backend="ember")):
+        leaf = b.clone().requires_grad_()
+        fn(a, leaf).backward(grad)
+        grads.append(leaf.grad)
+    torch.testing.assert_close(grads[1], grads[0])
+    torch.testing.assert_close(grads[2], grads[0])
+
+
+def test_inputs_at_another_storage_offset_than_at_capture():
+    """Guards check no storage offsets: `f(x[3:8])` after `f(x[0:5])` ran the same kernels, which
+    indexed the storage from the offset of the first call and read x[0:5] again. Kernels now
+    index from where each input sits; an explicit as_strided offset stays absolute (ATen)."""
+    torch.manual_seed(0)
+    base = torch.randn(40, 6)
+    weight = torch.randn(6, 3)
+
+    def program(x, weight):
+        return (x[1:3] * 2, (x @ weight).relu(), x.t()[2], torch.sin(x.select(1, 4)),
+                x.as_strided((2, 2), (1, 2), 7) + 1)
+
+    compiled = ember.compile(program, backend="ember")
+    for start in (0, 5, 11):
+        x = base[start:start + 8]
+        for ours, eager in zip(compiled(x, weight), program(x, weight)):
+            torch.testing.assert_close(ours, eager)
+    leaf = torch.randn(50, 4, requires_grad=True)
+    compiled = ember.compile(lambda x: (x[2:5].exp() * x[1:4]).sum(), backend="ember")
+    for start in (0, 7):
+        grads = []
+        for fn in (lambda x: (x[2:5].exp() * x[1:4]).sum(), compiled):
+            leaf.grad = None
+            fn(leaf[start:start + 10]).backward()
+            grads.append(leaf.grad)
+        torch.testing.assert_close(grads[1], grads[0])

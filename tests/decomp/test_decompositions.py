@@ -184,3 +184,33 @@ def test_layer_norm_backward_puts_nans_where_eager_does():
                                                                          [True, True, True])
     for ours, eager in zip(got, expected):
         torch.testing.assert_close(ours, eager, equal_nan=True)
+
+
+@pytest.mark.parametrize("backend", ["decomposition", "aot_eager", "ember"])
+def test_norms_without_bias_give_eager_sign_of_zero(backend):
+    """A row equal to its mean is 0 after centering; times a negative weight that is -0, but eager's
+    kernels add a bias of +0 when there is none, so 1 / out is inf, not -inf (fuzz seed 17862)."""
+    import ember
+
+    x = torch.full((2, 4, 5), 7.0)
+    x[1, :, 0] = 0.0
+    x[1, :, 1:] = 0.0
+    weight = torch.tensor([2.5, -1.0, 3.0, -0.5, 1.0])
+    channel_weight = torch.tensor([1.0, -1.0, 2.0, -2.0])
+
+    def program(x, weight, channel_weight):
+        layer = torch.nn.functional.layer_norm(x, (5,), weight)
+        batch = torch.nn.functional.batch_norm(x * 0.0, None, None, channel_weight, training=True)
+        return layer.reciprocal(), batch.reciprocal()
+
+    expected = program(x, weight, channel_weight)
+    if backend == "decomposition":
+        table = core_decompositions()
+        out = table[aten.native_layer_norm.default](x, [5], weight, None, 1e-5)[0]
+        batch = table[aten.native_batch_norm.default](x * 0.0, channel_weight, None, None, None,
+                                                      True, 0.1, 1e-5)[0]
+        got = (out.reciprocal(), batch.reciprocal())
+    else:
+        got = ember.compile(program, backend=backend)(x, weight, channel_weight)
+    for ours, eager in zip(got, expected):
+        torch.testing.assert_close(ours, eager)

@@ -8,8 +8,10 @@ every summing op and measures how much cancellation it does: the rounding error 
 eps * sum(|terms|), against the size of the result. A program with a sum whose bound exceeds
 its result (beyond the tolerance) is ill-conditioned: a value mismatch in it is reported as
 such, not as a wrong result. So does a normalization (layer_norm, var, std) of a row whose
-spread is rounding error or whose squares overflow float32, and sin/cos/tan of an argument so large that its own rounding
-moves the result beyond the tolerance.
+spread is rounding error or whose squares overflow float32 (eager's CPU layer_norm statistics
+even come out NaN for a constant row of 1e20: the combine of its vector lanes multiplies
+mean^2 = inf by a weight of 0; seed 19579), and sin/cos/tan of an argument so large that its
+own rounding moves the result beyond the tolerance.
 """
 from __future__ import annotations
 

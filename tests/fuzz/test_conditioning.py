@@ -50,3 +50,11 @@ def test_argmax_over_values_a_few_ulps_apart_is_ill_conditioned():
     ties = torch.tensor([[1.0, 3.0, 3.0], [2.0, 0.5, 2.0]])            # exact ties: every kernel takes the first
     assert not _watched(lambda t: t.argmax(1), ties)
     assert not _watched(lambda t: t.argmax(), torch.randn(100, generator=torch.Generator().manual_seed(0)))
+
+
+def test_layer_norm_beyond_float32_statistics_is_ill_conditioned():
+    """Eager's float32 layer_norm of [2.5, -1.7e38, -1] (and of a constant row of 1e20) is NaN."""
+    layer_norm = torch.nn.functional.layer_norm
+    assert _watched(lambda t: layer_norm(t, (3,)), torch.tensor([2.5, -1.7e38, -1.0], dtype=torch.float64))
+    assert _watched(lambda t: layer_norm(t, (3,)), torch.full((3,), 1e20, dtype=torch.float64))
+    assert not _watched(lambda t: layer_norm(t, (3,)), torch.tensor([2.5, -1e6, -1.0], dtype=torch.float64))
