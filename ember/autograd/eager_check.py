@@ -111,11 +111,16 @@ def _overlaps_itself(tensor: torch.Tensor) -> bool:
 
 
 def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str | None:
-    """Eager's in-place kernels refuse to write where they read the same memory in some ways
-    (`d.index_put_((i,), d)`, `x[1:].add_(x[:-1])`, a write into an expanded tensor); fakes do not
-    check.  When a written tensor shares memory with another argument, or with itself, the op runs
-    once on real tensors laid out the same way (zeros, in storages as large as the fakes'); eager's
-    overlap message comes back, or None when eager accepts (or the check cannot be made)."""
+    """Why an in-place op that reads memory it writes cannot be traced, or None.
+
+    Eager's in-place kernels refuse some such writes (`d.index_put_((i,), d)`, `x[1:].add_(x[:-1])`,
+    a write into an expanded tensor), which fakes do not check; others eager runs with a result
+    that depends on the order of its reads and writes, which a functional graph does not
+    reproduce.  When a written tensor shares a storage with another argument, or overlaps
+    itself, the op runs once on real tensors laid out the same way (zeros, in storages as large
+    as the fakes'): eager's refusal comes back, or the order dependence when the written
+    elements are among those read (not counting an elementwise op reading the very view it
+    writes, `x.add_(x)`), or None."""
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     storages = {id(t): _storage_key(t) for t in tensors}
     written_keys = {storages[id(t)] for t in written}
@@ -146,7 +151,31 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
         except Exception as error:  # noqa: BLE001
             message = str(error)
             return message.splitlines()[0] if _OVERLAP_WORDS in message else None
+        # Eager accepted: where a written tensor overlaps memory the op also reads, other than
+        # as the same view of an elementwise op, eager's result depends on the order of its
+        # reads and writes (`b[::2].index_add_(0, i, b)` reads b's elements after writing
+        # some), which a functional graph does not reproduce.
+        pointwise = torch.Tag.pointwise in getattr(func, "tags", ())
+        for target in written:
+            for other in tensors:
+                if other is target or storages[id(other)] != storages[id(target)]:
+                    continue
+                if pointwise and _same_view(other, target):
+                    continue
+                if _overlap(real[id(target)], real[id(other)]):
+                    return "it reads memory it writes in place (eager's result depends on the order)"
     return None
+
+
+def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+
+
+def _overlap(written: torch.Tensor, read: torch.Tensor) -> bool:
+    """Do two real views of one storage share an element?  (Marks one, looks through the other.)"""
+    read.zero_()
+    written.fill_(1)
+    return bool((read != 0).any())
 
 
 def _storage_key(tensor: torch.Tensor):

@@ -662,3 +662,21 @@ def test_returned_input_itself_is_the_input(backend):
     x = torch.randn(1, 1, 1, requires_grad=True).expand(3, 1, 5, 1)
     same, _ = ember.compile(fn, backend=backend)(x)
     assert same is x
+
+
+def _index_add_from_its_own_base(b, index):
+    b[::2].index_add_(0, index, b, alpha=2)   # reads b's elements after writing some (fuzz 21548)
+    return b * 1
+
+
+def _writes_next_to_what_it_reads(x):
+    h = x.clone()
+    h[:, 0].add_(h[:, 1])   # one storage, no shared element: traced as usual
+    h.add_(h)
+    return h
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_op_reading_what_it_writes_gives_eagers_result(backend):
+    check(_index_add_from_its_own_base, lambda: (torch.rand(4) + 0.1, torch.tensor([1, 0, 1, 1])), backend)
+    check(_writes_next_to_what_it_reads, lambda: (torch.randn(3, 2, requires_grad=True),), backend)
