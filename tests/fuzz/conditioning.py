@@ -95,6 +95,56 @@ def _near_tie(func, args, kwargs) -> bool:
     return bool(near.any())
 
 
+# Jumps: floor/trunc/round, floor and trunc division, remainder, comparisons, conversions to
+# integers.  Applied to a value a few ulps from the jump (a quotient that is 5 +- rounding:
+# expm1(1) / 0.3436... in float32 is 4.99999 with glibc's expm1, 5.00000 with eager's Sleef),
+# the side it lands on is the rounding's choice, and whatever follows (a softmax over the row)
+# carries the flip everywhere.  Values exactly on the jump are not counted: every
+# implementation computes those exactly.
+_ROUNDINGS = tuple(getattr(aten, name).default for name in ("floor", "ceil", "trunc", "round"))
+_QUOTIENTS = (aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default, aten.remainder.Tensor,
+              aten.remainder.Scalar, aten.fmod.Tensor, aten.fmod.Scalar)
+_COMPARISONS = tuple(getattr(getattr(aten, name), overload)
+                     for name in ("lt", "le", "gt", "ge", "eq", "ne") for overload in ("Tensor", "Scalar"))
+NEAR_JUMP_ULPS = 8
+
+
+def _float_operand(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().double() if value.is_floating_point() else None
+    return torch.tensor(float(value), dtype=torch.float64) if isinstance(value, float) else None
+
+
+def _eps_of(value) -> float:
+    dtype = value.dtype if isinstance(value, torch.Tensor) and value.is_floating_point() else torch.float64
+    return ACCUMULATION_EPS if dtype == torch.float64 else torch.finfo(dtype).eps
+
+
+def _near(distance: torch.Tensor, scale: torch.Tensor, eps: float) -> bool:
+    near = (distance > 0) & (distance <= NEAR_JUMP_ULPS * eps * scale) & torch.isfinite(scale)
+    return bool(near.any())
+
+
+def _near_jump(func, args, kwargs) -> bool:
+    if func in _ROUNDINGS or (func is aten._to_copy.default and isinstance(kwargs.get("dtype"), torch.dtype)
+                              and not kwargs["dtype"].is_floating_point and kwargs["dtype"] != torch.bool):
+        x = _float_operand(args[0])
+        return x is not None and _near((x - x.round()).abs(), x.abs(), _eps_of(args[0]))
+    a, b = (_float_operand(v) for v in args[:2]) if len(args) >= 2 else (None, None)
+    if func in _QUOTIENTS:
+        if a is None and b is None:
+            return False
+        a = a if a is not None else torch.as_tensor(args[0], dtype=torch.float64)
+        b = b if b is not None else torch.as_tensor(args[1], dtype=torch.float64)
+        quotient = a / b
+        eps = max(_eps_of(args[0]), _eps_of(args[1]))
+        return _near((quotient - quotient.round()).abs(), quotient.abs(), 2 * eps)
+    if func in _COMPARISONS and a is not None:
+        b = b if b is not None else torch.as_tensor(args[1], dtype=torch.float64)
+        return _near((a - b).abs(), torch.maximum(a.abs(), b.abs()), _eps_of(args[0]))
+    return False
+
+
 def _normalized_dims(func, args, kwargs) -> list[int]:
     x = args[0]
     if func in _NORMS:
@@ -126,6 +176,12 @@ class ConditionWatch(TorchDispatchMode):
         if func in _ARG_REDUCTIONS and isinstance(args[0], torch.Tensor):
             try:
                 self.ill_conditioned = _near_tie(func, args, kwargs)
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
+            return result
+        if func in _ROUNDINGS or func in _QUOTIENTS or func in _COMPARISONS or func is aten._to_copy.default:
+            try:
+                self.ill_conditioned = _near_jump(func, args, kwargs)
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result

@@ -58,3 +58,19 @@ def test_layer_norm_beyond_float32_statistics_is_ill_conditioned():
     assert _watched(lambda t: layer_norm(t, (3,)), torch.tensor([2.5, -1.7e38, -1.0], dtype=torch.float64))
     assert _watched(lambda t: layer_norm(t, (3,)), torch.full((3,), 1e20, dtype=torch.float64))
     assert not _watched(lambda t: layer_norm(t, (3,)), torch.tensor([2.5, -1e6, -1.0], dtype=torch.float64))
+
+
+def test_jumps_applied_a_few_ulps_from_the_jump_are_ill_conditioned():
+    quotient_near_5 = (torch.expm1(torch.tensor([1.0], dtype=torch.float64)),
+                       torch.tensor([0.34365636110305786], dtype=torch.float64))   # default 21269
+    assert _watched(lambda a, b: torch.div(a, b, rounding_mode="floor"), *quotient_near_5)
+    assert _watched(torch.floor, torch.tensor([2.0 - 1e-7, 0.5]))
+    assert _watched(torch.lt, torch.tensor([1.0]), torch.tensor([1.0 + 1e-7]))
+    assert _watched(lambda t: t.long(), torch.tensor([3.0 - 2e-7], dtype=torch.float64))
+
+
+def test_jumps_on_exact_or_distant_values_are_not():
+    ints = torch.arange(-5.0, 6.0)
+    assert not _watched(lambda t: (t.floor(), t // 3, t % 2, t < 2, t.long()), ints)
+    x = torch.randn(200, generator=torch.Generator().manual_seed(0))
+    assert not _watched(lambda t: (t.floor(), t.round(), t > 0.5, torch.div(t, 0.7, rounding_mode="trunc")), x)
