@@ -45,7 +45,12 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
         dw = sum(dy * (rstd * x - rstd * mean)),  dbias = sum(dy)   (over the other dims)
 
     (x_hat-based formulas are the same algebra, but a weight of -inf then gives inf where
-    eager computes inf - inf = NaN for every element.)"""
+    eager computes inf - inf = NaN for every element.)
+
+    Every term multiplies the one product g = dy * w, where eager's kernel writes (dy * x) * w
+    and (rstd * dy) * w: over one element (N = 1) the terms then cancel exactly (db * mean == ds,
+    rstd * g == db * rstd), as the math says and as eager's FMA-contracted kernel does, instead of
+    leaving a rounding residue of rstd * dy * w, scaled by rstd^3 in b."""
     input_dtype = x.dtype
     grad_out, x, mean, rstd, weight_value = upcast(grad_out, x, mean, rstd, weight)
     axis = x.dim() - len(normalized_shape)
@@ -57,21 +62,16 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
     scale = 1.0 / count
     grad_input = None
     if output_mask[0]:
-        if weight is not None:
-            ds = aten.sum.dim_IntList(aten.mul.Tensor(aten.mul.Tensor(grad_out, x), weight_value), inner_dims, True)
-            db = aten.sum.dim_IntList(aten.mul.Tensor(grad_out, weight_value), inner_dims, True)
-        else:
-            ds = aten.sum.dim_IntList(aten.mul.Tensor(grad_out, x), inner_dims, True)
-            db = aten.sum.dim_IntList(grad_out, inner_dims, True)
+        scaled_grad = aten.mul.Tensor(grad_out, weight_value) if weight is not None else grad_out
+        ds = aten.sum.dim_IntList(aten.mul.Tensor(scaled_grad, x), inner_dims, True)
+        db = aten.sum.dim_IntList(scaled_grad, inner_dims, True)
         b = aten.sub.Tensor(aten.mul.Tensor(db, mean), ds)
         for _ in range(3):
             b = aten.mul.Tensor(b, rstd)
         b = aten.mul.Tensor(b, scale)
         c = aten.sub.Tensor(aten.mul.Tensor(aten.neg.default(b), mean),
                             aten.mul.Tensor(aten.mul.Tensor(db, rstd), scale))
-        term = aten.mul.Tensor(rstd, grad_out)
-        if weight is not None:
-            term = aten.mul.Tensor(term, weight_value)
+        term = aten.mul.Tensor(scaled_grad, rstd)
         grad_input = aten.add.Tensor(aten.add.Tensor(term, aten.mul.Tensor(b, x)), c)
         grad_input = downcast(grad_input, input_dtype)
     grad_weight = None

@@ -89,6 +89,22 @@ def test_layer_norm_backward_matches_autograd():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_layer_norm_backward_over_one_element_is_zero(with_weight):
+    """Over one element x_hat is 0 and so is the input's gradient. Computed as (dy * x) * w and
+    (rstd * dy) * w against (dy * w) * mean and (dy * w) * rstd, the terms left a residue of one
+    unit of rstd * dy * w, times rstd^3 through b (fuzz autograd 1557: 1.2e-4 at x = 809, where
+    eager's FMA-contracted kernel gives 0; eager's own residues are rarer, not absent)."""
+    table = core_decompositions()
+    torch.manual_seed(0)
+    x = torch.randn(200, 1) * 1000
+    weight = torch.randn(1) * 3 if with_weight else None
+    out, mean, rstd = aten.native_layer_norm.default(x, [1], weight, None, 1e-5)
+    grad = torch.randn_like(out)
+    got = table[aten.native_layer_norm_backward.default](grad, x, [1], mean, rstd, weight, None, [True, False, False])
+    assert torch.equal(got[0], torch.zeros_like(x))
+
+
 def test_dropout_decomposition_draws_eager_mask():
     table = core_decompositions()
     x = torch.randn(50, 50)
