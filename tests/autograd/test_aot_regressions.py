@@ -680,3 +680,28 @@ def _writes_next_to_what_it_reads(x):
 def test_in_place_op_reading_what_it_writes_gives_eagers_result(backend):
     check(_index_add_from_its_own_base, lambda: (torch.rand(4) + 0.1, torch.tensor([1, 0, 1, 1])), backend)
     check(_writes_next_to_what_it_reads, lambda: (torch.randn(3, 2, requires_grad=True),), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_layer_norm_over_one_element_gives_no_gradient_residue(backend):
+    """layer_norm over a size-1 dim: the input's gradient is exactly 0 in eager; the backward
+    decomposition left a rounding residue of rstd * dy * w (1.2e-4 where x = 809; through
+    v @ v.T of large values 1.5e8 against 86.8: fuzz autograd 1557, 1513)."""
+    def fn(x, w):
+        return torch.nn.functional.layer_norm(x * 1, (1,), w)
+
+    def make_args():
+        x = torch.tensor([[809.17], [-1234.5], [77.7]], requires_grad=True)
+        return x, torch.tensor([3.0], requires_grad=True)
+
+    def grads(run):
+        x, w = make_args()
+        run(x, w).backward(torch.tensor([[-1.7], [0.77], [1.3]]))
+        return x.grad, w.grad
+
+    expected, got = grads(fn), grads(ember.compile(fn, backend=backend))
+    assert torch.equal(expected[0], torch.zeros(3, 1))
+    assert torch.equal(got[0], expected[0])
+    # the weight's gradient is exactly 0 too; eager's FMA leaves a residue below one unit of rstd * x * dy
+    assert torch.equal(got[1], torch.zeros(1))
+    torch.testing.assert_close(got[1], expected[1], rtol=0, atol=0.02)
