@@ -145,6 +145,25 @@ def _near_jump(func, args, kwargs) -> bool:
     return False
 
 
+def _layer_norm_backward_cancels(args) -> bool:
+    """layer_norm's input gradient rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w, is
+    a difference of terms that cancel (over two elements xhat is +-1 and the gradient is eps's
+    doing only): its rounding bound against its size, as for sums."""
+    dy, x, shape, mean, rstd, weight = (a.detach().double() if isinstance(a, torch.Tensor) else a
+                                        for a in args[:6])
+    dims = list(range(x.dim() - len(shape), x.dim()))
+    g = dy * weight if isinstance(weight, torch.Tensor) else dy
+    xhat = (x - mean) * rstd
+    terms = g.abs() + g.abs().mean(dims, keepdim=True) + xhat.abs() * (g * xhat).abs().mean(dims, keepdim=True)
+    result = g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True)
+    bound = ACCUMULATION_EPS * terms
+    finite = torch.isfinite(bound) & torch.isfinite(result)
+    if not bool(finite.any()):
+        return False
+    floor = ATOL * max(1.0, float(result.abs()[finite].median()))
+    return bool((bound[finite] > CONDITION_LIMIT * result.abs()[finite] + floor).any())
+
+
 def _normalized_dims(func, args, kwargs) -> list[int]:
     x = args[0]
     if func in _NORMS:
@@ -170,6 +189,12 @@ class ConditionWatch(TorchDispatchMode):
             try:
                 if _rows_ill_conditioned(args[0], _normalized_dims(func, args, kwargs)):
                     self.ill_conditioned = True
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
+            return result
+        if func is aten.native_layer_norm_backward.default:
+            try:
+                self.ill_conditioned = _layer_norm_backward_cancels(args)
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result

@@ -17,6 +17,7 @@ fresh inputs, same cache entry) is checked the same way, to catch stale or unini
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import time
@@ -193,20 +194,22 @@ def execute(function, namespace: dict, seed: int, *, reference: bool = False, gr
     inputs, leaves = namespace["make_inputs"]()
     if reference:
         inputs, leaves = reference_inputs(inputs, leaves)
+    # The ill-conditioning watch (conditioning.py) sees the forward and the backward; it runs in
+    # the eager run too, since the reference run may stop early.
+    watch = ConditionWatch() if reference or watch_conditioning else None
     try:
         if reference:
-            with RoundedCasts(), ConditionWatch() as watch:
+            with RoundedCasts(), watch:
                 result = function(*inputs)
-            run.ill_conditioned = watch.ill_conditioned
-        elif watch_conditioning:
-            with ConditionWatch() as watch:  # (also here: the reference run may not get this far)
+        elif watch is not None:
+            with watch:
                 result = function(*inputs)
-            run.ill_conditioned = watch.ill_conditioned
         else:
             result = function(*inputs)
     except Exception as error:  # noqa: BLE001 - any exception is a result to compare
         run.error, run.error_stage, run.error_trace = error, "forward", traceback.format_exc(limit=-8)
         return run
+    run.ill_conditioned = watch is not None and watch.ill_conditioned
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     run.outputs = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs]
     run.output_grad_flags = [bool(getattr(o, "requires_grad", False)) for o in outputs]
@@ -224,7 +227,9 @@ def execute(function, namespace: dict, seed: int, *, reference: bool = False, gr
         pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
         try:
             if pairs:
-                torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+                with watch if watch is not None else contextlib.nullcontext():
+                    torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+                run.ill_conditioned = watch is not None and watch.ill_conditioned
         except Exception as error:  # noqa: BLE001
             run.error, run.error_stage, run.error_trace = error, "backward", traceback.format_exc(limit=-8)
             return run

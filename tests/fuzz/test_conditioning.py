@@ -74,3 +74,17 @@ def test_jumps_on_exact_or_distant_values_are_not():
     assert not _watched(lambda t: (t.floor(), t // 3, t % 2, t < 2, t.long()), ints)
     x = torch.randn(200, generator=torch.Generator().manual_seed(0))
     assert not _watched(lambda t: (t.floor(), t.round(), t > 0.5, torch.div(t, 0.7, rounding_mode="trunc")), x)
+
+
+def test_layer_norm_gradient_over_two_elements_with_a_large_weight_is_ill_conditioned():
+    x = torch.tensor([[3.0, 700.0], [1.0, 150.0]], dtype=torch.float64, requires_grad=True)   # default 21640
+    weight = torch.tensor([1000.0, -800.0], dtype=torch.float64)
+    out = torch.nn.functional.layer_norm(x, (2,), weight)
+    with ConditionWatch() as watch:
+        out.backward(torch.tensor([[0.3, 0.9], [-1.1, 0.2]], dtype=torch.float64))
+    assert watch.ill_conditioned
+    y = torch.randn(4, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    out = torch.nn.functional.layer_norm(y, (16,))
+    with ConditionWatch() as watch:
+        out.backward(torch.randn(4, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1)))
+    assert not watch.ill_conditioned
