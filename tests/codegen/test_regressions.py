@@ -406,3 +406,45 @@ def test_call_kept_for_its_error_even_when_unread():
     with pytest.raises(RuntimeError, match="Subtraction"):
         ember.compile(fn, backend="ember")(b, x)
     assert "Subtraction" in str(eager_error.value)
+
+
+def test_saved_split_piece_keeps_eager_strides():
+    """maximum of a transposed input has eager's strides (1, 5); the first piece of its split,
+    saved for the backward, came back from the forward kernel contiguous, and the backward
+    (compiled for strides (1, 5)) read it as if transposed (fuzz autograd 1690)."""
+    def fn(a, b):
+        v1, _ = torch.maximum(b, a).split(3, 0)
+        v2 = torch.minimum(v1, v1 / 1)
+        return v2.t() @ v2
+
+    a = torch.tensor([[-0.03]])
+    base = torch.randn(2, 5)
+    b = base.t().requires_grad_()
+    expected = torch.autograd.grad(fn(a, b).sum(), b)[0]
+    compiled = ember.compile(fn, backend="ember")
+    for _ in range(2):
+        got = torch.autograd.grad(compiled(a, b).sum(), b)[0]
+        torch.testing.assert_close(got, expected)
+
+
+def test_graph_output_view_of_a_stored_value_has_eager_strides():
+    """A graph output that is a view (a split piece, a slice) of a computed value gets the
+    strides eager's view has (a caller compiled for them reads it so)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    from ember.codegen.compile import compile_graph
+
+    aten = torch.ops.aten
+
+    def graph(a, b):
+        pieces = aten.split.Tensor(aten.maximum.default(b, a), 3)
+        return (pieces[0], pieces[1], aten.slice.Tensor(aten.mul.Tensor(b, 2), 0, 1, 4))
+
+    gm = torch.fx.symbolic_trace(graph)
+    a, b = torch.tensor([[-0.03]]), torch.randn(2, 5).t()
+    FakeTensorProp(gm, FakeTensorMode()).propagate(a, b)
+    expected = gm(a, b)
+    for got, want in zip(compile_graph(gm, [a, b])(a, b), expected):
+        assert torch.equal(got, want)
+        assert (got.stride(), got.storage_offset()) == (want.stride(), want.storage_offset())
