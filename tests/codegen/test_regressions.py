@@ -448,3 +448,21 @@ def test_graph_output_view_of_a_stored_value_has_eager_strides():
     for got, want in zip(compile_graph(gm, [a, b])(a, b), expected):
         assert torch.equal(got, want)
         assert (got.stride(), got.storage_offset()) == (want.stride(), want.storage_offset())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_mean_divides_before_rounding(dtype):
+    """ATen's CPU mean of float16/bfloat16 sums and divides in float32, then rounds; ember rounded
+    the sum first, and three values of 32752 overflowed float16 (mean inf, x - mean -inf, and the
+    std backward's 0 * (x - mean) NaN: fuzz known 1257)."""
+    rows = [[0.5] * 3, [32752.0] * 3, [0.54296875, -2.21875, 0.259765625]]  # (the last: bfloat16's double rounding)
+    a = torch.tensor(rows, dtype=dtype).reshape(3, 1, 3).expand(3, 2, 3).contiguous()
+    assert_like_eager(lambda a: (a.mean(2, keepdim=True), a - a.mean(2, keepdim=True), a.mean()), a, exact=True)
+
+    def std(a):
+        return a.std(2)
+
+    leaf = a.detach().clone().requires_grad_()
+    expected = torch.autograd.grad(std(leaf).sum(), leaf)[0]
+    got = torch.autograd.grad(ember.compile(std, backend="ember")(leaf).sum(), leaf)[0]
+    assert_identical(got, expected)
