@@ -50,3 +50,33 @@ def test_argmax_over_values_a_few_ulps_apart_is_ill_conditioned():
     ties = torch.tensor([[1.0, 3.0, 3.0], [2.0, 0.5, 2.0]])            # exact ties: every kernel takes the first
     assert not _watched(lambda t: t.argmax(1), ties)
     assert not _watched(lambda t: t.argmax(), torch.randn(100, generator=torch.Generator().manual_seed(0)))
+
+
+def test_dividing_by_a_normalized_element_equal_to_its_mean_is_ill_conditioned():
+    """lowp 1679: layer_norm of small integers and +-0; an element equal to its row's mean is 0
+    exactly but 0 +- rounding noise in every kernel (eager 2.3e-8, ember 1.5e-8, float64 -1e-17),
+    and 1e-3 / (c * it) is then 208, 254 or NaN."""
+    layer_norm = torch.nn.functional.layer_norm
+    b = torch.tensor([[0.0, -0.0, 1.0, -1.0] * 4, [2.0, 0.0, 0.0, 1.0] * 4])   # row 0: mean 0
+    weight = torch.randn(16, generator=torch.Generator().manual_seed(0))
+    c = torch.randn(2, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert _watched(lambda b: (1e-3 / (c * layer_norm(b, (16,), weight, eps=1e-3))) ** 0.5, b)
+    assert _watched(lambda b: c / layer_norm(b, (16,)).t().t(), b)
+    assert _watched(lambda b: layer_norm(b, (16,)).mul(2.0).sqrt(), b)
+    # the same quotients of rows without such an element, or with a bias lifting it off 0, or
+    # products that divide nothing, are not
+    odd = b + torch.linspace(0.01, 0.3, 16)
+    assert not _watched(lambda b: 1e-3 / (c * layer_norm(b, (16,), weight, eps=1e-3)), odd)
+    assert not _watched(lambda b: 1e-3 / layer_norm(b, (16,), weight, torch.ones(16)), b)
+    assert not _watched(lambda b: (c * layer_norm(b, (16,), weight)) ** 2 + 1, b)
+
+
+def test_remainder_by_a_subnormal_divisor_is_ill_conditioned():
+    """autograd 1608: ATen's vectorized fmod/remainder by 2 ** -1025 is NaN, its scalar tail
+    (the last n % 8 float64 elements) and ember -0."""
+    x = torch.full((17,), -0.7, dtype=torch.float64)
+    assert _watched(torch.remainder, x, torch.tensor(2.0 ** -1025, dtype=torch.float64))
+    assert _watched(torch.fmod, x.float(), torch.tensor(1e-40))
+    assert _watched(lambda t: torch.remainder(t, 1e-320), x)
+    assert not _watched(torch.remainder, x, torch.tensor([1e-300, 0.0, 3.0], dtype=torch.float64)[:, None])
+    assert not _watched(torch.fmod, x.half(), torch.tensor(1e-7, dtype=torch.float16))   # normal in float32
