@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import operator
 from typing import Any
 
 import sympy
@@ -129,7 +130,7 @@ class GraphLowering(torch.fx.Interpreter):
             if isinstance(value, IRNode):
                 value = self.realize(value)
                 expected = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-                if isinstance(value, Buffer) and isinstance(expected, torch.Tensor) and \
+                if isinstance(value, (Buffer, ReinterpretView)) and isinstance(expected, torch.Tensor) and \
                         not _same_strides(value.layout, _layout_of(expected)):
                     # Callers (the backward graph, compiled for these strides, or the user) get
                     # eager's strides.
@@ -284,7 +285,9 @@ _VIEW_OPS = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, t
              torch.ops.aten.permute.default, torch.ops.aten.expand.default, torch.ops.aten.unsqueeze.default,
              torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims, torch.ops.aten.squeeze.default,
              torch.ops.aten.t.default, torch.ops.aten.transpose.int, torch.ops.aten.slice.Tensor,
-             torch.ops.aten.select.int, torch.ops.aten.alias.default, torch.ops.aten.detach.default}
+             torch.ops.aten.select.int, torch.ops.aten.alias.default, torch.ops.aten.detach.default,
+             torch.ops.aten.split.Tensor, torch.ops.aten.split_with_sizes.default, torch.ops.aten.unbind.int,
+             operator.getitem}
 
 
 def _feeds_output(node: torch.fx.Node) -> bool:

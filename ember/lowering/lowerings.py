@@ -744,8 +744,12 @@ def _reduced_count(x, dims) -> int:
 @register(aten.mean.dim, aten.mean.default)
 def mean(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
     out = _val(node)
-    total = reduction(ctx, node, x, dims, keepdim, "sum", out.dtype)
-    return pointwise(ctx, node, "truediv", [total, float(_reduced_count(x, dims))])
+    # ATen's CPU mean of float16/bfloat16 sums and divides in float32 and rounds once (a sum
+    # rounded first overflows float16, or rounds twice).
+    compute = _LOW_PRECISION.get(out.dtype, out.dtype)
+    total = reduction(ctx, node, x, dims, keepdim, "sum", out.dtype, result_dtype=compute)
+    return pointwise(ctx, node, "truediv", [total, float(_reduced_count(x, dims))],
+                     input_dtypes=[compute, compute])
 
 
 def _welford(ctx, node, x, dims, correction, keepdim, out, root: bool = False):

@@ -515,3 +515,63 @@ def test_inputs_at_another_storage_offset_than_at_capture():
             fn(leaf[start:start + 10]).backward()
             grads.append(leaf.grad)
         torch.testing.assert_close(grads[1], grads[0])
+
+
+def test_saved_split_piece_keeps_eager_strides():
+    """maximum of a transposed input has eager's strides (1, 5); the first piece of its split,
+    saved for the backward, came back from the forward kernel contiguous, and the backward
+    (compiled for strides (1, 5)) read it as if transposed (fuzz autograd 1690)."""
+    def fn(a, b):
+        v1, _ = torch.maximum(b, a).split(3, 0)
+        v2 = torch.minimum(v1, v1 / 1)
+        return v2.t() @ v2
+
+    a = torch.tensor([[-0.03]])
+    base = torch.randn(2, 5)
+    b = base.t().requires_grad_()
+    expected = torch.autograd.grad(fn(a, b).sum(), b)[0]
+    compiled = ember.compile(fn, backend="ember")
+    for _ in range(2):
+        got = torch.autograd.grad(compiled(a, b).sum(), b)[0]
+        torch.testing.assert_close(got, expected)
+
+
+def test_graph_output_view_of_a_stored_value_has_eager_strides():
+    """A graph output that is a view (a split piece, a slice) of a computed value gets the
+    strides eager's view has (a caller compiled for them reads it so)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    from ember.codegen.compile import compile_graph
+
+    aten = torch.ops.aten
+
+    def graph(a, b):
+        pieces = aten.split.Tensor(aten.maximum.default(b, a), 3)
+        return (pieces[0], pieces[1], aten.slice.Tensor(aten.mul.Tensor(b, 2), 0, 1, 4))
+
+    gm = torch.fx.symbolic_trace(graph)
+    a, b = torch.tensor([[-0.03]]), torch.randn(2, 5).t()
+    FakeTensorProp(gm, FakeTensorMode()).propagate(a, b)
+    expected = gm(a, b)
+    for got, want in zip(compile_graph(gm, [a, b])(a, b), expected):
+        assert torch.equal(got, want)
+        assert (got.stride(), got.storage_offset()) == (want.stride(), want.storage_offset())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_mean_divides_before_rounding(dtype):
+    """ATen's CPU mean of float16/bfloat16 sums and divides in float32, then rounds; ember rounded
+    the sum first, and three values of 32752 overflowed float16 (mean inf, x - mean -inf, and the
+    std backward's 0 * (x - mean) NaN: fuzz known 1257)."""
+    rows = [[0.5] * 3, [32752.0] * 3, [0.54296875, -2.21875, 0.259765625]]  # (the last: bfloat16's double rounding)
+    a = torch.tensor(rows, dtype=dtype).reshape(3, 1, 3).expand(3, 2, 3).contiguous()
+    assert_like_eager(lambda a: (a.mean(2, keepdim=True), a - a.mean(2, keepdim=True), a.mean()), a, exact=True)
+
+    def std(a):
+        return a.std(2)
+
+    leaf = a.detach().clone().requires_grad_()
+    expected = torch.autograd.grad(std(leaf).sum(), leaf)[0]
+    got = torch.autograd.grad(ember.compile(std, backend="ember")(leaf).sum(), leaf)[0]
+    assert_identical(got, expected)

@@ -11,7 +11,11 @@ such, not as a wrong result. So does a normalization (layer_norm, var, std) of a
 spread is rounding error or whose squares overflow float32 (eager's CPU layer_norm statistics
 even come out NaN for a constant row of 1e20: the combine of its vector lanes multiplies
 mean^2 = inf by a weight of 0; seed 19579), and sin/cos/tan of an argument so large that its
-own rounding moves the result beyond the tolerance.
+own rounding moves the result beyond the tolerance. Two more: a quotient (or root, log) of a
+normalization's output that is 0 in exact arithmetic (an element equal to its row's mean: every
+kernel gives 0 +- rounding noise, of either sign, and 1e-3 / noise is anything), and
+fmod/remainder by a subnormal divisor (eager's vectorized kernel gives NaN there, its scalar
+tail the exact value).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import math
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.weak import WeakIdKeyDictionary
 
 aten = torch.ops.aten
 
@@ -164,6 +169,54 @@ def _layer_norm_backward_cancels(args) -> bool:
     return bool((bound[finite] > CONDITION_LIMIT * result.abs()[finite] + floor).any())
 
 
+# Fmod/remainder by a subnormal divisor: ATen's vectorized lanes give NaN, its scalar tail (and
+# any exact implementation) the remainder, so eager disagrees with itself by position.
+_REMAINDERS = (aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar,
+               aten.remainder.Scalar_Tensor)
+
+
+def _subnormal_divisor(args) -> bool:
+    divisor = args[1]  # (a Python number in the .Scalar overloads)
+    dtype = torch.result_type(args[0], divisor)
+    if dtype not in (torch.float32, torch.float64):
+        return False  # (float16/bfloat16 kernels compute in float32, where their subnormals are normal)
+    if not isinstance(divisor, torch.Tensor):
+        divisor = torch.tensor(float(divisor), dtype=torch.float64)
+    magnitude = divisor.detach().abs().to(dtype)
+    return bool(((magnitude > 0) & (magnitude < torch.finfo(dtype).tiny)).any())
+
+
+# Noise zeros: elements that exact arithmetic makes 0 but kernels make 0 +- rounding noise of
+# either sign.  A layer_norm element equal to its row's mean is one (ATen computes
+# x * (rstd * w) - mean * (rstd * w), not (x - mean) * rstd * w); products and views of it
+# stay one.  Dividing by one (or its root, its log) is noise amplified without bound.
+_NOISE_KEEPING = (aten.mul.Tensor, aten.mul.Scalar, aten.div.Scalar, aten.neg.default, aten.clone.default,
+                  aten._to_copy.default)
+_NOISE_AMPLIFYING = (aten.reciprocal.default, aten.rsqrt.default, aten.sqrt.default, aten.log.default,
+                     aten.log2.default, aten.log10.default)
+
+
+def _amplifying_exponent(exponent) -> bool:
+    """x ** e of a noise zero is noise amplified (e < 0) or NaN by its sign (e not an integer)."""
+    return float(exponent) < 0 or float(exponent) != int(exponent)
+
+
+def _layer_norm_noise_zeros(args) -> torch.Tensor | None:
+    x, normalized_shape = args[0].detach(), args[1]
+    bias = args[3] if len(args) > 3 else None
+    if x.numel() == 0 or not x.is_floating_point():
+        return None
+    rows = x.double().reshape(-1, math.prod(normalized_shape) if normalized_shape else 1)
+    if rows.shape[-1] < 2:
+        return None
+    # x == mean, as n * x == sum (exact for the fuzzer's float32 and narrower values)
+    mask = (rows * rows.shape[-1] == rows.sum(-1, keepdim=True)) & torch.isfinite(rows)
+    mask = mask.reshape(x.shape)
+    if bias is not None:
+        mask &= bias.detach() == 0  # (b + noise is not near 0)
+    return mask if bool(mask.any()) else None
+
+
 def _normalized_dims(func, args, kwargs) -> list[int]:
     x = args[0]
     if func in _NORMS:
@@ -179,12 +232,20 @@ class ConditionWatch(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.ill_conditioned = False
+        self.noise_zeros = WeakIdKeyDictionary()  # tensor -> bool mask of its noise zeros
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         if self.ill_conditioned:
             return result
+        try:
+            if self._amplifies_noise(func, args, result) or (
+                    func in _REMAINDERS and _subnormal_divisor(args)):
+                self.ill_conditioned = True
+                return result
+        except Exception:  # noqa: BLE001 - a watch must never change the run
+            pass
         if (func in _NORMS or func in _STATISTICS) and isinstance(args[0], torch.Tensor):
             try:
                 if _rows_ill_conditioned(args[0], _normalized_dims(func, args, kwargs)):
@@ -233,3 +294,33 @@ class ConditionWatch(TorchDispatchMode):
             if bool((bound[finite] > CONDITION_LIMIT * size[finite] + floor).any()):
                 self.ill_conditioned = True
         return result
+
+    def _noise_mask(self, value) -> torch.Tensor | None:
+        return self.noise_zeros.get(value) if isinstance(value, torch.Tensor) else None
+
+    def _amplifies_noise(self, func, args, result) -> bool:
+        """Track noise zeros through `func`; True where it divides by one (or roots, logs one)."""
+        if func is aten.native_layer_norm.default:
+            mask = _layer_norm_noise_zeros(args)
+            if mask is not None:
+                self.noise_zeros[result[0]] = mask
+            return False
+        if not self.noise_zeros or not args:
+            return False
+        first, second = self._noise_mask(args[0]), self._noise_mask(args[1] if len(args) > 1 else None)
+        if func in _NOISE_AMPLIFYING or (func is aten.pow.Tensor_Scalar and _amplifying_exponent(args[1])):
+            return first is not None and bool(first.any())
+        if func is aten.div.Tensor and second is not None:
+            return bool(second.any())
+        if not isinstance(result, torch.Tensor) or first is None and second is None:
+            return False
+        if func in _NOISE_KEEPING or func is aten.div.Tensor:
+            masks = [first, second] if func is aten.mul.Tensor else [first]
+            mask = torch.zeros(result.shape, dtype=torch.bool)
+            for operand in masks:
+                if operand is not None:
+                    mask = mask | operand.expand(result.shape)
+            self.noise_zeros[result] = mask
+        elif func.is_view and first is not None:
+            self.noise_zeros[result] = func(first, *args[1:])
+        return False

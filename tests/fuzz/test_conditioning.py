@@ -88,3 +88,33 @@ def test_layer_norm_gradient_over_two_elements_with_a_large_weight_is_ill_condit
     with ConditionWatch() as watch:
         out.backward(torch.randn(4, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1)))
     assert not watch.ill_conditioned
+
+
+def test_dividing_by_a_normalized_element_equal_to_its_mean_is_ill_conditioned():
+    """lowp 1679: layer_norm of small integers and +-0; an element equal to its row's mean is 0
+    exactly but 0 +- rounding noise in every kernel (eager 2.3e-8, ember 1.5e-8, float64 -1e-17),
+    and 1e-3 / (c * it) is then 208, 254 or NaN."""
+    layer_norm = torch.nn.functional.layer_norm
+    b = torch.tensor([[0.0, -0.0, 1.0, -1.0] * 4, [2.0, 0.0, 0.0, 1.0] * 4])   # row 0: mean 0
+    weight = torch.randn(16, generator=torch.Generator().manual_seed(0))
+    c = torch.randn(2, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert _watched(lambda b: (1e-3 / (c * layer_norm(b, (16,), weight, eps=1e-3))) ** 0.5, b)
+    assert _watched(lambda b: c / layer_norm(b, (16,)).t().t(), b)
+    assert _watched(lambda b: layer_norm(b, (16,)).mul(2.0).sqrt(), b)
+    # the same quotients of rows without such an element, or with a bias lifting it off 0, or
+    # products that divide nothing, are not
+    odd = b + torch.linspace(0.01, 0.3, 16)
+    assert not _watched(lambda b: 1e-3 / (c * layer_norm(b, (16,), weight, eps=1e-3)), odd)
+    assert not _watched(lambda b: 1e-3 / layer_norm(b, (16,), weight, torch.ones(16)), b)
+    assert not _watched(lambda b: (c * layer_norm(b, (16,), weight)) ** 2 + 1, b)
+
+
+def test_remainder_by_a_subnormal_divisor_is_ill_conditioned():
+    """autograd 1608: ATen's vectorized fmod/remainder by 2 ** -1025 is NaN, its scalar tail
+    (the last n % 8 float64 elements) and ember -0."""
+    x = torch.full((17,), -0.7, dtype=torch.float64)
+    assert _watched(torch.remainder, x, torch.tensor(2.0 ** -1025, dtype=torch.float64))
+    assert _watched(torch.fmod, x.float(), torch.tensor(1e-40))
+    assert _watched(lambda t: torch.remainder(t, 1e-320), x)
+    assert not _watched(torch.remainder, x, torch.tensor([1e-300, 0.0, 3.0], dtype=torch.float64)[:, None])
+    assert not _watched(torch.fmod, x.half(), torch.tensor(1e-7, dtype=torch.float16))   # normal in float32
