@@ -794,10 +794,13 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
     if node.target is not aten.var_mean.correction:
         return variance
     count = _reduced_count(x, dims)
-    if count:
-        # The mean returned is sum / n, as eager's: Welford's running mean rounds at every step
-        # (the mean of integer-valued floats, exact in eager, came out 1 ulp off and its trunc
-        # jumped: fuzz default 24459).  The sum fuses into the Welford kernel.
+    rank = len(x.get_size())
+    every_dim = not dims or rank == 0 or len({_dim(d, rank) for d in dims}) == rank
+    if count and every_dim:
+        # Over every dim eager's mean is sum / n (two passes; over some dims it is Welford's, as
+        # here): Welford's running mean rounds at every step (the mean of integer-valued floats,
+        # exact in eager, came out 1 ulp off and its trunc jumped: fuzz default 24459).  The sum
+        # fuses into the Welford kernel.
         want = _val(node)[1]
         stats_dtype = _LOW_PRECISION.get(want.dtype, want.dtype)
         total = reduction(ctx, node, x, None if not dims else list(dims), keepdim, "sum", want.dtype, out=want,
