@@ -19,6 +19,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import logs
+from .eager_check import overlaps_itself
 from .joint import JointSpec, trace_joint
 from .partition import Partition, partition_default, partition_min_cut
 from .runtime import CompiledPair, make_autograd_function, make_inference_function
@@ -106,7 +107,7 @@ class AotCompiled:
             return runner
         mutated = list(spec.mutated_inputs)
         fallback = self.fn.forward if isinstance(self.fn, torch.fx.GraphModule) else self.fn
-        if any(_overlaps_itself(flat_args[index]) for index in mutated):
+        if any(overlaps_itself(flat_args[index]) for index in mutated):
             # An expanded input (stride 0) written in place: eager writes the shared element, the
             # graph's new value cannot be copied back into it.
             log_fallbacks.warning("ember: an input written in place has elements sharing memory "
@@ -124,10 +125,6 @@ class AotCompiled:
             return runner(*args)
 
         return run
-
-
-def _overlaps_itself(tensor: torch.Tensor) -> bool:
-    return any(stride == 0 and size > 1 for size, stride in zip(tensor.shape, tensor.stride()))
 
 
 def _writes_alias(args, mutated: list[int], others: list[int]) -> bool:

@@ -106,7 +106,8 @@ def node_eager_accepts(node: torch.fx.Node) -> bool:
 _OVERLAP_WORDS = "refer to a single memory location"
 
 
-def _overlaps_itself(tensor: torch.Tensor) -> bool:
+def overlaps_itself(tensor: torch.Tensor) -> bool:
+    """Do elements of the tensor share memory (a stride 0 over a dim of more than one)?"""
     return any(stride == 0 and size > 1 for size, stride in zip(tensor.shape, tensor.stride()))
 
 
@@ -122,10 +123,10 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
     elements are among those read (not counting an elementwise op reading the very view it
     writes, `x.add_(x)`), or None."""
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    storages = {id(t): _storage_key(t) for t in tensors}
+    storages = {id(t): storage_key(t) for t in tensors}
     written_keys = {storages[id(t)] for t in written}
     shared = sum(storages[id(t)] in written_keys for t in tensors) > len(written)
-    if not shared and not any(_overlaps_itself(t) for t in written):
+    if not shared and not any(overlaps_itself(t) for t in written):
         return None
     if any(_static_shape(t) is None for t in tensors):
         return None
@@ -178,7 +179,8 @@ def _overlap(written: torch.Tensor, read: torch.Tensor) -> bool:
     return bool((read != 0).any())
 
 
-def _storage_key(tensor: torch.Tensor):
+def storage_key(tensor: torch.Tensor) -> int:
+    """One key per storage (fakes of one base share it); a tensor without storage: its id."""
     try:
         return tensor.untyped_storage()._cdata
     except Exception:  # noqa: BLE001 - no storage

@@ -24,6 +24,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils import _pytree as pytree
 
 from .. import logs
+from .eager_check import storage_key
 from .eager_formulas import EagerFormulas
 from .tracer import AtenTracer, TracingError
 
@@ -315,14 +316,14 @@ def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer
     inputs: dict[int, int] = {}
     for index, primal in enumerate(primals):
         if isinstance(primal, torch.Tensor):
-            inputs.setdefault(_storage_key(primal), index)
+            inputs.setdefault(storage_key(primal), index)
     aliases: dict[int, OutputAlias] = {}
     groups: dict[int, list[int]] = {}
     sharing_inputs: list[int] = []
     for index, out in enumerate(outputs):
         if not isinstance(out, torch.Tensor):
             continue
-        key = _storage_key(out)
+        key = storage_key(out)
         if _symbolic(out):
             if key in inputs:
                 _log_unaliased(index, f"input {inputs[key]}", "its size depends on data")
@@ -350,7 +351,7 @@ def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer
             continue  # a fresh tensor, or a lone view of an intermediate nobody else sees
         root = tracer.root(outputs[members[0]])
         node = tracer.nodes.get(id(root))
-        if _storage_key(root) != key or node is None or node.op != "call_function" or _symbolic(root):
+        if storage_key(root) != key or node is None or node.op != "call_function" or _symbolic(root):
             for index in members[1:]:
                 _log_unaliased(index, f"output {members[0]}", "their common base is not a traced value")
             continue
@@ -466,13 +467,6 @@ def _symbolic(tensor: torch.Tensor) -> bool:
 
 def _log_unaliased(index: int, what: str, why: str) -> None:
     log_fallbacks.debug("ember: output %d shares memory with %s in eager; returned as a copy (%s)", index, what, why)
-
-
-def _storage_key(tensor: torch.Tensor) -> int:
-    try:
-        return tensor.untyped_storage()._cdata
-    except Exception:
-        return id(tensor)
 
 
 def _run_with_provenance(fn: Callable, args: list, tracer: AtenTracer):

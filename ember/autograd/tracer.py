@@ -28,7 +28,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .eager_check import eager_accepts, eager_overlap_error
+from .eager_check import eager_accepts, eager_overlap_error, storage_key
 from .eager_layout import with_eager_layout
 
 aten = torch.ops.aten
@@ -248,7 +248,7 @@ class AtenTracer(TorchDispatchMode):
         expecteds, _ = pytree.tree_flatten(expected)
         if len(results) != len(expecteds):
             return result
-        inputs = {_storage_of(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)}
+        inputs = {storage_key(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)}
         fixed = [self._with_layout_of(value, want, inputs) for value, want in zip(results, expecteds)]
         if all(a is b for a, b in zip(fixed, results)):
             return result
@@ -259,7 +259,7 @@ class AtenTracer(TorchDispatchMode):
             return value
         if value.shape != want.shape or value.dtype != want.dtype or _has_symbols(value) or _has_symbols(want):
             return value
-        aliased = _storage_of(value) in inputs  # eager's kernel returns memory of its own
+        aliased = storage_key(value) in inputs  # eager's kernel returns memory of its own
         same = value.numel() == 0 or all(a == b for a, b, n in zip(value.stride(), want.stride(), want.shape) if n != 1)
         if same and not aliased:
             return value
@@ -507,13 +507,6 @@ def _single_piece(info: ViewInfo, view: torch.Tensor) -> tuple[Any, tuple]:
     dim = (info.args[dim] if len(info.args) > dim else 0) % parent.dim()
     start = (view.storage_offset() - parent.storage_offset()) // max(parent.stride(dim), 1)
     return aten.slice.Tensor, (dim, start, start + view.shape[dim], 1)
-
-
-def _storage_of(tensor: torch.Tensor) -> int:
-    try:
-        return tensor.untyped_storage()._cdata
-    except Exception:  # noqa: BLE001 - tensors without storage
-        return id(tensor)
 
 
 def _has_symbols(tensor: torch.Tensor) -> bool:
