@@ -692,6 +692,9 @@ def gather(ctx, node, x, dim, index, *, sparse_grad=False):
 
 
 # -- reductions -------------------------------------------------------------------------------------------------
+_NO_IDENTITY = ("max", "min", "argmax", "argmin")
+
+
 def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype | None = None,
               out=None, result_dtype: torch.dtype | None = None):
     """`x` reduced over `dims`, stored; `out` (default: the node's value) gives the result's
@@ -704,6 +707,10 @@ def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: tor
         dims = []  # dim 0 or -1 of a 0-d tensor: its one element
     kept = [d for d in range(rank) if d not in dims]
     reduction_ranges = [size[d] for d in dims] or [sympy.Integer(1)]
+    if reduction_type in _NO_IDENTITY and any(r == 0 for r in reduction_ranges):
+        # eager raises ("Expected reduction dim to be specified for input.numel() == 0"); the
+        # ATen call raises it on every run (fuzz default 26701: `c.min()` of an empty tensor)
+        raise FallbackNeeded(f"{reduction_type} over an empty dim has no value")
     out_size = _size(out)
     loader = x.make_loader()
     compute = dtype or (out.dtype if reduction_type not in ("argmax", "argmin") else x.dtype)
@@ -806,8 +813,19 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
         total = reduction(ctx, node, x, None if not dims else list(dims), keepdim, "sum", want.dtype, out=want,
                           result_dtype=stats_dtype)
 
+        welford_mean = mean
+        running_loader = mean.make_loader()
+
         def mean_value(ops, index):
             value = ops.truediv(ops.load(total.name, total.layout.index(index)), ops.constant(float(count), stats_dtype))
+            # A sum that is not finite (an inf or NaN in the input, or finite values overflowing
+            # it) gives way to Welford's mean, as eager's: [inf, 1] has mean NaN there (inf - inf
+            # in the running update), [1, inf] inf; an overflowing sum's mean is finite
+            # (fuzz default 27061, 30803).
+            running = running_loader(ops, index)
+            if welford_mean.dtype != stats_dtype:
+                running = ops.to_dtype(running, stats_dtype)
+            value = ops.where(ops.isinf(value), running, ops.where(ops.isnan(value), running, value))
             return ops.to_dtype(value, want.dtype) if stats_dtype != want.dtype else value
 
         mean = Pointwise(want.device, want.dtype, _size(want), mean_value, ctx.origin())

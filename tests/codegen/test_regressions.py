@@ -575,3 +575,44 @@ def test_low_precision_mean_divides_before_rounding(dtype):
     expected = torch.autograd.grad(std(leaf).sum(), leaf)[0]
     got = torch.autograd.grad(ember.compile(std, backend="ember")(leaf).sum(), leaf)[0]
     assert_identical(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("where", [0, 5, -1])
+def test_var_mean_of_a_row_with_inf_gives_eagers_nan_or_inf(dtype, where):
+    """Over every dim the mean is sum / n, but a sum that is not finite gives way to Welford's
+    running mean, as eager's: [inf, 1, ...] has mean NaN there, [..., 1, inf] inf (fuzz default
+    27061, 30803, 1854: ember gave inf where eager gives NaN)."""
+    x = (torch.rand(7, 2, generator=torch.Generator().manual_seed(2706101)) * 1000).to(dtype)
+    x.view(-1)[where] = float("inf")
+    assert_like_eager(lambda t: torch.var_mean(t, (0, 1), correction=0), x, exact=True)
+    big = torch.full((6,), 3e38)  # the sum overflows, the mean does not
+    assert_like_eager(lambda t: torch.var_mean(t, correction=0)[1], big, exact=True)
+
+
+@pytest.mark.parametrize("reduce", [lambda c: c.min(), lambda c: c.amax(0), lambda c: c.argmax(),
+                                    lambda c: c.max(0), lambda c: c.sum() + c.amin()])
+def test_max_min_over_an_empty_dim_raises_as_eager(reduce):
+    """max/min/argmax have no value over nothing: eager raises, and so does ember, on every call
+    (fuzz default 26701: `c.min()` of an empty tensor returned normally)."""
+    c = torch.ones(0, 3)
+    with pytest.raises((RuntimeError, IndexError)) as eager_error:
+        reduce(c)
+    compiled = ember.compile(reduce, backend="ember")
+    for _ in range(2):
+        with pytest.raises(eager_error.type) as ours:
+            compiled(c)
+        assert str(ours.value).split(":")[0] == str(eager_error.value).split(":")[0]
+
+
+def test_min_max_of_equal_values_keep_the_first_as_eager():
+    """min(0.0, -0.0): eager keeps the first of equal values, and the sign of a zero shows through
+    atan2 (fuzz default 30666: atan2(amin(0), b) gave -pi for pi)."""
+    zeros = torch.tensor([[0.0, 0.0, -0.0], [-0.0, 0.0, 0.0]])
+    b = torch.tensor([[-0.5], [-0.25]])
+
+    def fn(z, b):
+        return (torch.atan2(z.amin(0), b), torch.atan2(z.amax(1, keepdim=True), b),
+                torch.atan2(torch.minimum(z[0], z[1]), b), torch.atan2(torch.maximum(z[1], z[0]), b))
+
+    assert_like_eager(fn, zeros, b, exact=True)
