@@ -89,8 +89,10 @@ struct ember_bf16 {
     }
 };
 template <typename T> static inline T ember_relu(T a) { return a < T(0) ? T(0) : a; }
-template <typename T> static inline T ember_maximum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a > b ? a : b)); }
-template <typename T> static inline T ember_minimum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a < b ? a : b)); }
+// NaN wins; between equal values the first stays, as in eager (min(0.0, -0.0) is 0.0, and the
+// sign of a zero shows through atan2 and division: fuzz default 30666).
+template <typename T> static inline T ember_maximum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (b > a ? b : a)); }
+template <typename T> static inline T ember_minimum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (b < a ? b : a)); }
 // ATen's sign: NaN gives 0 (both comparisons are false).
 template <typename T> static inline T ember_sign(T a) { return T((T(0) < a) - (a < T(0))); }
 static inline bool ember_bitwise_not(bool a) { return !a; }
