@@ -21,6 +21,7 @@ import torch
 import torch.fx
 
 from .eager_check import node_eager_accepts
+from ..graph_patterns import compared_with_its_extremum
 from .joint import JointSpec
 
 aten = torch.ops.aten
@@ -181,6 +182,7 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
     if not backward_needed:
         return partition_default(joint, spec)
     nodes = [n for n in joint.graph.nodes if n.op != "output"]
+    pinned = compared_with_its_extremum(joint.graph)
     forward_side = [n for n in nodes if n not in backward]
     grad_outputs = {g for g in grads if isinstance(g, torch.fx.Node)}
 
@@ -192,7 +194,7 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
         weight = _tensor_bytes(node) or 1 if isinstance(value, torch.Tensor) else infinite
         if node.op == "placeholder":
             flow.add_edge("source", f"{node.name}_in", capacity=infinite)
-        elif not is_recomputable(node):
+        elif not is_recomputable(node) or node in pinned:
             # Banned from recomputation: it runs in the forward, so saving it (or something after
             # it) is the only way across.
             flow.add_edge("source", f"{node.name}_in", capacity=infinite)

@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 
 from .. import config as ember_config
 from .. import logs
+from ..graph_patterns import compared_with_its_extremum
 from . import ir
 from .ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, IRNode, Layout, Pointwise, \
     Reduction, View
@@ -46,6 +47,8 @@ class GraphLowering(torch.fx.Interpreter):
         self.current_node: torch.fx.Node | None = None
         self._names = collections.Counter()
         self._user_count: dict[int, int] = {}
+        # values compared with their own max/min: stored once, read by both (graph_patterns)
+        self._compared_with_extremum = compared_with_its_extremum(gm.graph)
 
     # -- naming and bookkeeping --------------------------------------------------------------------
     def new_name(self, prefix: str = "buf") -> str:
@@ -153,7 +156,8 @@ class GraphLowering(torch.fx.Interpreter):
             # (their strides derive from it).
             if _feeds_output(node):
                 self.store(result, _dense_layout(node.meta.get("val")))
-            elif len(node.users) > 1 and op_count(result) > self.RECOMPUTE_LIMIT:
+            elif len(node.users) > 1 and (op_count(result) > self.RECOMPUTE_LIMIT
+                                          or node in self._compared_with_extremum):
                 self.store(result)
         return result
 

@@ -785,3 +785,17 @@ def test_saved_tensors_under_user_hooks(backend):
     assert packed
     out.sum().backward()
     torch.testing.assert_close(x.grad, x.detach().exp())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("reduce", [lambda y: y.amin(0), lambda y: y.max(1).values, lambda y: y.amax()])
+def test_max_min_backward_masks_the_values_the_forward_reduced(backend, reduce):
+    """The backward of amin compares sin(a) with the saved minimum.  Recomputed there by a
+    vectorized loop, sin(a) rounded 1 ulp away from the forward's (a scalar loop): no element
+    matched, the mask was empty and the gradient 0 / 0 = NaN (fuzz autograd 2104)."""
+    def program(a):
+        return reduce(torch.sin(a)).clone()
+
+    for seed in range(4):
+        a = torch.randn(4, 2, 5, generator=torch.Generator().manual_seed(seed)) * 3
+        check(program, lambda: (a.clone().requires_grad_(),), backend)
