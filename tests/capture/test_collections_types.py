@@ -75,3 +75,15 @@ def test_they_are_rebuilt_after_a_graph_break():
     assert type(first) is not type(second)
     explanation = ember.explain(_returns_namedtuple_and_dicts)(torch.randn(3))
     assert explanation.graph_break_count == 1 and not explanation.frames_run_eagerly
+
+
+def test_fields_of_torch_return_types_stay_in_the_graph():
+    """x.max(-1).indices, torch.sort(...).values: struct sequences have no _fields; their
+    attributes broke the graph (fuzz default 28982)."""
+    def fn(x):
+        m, s, t = x.max(-1), torch.sort(x, 1), torch.topk(x, 2)
+        return m.values + 1, m.indices, s.values * 2, s.indices, t.indices, t.values, x.min(0).indices
+
+    x = torch.randn(4, 5)
+    for ours, theirs in zip(ember.compile(fn, fullgraph=True)(x), fn(x)):
+        assert torch.equal(ours, theirs)

@@ -8,6 +8,7 @@ back after the graph runs.
 from __future__ import annotations
 
 import collections
+import types
 from typing import Any
 
 from ..errors import Unsupported, UserException
@@ -87,6 +88,28 @@ class SizeLikeTuple(TupleVariable):
     pass
 
 
+def _field_names(tuple_class: type) -> tuple:
+    """A named tuple's fields; for a struct sequence (torch.return_types.max: values, indices),
+    which has no _fields, the names of its members in item order."""
+    fields = getattr(tuple_class, "_fields", None)
+    if fields is not None:
+        return tuple(fields)
+    count = getattr(tuple_class, "n_sequence_fields", None)
+    if not isinstance(count, int):
+        return ()
+    try:
+        probe = tuple_class(tuple(range(count)))
+    except Exception:  # noqa: BLE001 - not constructible this way: no fields known
+        return ()
+    names = [None] * count
+    for name, member in vars(tuple_class).items():
+        if isinstance(member, types.MemberDescriptorType):
+            position = getattr(probe, name, None)
+            if isinstance(position, int) and 0 <= position < count:
+                names[position] = name
+    return tuple(names)
+
+
 class NamedTupleVariable(TupleVariable):
     def __init__(self, items: list[VariableTracker], tuple_class: type, source=None) -> None:
         super().__init__(items, source)
@@ -99,8 +122,8 @@ class NamedTupleVariable(TupleVariable):
         return self.tuple_class(*[item.as_python_constant() for item in self.items])
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        fields = getattr(self.tuple_class, "_fields", ())
-        if name in fields:
+        fields = _field_names(self.tuple_class)
+        if name in fields and fields.index(name) < len(self.items):
             return self.items[fields.index(name)]
         value = getattr(self.tuple_class, name, None)
         if name in ("_fields", "_field_defaults") and value is not None:
@@ -109,7 +132,6 @@ class NamedTupleVariable(TupleVariable):
             return wrap_constant_result(tx, value)  # fixed when the class was made
         if callable(value):
             from .functions import UserFunctionVariable, UserMethodVariable
-            import types
 
             if isinstance(value, types.FunctionType):
                 return UserMethodVariable(UserFunctionVariable(value), self)
