@@ -77,12 +77,25 @@ def _rows_ill_conditioned(x: torch.Tensor, dims: list[int]) -> bool:
 
 # argmax over values a few ulps apart: which one wins is the rounding's choice (eager's own
 # vectorized lanes and its scalar tail round atan2(x, x) differently, and its argmax flips
-# with them).  Exact ties are not counted: every implementation takes the first.
+# with them).  Exact ties are not counted (every implementation takes the first) unless the
+# values come straight from a libm function: tanh of three equal inputs is three equal values
+# in eager, but a vectorized loop's lanes and its scalar tail can round them 1 ulp apart
+# (default 30821: `tanh(a).min(1)` of a row of equal values).
 _ARG_REDUCTIONS = (aten.argmax.default, aten.argmin.default, aten.max.dim, aten.min.dim)
 NEAR_TIE_ULPS = 8
+_LIBM = tuple(getattr(aten, name).default for name in (
+    "tanh", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "sigmoid", "lgamma",
+    "digamma")) + (aten.atan2.default, aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.gelu.default,
+                   aten.silu.default)
+# ops that pass a libm result's values through unchanged
+_VALUE_KEEPING = (aten.clone.default, aten._to_copy.default, aten.view.default, aten.expand.default,
+                  aten.permute.default, aten.t.default, aten.transpose.int, aten.unsqueeze.default,
+                  aten.squeeze.dim, aten.squeeze.dims, aten.reshape.default, aten._unsafe_view.default,
+                  aten.alias.default, aten.slice.Tensor, aten.select.int)
 
 
-def _near_tie(func, args, kwargs) -> bool:
+def _near_tie(func, args, kwargs, exact_ties: bool = False) -> bool:
     x = args[0].detach()
     if not x.is_floating_point() or x.numel() < 2:
         return False
@@ -91,12 +104,13 @@ def _near_tie(func, args, kwargs) -> bool:
     x = x.double()
     if func in (aten.argmin.default, aten.min.dim):
         x = -x
-    rows = x.reshape(-1, 1) if dim is None else x.movedim(dim, -1).reshape(-1, x.shape[dim] if x.dim() else 1)
+    rows = x.reshape(1, -1) if dim is None else x.movedim(dim, -1).reshape(-1, x.shape[dim] if x.dim() else 1)
     if rows.shape[-1] < 2:
         return False
     top = rows.nan_to_num(nan=-float("inf")).topk(2, dim=-1).values
     gap = top[:, 0] - top[:, 1]
-    near = (gap > 0) & (gap <= NEAR_TIE_ULPS * eps * top[:, 0].abs()) & torch.isfinite(top[:, 0])
+    near = (gap >= (0 if exact_ties else 1e-300)) & (gap <= NEAR_TIE_ULPS * eps * top[:, 0].abs()) \
+        & torch.isfinite(top[:, 0])
     return bool(near.any())
 
 
@@ -169,8 +183,9 @@ def _layer_norm_backward_cancels(args) -> bool:
     return bool((bound[finite] > CONDITION_LIMIT * result.abs()[finite] + floor).any())
 
 
-# Fmod/remainder by a subnormal divisor: ATen's vectorized lanes give NaN, its scalar tail (and
-# any exact implementation) the remainder, so eager disagrees with itself by position.
+# Fmod/remainder by a subnormal divisor, or with a quotient beyond the dtype's range (-9e307
+# fmod 1e-30: special 1733): ATen's vectorized lanes (a - trunc(a / b) * b) give NaN, its scalar
+# tail (and any exact implementation) the remainder, so eager disagrees with itself by position.
 _REMAINDERS = (aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar,
                aten.remainder.Scalar_Tensor)
 
@@ -183,7 +198,14 @@ def _subnormal_divisor(args) -> bool:
     if not isinstance(divisor, torch.Tensor):
         divisor = torch.tensor(float(divisor), dtype=torch.float64)
     magnitude = divisor.detach().abs().to(dtype)
-    return bool(((magnitude > 0) & (magnitude < torch.finfo(dtype).tiny)).any())
+    if bool(((magnitude > 0) & (magnitude < torch.finfo(dtype).tiny)).any()):
+        return True
+    dividend = args[0]
+    if not isinstance(dividend, torch.Tensor):
+        dividend = torch.tensor(float(dividend), dtype=torch.float64)
+    dividend = dividend.detach().double().abs()
+    quotient = dividend / magnitude.double()
+    return bool((torch.isfinite(dividend) & (magnitude > 0) & (quotient > torch.finfo(dtype).max)).any())
 
 
 # Noise zeros: elements that exact arithmetic makes 0 but kernels make 0 +- rounding noise of
@@ -233,12 +255,16 @@ class ConditionWatch(TorchDispatchMode):
         super().__init__()
         self.ill_conditioned = False
         self.noise_zeros = WeakIdKeyDictionary()  # tensor -> bool mask of its noise zeros
+        self.from_libm = WeakIdKeyDictionary()  # tensors holding a libm function's results
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         if self.ill_conditioned:
             return result
+        if isinstance(result, torch.Tensor) and (
+                func in _LIBM or (func in _VALUE_KEEPING and args and self._from_libm(args[0]))):
+            self.from_libm[result] = True
         try:
             if self._amplifies_noise(func, args, result) or (
                     func in _REMAINDERS and _subnormal_divisor(args)):
@@ -261,7 +287,7 @@ class ConditionWatch(TorchDispatchMode):
             return result
         if func in _ARG_REDUCTIONS and isinstance(args[0], torch.Tensor):
             try:
-                self.ill_conditioned = _near_tie(func, args, kwargs)
+                self.ill_conditioned = _near_tie(func, args, kwargs, exact_ties=self._from_libm(args[0]))
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result
@@ -294,6 +320,9 @@ class ConditionWatch(TorchDispatchMode):
             if bool((bound[finite] > CONDITION_LIMIT * size[finite] + floor).any()):
                 self.ill_conditioned = True
         return result
+
+    def _from_libm(self, value) -> bool:
+        return isinstance(value, torch.Tensor) and value in self.from_libm
 
     def _noise_mask(self, value) -> torch.Tensor | None:
         return self.noise_zeros.get(value) if isinstance(value, torch.Tensor) else None

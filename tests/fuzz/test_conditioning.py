@@ -52,6 +52,16 @@ def test_argmax_over_values_a_few_ulps_apart_is_ill_conditioned():
     assert not _watched(lambda t: t.argmax(), torch.randn(100, generator=torch.Generator().manual_seed(0)))
 
 
+def test_argmin_over_tied_libm_results_is_ill_conditioned():
+    # tanh of equal inputs: equal in eager, 1 ulp apart between a vectorized loop's lanes and its
+    # scalar tail (default 30821); ties of exact values (inputs, relu's zeros) still count.
+    row = torch.full((2, 3), -0.35428192986957335, dtype=torch.float64)
+    assert _watched(lambda t: torch.tanh(t).min(1), row)
+    assert _watched(lambda t: torch.tanh(t).clone().argmax(), row)
+    assert not _watched(lambda t: t.min(1), row)
+    assert not _watched(lambda t: (t.relu() * 2).argmax(), -row)
+
+
 def test_layer_norm_beyond_float32_statistics_is_ill_conditioned():
     """Eager's float32 layer_norm of [2.5, -1.7e38, -1] (and of a constant row of 1e20) is NaN."""
     layer_norm = torch.nn.functional.layer_norm
@@ -118,3 +128,10 @@ def test_remainder_by_a_subnormal_divisor_is_ill_conditioned():
     assert _watched(lambda t: torch.remainder(t, 1e-320), x)
     assert not _watched(torch.remainder, x, torch.tensor([1e-300, 0.0, 3.0], dtype=torch.float64)[:, None])
     assert not _watched(torch.fmod, x.half(), torch.tensor(1e-7, dtype=torch.float16))   # normal in float32
+
+
+def test_remainder_whose_quotient_overflows_is_ill_conditioned():
+    # ATen's vector lanes compute a - trunc(a / b) * b: NaN when a / b overflows (special 1733)
+    huge = torch.tensor([-8.988465674311579e307, 0.5], dtype=torch.float64)
+    assert _watched(lambda t: torch.fmod(t, 1e-30), huge)
+    assert not _watched(lambda t: torch.fmod(t, 3.0), huge)
