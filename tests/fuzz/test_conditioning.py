@@ -135,3 +135,12 @@ def test_remainder_whose_quotient_overflows_is_ill_conditioned():
     huge = torch.tensor([-8.988465674311579e307, 0.5], dtype=torch.float64)
     assert _watched(lambda t: torch.fmod(t, 1e-30), huge)
     assert not _watched(lambda t: torch.fmod(t, 3.0), huge)
+
+
+def test_bool_of_gelus_cancelling_left_tail_is_ill_conditioned():
+    # 1 + erf(x / sqrt 2) cancels for x < -5: gelu there is float32 noise, and bool() of it
+    # is True or False by chance (known 2525 on torch 2.11)
+    x = torch.tensor([-5.5, -0.5, 2.0], dtype=torch.float64)
+    assert _watched(lambda t: torch.nn.functional.gelu(t).to(torch.bool), x)
+    assert not _watched(lambda t: torch.nn.functional.gelu(t).to(torch.bool), x[1:])
+    assert not _watched(lambda t: torch.nn.functional.gelu(t) * 2, x)
