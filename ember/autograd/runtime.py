@@ -156,90 +156,139 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
     num_outputs = spec.num_fw_outputs
     num_mutated = len(spec.mutated_inputs)
     returned = _returned_outputs(spec)
-    # Inputs written in place that require grad (non-leaves): their new values leave the Function
-    # as differentiable outputs and are copied into the inputs outside it, where autograd sees it.
+    # Inputs written in place that require grad (non-leaves): their new values leave through a
+    # second Function (MutationFunction) and are copied into the inputs outside, where autograd
+    # records the copy as eager recorded the in-place op.  Two nodes, as eager has two histories:
+    # a loss that uses only the forward outputs never reaches the mutated input's own history
+    # (running its grad_fn on a None gradient can raise, e.g. a saved value written in place).
     grad_mutations = [k for k in range(num_mutated) if spec.mutation_is_differentiable(k)]
-    function_outputs = returned + [num_outputs + k for k in grad_mutations]  # indices into outputs + new values
-    position_of = {index: k for k, index in enumerate(function_outputs)}
+    position_of = {index: k for k, index in enumerate(returned)}
+    mutation_position = {num_outputs + k: position for position, k in enumerate(grad_mutations)}
+    is_mutation = [index >= num_outputs for index in spec.diff_outputs]
+    forward_tangents = frozenset(p for p, mutation in enumerate(is_mutation) if not mutation)
+    mutation_tangents = frozenset(p for p, mutation in enumerate(is_mutation) if mutation)
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, *args):
+        def forward(ctx, state, *args):
             results = pair.forward(*args)
             values = list(results[:num_outputs + num_mutated])  # outputs, then new values of mutated inputs
             saved = list(results[num_outputs + num_mutated:])
             if num_mutated:
                 saved = _before_writes(spec, args, saved)
             _write_back(spec, args, values[num_outputs:], skip=set(grad_mutations))
-            tensors = [s for s in saved if isinstance(s, torch.Tensor)]
-            ctx.save_for_backward(*tensors)
-            # Under ember's own saved-tensor hooks autograd does not check versions on unpacking:
-            # the backward checks those of the saved values it reads (see _SavedValues).
-            ctx.saved_versions = [t._version for t in tensors] if _SavedValues.active() else None
-            ctx.saved_layout = [isinstance(s, torch.Tensor) for s in saved]
-            ctx.saved_other = [s for s in saved if not isinstance(s, torch.Tensor)]
-            outputs = _own_memory([values[i] for i in function_outputs], function_outputs, spec, args)
-            non_diff = [out for i, out in zip(function_outputs, outputs) if i not in spec.diff_outputs and out is not None]
+            _save(ctx, saved)
+            outputs = _own_memory([values[i] for i in returned], returned, spec, args)
+            non_diff = [out for i, out in zip(returned, outputs) if i not in spec.diff_outputs and out is not None]
             if non_diff:
                 ctx.mark_non_differentiable(*non_diff)
             ctx.set_materialize_grads(False)  # an output the loss does not use has no gradient: None
+            if grad_mutations:
+                indices = [num_outputs + k for k in grad_mutations]
+                state.update(saved=saved, new_values=_own_memory([values[i] for i in indices], indices, spec, args))
             return tuple(outputs)
 
         @staticmethod
         def backward(ctx, *grad_outputs):
-            if torch.is_grad_enabled():  # create_graph=True: a graph of this backward is wanted
-                raise DoubleBackwardError(
-                    "ember: double backward through a compiled region is not supported; compute the "
-                    "higher-order gradient outside ember.compile, or call torch.autograd.grad without "
-                    "create_graph=True")
-            saved_tensors = ctx.saved_tensors
-            tensors = iter(saved_tensors)
-            others = iter(ctx.saved_other)
-            saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
             tangents = [grad_outputs[position_of[index]] if index in position_of else None
                         for index in spec.diff_outputs]  # (a copy's gradient arrives through its original)
-            given = {position for position, tangent in enumerate(tangents) if tangent is not None}
-            result: list = [None] * spec.num_primals
-            if not given:
-                return tuple(result)
-            tangents = [tangent.contiguous() if tangent is not None else
-                        torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
-                        for tangent, fake in zip(tangents, pair.tangent_fakes)]
-            if len(given) < len(tangents):
-                returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
-                backward, reads = pair.backward_for(returned, frozenset(given), saved)
-            else:
-                backward, reads = pair.backward(saved), None
-            if ctx.saved_versions is not None:
-                _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
-            grads = backward(*saved, *tangents)
-            # An input no given output reaches gets None, as in eager, where autograd never
-            # reaches it; one that is reached gets its gradient even when that is zeros.
-            for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
-                result[index] = grad if sources & given else None
-            return tuple(result)
+            return (None, *_run_backward(pair, ctx, tangents))
 
-    # Inputs no output's autograd graph reaches enter the Function detached: eager's graph has
+    class MutationFunction(torch.autograd.Function):
+        """The new values of inputs written in place, differentiable with respect to the inputs
+        they were computed from; their gradient comes from the same backward graph, given only
+        their tangents.  Inputs: the state CompiledFunction filled, then every input."""
+
+        @staticmethod
+        def forward(ctx, state, *args):
+            _save(ctx, state["saved"])
+            ctx.set_materialize_grads(False)
+            return tuple(state.pop("new_values"))
+
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            tangents = [grad_outputs[mutation_position[index]] if index in mutation_position else None
+                        for index in spec.diff_outputs]
+            return (None, *_run_backward(pair, ctx, tangents))
+
+    def reached_by(positions: frozenset[int]) -> set[int]:
+        return {index for index, sources in zip(spec.grad_inputs, spec.grad_sources) if sources & positions}
+
+    # Inputs no output's autograd graph reaches enter a Function detached: eager's graph has
     # no edge to them, and an edge would make the engine run their grad_fn on a None gradient
     # (NotImplemented for floor_divide raises; hooks would fire).
-    reached = {index for index, sources in zip(spec.grad_inputs, spec.grad_sources) if sources}
-    unreached = [index for index in range(spec.num_primals) if index not in reached]
+    unreached = [index for index in range(spec.num_primals) if index not in reached_by(forward_tangents)]
+    unreached_by_mutations = [index for index in range(spec.num_primals)
+                              if index not in reached_by(mutation_tangents)]
 
     def run(*args):
-        inputs = args
-        if any(isinstance(args[i], torch.Tensor) and args[i].requires_grad for i in unreached):
-            inputs = list(args)
-            for index in unreached:
-                if isinstance(args[index], torch.Tensor) and args[index].requires_grad:
-                    inputs[index] = args[index].detach()
+        state: dict = {}
         with _SavedValues.scope():
-            values = CompiledFunction.apply(*inputs)
-        for k, value in zip(grad_mutations, values[len(returned):]):
-            args[spec.mutated_inputs[k]].copy_(value)  # recorded by autograd, as eager's in-place op was
-        return _assemble(spec, list(values[:len(returned)]), returned, args)
+            values = CompiledFunction.apply(state, *_detached(args, unreached))
+            if grad_mutations:
+                new_values = MutationFunction.apply(state, *_detached(args, unreached_by_mutations))
+        if grad_mutations:
+            for k, value in zip(grad_mutations, new_values):
+                args[spec.mutated_inputs[k]].copy_(value)  # recorded by autograd, as eager's in-place op was
+        return _assemble(spec, list(values), returned, args)
 
     run.autograd_function = CompiledFunction
     return run
+
+
+def _detached(args, indices: list[int]):
+    if not any(isinstance(args[i], torch.Tensor) and args[i].requires_grad for i in indices):
+        return args
+    inputs = list(args)
+    for index in indices:
+        if isinstance(args[index], torch.Tensor) and args[index].requires_grad:
+            inputs[index] = args[index].detach()
+    return inputs
+
+
+def _save(ctx, saved: list) -> None:
+    tensors = [s for s in saved if isinstance(s, torch.Tensor)]
+    ctx.save_for_backward(*tensors)
+    # Under ember's own saved-tensor hooks autograd does not check versions on unpacking:
+    # the backward checks those of the saved values it reads (see _SavedValues).
+    ctx.saved_versions = [t._version for t in tensors] if _SavedValues.active() else None
+    ctx.saved_layout = [isinstance(s, torch.Tensor) for s in saved]
+    ctx.saved_other = [s for s in saved if not isinstance(s, torch.Tensor)]
+
+
+def _run_backward(pair: CompiledPair, ctx, tangents: list) -> list:
+    """The gradients of every input, given the tangents of `spec.diff_outputs` (None: not given,
+    the loss does not use that output, or another Function carries it)."""
+    spec = pair.spec
+    if torch.is_grad_enabled():  # create_graph=True: a graph of this backward is wanted
+        raise DoubleBackwardError(
+            "ember: double backward through a compiled region is not supported; compute the "
+            "higher-order gradient outside ember.compile, or call torch.autograd.grad without "
+            "create_graph=True")
+    saved_tensors = ctx.saved_tensors
+    tensors = iter(saved_tensors)
+    others = iter(ctx.saved_other)
+    saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
+    given = {position for position, tangent in enumerate(tangents) if tangent is not None}
+    result: list = [None] * spec.num_primals
+    if not given:
+        return result
+    tangents = [tangent.contiguous() if tangent is not None else
+                torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
+                for tangent, fake in zip(tangents, pair.tangent_fakes)]
+    if len(given) < len(tangents):
+        returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
+        backward, reads = pair.backward_for(returned, frozenset(given), saved)
+    else:
+        backward, reads = pair.backward(saved), None
+    if ctx.saved_versions is not None:
+        _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
+    grads = backward(*saved, *tangents)
+    # An input no given output reaches gets None, as in eager, where autograd never
+    # reaches it; one that is reached gets its gradient even when that is zeros.
+    for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
+        result[index] = grad if sources & given else None
+    return result
 
 
 class _SavedValues:

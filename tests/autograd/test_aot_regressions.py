@@ -6,6 +6,7 @@ every leaf.
 """
 import pytest
 import torch
+import torch.nn.functional as F
 
 import ember
 
@@ -98,6 +99,39 @@ def test_inplace_on_a_non_leaf_input_keeps_its_derivative(backend):
         y.mul_(3)
 
     check(used_after, lambda: (leaf(3),), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loss_that_does_not_use_a_mutated_input_never_reaches_its_history(backend):
+    """v0's history holds a saved value written in place (std's result, then `v0 += v0`): eager
+    never runs it, since the loss uses only gelu(a).  One Function for both the output and v0's
+    new value had an edge to v0, so the engine ran StdBackward and raised the version error."""
+    def fn(v0, a):
+        v0.sigmoid_()
+        return F.gelu(a)
+
+    def args():
+        b, a = leaf(5), leaf(4)
+        v0 = b.std()
+        v0 += v0
+        return v0, a, b
+
+    check(lambda v0, a, b: fn(v0, a), args, backend)
+
+    def both_used(v, a):
+        v.mul_(a)
+        return a.exp()
+
+    def uses_new_value(v, a):
+        out = both_used(v, a)
+        return out + v.sum()
+
+    def through_base():
+        base, a = leaf(4), leaf(4)
+        return base * 1, a, base
+
+    for f in (both_used, uses_new_value):
+        check(lambda v, a, base: f(v, a), through_base, backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
