@@ -95,7 +95,9 @@ def loader_for(value, out_size: list, dtype: torch.dtype):
     return constant
 
 
-_SCALAR_ROUNDED = {"fmod", "remainder"}
+# Kernels that take a Python scalar as a tensor of the common dtype, rounded to it: fmod(x, 1e-30)
+# of a half x divides by 0, and a half x <= 1e30 compares with inf (fuzz default 35042).
+_SCALAR_ROUNDED = {"fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge"}
 
 
 def _rounded_to(load, dtype: torch.dtype, compute: torch.dtype):
@@ -121,8 +123,7 @@ def pointwise(ctx, node, op_name: str, inputs: list, compute_dtype: torch.dtype 
         loaders = [_rounded_to(load, promoted, compute) if isinstance(inp, IRNode) and inp.dtype != promoted
                    else load for load, inp in zip(loaders, inputs)]
         if op_name in _SCALAR_ROUNDED:
-            # These kernels take a Python scalar as a tensor of the common dtype, rounded
-            # (fmod(x, 1e-30) of a half x divides by 0); add/mul/div keep it in float32.
+            # (add/mul/div keep a Python scalar in float32)
             loaders = [loader_for(float(torch.tensor(inp, dtype=promoted)), out_size, compute)
                        if isinstance(inp, float) else load for load, inp in zip(loaders, inputs)]
 

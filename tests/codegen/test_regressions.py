@@ -616,3 +616,14 @@ def test_min_max_of_equal_values_keep_the_first_as_eager():
                 torch.atan2(torch.minimum(z[0], z[1]), b), torch.atan2(torch.maximum(z[1], z[0]), b))
 
     assert_like_eager(fn, zeros, b, exact=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_compared_with_a_scalar_rounds_the_scalar(dtype):
+    """Eager compares a half tensor with a Python scalar rounded to half: x <= 1e30 is True for
+    x = inf (1e30 is inf in float16).  ember compared in float32 with 1e30 itself (fuzz default
+    35042)."""
+    x = torch.tensor([float("inf"), -float("inf"), 1.0, 65504.0]).to(dtype)
+    big = 1e30 if dtype == torch.float16 else 1e39
+    assert_like_eager(lambda x: (x <= big, x < big, x == big, x != big, x >= -big, x > -big), x, exact=True)
+    assert_like_eager(lambda x: (x * 1 == 1.0001, x * 1 != 1.0001), x, exact=True)
