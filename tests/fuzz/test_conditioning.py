@@ -144,3 +144,13 @@ def test_bool_of_gelus_cancelling_left_tail_is_ill_conditioned():
     assert _watched(lambda t: torch.nn.functional.gelu(t).to(torch.bool), x)
     assert not _watched(lambda t: torch.nn.functional.gelu(t).to(torch.bool), x[1:])
     assert not _watched(lambda t: torch.nn.functional.gelu(t) * 2, x)
+
+
+def test_root_of_a_sum_that_is_its_own_rounding_error_is_ill_conditioned():
+    # pi/4 + pi/4 - 3pi/4 + pi/4 is 0 +- rounding (eager 6e-8, ember -1e-7 after a 1-ulp different
+    # atan2): its square root is 2e-4 or NaN by chance (default 35543)
+    q = torch.tensor([[0.7853981853, 0.7853981853, -2.3561944962, 0.7853981853]], dtype=torch.float64)
+    assert _watched(lambda t: t.cumsum(1).sqrt(), q)
+    assert _watched(lambda t: 1 / t.sum(1), q)
+    assert not _watched(lambda t: t.cumsum(1) * 2, q)
+    assert not _watched(lambda t: t.abs().cumsum(1).sqrt(), q)
