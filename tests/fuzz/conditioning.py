@@ -214,6 +214,8 @@ def _subnormal_divisor(args) -> bool:
 # stay one.  Dividing by one (or its root, its log) is noise amplified without bound.
 _NOISE_KEEPING = (aten.mul.Tensor, aten.mul.Scalar, aten.div.Scalar, aten.neg.default, aten.clone.default,
                   aten._to_copy.default)
+_LOGICAL = (aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default,
+            aten.logical_not.default)
 _NOISE_AMPLIFYING = (aten.reciprocal.default, aten.rsqrt.default, aten.sqrt.default, aten.log.default,
                      aten.log2.default, aten.log10.default)
 
@@ -354,6 +356,8 @@ class ConditionWatch(TorchDispatchMode):
         first, second = self._noise_mask(args[0]), self._noise_mask(args[1] if len(args) > 1 else None)
         if func is aten._to_copy.default and (kwargs or {}).get("dtype") is torch.bool:
             return first is not None and bool(first.any())  # bool() of noise: True or False by chance
+        if func in _LOGICAL:  # (default 36491: logical_and of a layer_norm output's nansum)
+            return any(mask is not None and bool(mask.any()) for mask in (first, second))
         if func in _NOISE_AMPLIFYING or (func is aten.pow.Tensor_Scalar and _amplifying_exponent(args[1])):
             return first is not None and bool(first.any())
         if func is aten.div.Tensor and second is not None:

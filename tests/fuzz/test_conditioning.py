@@ -154,3 +154,12 @@ def test_root_of_a_sum_that_is_its_own_rounding_error_is_ill_conditioned():
     assert _watched(lambda t: 1 / t.sum(1), q)
     assert not _watched(lambda t: t.cumsum(1) * 2, q)
     assert not _watched(lambda t: t.abs().cumsum(1).sqrt(), q)
+
+
+def test_truth_of_a_normalized_rows_sum_is_ill_conditioned():
+    # a layer_norm row sums to 0 +- rounding: logical_and of it is True or False by chance
+    # (default 36491)
+    x = torch.randn(64, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    norm = lambda t: torch.nn.functional.layer_norm(t, t.shape[-1:], eps=1e-3)
+    assert _watched(lambda t: torch.logical_and(norm(t).nansum(), t), x)
+    assert not _watched(lambda t: torch.logical_and(norm(t).abs().nansum(), t), x)
