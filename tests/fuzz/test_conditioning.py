@@ -163,3 +163,11 @@ def test_truth_of_a_normalized_rows_sum_is_ill_conditioned():
     norm = lambda t: torch.nn.functional.layer_norm(t, t.shape[-1:], eps=1e-3)
     assert _watched(lambda t: torch.logical_and(norm(t).nansum(), t), x)
     assert not _watched(lambda t: torch.logical_and(norm(t).abs().nansum(), t), x)
+
+
+def test_gelu_of_inf_is_ill_defined():
+    # eager: F.gelu(tensor([inf])) is inf, F.gelu(tensor([inf] * 3)) NaN (default 37283)
+    assert _watched(torch.nn.functional.gelu, torch.tensor([1.0, float("inf")], dtype=torch.float64))
+    assert not _watched(torch.nn.functional.gelu, torch.tensor([1.0, -float("inf")], dtype=torch.float64))
+    assert not _watched(lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+                        torch.tensor([1.0, float("inf")], dtype=torch.float64))
