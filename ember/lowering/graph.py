@@ -349,6 +349,7 @@ _DTYPE_CHECKED = {torch.ops.aten.argmax.default, torch.ops.aten.argmin.default, 
                   torch.ops.aten.mean.default, torch.ops.aten.cumsum.default,
                   # a scalar that the dtype cannot hold (int16 from 2**31) raises in eager
                   torch.ops.aten.scalar_tensor.default, torch.ops.aten.full.default,
+                  torch.ops.aten.full_like.default, torch.ops.aten.new_full.default,
                   torch.ops.aten.fill.Scalar, torch.ops.aten.masked_fill.Scalar}
 _REJECTS: dict = {}
 

@@ -362,7 +362,7 @@ def test_infinite_float_constant_into_an_integer_tensor():
         assert torch.equal(ours, theirs)
 
 
-@pytest.mark.parametrize("case", ["where", "fill", "full", "masked_fill"])
+@pytest.mark.parametrize("case", ["where", "fill", "full", "masked_fill", "full_like", "new_full"])
 def test_scalar_the_dtype_cannot_hold_raises(case):
     """where(c, int16, 2**31) raises in eager ('value cannot be converted'); ember computed a value."""
     fn = {
@@ -370,6 +370,8 @@ def test_scalar_the_dtype_cannot_hold_raises(case):
         "fill": lambda a: a.clone().fill_(2147483648),
         "full": lambda a: torch.full((2, 3), 2147483648, dtype=torch.int16) + a,
         "masked_fill": lambda a: a.masked_fill(a > 0, 2147483648),
+        "full_like": lambda a: torch.full_like(a - 1, -2147483649),  # (fuzz intmath 2842: int8, -129)
+        "new_full": lambda a: a.new_full((2,), 2147483648) + a,
     }[case]
     a = torch.tensor([[6, -1, 2]], dtype=torch.int16)
     with pytest.raises(RuntimeError) as eager_error:
