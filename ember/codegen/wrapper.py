@@ -37,6 +37,12 @@ def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple) -> torch.Ten
     return result
 
 
+class IndexOutOfBounds(IndexError, RuntimeError):
+    """An index tensor held a value outside its dimension.  Eager raises IndexError for some ops
+    (index_select, indexing) and RuntimeError for others (gather, scatter, embedding): this is
+    both, so the user's `except` clause for either catches it."""
+
+
 class IndexFlag:
     """Where a kernel's bounds checks report (bit k: index check k of that kernel was violated).
 
@@ -50,7 +56,7 @@ class IndexFlag:
         bits = self.cell.value
         self.cell.value = 0
         violated = [site for k, site in enumerate(sites) if bits & (1 << min(k, 62))] or list(sites)
-        raise IndexError(f"ember: index out of bounds in {'; '.join(violated)}: an index tensor holds a value "
+        raise IndexOutOfBounds(f"ember: index out of bounds in {'; '.join(violated)}: an index tensor holds a value "
                          f"outside [-size, size) of the dimension it indexes (generated {kernel})")
 
 

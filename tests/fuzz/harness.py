@@ -342,14 +342,14 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
                 return outcome
             outcome.cls = "eager_error"
             outcome.exception = first_line(got.error)
-            outcome.type_match = type(got.error) is type(eager.error)
+            outcome.type_match = isinstance(got.error, type(eager.error))
             outcome.detail = f"eager: {first_line(eager.error)}"
             continue
         if got.error is not None:
             if eager.error is not None and eager.error_stage == got.error_stage:
                 outcome.cls = "eager_error"
                 outcome.exception = first_line(got.error)
-                outcome.type_match = type(got.error) is type(eager.error)
+                outcome.type_match = isinstance(got.error, type(eager.error))
                 outcome.detail = f"eager ({eager.error_stage}): {first_line(eager.error)}"
                 continue
             outcome.cls, outcome.check = "crash", f"{prefix}{got.error_stage}"
