@@ -625,6 +625,20 @@ def _check_indexable(size) -> None:
         raise FallbackNeeded("indexing into an empty dimension")
 
 
+def _check_empty_result(out, indices) -> None:
+    """A result with no elements runs no kernel, so no bounds check: where eager checks every
+    index anyway (embedding of 0-wide rows, index_select) ATen runs it (fuzz index 3370)."""
+    if out.numel() == 0 and _numel(indices.get_size()) != 0:
+        raise FallbackNeeded("a result with no elements (eager still checks every index)")
+
+
+def _numel(size) -> int:
+    total = 1
+    for s in size:
+        total *= int(s)
+    return total
+
+
 @register(aten.embedding.default)
 def embedding(ctx, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     out = _val(node)
@@ -635,6 +649,7 @@ def embedding(ctx, node, weight, indices, padding_idx=-1, scale_grad_by_freq=Fal
     index_rank = len(indices.get_size())
     site = ctx.site()
     _check_indexable(rows)
+    _check_empty_result(out, indices)
 
     def inner_fn(ops, index):
         row = ops.indirect_indexing(index_loader(ops, index[:index_rank]), rows, site, wrap_negative=False)

@@ -630,3 +630,15 @@ def test_low_precision_compared_with_a_scalar_rounds_the_scalar(dtype):
     big = 1e30 if dtype == torch.float16 else 1e39
     assert_like_eager(lambda x: (x <= big, x < big, x == big, x != big, x >= -big, x > -big), x, exact=True)
     assert_like_eager(lambda x: (x * 1 == 1.0001, x * 1 != 1.0001), x, exact=True)
+
+
+def test_embedding_with_an_empty_result_still_checks_its_indices():
+    """Rows of width 0: no element to compute, so no kernel and no bounds check, but eager checks
+    every index (fuzz index 3370)."""
+    fn = lambda w, i: F.embedding(i, w * 2)  # noqa: E731
+    w, bad = torch.zeros(3, 0), torch.tensor([[0, 6]])
+    with pytest.raises(RuntimeError) as eager_error:
+        fn(w, bad)
+    with pytest.raises(eager_error.type):
+        ember.compile(fn, backend="ember")(w, bad)
+    assert_like_eager(fn, w, torch.tensor([[0, 2]]))
