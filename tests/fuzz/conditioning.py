@@ -208,6 +208,14 @@ def _subnormal_divisor(args) -> bool:
     return bool((torch.isfinite(dividend) & (magnitude > 0) & (quotient > torch.finfo(dtype).max)).any())
 
 
+def _beyond_its_period(dividend) -> bool:
+    """A remainder is periodic in its dividend: a libm result whose own rounding (an ulp apart
+    between kernels) exceeds the tolerance leaves the remainder anything (intmath 3144:
+    expm1(100) % (pi / 4) is 0.078 or 0.186 after a 1-ulp different expm1), as sin of one does."""
+    x = dividend.detach().double().abs()
+    return bool((ACCUMULATION_EPS * x[torch.isfinite(x)] > PERIODIC_LIMIT).any())
+
+
 # Noise zeros: elements that exact arithmetic makes 0 but kernels make 0 +- rounding noise of
 # either sign.  A layer_norm element equal to its row's mean is one (ATen computes
 # x * (rstd * w) - mean * (rstd * w), not (x - mean) * rstd * w); products and views of it
@@ -269,7 +277,8 @@ class ConditionWatch(TorchDispatchMode):
             self.from_libm[result] = True
         try:
             if self._amplifies_noise(func, args, result, kwargs) or (
-                    func in _REMAINDERS and _subnormal_divisor(args)):
+                    func in _REMAINDERS and (_subnormal_divisor(args) or (
+                        self._from_libm(args[0]) and _beyond_its_period(args[0])))):
                 self.ill_conditioned = True
                 return result
         except Exception:  # noqa: BLE001 - a watch must never change the run

@@ -171,3 +171,12 @@ def test_gelu_of_inf_is_ill_defined():
     assert not _watched(torch.nn.functional.gelu, torch.tensor([1.0, -float("inf")], dtype=torch.float64))
     assert not _watched(lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
                         torch.tensor([1.0, float("inf")], dtype=torch.float64))
+
+
+def test_remainder_of_a_large_libm_result_is_ill_conditioned():
+    # expm1(100) % (pi / 4): one ulp of expm1's result is ~1e27 (intmath 3144)
+    x = torch.tensor([100.0, 1.0], dtype=torch.float64)
+    q = torch.tensor([0.7853981853, 0.7853981853], dtype=torch.float64)
+    assert _watched(lambda t, d: torch.expm1(t) % d, x, q)
+    assert not _watched(lambda t, d: torch.expm1(t) % d, x[1:], q[1:])
+    assert not _watched(lambda t, d: (t * 3) % d, x, q)  # not a libm result
