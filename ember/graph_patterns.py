@@ -38,3 +38,38 @@ def compared_with_its_extremum(graph: torch.fx.Graph) -> set:
                     and _through_views(other.args[0]) is value):
                 pinned.add(value)
     return pinned
+
+
+# Functions whose vectorized (libmvec) and scalar (libm) C++ versions can differ by an ulp.
+_TRANSCENDENTAL = {getattr(aten, name).default for name in (
+    "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan",
+    "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "sigmoid", "atan2")} | {
+    aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar}
+
+
+def _from_transcendental(node, depth: int = 8) -> bool:
+    """Is `node` computed (through pointwise ops, up to `depth` deep) by a libm function?"""
+    if depth == 0 or not isinstance(node, torch.fx.Node) or node.op != "call_function":
+        return False
+    if node.target in _TRANSCENDENTAL:
+        return True
+    if node.target not in _VIEWS and torch.Tag.pointwise not in getattr(node.target, "tags", ()):
+        return False
+    return any(_from_transcendental(arg, depth - 1) for arg in node.all_input_nodes)
+
+
+def subtracted_from_its_extremum(graph: torch.fx.Graph) -> set:
+    """Values `x` of a libm function that `x - max(x)` (softmax, log_softmax) subtracts from their
+    own extremum.  Recomputed inline, `x` is rounded by the max's loop and by the subtraction's
+    loop in different ways (vector lanes, scalar tails), so `x - max(x)` at the maximum is an ulp
+    off 0: log_softmax of a single element came out -3e-8, and its sqrt NaN (fuzz default 39710).
+    The lowering stores such values once, so both loops read the same ones."""
+    pinned = set()
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target is not aten.sub.Tensor:
+            continue
+        value, other = (_through_views(arg) for arg in node.args[:2])
+        if (isinstance(other, torch.fx.Node) and other.op == "call_function" and other.target in _EXTREMA
+                and _through_views(other.args[0]) is value and _from_transcendental(value)):
+            pinned.add(value)
+    return pinned

@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 
 from .. import config as ember_config
 from .. import logs
-from ..graph_patterns import compared_with_its_extremum
+from ..graph_patterns import compared_with_its_extremum, subtracted_from_its_extremum
 from . import ir
 from .ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, IRNode, Layout, Pointwise, \
     Reduction, View
@@ -47,8 +47,9 @@ class GraphLowering(torch.fx.Interpreter):
         self.current_node: torch.fx.Node | None = None
         self._names = collections.Counter()
         self._user_count: dict[int, int] = {}
-        # values compared with their own max/min: stored once, read by both (graph_patterns)
-        self._compared_with_extremum = compared_with_its_extremum(gm.graph)
+        # values compared with their own max/min, or libm results less their own max: stored
+        # once, read by both loops (graph_patterns)
+        self._compared_with_extremum = compared_with_its_extremum(gm.graph) | subtracted_from_its_extremum(gm.graph)
 
     # -- naming and bookkeeping --------------------------------------------------------------------
     def new_name(self, prefix: str = "buf") -> str:
