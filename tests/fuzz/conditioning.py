@@ -222,6 +222,7 @@ def _beyond_its_period(dividend) -> bool:
 # stay one.  Dividing by one (or its root, its log) is noise amplified without bound.
 _NOISE_KEEPING = (aten.mul.Tensor, aten.mul.Scalar, aten.div.Scalar, aten.neg.default, aten.clone.default,
                   aten._to_copy.default)
+_ADDITIONS = (aten.add.Tensor, aten.sub.Tensor, aten.add_.Tensor, aten.sub_.Tensor)
 _LOGICAL = (aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default,
             aten.logical_not.default)
 _NOISE_AMPLIFYING = (aten.reciprocal.default, aten.rsqrt.default, aten.sqrt.default, aten.log.default,
@@ -266,6 +267,7 @@ class ConditionWatch(TorchDispatchMode):
         self.ill_conditioned = False
         self.noise_zeros = WeakIdKeyDictionary()  # tensor -> bool mask of its noise zeros
         self.from_libm = WeakIdKeyDictionary()  # tensors holding a libm function's results
+        self.sum_bounds = WeakIdKeyDictionary()  # a sum's result -> its rounding error bound
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -310,6 +312,12 @@ class ConditionWatch(TorchDispatchMode):
             return result
         if not isinstance(result, torch.Tensor) or not result.is_floating_point():
             return result
+        if func in _ADDITIONS:
+            try:
+                self.ill_conditioned = self._sums_cancel(args, result)
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
+            return result
         if func is aten.gelu.default and kwargs.get("approximate", "none") == "none" and \
                 bool((args[0].detach() == math.inf).any()):
             # eager's own gelu(inf) is inf on its scalar path and NaN on its vectorized one (float32,
@@ -343,7 +351,28 @@ class ConditionWatch(TorchDispatchMode):
             noisy = finite & (bound > CONDITION_LIMIT * size)
             if noisy.shape == result.shape and bool(noisy.any()):
                 self.noise_zeros[result] = noisy
+            if bound.shape == result.shape:
+                self.sum_bounds[result] = torch.where(torch.isfinite(bound), bound, 0)
         return result
+
+    def _sums_cancel(self, args, result) -> bool:
+        """A sum of sums (autograd adding two reduced gradient contributions) that cancel: each
+        is well-conditioned, but its rounding error survives their difference (default 40936:
+        b's gradient through b / a and through atan2(., b) is 0 in exact arithmetic; eager
+        -1.2e-4, ember's vectorized sums +1.2e-4)."""
+        bounds = [self.sum_bounds.get(arg) for arg in args[:2] if isinstance(arg, torch.Tensor)]
+        if not any(bound is not None for bound in bounds):
+            return False
+        size = result.detach().double().abs()
+        bound = sum(b.expand(result.shape) for b in bounds if b is not None) + ACCUMULATION_EPS * size
+        finite = torch.isfinite(bound) & torch.isfinite(size)
+        if not bool(finite.any()):
+            return False
+        floor = ATOL * max(1.0, float(size[finite].median()))
+        if bool((bound[finite] > CONDITION_LIMIT * size[finite] + floor).any()):
+            return True
+        self.sum_bounds[result] = torch.where(finite, bound, 0)
+        return False
 
     def _from_libm(self, value) -> bool:
         return isinstance(value, torch.Tensor) and value in self.from_libm

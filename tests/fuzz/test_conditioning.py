@@ -180,3 +180,16 @@ def test_remainder_of_a_large_libm_result_is_ill_conditioned():
     assert _watched(lambda t, d: torch.expm1(t) % d, x, q)
     assert not _watched(lambda t, d: torch.expm1(t) % d, x[1:], q[1:])
     assert not _watched(lambda t, d: (t * 3) % d, x, q)  # not a libm result
+
+
+def test_sums_that_cancel_each_other_are_ill_conditioned():
+    # b's gradient through b / a and through atan2(., b): two reduced contributions that cancel
+    # exactly (default 40936)
+    a = torch.randn(2, 3, 31, dtype=torch.float64, generator=torch.Generator().manual_seed(2)) * 3
+    terms = torch.randn(2, 3, 31, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 50
+    assert _watched(lambda t: t.sum(0) + (-t).sum(0), terms)
+    assert not _watched(lambda t, u: t.sum(0) + u.sum(0), terms, a.abs())
+    a = (torch.randn((2, 4, 3, 31), generator=torch.Generator().manual_seed(4093601)) * 3.0)[:, ::2].double()
+    b = torch.randn((1, 2, 1, 1), generator=torch.Generator().manual_seed(4093602)).double().requires_grad_()
+    assert _watched(lambda a: (torch.atan2(b / a, b) ** 2).sum().backward(), a)
+    assert not _watched(lambda a: (torch.atan2(b / a, a) ** 2).sum().backward(), a)
