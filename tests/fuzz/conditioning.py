@@ -57,6 +57,7 @@ def _abs_twin(func, args, kwargs):
 _NORMS = (aten.native_layer_norm.default,)
 _STATISTICS = (aten.var.correction, aten.std.correction, aten.var_mean.correction, aten.std_mean.correction)
 _SQUARE_LIMIT = torch.finfo(torch.float32).max ** 0.5
+_SQUARES_SUM_LIMIT = torch.finfo(torch.float32).max / 4
 
 
 def _rows_ill_conditioned(x: torch.Tensor, dims: list[int]) -> bool:
@@ -65,6 +66,12 @@ def _rows_ill_conditioned(x: torch.Tensor, dims: list[int]) -> bool:
         return False  # (x - mean(x) of one element is exactly 0 in every algorithm)
     finite = torch.isfinite(x)
     if bool((x[finite].abs() > _SQUARE_LIMIT).any()):
+        return True
+    # A sum of squared deviations near float32's limit: finite or inf by the order of the
+    # additions (default 43535: 16 deviations of 4.6e18 sum to 3.35e38; eager's Welford
+    # finite, ember's inf).
+    squares = ((x - x.mean(dim=dims, keepdim=True)) ** 2).sum(dim=dims)
+    if bool((squares[torch.isfinite(squares)] > _SQUARES_SUM_LIMIT).any()):
         return True
     # Normalizing divides by the spread: one rounding of an input (eps * |x|) moves a result
     # by eps * |x| / std, beyond the tolerance when the values sit far from 0 compared with

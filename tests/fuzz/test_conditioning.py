@@ -193,3 +193,12 @@ def test_sums_that_cancel_each_other_are_ill_conditioned():
     b = torch.randn((1, 2, 1, 1), generator=torch.Generator().manual_seed(4093602)).double().requires_grad_()
     assert _watched(lambda a: (torch.atan2(b / a, b) ** 2).sum().backward(), a)
     assert not _watched(lambda a: (torch.atan2(b / a, a) ** 2).sum().backward(), a)
+
+
+def test_normalizing_a_row_whose_squared_deviations_near_float32s_limit_is_ill_conditioned():
+    # 16 deviations of 4.6e18: their squares sum to 3.35e38, finite or inf by the order of the
+    # additions (default 43535)
+    x = torch.tensor([9.22e18] * 7 + [0.5] * 9, dtype=torch.float64)
+    norm = lambda t: torch.nn.functional.layer_norm(t, t.shape)  # noqa: E731
+    assert _watched(norm, x)
+    assert not _watched(norm, x / 1e3)
