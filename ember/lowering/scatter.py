@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .ir import IRNode, Scatter
+from .ir import IRNode, Pointwise, Scatter
 from .lowerings import FallbackNeeded, _check_indexable, _dim, _size, _val, loader_for, register
 
 aten = torch.ops.aten
@@ -53,6 +53,10 @@ def index_put(ctx, node, x, indices, values, accumulate=False):
 def _scatter(ctx, node, x, dim, index, source, accumulate: bool):
     _check(x)
     out = _val(node)
+    # Eager's CPU scatter_add of float16/bfloat16 sums in float32 and rounds once at the end
+    # (index_add and index_put round after every addition): half 0.00506 + 4 - 4 stays 0.00506
+    # (fuzz default 44990).
+    dtype = torch.float32 if accumulate and out.dtype in (torch.float16, torch.bfloat16) else out.dtype
     x_size = x.get_size()
     rank = len(x_size)
     dim = _dim(dim, rank)
@@ -65,9 +69,9 @@ def _scatter(ctx, node, x, dim, index, source, accumulate: bool):
 
         def value(ops, position):
             loaded = source_loader(ops, position)
-            return ops.to_dtype(loaded, out.dtype) if source.dtype != out.dtype else loaded
+            return ops.to_dtype(loaded, dtype) if source.dtype != dtype else loaded
     else:
-        value = loader_for(source, index_size, out.dtype)
+        value = loader_for(source, index_size, dtype)
 
     site = ctx.site()
     _check_indexable(x_size[dim])
@@ -79,9 +83,13 @@ def _scatter(ctx, node, x, dim, index, source, accumulate: bool):
         return result
 
     direct_inner = dim != rank - 1 and rank > 0 and index_size[-1] != 1
-    scatter = Scatter(out.device, out.dtype, index_size, value, _size(out), x.make_loader(), target, accumulate,
-                      direct_inner, ctx.origin())
-    return ctx.store(scatter)
+    scatter = Scatter(out.device, dtype, index_size, value, _size(out), loader_for(x, x_size, dtype), target,
+                      accumulate, direct_inner, ctx.origin())
+    result = ctx.store(scatter)
+    if dtype == out.dtype:
+        return result
+    rounded = loader_for(result, x_size, out.dtype)
+    return Pointwise(out.device, out.dtype, _size(out), rounded, ctx.origin())
 
 
 @register(aten.scatter_add.default)

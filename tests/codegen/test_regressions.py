@@ -677,3 +677,19 @@ def test_softmax_of_plain_arithmetic_is_not_stored_twice():
     peak2 = graph.call_function(torch.ops.aten.amax.default, (exp, [-1], True))
     graph.call_function(torch.ops.aten.sub.Tensor, (exp, peak2))
     assert subtracted_from_its_extremum(graph) == {exp}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_scatter_add_sums_in_float32(dtype):
+    """Eager's scatter_add of half/bfloat16 rounds once at the end: 0.00506 + 4 - 4 stays 0.00506,
+    where index_add and index_put (accumulate) round after every addition (fuzz default 44990)."""
+    base = torch.full((2, 5), 0.00506, dtype=dtype)
+    index = torch.tensor([[4, 4, 0]])
+    source = torch.tensor([[4.0, -4.0, 1.0]], dtype=dtype)
+    assert_like_eager(lambda b, i, s: (b * 1).scatter_add(1, i, s), base, index, source, exact=True)
+    assert_like_eager(lambda b, i, s: (b * 1).scatter_add(0, i.t().expand(3, 2).contiguous(),
+                                                            s.t().expand(3, 2).contiguous()),
+                      base.t().contiguous(), index, source, exact=True)
+    flat = base[0].contiguous()
+    assert_like_eager(lambda b, i, s: ((b * 1).index_add(0, i, s), (b * 1).index_put((i,), s, accumulate=True)),
+                      flat, index[0], source[0], exact=True)
