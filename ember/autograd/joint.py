@@ -91,6 +91,11 @@ class OutputAlias:
     dtype: torch.dtype | None = None
     source_size: tuple = ()
     source_stride: tuple = ()
+    # A view of an input made before the graph wrote that input: the runtime makes it before
+    # the write-back too, so that autograd treats it as eager's (its grad_fn is regenerated
+    # from its base: for a leaf view of a base that does not require grad, eager's gradient
+    # stops there; fuzz autograd 3050).
+    before_write: bool = False
 
 
 def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
@@ -340,6 +345,9 @@ def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer
             alias = OutputAlias("input", source, ())  # the input itself (x.float() of a float x): eager returns it
         else:
             alias = _alias("input", source, out, primals[source], leaves[source], requires_grad[index], tracer)
+            made = tracer.created_version.get(id(out))
+            if not isinstance(alias, str) and made is not None and made < tracer.version.get(id(root), 0):
+                alias = dataclasses.replace(alias, before_write=True)
         if isinstance(alias, str):
             _log_unaliased(index, f"input {source}", alias)
             sharing_inputs.append(index)

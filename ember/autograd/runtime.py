@@ -221,8 +221,11 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
     unreached_by_mutations = [index for index in range(spec.num_primals)
                               if index not in reached_by(mutation_tangents)]
 
+    early = _made_before_writes(spec)
+
     def run(*args):
         state: dict = {}
+        made = {index: _input_view(spec, index, alias, args) for index, alias in early.items()} if early else None
         with _SavedValues.scope():
             values = CompiledFunction.apply(state, *_detached(args, unreached))
             if grad_mutations:
@@ -230,7 +233,7 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
         if grad_mutations:
             for k, value in zip(grad_mutations, new_values):
                 args[spec.mutated_inputs[k]].copy_(value)  # recorded by autograd, as eager's in-place op was
-        return _assemble(spec, list(values), returned, args)
+        return _assemble(spec, list(values), returned, args, made)
 
     run.autograd_function = CompiledFunction
     return run
@@ -377,20 +380,24 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
     num_mutated = len(spec.mutated_inputs)
     returned = _returned_outputs(spec)
 
+    early = _made_before_writes(spec)
+
     def run(*args):
+        made = {index: _input_view(spec, index, alias, args) for index, alias in early.items()} if early else None
         # No output requires grad (detach nodes are gone from the graph, so ATen calls on inputs
         # that require grad would build an autograd graph eager's results do not have).
         with torch.no_grad():
             results = forward(*args)
         _write_back(spec, args, results[num_outputs:num_outputs + num_mutated])
-        return _assemble(spec, [results[i] for i in returned], returned, args)
+        return _assemble(spec, [results[i] for i in returned], returned, args, made)
 
     return run
 
 
-def _assemble(spec: JointSpec, values: list, returned: list[int], args) -> Any:
+def _assemble(spec: JointSpec, values: list, returned: list[int], args, made: dict | None = None) -> Any:
     """The user's outputs: the graph's tensors, constants, copies, and views of inputs and of
-    other outputs (made here, on the real tensors, as eager made them)."""
+    other outputs (made here, on the real tensors, as eager made them; `made`: views of inputs
+    made before the write-back)."""
     flat: list = [None] * spec.num_fw_outputs
     for position, index in enumerate(returned):
         flat[index] = values[position]
@@ -401,27 +408,43 @@ def _assemble(spec: JointSpec, values: list, returned: list[int], args) -> Any:
         value = flat[source]
         flat[index] = value if requires_grad[index] or not value.requires_grad else value.detach()
     if spec.output_aliases:
-        _make_views(spec, flat, requires_grad, args)
+        _make_views(spec, flat, requires_grad, args, made or {})
     return pytree.tree_unflatten(flat[:spec.num_user_outputs], spec.out_spec)
 
 
-def _make_views(spec: JointSpec, flat: list, requires_grad: list[bool], args) -> None:
+def _made_before_writes(spec: JointSpec) -> dict:
+    """Views of inputs eager made before the graph wrote those inputs: made before the write-back."""
+    return {index: alias for index, alias in spec.output_aliases.items()
+            if alias.kind == "input" and alias.before_write}
+
+
+def _input_view(spec: JointSpec, index: int, alias, args) -> torch.Tensor:
+    requires_grad = spec.output_requires_grad or [True] * spec.num_fw_outputs
+    return _view_of(args[alias.source], alias, requires_grad[index])
+
+
+def _view_of(source: torch.Tensor, alias, requires_grad: bool) -> torch.Tensor:
+    if not requires_grad and source.requires_grad:
+        source = source.detach()
+    if alias.chain is not None:
+        return replay_views(alias.chain, source)
+    if alias.dtype is not None:
+        source = source.view(alias.dtype)
+    return source.as_strided(alias.size, alias.stride, source.storage_offset() + alias.offset)
+
+
+def _make_views(spec: JointSpec, flat: list, requires_grad: list[bool], args, made: dict) -> None:
     fixed: set[int] = set()
     for alias in spec.output_aliases.values():  # bases first: every view of one shares its memory
         if alias.kind == "output" and alias.chain != () and alias.source not in fixed:
             flat[alias.source] = _with_layout(flat[alias.source], alias)
             fixed.add(alias.source)
     for index, alias in spec.output_aliases.items():
+        if index in made:
+            flat[index] = made[index]
+            continue
         source = args[alias.source] if alias.kind == "input" else flat[alias.source]
-        if not requires_grad[index] and source.requires_grad:
-            source = source.detach()
-        if alias.chain is not None:
-            source = replay_views(alias.chain, source)
-        else:
-            if alias.dtype is not None:
-                source = source.view(alias.dtype)
-            source = source.as_strided(alias.size, alias.stride, source.storage_offset() + alias.offset)
-        flat[index] = source
+        flat[index] = _view_of(source, alias, requires_grad[index])
 
 
 def _with_layout(base: torch.Tensor, alias) -> torch.Tensor:

@@ -117,6 +117,7 @@ class AtenTracer(TorchDispatchMode):
         self.views: dict[int, ViewInfo] = {}
         self.version: dict[int, int] = {}  # id(root) -> number of writes so far
         self.seen_version: dict[int, int] = {}  # id(view) -> root version its node reflects
+        self.created_version: dict[int, int] = {}  # id(view) -> root version when it was made
         # id(root) of tensors written while grad mode was on (a graph may switch it off first,
         # as an optimizer step does: its writes to parameters are then legal).
         self.written_with_grad: set[int] = set()
@@ -285,6 +286,7 @@ class AtenTracer(TorchDispatchMode):
             if parent is not None:
                 self.views[id(result)] = ViewInfo(parent, func, tuple(args[1:]), dict(kwargs), None)
                 self.seen_version[id(result)] = self.version.get(id(self.root(result)), 0)
+                self.created_version[id(result)] = self.seen_version[id(result)]
             return
         if isinstance(result, (tuple, list)):
             for index, item in enumerate(result):
@@ -295,6 +297,7 @@ class AtenTracer(TorchDispatchMode):
                     if parent is not None:
                         self.views[id(item)] = ViewInfo(parent, func, tuple(args[1:]), dict(kwargs), index)
                         self.seen_version[id(item)] = self.version.get(id(self.root(item)), 0)
+                        self.created_version[id(item)] = self.seen_version[id(item)]
 
     # -- functionalization ------------------------------------------------------------------------
     def _mutation(self, func, args, kwargs):

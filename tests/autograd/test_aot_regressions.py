@@ -833,3 +833,30 @@ def test_max_min_backward_masks_the_values_the_forward_reduced(backend, reduce):
     for seed in range(4):
         a = torch.randn(4, 2, 5, generator=torch.Generator().manual_seed(seed)) * 3
         check(program, lambda: (a.clone().requires_grad_(),), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_made_before_a_write_to_its_input_is_regenerated_as_in_eager(backend):
+    """Eager regenerates the grad_fn of a view whose memory was written (through a detached
+    alias) after it was made: as_strided of its base.  For a leaf view of a base that does not
+    require grad that ends the gradient there (c.grad stays None); a view made after the write
+    keeps its gradient.  The runtime made every view of an input after the write-back, so c got
+    zeros (fuzz autograd 3050)."""
+    def before(c):
+        v = c.reshape(2, -1)
+        v.detach()[0] = 1.0
+        return v * 2
+
+    def after(c):
+        c.detach()[0] = 1.0
+        return c.reshape(2, -1) * 2
+
+    def returned_view(c):
+        v = c.reshape(2, -1)
+        v.detach()[0] = 1.0
+        return v
+
+    leaf_view = lambda: (torch.randn(5, 3, 4)[1:4].requires_grad_(),)  # noqa: E731
+    for fn in (before, after, returned_view):
+        check(fn, leaf_view, backend)
+        check(fn, lambda: (leaf(3, 4),), backend)
