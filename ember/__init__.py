@@ -40,7 +40,7 @@ def _check_versions() -> None:
 _check_versions()
 
 from . import config, logs  # noqa: E402
-from .api import OptimizedModule, compile, disable, explain, graph_break, reset  # noqa: E402
+from .api import OptimizedModule, compile, disable, explain, graph_break, mark_dynamic, mark_static, reset  # noqa: E402
 from .autograd import aot_function, aot_module  # noqa: E402
 from .backends import list_backends  # noqa: E402
 from .capture.errors import BackendCompilerFailed, CaptureError  # noqa: E402
@@ -52,6 +52,8 @@ __all__ = [
     "explain",
     "graph_break",
     "disable",
+    "mark_dynamic",
+    "mark_static",
     "config",
     "logs",
     "counters",

@@ -10,7 +10,6 @@ import copy
 import dataclasses
 import functools
 import types
-import warnings
 from typing import Any, Callable
 
 import torch
@@ -202,9 +201,6 @@ def _compile_settings(mode, options, dynamic, warn: bool = True) -> dict[str, An
                            "time. (ember.compile: pass options=... alone, or a mode alone)")
     if dynamic is not None and not isinstance(dynamic, bool):
         raise TypeError(f"ember.compile: dynamic must be True, False or None, got {dynamic!r}")
-    if dynamic is True and warn:
-        warnings.warn("ember.compile(dynamic=True): ember has no dynamic shapes yet; each new input shape "
-                      "compiles its own graph (up to ember.config.recompile_limit per function)", stacklevel=3)
     if mode is not None:
         if not isinstance(mode, str) or mode not in MODE_SETTINGS:
             raise RuntimeError(f"ember.compile: unrecognized mode={mode!r}, should be one of: "
@@ -230,8 +226,13 @@ def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynam
 
     backend: "ember" (default), "eager", "aot_eager", "inductor" or a callable(gm, example_inputs).
     fullgraph: a graph break raises instead of splitting the graph.
-    dynamic: True, False or None, as in torch.compile; ember specializes every graph on its input
-        shapes for now (dynamic=True warns that it does).
+    dynamic: as in torch.compile. True: every input size of 2 or more is a symbol from the first
+        capture; False: every size is a constant; None (automatic): the first capture is static,
+        and a size that changes between calls becomes a symbol when the function recompiles.
+        Sizes 0 and 1 and `mark_static` dims stay constants; `mark_dynamic` dims are symbols in
+        both True and None.  Capture is symbolic; the backend still compiles each graph per
+        concrete shape (its own cache, no recompile), and a function that reads a dynamic size
+        into Python (`x.shape[0] // 2`) is captured with static shapes for now.
     mode: one of torch.compile's modes, accepted for compatibility; on ember they all compile as
         "default" (no CUDA graphs or autotuning yet; see MODE_SETTINGS).
     options: ember.config settings (e.g. {"recompile_limit": 2, "capture_scalar_outputs": True}) in
@@ -332,3 +333,26 @@ def _op_name(node) -> str:
         return f"Tensor.{node.target}"
     target = node.target
     return getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or str(target)
+
+
+def _mark(attribute: str, verb: str, tensor, dim) -> None:
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"ember.{verb}: expected a tensor, got {type(tensor).__name__}")
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:
+        if not isinstance(d, int) or not -tensor.dim() <= d < max(tensor.dim(), 1):
+            raise IndexError(f"ember.{verb}: dim {d!r} is out of range for a tensor with {tensor.dim()} dims")
+    marked = set(getattr(tensor, attribute, ()) or ())
+    marked.update(d % tensor.dim() for d in dims)
+    setattr(tensor, attribute, marked)
+
+
+def mark_dynamic(tensor, dim) -> None:
+    """Capture `tensor`'s size at `dim` (an int or a list of ints) as a symbol, whatever
+    `dynamic=` says (torch._dynamo.mark_dynamic's markings are honoured too)."""
+    _mark("_ember_dynamic_dims", "mark_dynamic", tensor, dim)
+
+
+def mark_static(tensor, dim) -> None:
+    """Keep `tensor`'s size at `dim` a constant, even with dynamic=True."""
+    _mark("_ember_static_dims", "mark_static", tensor, dim)

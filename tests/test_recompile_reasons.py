@@ -74,8 +74,17 @@ def test_module_paths_and_grad_mode_in_user_terms(recompile_log):
 
 
 def test_several_entries_are_numbered(recompile_log):
-    f = ember.compile(lambda x: x + 1, backend="eager")
+    f = ember.compile(lambda x: x + 1, backend="eager", dynamic=False)
     f(torch.randn(1))
     f(torch.randn(2))
     f(torch.randn(3))
     assert "entry 0: x.size(0) expected 1, got 3; entry 1: x.size(0) expected 2, got 3" in recompile_log()
+
+
+def test_a_changed_size_is_marked_dynamic_in_the_users_terms(recompile_log):
+    f = ember.compile(lambda x, y: x + y, backend="eager")
+    f(torch.randn(4, 3), torch.randn(3))
+    f(torch.randn(5, 3), torch.randn(3))
+    f(torch.randn(6, 3), torch.randn(3))
+    assert "x.size(0) was 4, now 5; marking it dynamic" in recompile_log()
+    assert "expected 5, got 6" not in recompile_log()  # the dynamic entry took size 6

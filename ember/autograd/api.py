@@ -32,6 +32,11 @@ def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
     return gm.forward
 
 
+def _has_symbols(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.layout == torch.strided and any(
+        isinstance(s, torch.SymInt) for s in (*value.shape, *value.stride()))
+
+
 def _key(flat_args: list) -> tuple:
     key = []
     for arg in flat_args:
@@ -189,8 +194,12 @@ def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None) -> C
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         from ..decomp import core_decompositions
 
+        # A graph captured with dynamic sizes is compiled per concrete input metadata (the C++
+        # code generator has no symbolic sizes yet); otherwise capture's guards pin it.
+        dynamic = any(_has_symbols(node.meta.get("example_value"))
+                      for node in gm.graph.nodes if node.op == "placeholder")
         compiled = AotCompiled(gm, fw_compiler, bw_compiler or fw_compiler, partition_min_cut,
-                               core_decompositions(), guarded_inputs=True)
+                               core_decompositions(), guarded_inputs=not dynamic)
 
         def run(*args):
             return compiled(*args)

@@ -28,6 +28,7 @@ from .codegen import EMITTERS, Branch, GlueCodegen, collect_tensors, emit_side_e
 from .errors import BackendCompilerFailed, CaptureError, RestartCapture, SkipFrame, Unsupported
 from .graph import OutputGraph
 from .resume import make_resume_code, original_code
+from .shapes import ShapePlan, ShapeState, StaticShapesNeeded, shape_guards
 from .source_text import comment, compile_as_user_code
 from .sources import CLOSURE, GLOBALS
 from .translator import argument_names, make_root
@@ -40,6 +41,7 @@ log_graph = logs.get("graph_code")
 log_bytecode = logs.get("bytecode")
 log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")
+log_recompiles = logs.get("recompiles")
 
 
 @dataclasses.dataclass
@@ -64,14 +66,20 @@ class CacheEntry:
     breaks: list[GraphBreak]
 
 
-def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args: tuple) -> CacheEntry | None:
+def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args: tuple,
+                  shapes: ShapeState | None = None) -> CacheEntry | None:
+    """`shapes`: the code's record of sizes seen changing between calls (made dynamic), and
+    whether its captures need static shapes."""
     started = time.perf_counter()
+    shapes = shapes or ShapeState()
+    plan = ShapePlan(getattr(context, "dynamic", None), shapes.automatic, static=shapes.static)
     params = argument_names(code)
     break_plan: dict[int, str] = {}
     breaks: list[GraphBreak] = []
     grad_at_entry = torch.is_grad_enabled()
     for _attempt in range(64):
         graph = OutputGraph(code, f_globals, closure, context.config)
+        graph.shape_plan = plan
         graph.guards.global_state()
         try:
             try:
@@ -83,6 +91,12 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
                 for manager in reversed(graph.entered_contexts):
                     manager.__exit__(None, None, None)
                 _check_no_real_writes(graph)
+        except StaticShapesNeeded as need:
+            if plan.static:
+                raise RuntimeError(f"symbolic sizes in a static capture: {need.reason}") from None
+            log_recompiles.debug("%s: capturing with static shapes: %s", code.co_name, need.reason)
+            plan.static = shapes.static = True  # (later captures of this code too)
+            continue
         except RestartCapture as restart:
             record = GraphBreak(restart.reason, restart.filename, restart.lineno, code.co_name)
             if context.fullgraph:
@@ -221,6 +235,10 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
     # Logged before anything is compiled, so that a glue or guard that fails to compile is seen.
     if log_bytecode.isEnabledFor(logging.DEBUG):
         log_bytecode.debug("glue for %s:\n%s", root.code.co_name, source)
+    if graph.symbolic_inputs:
+        fakes, exprs = zip(*graph.symbolic_inputs)
+        for expr in shape_guards(graph.fake_mode.shape_env, list(fakes), list(exprs)):
+            graph.guards.add(expr, f"dynamic sizes: {expr}")
     guard_source = graph.guards.source_code(params)
     if log_guards.isEnabledFor(logging.DEBUG):
         log_guards.debug("guards for %s:\n%s", root.code.co_name, guard_source)

@@ -27,7 +27,8 @@ from ..autograd.eager_layout import EagerLayoutMode
 from .errors import Unsupported
 from .guards import GuardSet
 from .side_effects import SideEffects
-from .sources import Source
+from .shapes import ShapePlan, StaticShapesNeeded, has_symbols, symbolic_fake
+from .sources import ModuleDictSource, Source
 from .variables.base import ConstantVariable, VariableTracker, constant, is_constant_value
 
 
@@ -92,6 +93,8 @@ class OutputGraph:
         # Real context managers entered during capture (autocast), exited if capture stops.
         self.entered_contexts: list = []
         self.node_count = 0
+        self.shape_plan: ShapePlan | None = None  # dynamic shapes (capture/shapes.py)
+        self.symbolic_inputs: list[tuple[torch.Tensor, str]] = []  # (fake, source expr)
 
     # -- inputs --------------------------------------------------------------------------------
     def tensor_input(self, value: torch.Tensor, source: Source) -> VariableTracker:
@@ -102,7 +105,20 @@ class OutputGraph:
             if known.source != source:
                 self.guards.same_object(source, known.source)
             return known
-        self.guards.tensor(source, value)
+        # Eager can leave an integer or bool tensor requiring grad (a float that requires grad
+        # copied into a bool slice); no gradient can flow through it, and fakes refuse it.
+        real = value.detach() if value.requires_grad and not (value.is_floating_point() or value.is_complex()) \
+            else value
+        # Parameters and buffers keep their sizes (as torch.compile's force_parameter_static_shapes)
+        module_state = isinstance(value, torch.nn.Parameter) or (
+            isinstance(source, ModuleDictSource) and source.table in ("_parameters", "_buffers"))
+        dims = self.shape_plan.dims(value, source.expr()) if self.shape_plan is not None and not module_state \
+            else ()
+        if dims:
+            fake = symbolic_fake(self.fake_mode, real, source.expr(), dims)
+            self.guards.tensor(source, value, fake)
+        else:
+            self.guards.tensor(source, value)
         name = _placeholder_name(source.name())
         if self._last_placeholder is None:
             first = next(iter(self.graph.nodes), None)
@@ -112,14 +128,12 @@ class OutputGraph:
         with context:
             node = self.graph.placeholder(name)
         self._last_placeholder = node
-        if value.requires_grad and not (value.is_floating_point() or value.is_complex()):
-            # Eager can leave an integer or bool tensor requiring grad (a float that requires grad
-            # copied into a bool slice); no gradient can flow through it, and fakes refuse it.
-            fake = self.fake_mode.from_tensor(value.detach(), static_shapes=True)
-        else:
-            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        if not dims:
+            fake = self.fake_mode.from_tensor(real, static_shapes=True)
         node.meta["example_value"] = fake
         node.meta["source"] = source.expr()
+        if dims:
+            self.symbolic_inputs.append((fake, source.expr()))
         variable = TensorVariable(node, fake, source=source, class_type=type(value))
         variable.real_tensor = value
         self.side_effects.real_objects.watch(value, source.expr())
@@ -162,6 +176,8 @@ class OutputGraph:
         from .variables.containers import ListVariable, NamedTupleVariable, TupleVariable
         from .variables.tensor import TensorVariable
 
+        if any(isinstance(leaf, (torch.SymInt, torch.SymFloat, torch.SymBool)) for leaf in pytree.tree_leaves(result)):
+            raise StaticShapesNeeded(f"{node.target} returned a symbolic size to Python")
         if isinstance(result, torch.Tensor):
             node.meta["example_value"] = result
             return TensorVariable(node, result)

@@ -108,28 +108,45 @@ class GuardSet:
         self.add(f"{key!r} not in {source.expr()}", f"{key!r} not in {source.expr()}",
                  Check("absent", source.expr(), key, source))
 
-    def tensor(self, source: Source, value: torch.Tensor) -> None:
+    def tensor(self, source: Source, value: torch.Tensor, fake: torch.Tensor | None = None) -> None:
         """Metadata of a tensor input; it is also a distinct object from every other tensor input
         (one placeholder per object: two placeholders fed one tensor would see writes through
-        one of them only through the other's old value)."""
+        one of them only through the other's old value).  Sizes and strides that are symbols in
+        `fake` (dynamic shapes) are left to the ShapeEnv's guards."""
         self._note(source)
         expr = source.expr()
         facts = TensorFacts.of(value)
         # The path is read once (walrus) and its checks reuse the local.
         local = f"__ember_t{len(self.guards)}"
         strided = value.layout == torch.strided
+        symbolic = fake is not None and strided and any(
+            isinstance(s, torch.SymInt) for s in (*fake.shape, *fake.stride()))
+        if symbolic:
+            sizes = [f"{local}.dim() == {value.dim()}"]
+            sizes += [f"{local}.size({d}) == {n}" for d, n in enumerate(fake.shape) if not isinstance(n, torch.SymInt)]
+            sizes += [f"{local}.stride({d}) == {n}" for d, n in enumerate(fake.stride())
+                      if not isinstance(n, torch.SymInt)]
+        else:
+            sizes = [
+                f"{local}.shape == {tuple(value.shape)!r}",
+                # Sparse tensors have no strides: their layout is checked instead.
+                f"{local}.stride() == {tuple(value.stride())!r}" if strided else
+                f"{local}.layout is {self.ref(value.layout)}",
+            ]
         parts = [
             f"type({local} := {expr}) is {self.ref(type(value))}",
             f"{local}.dtype is {self.ref(value.dtype)}",
             f"{local}.device == {self.ref(value.device)}",
-            f"{local}.shape == {tuple(value.shape)!r}",
-            # Sparse tensors have no strides: their layout is checked instead.
-            f"{local}.stride() == {tuple(value.stride())!r}" if strided else f"{local}.layout is {self.ref(value.layout)}",
+            *sizes,
             f"{local}.requires_grad is {value.requires_grad}",
         ]
+        shown = fake if symbolic else value  # dynamic sizes show as their symbols: [s0, 3]
+        sizes_text = "[" + ", ".join(str(n) for n in shown.shape) + "]"
+        strides_text = "(" + ", ".join(str(n) for n in shown.stride()) + ("," if shown.dim() == 1 else "") + ")" \
+            if strided else ""
         description = (
             f"{expr}: {type(value).__name__} {str(value.dtype).replace('torch.', '')}"
-            f"{list(value.shape)} {f'stride={tuple(value.stride())}' if strided else value.layout} {value.device}"
+            f"{sizes_text} {f'stride={strides_text}' if strided else value.layout} {value.device}"
             f" requires_grad={value.requires_grad}"
         )
         self.add(" and ".join(parts), description, Check("tensor", expr, facts, source))
@@ -238,6 +255,15 @@ class GuardSet:
         Evaluation stops there, exactly as the compiled `and` chain does: a later guard may read
         through a path that only exists when the earlier ones hold (or may even change state,
         e.g. indexing a defaultdict with a missing key)."""
+        guard, evaluate, error = self._first_failure(params, globals_dict, closure, args)
+        if guard is None:
+            return []
+        if error is not None:  # a missing attribute or key also means "changed"
+            return [f"{guard.description} (raised {type(error).__name__}: {error})"]
+        return [_explain(guard, evaluate)]
+
+    def _first_failure(self, params: list[str], globals_dict: dict, closure, args):
+        """(the first guard that fails or raises, an evaluator of expressions, the error)."""
         namespace = dict(self.refs)
         namespace[GLOBALS] = globals_dict
 
@@ -245,17 +271,37 @@ class GuardSet:
             exec(f"def __check({', '.join([CLOSURE, *params])}):\n    return ({expr})", namespace)
             return namespace["__check"](closure, *args)
 
-        failed = []
         for guard in self.all_guards():
             try:
-                ok = evaluate(guard.expr)
-            except Exception as error:  # a missing attribute or key also means "changed"
-                failed.append(f"{guard.description} (raised {type(error).__name__}: {error})")
-                break
-            if not ok:
-                failed.append(_explain(guard, evaluate))
-                break
-        return failed
+                if not evaluate(guard.expr):
+                    return guard, evaluate, None
+            except Exception as error:  # noqa: BLE001
+                return guard, evaluate, error
+        return None, evaluate, None
+
+    def changed_sizes(self, params: list[str], globals_dict: dict, closure, args) -> list[tuple]:
+        """Tensor inputs whose sizes changed (and nothing else of their metadata), when a guard
+        fails: (guard expression, the user's path, dim, old size, new size) per changed dim."""
+        guard, evaluate, error = self._first_failure(params, globals_dict, closure, args)
+        if guard is None:
+            return []
+        changed = []
+        for guard in self.guards:
+            if guard.check is None or guard.check.kind != "tensor":
+                continue
+            facts = guard.check.expected
+            try:
+                value = evaluate(guard.check.subject)
+            except Exception:  # noqa: BLE001 - its path no longer exists
+                continue
+            if not (isinstance(value, torch.Tensor) and type(value) is facts.type and value.dtype is facts.dtype
+                    and value.device == facts.device and value.dim() == len(facts.shape)
+                    and value.requires_grad is facts.requires_grad and value.layout == torch.strided):
+                continue
+            path = user_path(guard.check.what)
+            changed += [(guard.check.subject, path, d, old, new)
+                        for d, (old, new) in enumerate(zip(facts.shape, value.shape)) if old != new]
+        return changed
 
 
 def _explain(guard: Guard, evaluate: Callable[[str], Any]) -> str:

@@ -34,6 +34,7 @@ from .. import logs
 from . import defaults
 from .convert_frame import CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
+from .shapes import ShapeState
 from .translator import argument_names
 from .module_call import has_hooks, hook_key, instance_forward, make_hooked_call, own_call, unsupported_hooks
 
@@ -247,6 +248,8 @@ class CodeRunner:
         self.eager = not all(name.isidentifier() for name in self.params)
         self._eager_function: Callable | None = None
         self._warned = False
+        # Automatic dynamic shapes (dynamic=None): sizes seen changing, by guard expression.
+        self.shapes = ShapeState()
 
     def __call__(self, closure, *args):
         for guard, run in self.entries:
@@ -280,8 +283,10 @@ class CodeRunner:
             if log_recompiles.isEnabledFor(logging.DEBUG):
                 log_recompiles.debug("recompiling %s: %s", self.code.co_name,
                                      "; ".join(self.failures(closure, args)) or "new entry")
+            if getattr(self.context, "dynamic", None) is None:
+                self._mark_changed_sizes(closure, args)
         counters["stats"]["captures"] += 1
-        entry = capture_frame(self.context, self.code, self.f_globals, closure, args)
+        entry = capture_frame(self.context, self.code, self.f_globals, closure, args, self.shapes)
         if entry is None:
             self.eager = True
             return self.run_eagerly(closure, args)
@@ -290,6 +295,17 @@ class CodeRunner:
             observer.guards.append(entry.guard_source)
         self.entries.append((entry.guard, entry.run))
         return entry.run(closure, *args)
+
+    def _mark_changed_sizes(self, closure, args) -> None:
+        """The automatic mode: a size that changed between calls becomes a symbol in the next
+        capture (torch.compile's automatic dynamic shapes)."""
+        for entry in self.cache_entries:
+            for expr, path, dim, old, new in entry.guard_set.changed_sizes(self.params, self.f_globals, closure, args):
+                dims = self.shapes.automatic.setdefault(expr, set())
+                if dim not in dims:
+                    dims.add(dim)
+                    log_recompiles.debug("%s: %s.size(%d) was %d, now %d; marking it dynamic",
+                                         self.code.co_name, path, dim, old, new)
 
     def failures(self, closure, args) -> list[str]:
         """Why each cache entry missed: `x.size(0) expected 4, got 5` (entries numbered if several)."""

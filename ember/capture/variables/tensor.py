@@ -86,6 +86,7 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         example = self.example
         if name in ("shape",):
+            _no_symbols(example.shape, "Tensor.shape")
             return constant(torch.Size(example.shape))
         if name in _METADATA_ATTRS:
             value = getattr(example, name)
@@ -135,6 +136,7 @@ class TensorVariable(VariableTracker):
             if name == "__len__" and self.example.dim() == 0:
                 raise Unsupported("len() of a 0-d tensor")
             value = getattr(self.example, method_name)(*const_args, **const_kwargs)
+            _no_symbols(value, f"Tensor.{name}()")
             if isinstance(value, torch.Size):
                 value = torch.Size(value)
             return constant(value)
@@ -186,6 +188,14 @@ class TensorMethodVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(torch.empty(0).add)
+
+
+def _no_symbols(value, what: str) -> None:
+    """Sizes read into Python are numbers to the rest of capture: symbolic ones are not yet."""
+    from ..shapes import StaticShapesNeeded, has_symbols
+
+    if has_symbols(value):
+        raise StaticShapesNeeded(f"{what} of a tensor with dynamic sizes is read in Python")
 
 
 def is_inplace_method(name: str) -> bool:

@@ -1,0 +1,110 @@
+"""Dynamic shapes at capture: which sizes are symbols, fakes with symbolic sizes, and the
+relations the trace relied on as guards.
+
+    ShapePlan      what this capture may make dynamic: `dynamic=True` (every size), dims marked
+                   with `ember.mark_dynamic` (or torch's `mark_dynamic`; in every mode), dims
+                   that changed between calls in the automatic mode (`dynamic=None`);
+                   `mark_static` and sizes 0 and 1 stay constants, as in torch.compile
+    symbolic_fake  the input's fake with a ShapeEnv symbol per dynamic size
+    shape_guards   the ShapeEnv's guards (`x.size()[0] == y.size()[0]`, `2 <= x.size()[0]`) as
+                   Python expressions over the frame's sources
+
+What capture cannot do with a symbol yet (a size read into Python: `x.shape[0] // 2`) raises
+StaticShapesNeeded, and the frame is captured again with static shapes (the recompile log says
+why).  The backend still compiles each graph per concrete input shape (AotCompiled's cache key).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch._guards import GuardSource
+from torch._guards import Source as TorchSource
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+
+class StaticShapesNeeded(Exception):
+    """A symbolic size reached code that needs a number: capture the frame with static shapes."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapeSource(TorchSource):
+    """Names a graph input for the ShapeEnv by its guard expression (`x`, `self.weight`)."""
+    expr: str
+
+    @property
+    def name(self) -> str:
+        # A property in torch 2.13's Source, a method in older ones: a str that calls to itself.
+        return _Name(self.expr)
+
+    def guard_source(self) -> GuardSource:
+        return GuardSource.LOCAL
+
+    def reconstruct(self, codegen) -> None:
+        raise NotImplementedError
+
+
+class _Name(str):
+    def __call__(self) -> str:
+        return str(self)
+
+
+def marked_dims(value: torch.Tensor, attribute: str) -> set[int]:
+    return set(getattr(value, attribute, ()) or ())
+
+
+@dataclasses.dataclass
+class ShapeState:
+    """Per code object: sizes seen changing between calls (source expr -> dims), and whether
+    its capture needed static shapes (a size read into Python), so later captures start so."""
+    automatic: dict[str, set[int]] = dataclasses.field(default_factory=dict)
+    static: bool = False
+
+
+@dataclasses.dataclass
+class ShapePlan:
+    dynamic: bool | None  # compile(dynamic=...)
+    automatic: dict[str, set[int]] = dataclasses.field(default_factory=dict)  # source expr -> dims
+    static: bool = False  # this capture falls back to static shapes
+
+    def dims(self, value: torch.Tensor, expr: str) -> tuple[int, ...]:
+        """The dims of input `value` (at `expr`) that become symbols."""
+        if self.static or value.layout != torch.strided:
+            return ()
+        wanted = marked_dims(value, "_ember_dynamic_dims") | marked_dims(value, "_dynamo_dynamic_indices")
+        if self.dynamic is True:
+            wanted = set(range(value.dim()))
+        elif self.dynamic is None:
+            wanted |= self.automatic.get(expr, set())
+        wanted -= marked_dims(value, "_ember_static_dims")
+        return tuple(sorted(d for d in wanted if 0 <= d < value.dim() and value.shape[d] >= 2))
+
+
+def symbolic_fake(fake_mode, value: torch.Tensor, expr: str, dims: tuple[int, ...]) -> torch.Tensor:
+    if fake_mode.shape_env is None:  # (attached at the first dynamic input; others stay static)
+        fake_mode.shape_env = ShapeEnv()
+        fake_mode.static_shapes = False
+    sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(value.dim())]
+    context = StatelessSymbolicContext(dynamic_sizes=sizes)
+    return fake_mode.from_tensor(value, symbolic_context=context, source=ShapeSource(expr))
+
+
+def has_symbols(value) -> bool:
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return True
+    if isinstance(value, torch.Tensor):
+        return any(isinstance(s, torch.SymInt) for s in (*value.shape, *value.stride()))
+    if isinstance(value, (tuple, list)):
+        return any(has_symbols(item) for item in value)
+    return False
+
+
+def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str]) -> list[str]:
+    """The relations between symbolic sizes the trace relied on, over the sources' expressions."""
+    if shape_env is None or not fakes:
+        return []
+    return list(shape_env.produce_guards(fakes, [ShapeSource(expr) for expr in exprs]))
