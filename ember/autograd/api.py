@@ -69,6 +69,9 @@ class AotCompiled:
         key = torch.is_grad_enabled() if self.guarded_inputs else _key(flat_args)
         runner = self.entries.get(key)
         if runner is None:
+            from ..capture.runtime import counters
+
+            counters["stats"]["backend_compiles"] += 1  # (a dynamic graph: one per concrete shape)
             runner = self.compile(flat_args)
             self.entries[key] = runner
         return runner(*flat_args)
