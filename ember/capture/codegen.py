@@ -32,6 +32,7 @@ from . import bytecode_analysis as analysis
 from .errors import SkipFrame, Unsupported
 from .resume import make_resume_code
 from .source_text import keyword_arguments
+from .shapes import StaticShapesNeeded
 from .sources import CLOSURE, GLOBALS, CellContentsSource, ClosureSource
 from .variables.base import BINARY_OPERATORS, COMPARE_OPERATORS, ConstantVariable, NullVariable, VariableTracker
 from .variables.containers import (
@@ -48,6 +49,7 @@ from .variables.containers import (
 from .variables.functions import CellVariable, NestedFunctionVariable, PartialVariable, RealCellVariable, \
     UserFunctionVariable, UserMethodVariable
 from .variables.model_outputs import ModelOutputVariable
+from .variables.symbolic import SymNodeVariable
 from .variables.objects import ExceptionVariable, NewObjectVariable
 from .variables.tensor import TensorVariable
 
@@ -99,6 +101,8 @@ class GlueCodegen:
     def _reconstruct(self, v: VariableTracker) -> str:
         if isinstance(v, ConstantVariable):
             return self.literal(v.value)
+        if isinstance(v, SymNodeVariable):
+            raise StaticShapesNeeded("a dynamic size leaves the graph (returned, or live across a break)")
         if isinstance(v, TensorVariable):
             if v.source is not None:
                 return v.source.expr()

@@ -176,8 +176,24 @@ class OutputGraph:
         from .variables.containers import ListVariable, NamedTupleVariable, TupleVariable
         from .variables.tensor import TensorVariable
 
-        if any(isinstance(leaf, (torch.SymInt, torch.SymFloat, torch.SymBool)) for leaf in pytree.tree_leaves(result)):
-            raise StaticShapesNeeded(f"{node.target} returned a symbolic size to Python")
+        from .variables.symbolic import SYMBOLIC_TYPES, SymNodeVariable
+
+        if isinstance(result, SYMBOLIC_TYPES):
+            return SymNodeVariable(node, result)
+        if isinstance(result, tuple) and any(isinstance(item, SYMBOLIC_TYPES) for item in result) and \
+                all(isinstance(item, (int, *SYMBOLIC_TYPES)) for item in result):
+            # torch.Size with symbols (x.size()): one getitem node per symbolic entry
+            node.meta["example_value"] = result
+            items = []
+            for index, item in enumerate(result):
+                if isinstance(item, SYMBOLIC_TYPES):
+                    item_node = self.graph.call_function(operator.getitem, (node, index))
+                    items.append(SymNodeVariable(item_node, item))
+                else:
+                    items.append(constant(item))
+            return TupleVariable(items)
+        if any(isinstance(leaf, SYMBOLIC_TYPES) for leaf in pytree.tree_leaves(result)):
+            raise StaticShapesNeeded(f"{node.target} returned symbolic sizes in a {type(result).__name__}")
         if isinstance(result, torch.Tensor):
             node.meta["example_value"] = result
             return TensorVariable(node, result)
@@ -259,6 +275,7 @@ def _placeholder_name(name: str) -> str:
 def _unwrap(tx, value: Any) -> tuple[Any, Any]:
     """(FX argument, fake argument) for a variable or a container of variables."""
     from .variables.containers import BaseListVariable, DictVariable, NamedTupleVariable
+    from .variables.symbolic import SymNodeVariable, SymSliceVariable
     from .variables.tensor import TensorVariable
 
     if isinstance(value, list):
@@ -271,6 +288,11 @@ def _unwrap(tx, value: Any) -> tuple[Any, Any]:
         return value.node, value.example
     if isinstance(value, ConstantVariable):
         return value.value, value.value
+    if isinstance(value, SymNodeVariable):
+        return value.node, value.value
+    if isinstance(value, SymSliceVariable):
+        pairs = [_unwrap(tx, part) for part in value.parts]
+        return slice(*[p for p, _ in pairs]), slice(*[f for _, f in pairs])
     if isinstance(value, NamedTupleVariable):
         raise Unsupported("named tuple passed to a tensor operator")
     if isinstance(value, BaseListVariable):

@@ -295,7 +295,12 @@ def _store_slice(tx, inst):
 
 
 def _slice(start, stop, step):
+    from .variables.symbolic import SymNodeVariable, SymSliceVariable
+
     parts = [start, stop, step]
+    if any(isinstance(part, SymNodeVariable) for part in parts) and all(
+            isinstance(part, SymNodeVariable) or part.is_python_constant() for part in parts):
+        return SymSliceVariable(parts)
     if not all(part.is_python_constant() for part in parts):
         raise Unsupported("slice with non-constant bounds")
     return constant(slice(*[part.as_python_constant() for part in parts]))

@@ -38,6 +38,7 @@ def test_dynamic_true_captures_the_toy_once_for_ten_shapes(backend):
         torch.testing.assert_close(f(x, y), toy(x, y))
     assert captures() == 1
     assert counters["stats"].get("recompiles", 0) == 0
+    assert counters["stats"].get("frames_run_eagerly", 0) == 0
 
 
 def test_the_shape_envs_relations_are_guarded():
@@ -97,16 +98,34 @@ def test_mark_dynamic_and_mark_static():
         ember.mark_static([1, 2], 0)
 
 
-def test_a_size_read_in_python_is_captured_with_static_shapes():
-    """`x.shape[0] // 2` needs a number: that frame is captured with static shapes (correct,
-    recompiling per shape as before) until capture handles symbolic Python ints."""
+def test_size_arithmetic_stays_symbolic():
+    """`x.shape[0] // 2`, `x.size(-1) * 2` and comparisons of sizes are graph nodes and guards."""
     def half(x):
-        return x[: x.shape[0] // 2] * 2
+        n = x.shape[0] // 2
+        y = x[:n].reshape(n, -1) * 2
+        if x.size(1) > 3:
+            return y + x.size(1)
+        return y - 1
 
     f = ember.compile(half, backend="aot_eager", dynamic=True)
+    for n, m in ((4, 5), (6, 7), (9, 8), (10, 2), (12, 3)):
+        x = torch.randn(n, m)
+        torch.testing.assert_close(f(x), half(x))
+    assert captures() == 2  # one per branch of `x.size(1) > 3`
+    assert counters["stats"].get("frames_run_eagerly", 0) == 0
+
+
+def test_a_size_returned_to_python_is_captured_with_static_shapes():
+    """A size leaving the graph would need the graph to return it: static shapes for now."""
+    def size_too(x):
+        return x * 2, x.shape[0]
+
+    f = ember.compile(size_too, backend="eager", dynamic=True)
     for n in (4, 6, 9):
         x = torch.randn(n, 3)
-        torch.testing.assert_close(f(x), half(x))
+        out, size = f(x)
+        torch.testing.assert_close(out, x * 2)
+        assert size == n
     assert captures() == 3
 
 
@@ -144,7 +163,7 @@ def test_parameters_and_buffers_keep_static_sizes():
 
 def test_a_frame_that_needed_static_shapes_starts_static_later(caplog):
     def half(x):
-        return x[: x.shape[0] // 2] * 2
+        return x * 2, x.shape[0]
 
     f = ember.compile(half, backend="eager")
     ember.logs.enable("recompiles")
@@ -152,4 +171,5 @@ def test_a_frame_that_needed_static_shapes_starts_static_later(caplog):
         for n in (4, 6, 8, 10):
             x = torch.randn(n)
             torch.testing.assert_close(f(x), half(x))
+    assert captures() == 4  # static, then dynamic (restarted static), and static from then on
     assert caplog.text.count("capturing with static shapes") == 1

@@ -33,10 +33,12 @@ class VariableTracker:
         raise Unsupported(f"type() of {self}")
 
     def is_python_constant(self) -> bool:
+        from ..shapes import StaticShapesNeeded
+
         try:
             self.as_python_constant()
             return True
-        except Unsupported:
+        except (Unsupported, StaticShapesNeeded):  # (a dynamic size inside: not a constant)
             return False
 
     def as_python_constant(self) -> Any:

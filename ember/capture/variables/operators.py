@@ -49,6 +49,12 @@ def _is_tensor(value: VariableTracker) -> bool:
     return isinstance(value, TensorVariable)
 
 
+def _is_symbolic(value: VariableTracker) -> bool:
+    from .symbolic import SymNodeVariable
+
+    return isinstance(value, SymNodeVariable)
+
+
 def _run_constant(function: Callable, *values: Any) -> VariableTracker:
     from .builder import wrap_constant_result
 
@@ -64,6 +70,11 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
     from .objects import NewObjectVariable, UserObjectVariable
 
     inplace = function in INPLACE_TO_BINARY
+    if _is_symbolic(left) or _is_symbolic(right):
+        other = right if _is_symbolic(left) else left
+        if _is_symbolic(other) or (other.is_python_constant() and
+                                   isinstance(other.as_python_constant(), (int, float, bool))):
+            return tx.graph.call(tx, "call_function", INPLACE_TO_BINARY.get(function, function), [left, right], {})
     if _is_tensor(left) or _is_tensor(right):
         if inplace and _is_tensor(left):
             result = tx.graph.call(tx, "call_function", function, [left, right], {})
@@ -84,6 +95,11 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
             and not isinstance(left, (DictVariable, SetVariable)):
         return _run_constant(function, left.as_python_constant(), right.as_python_constant())
     base = INPLACE_TO_BINARY.get(function, function)
+    # A constant tuple beside a tuple holding dynamic sizes: `(-1,) + x.shape[1:]`
+    if isinstance(right, BaseListVariable) and isinstance(left, ConstantVariable) and type(left.value) in (tuple, list):
+        left = (TupleVariable if type(left.value) is tuple else ListVariable)([constant(v) for v in left.value])
+    if isinstance(left, BaseListVariable) and isinstance(right, ConstantVariable) and type(right.value) in (tuple, list):
+        right = (TupleVariable if type(right.value) is tuple else ListVariable)([constant(v) for v in right.value])
     if isinstance(left, BaseListVariable) and isinstance(right, BaseListVariable):
         if base is operator.add:
             if inplace and isinstance(left, ListVariable):
@@ -233,7 +249,7 @@ def _static(variable: VariableTracker) -> Any:
 
 
 def unary_op(tx, function: Callable, value: VariableTracker) -> VariableTracker:
-    if _is_tensor(value):
+    if _is_tensor(value) or _is_symbolic(value):
         return tx.graph.call(tx, "call_function", function, [value], {})
     if value.is_python_constant():
         return _run_constant(function, value.as_python_constant())

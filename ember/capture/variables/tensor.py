@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported
+from ..shapes import StaticShapesNeeded
 from .base import ConstantVariable, VariableTracker, constant
 
 # Attributes answered from metadata (static shapes): no node, just a constant.
@@ -86,7 +87,8 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         example = self.example
         if name in ("shape",):
-            _no_symbols(example.shape, "Tensor.shape")
+            if _has_symbols(example.shape):
+                return tx.graph.call(tx, "call_method", "size", [self], {})
             return constant(torch.Size(example.shape))
         if name in _METADATA_ATTRS:
             value = getattr(example, name)
@@ -136,7 +138,12 @@ class TensorVariable(VariableTracker):
             if name == "__len__" and self.example.dim() == 0:
                 raise Unsupported("len() of a 0-d tensor")
             value = getattr(self.example, method_name)(*const_args, **const_kwargs)
-            _no_symbols(value, f"Tensor.{name}()")
+            if _has_symbols(value):
+                if name not in ("size", "stride", "numel", "nelement", "__len__"):
+                    raise StaticShapesNeeded(f"Tensor.{name}() of a tensor with dynamic sizes")
+                return tx.graph.call(tx, "call_method", "numel" if name == "nelement" else name,
+                                     [self, *args], kwargs) if name != "__len__" else \
+                    tx.graph.call(tx, "call_method", "size", [self, constant(0)], {})
             if isinstance(value, torch.Size):
                 value = torch.Size(value)
             return constant(value)
@@ -190,12 +197,10 @@ class TensorMethodVariable(VariableTracker):
         return type(torch.empty(0).add)
 
 
-def _no_symbols(value, what: str) -> None:
-    """Sizes read into Python are numbers to the rest of capture: symbolic ones are not yet."""
-    from ..shapes import StaticShapesNeeded, has_symbols
+def _has_symbols(value) -> bool:
+    from ..shapes import has_symbols
 
-    if has_symbols(value):
-        raise StaticShapesNeeded(f"{what} of a tensor with dynamic sizes is read in Python")
+    return has_symbols(value)
 
 
 def is_inplace_method(name: str) -> bool:

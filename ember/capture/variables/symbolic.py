@@ -1,0 +1,63 @@
+"""Sizes that are symbols (dynamic shapes): `x.size(0)`, `n * 2`, `n > 16` while capturing.
+
+A SymNodeVariable is a graph node with a SymInt (SymFloat, SymBool) of the ShapeEnv as its
+value: arithmetic on it adds `operator.*` nodes, passing it to a tensor operator passes the
+node (`x.view(n, -1)`), and bool() of a comparison is decided now, its answer guarded by the
+ShapeEnv.  Where capture needs a plain number (a constant argument, rebuilding the value in
+glue code), it raises StaticShapesNeeded and the frame is captured with static shapes.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..shapes import StaticShapesNeeded
+from .base import VariableTracker
+
+SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+_PYTHON_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
+
+
+class SymNodeVariable(VariableTracker):
+    def __init__(self, node: torch.fx.Node, value) -> None:
+        super().__init__()
+        self.node = node
+        self.value = value
+        node.meta["example_value"] = value
+
+    def python_type(self) -> type:
+        return _PYTHON_TYPES[type(self.value)]
+
+    def as_proxy(self) -> torch.fx.Node:
+        return self.node
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def as_python_constant(self):
+        raise StaticShapesNeeded(f"a dynamic size ({self.value}) is used where capture needs a number")
+
+    def truth(self, tx) -> bool:
+        return bool(self.value)  # (the ShapeEnv records the answer as a guard)
+
+    def __repr__(self) -> str:
+        return f"SymNodeVariable({self.node.name}: {self.value})"
+
+
+class SymSliceVariable(VariableTracker):
+    """A slice with a dynamic bound (`x[:n]`): passed to tensor indexing as a slice of nodes."""
+
+    def __init__(self, parts: list[VariableTracker]) -> None:
+        super().__init__()
+        self.parts = parts
+
+    def python_type(self) -> type:
+        return slice
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def as_python_constant(self):
+        raise StaticShapesNeeded("a slice with a dynamic bound is used where capture needs a constant")
+
+    def __repr__(self) -> str:
+        return f"SymSliceVariable({self.parts})"
