@@ -173,3 +173,20 @@ def test_a_frame_that_needed_static_shapes_starts_static_later(caplog):
             torch.testing.assert_close(f(x), half(x))
     assert captures() == 4  # static, then dynamic (restarted static), and static from then on
     assert caplog.text.count("capturing with static shapes") == 1
+
+
+def test_shapes_built_from_dynamic_sizes():
+    """GPT-2's `(-1,) + input_shape[1:] + (h.size(-1),)` and `view(batch, seq, heads, -1)`."""
+    def reshape(x, h):
+        batch, seq = x.size()
+        shape = (-1,) + x.size()[1:] + (h.size(-1),)
+        heads = h.view(batch, seq, 2, -1).transpose(1, 2)
+        return heads.sum(-1), h.reshape(shape) * x.numel()
+
+    f = ember.compile(reshape, backend="aot_eager", dynamic=True)
+    for batch, seq in ((2, 5), (3, 7), (4, 16)):
+        x, h = torch.randn(batch, seq), torch.randn(batch, seq, 8)
+        for got, expected in zip(f(x, h), reshape(x, h)):
+            torch.testing.assert_close(got, expected)
+    assert captures() == 1
+    assert counters["stats"].get("frames_run_eagerly", 0) == 0
