@@ -27,7 +27,7 @@ from ..autograd.eager_layout import EagerLayoutMode
 from .errors import Unsupported
 from .guards import GuardSet
 from .side_effects import SideEffects
-from .shapes import ShapePlan, StaticShapesNeeded, has_symbols, symbolic_fake
+from .shapes import ShapePlan, StaticShapesNeeded, symbolic_fake
 from .sources import ModuleDictSource, Source
 from .variables.base import ConstantVariable, VariableTracker, constant, is_constant_value
 
