@@ -35,6 +35,14 @@ CXX_FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-
 LINK_FLAGS = ["-lmvec"]
 
 
+_ASSEMBLER_FALLBACK_FLAGS = ["-mno-avx512fp16"]
+
+
+def _assembler_rejected(stderr: str) -> bool:
+    """Did the assembler (not the compiler) refuse what g++ generated (`/tmp/cc*.s:163: Error:`)?"""
+    return any(".s:" in line and "Error:" in line for line in stderr.splitlines())
+
+
 class CompilerNotFound(RuntimeError):
     pass
 
@@ -95,6 +103,12 @@ def _compile(source: str, library: str) -> None:
     try:
         result = subprocess.run([compiler(), *CXX_FLAGS, private_source, "-o", partial, *LINK_FLAGS],
                                 capture_output=True, text=True)
+        if result.returncode != 0 and _assembler_rejected(result.stderr):
+            # g++ 12 with -march=native on AVX512-FP16 CPUs emits masked `vmovsh`, which binutils
+            # 2.40's assembler rejects ("unsupported masking"): build without those instructions
+            # (ember computes float16 in float32 anyway; fuzz default 48507).
+            result = subprocess.run([compiler(), *CXX_FLAGS, *_ASSEMBLER_FALLBACK_FLAGS, private_source, "-o",
+                                     partial, *LINK_FLAGS], capture_output=True, text=True)
         os.replace(private_source, source_path)
         if result.returncode != 0:
             raise KernelCompileError(

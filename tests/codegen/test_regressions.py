@@ -693,3 +693,34 @@ def test_low_precision_scatter_add_sums_in_float32(dtype):
     flat = base[0].contiguous()
     assert_like_eager(lambda b, i, s: ((b * 1).index_add(0, i, s), (b * 1).index_put((i,), s, accumulate=True)),
                       flat, index[0], source[0], exact=True)
+
+
+def test_half_kernels_build_where_the_assembler_rejects_avx512fp16_masking():
+    """g++ 12 -march=native on an AVX512-FP16 CPU emits masked vmovsh that binutils 2.40 rejects:
+    the build retries without AVX512-FP16 (fuzz default 48507: cat, log, clamp of half, backward)."""
+    from ember.codegen.cpp_build import _assembler_rejected
+
+    assert _assembler_rejected("/tmp/ccxqaUAu.s:163: Error: unsupported masking for `vmovsh'")
+    assert not _assembler_rejected("k.cpp:3:5: error: 'x' was not declared in this scope")
+
+    def fn(a, b, d):
+        v1 = torch.log(torch.cat((d, a), dim=-1))
+        v3 = a.transpose(0, -1)
+        return (v1 + v3).clamp(max=v3), torch.div(b, 2.0, rounding_mode="floor")
+
+    def args():
+        g = torch.Generator().manual_seed(4850701)
+        a = torch.randn((3, 8), generator=g).half()[2:].requires_grad_()
+        b = (torch.randn((16, 1), generator=g) * 3).half().requires_grad_()
+        d = (torch.randn((8, 1), generator=g) * 3).half().t()
+        return a, b, d
+
+    for f in (fn, ember.compile(fn, backend="ember")):
+        a, b, d = args()
+        out = f(a, b, d)
+        sum((o.double() * (k + 1)).sum() for k, o in enumerate(out)).backward()
+        if f is fn:
+            expected = [o.detach() for o in out] + [a.grad, b.grad]
+        else:
+            for got, want in zip([o.detach() for o in out] + [a.grad, b.grad], expected):
+                torch.testing.assert_close(got, want, equal_nan=True)
