@@ -202,3 +202,12 @@ def test_normalizing_a_row_whose_squared_deviations_near_float32s_limit_is_ill_c
     norm = lambda t: torch.nn.functional.layer_norm(t, t.shape)  # noqa: E731
     assert _watched(norm, x)
     assert not _watched(norm, x / 1e3)
+
+
+def test_dividing_by_a_log_softmax_near_zero_is_ill_conditioned():
+    # the max of a row whose other terms are tiny: y = -log(1 + 3e-5), an ulp of the sum is a
+    # relative error of 0.4% (default 49189)
+    x = torch.tensor([[10.0, 0.0, -0.4], [1.0, 2.0, 3.0]], dtype=torch.float64)
+    assert _watched(lambda t: 1.0 / torch.log_softmax(t, dim=-1), x)
+    assert not _watched(lambda t: 1.0 / torch.log_softmax(t, dim=-1), x[1:])
+    assert not _watched(lambda t: torch.log_softmax(t, dim=-1) * 2, x)
