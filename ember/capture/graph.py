@@ -114,11 +114,8 @@ class OutputGraph:
             isinstance(source, ModuleDictSource) and source.table in ("_parameters", "_buffers"))
         dims = self.shape_plan.dims(value, source.expr()) if self.shape_plan is not None and not module_state \
             else ()
-        if dims:
-            fake = symbolic_fake(self.fake_mode, real, source.expr(), dims)
-            self.guards.tensor(source, value, fake)
-        else:
-            self.guards.tensor(source, value)
+        fake = symbolic_fake(self.fake_mode, real, source.expr(), dims) if dims else None
+        self.guards.tensor(source, value, fake)
         name = _placeholder_name(source.name())
         if self._last_placeholder is None:
             first = next(iter(self.graph.nodes), None)
@@ -128,7 +125,7 @@ class OutputGraph:
         with context:
             node = self.graph.placeholder(name)
         self._last_placeholder = node
-        if not dims:
+        if fake is None:
             fake = self.fake_mode.from_tensor(real, static_shapes=True)
         node.meta["example_value"] = fake
         node.meta["source"] = source.expr()

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported
-from ..shapes import StaticShapesNeeded
+from ..shapes import StaticShapesNeeded, has_symbols
 from .base import ConstantVariable, VariableTracker, constant
 
 # Attributes answered from metadata (static shapes): no node, just a constant.
@@ -87,7 +87,7 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         example = self.example
         if name in ("shape",):
-            if _has_symbols(example.shape):
+            if has_symbols(example.shape):
                 return tx.graph.call(tx, "call_method", "size", [self], {})
             return constant(torch.Size(example.shape))
         if name in _METADATA_ATTRS:
@@ -138,12 +138,13 @@ class TensorVariable(VariableTracker):
             if name == "__len__" and self.example.dim() == 0:
                 raise Unsupported("len() of a 0-d tensor")
             value = getattr(self.example, method_name)(*const_args, **const_kwargs)
-            if _has_symbols(value):
-                if name not in ("size", "stride", "numel", "nelement", "__len__"):
-                    raise StaticShapesNeeded(f"Tensor.{name}() of a tensor with dynamic sizes")
-                return tx.graph.call(tx, "call_method", "numel" if name == "nelement" else name,
-                                     [self, *args], kwargs) if name != "__len__" else \
-                    tx.graph.call(tx, "call_method", "size", [self, constant(0)], {})
+            if has_symbols(value):  # dynamic sizes: graph nodes holding the ShapeEnv's symbols
+                if name == "__len__":
+                    return tx.graph.call(tx, "call_method", "size", [self, constant(0)], {})
+                if name in ("size", "stride", "numel", "nelement"):
+                    method = "numel" if name == "nelement" else name
+                    return tx.graph.call(tx, "call_method", method, [self, *args], kwargs)
+                raise StaticShapesNeeded(f"Tensor.{name}() of a tensor with dynamic sizes")
             if isinstance(value, torch.Size):
                 value = torch.Size(value)
             return constant(value)
@@ -195,12 +196,6 @@ class TensorMethodVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(torch.empty(0).add)
-
-
-def _has_symbols(value) -> bool:
-    from ..shapes import has_symbols
-
-    return has_symbols(value)
 
 
 def is_inplace_method(name: str) -> bool:
