@@ -93,8 +93,15 @@ def test_layer_norm_gradient_over_two_elements_with_a_large_weight_is_ill_condit
     with ConditionWatch() as watch:
         out.backward(torch.tensor([[0.3, 0.9], [-1.1, 0.2]], dtype=torch.float64))
     assert watch.ill_conditioned
+    # reductions 4374: the bound is 1e-4 of the result (eager -3.64124, a decomposition -3.64111)
+    x = torch.tensor([[-0.3333333432674408, 0.3333333432674408]], dtype=torch.float64, requires_grad=True)
+    out = torch.nn.functional.layer_norm(x, (2,), torch.tensor([-921.15, -753.75], dtype=torch.float64), eps=1e-3)
+    with ConditionWatch() as watch:
+        out.backward(torch.ones_like(out))
+    assert watch.ill_conditioned
     y = torch.randn(4, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0), requires_grad=True)
-    out = torch.nn.functional.layer_norm(y, (16,))
+    w = torch.randn(16, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    out = torch.nn.functional.layer_norm(y, (16,), w)
     with ConditionWatch() as watch:
         out.backward(torch.randn(4, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1)))
     assert not watch.ill_conditioned
@@ -115,7 +122,8 @@ def test_dividing_by_a_normalized_element_equal_to_its_mean_is_ill_conditioned()
     # products that divide nothing, are not
     odd = b + torch.linspace(0.01, 0.3, 16)
     assert not _watched(lambda b: 1e-3 / (c * layer_norm(b, (16,), weight, eps=1e-3)), odd)
-    assert not _watched(lambda b: 1e-3 / layer_norm(b, (16,), weight, torch.ones(16)), b)
+    # (a bias of 1 leaves another element at -0.01, whose reciprocal moves 3e-5 with its noise)
+    assert not _watched(lambda b: 1e-3 / layer_norm(b, (16,), weight, torch.full((16,), 10.0)), b)
     assert not _watched(lambda b: (c * layer_norm(b, (16,), weight)) ** 2 + 1, b)
 
 
@@ -211,3 +219,28 @@ def test_dividing_by_a_log_softmax_near_zero_is_ill_conditioned():
     assert _watched(lambda t: 1.0 / torch.log_softmax(t, dim=-1), x)
     assert not _watched(lambda t: 1.0 / torch.log_softmax(t, dim=-1), x[1:])
     assert not _watched(lambda t: torch.log_softmax(t, dim=-1) * 2, x)
+
+
+def test_normalizing_one_element_whose_square_overflows_is_ill_conditioned():
+    # autograd 4217: eager's layer_norm over (1,) of 9e307 is NaN (its E[x^2] overflows), the
+    # two-pass statistics' x - mean is exactly 0
+    one = torch.tensor([[float("nan")], [8.988465674311579e307], [-2.0]], dtype=torch.float64)
+    assert _watched(lambda t: torch.nn.functional.layer_norm(t, (1,)), one)
+
+
+def test_a_large_power_of_a_normalized_value_is_ill_conditioned():
+    # default 51087: layer_norm rows far from 0 against their spread carry eps * max|x| / std of
+    # noise; raising them to the 116th power turns 8 ulps into 4.5e-5
+    rows = torch.tensor([[116.0, 70.0, 120.0, 30.0, 127.0, 90.0]], dtype=torch.float64)
+    layer_norm = torch.nn.functional.layer_norm
+    assert _watched(lambda t: torch.pow(layer_norm(t, (6,)), t), rows)
+    assert not _watched(lambda t: torch.pow(layer_norm(t, (6,)), 2.0), rows)
+
+
+def test_a_root_of_a_small_normalized_value_is_ill_conditioned():
+    # reductions 4284: rsqrt of a layer_norm output of 0.0093 that carries 2e-6 of noise
+    x = torch.tensor([[1.0, 2.0, 3.0, 2.0046]], dtype=torch.float64)
+    w = torch.full((4,), 6.0, dtype=torch.float64)
+    layer_norm = torch.nn.functional.layer_norm
+    assert _watched(lambda t: torch.rsqrt(layer_norm(t, (4,), w)), x)
+    assert not _watched(lambda t: torch.rsqrt(layer_norm(t, (4,), w) + 10), x)
