@@ -23,6 +23,7 @@ from .eager_check import overlaps_itself
 from .joint import JointSpec, trace_joint
 from .partition import Partition, partition_default, partition_min_cut
 from .runtime import CompiledPair, make_autograd_function, make_inference_function
+from .symbolic import has_symbols, input_guards, symbolic_dims
 
 log_graph = logs.get("graph_code")
 log_fallbacks = logs.get("fallbacks")
@@ -30,11 +31,6 @@ log_fallbacks = logs.get("fallbacks")
 
 def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
     return gm.forward
-
-
-def _has_symbols(value) -> bool:
-    return isinstance(value, torch.Tensor) and value.layout == torch.strided and any(
-        isinstance(s, torch.SymInt) for s in (*value.shape, *value.stride()))
 
 
 def _key(flat_args: list) -> tuple:
@@ -48,11 +44,37 @@ def _key(flat_args: list) -> tuple:
     return (torch.is_grad_enabled(), tuple(key))
 
 
+def _symbolic_key(flat_args: list) -> tuple:
+    """What a graph traced with symbolic sizes still assumes of its inputs beyond its guards."""
+    key = []
+    for arg in flat_args:
+        if isinstance(arg, torch.Tensor):
+            key.append((arg.dim(), arg.dtype, arg.device, arg.requires_grad, arg.is_leaf))
+        else:
+            key.append((type(arg), arg))
+    return (torch.is_grad_enabled(), tuple(key))
+
+
+# Symbolic entries per key before the sizes are compiled one by one: a second one covers
+# inputs whose sizes relate otherwise (two sizes equal at the first trace, different later).
+SYMBOLIC_ENTRIES = 2
+
+
+class ShapesSpecialized(Exception):
+    """A graph traced with symbolic sizes that ember compiles per concrete shape instead."""
+
+
 class AotCompiled:
-    """The compiled entries of one function (one per input-metadata key)."""
+    """The compiled entries of one function (one per input-metadata key).
+
+    With `dynamic_dims` (input position -> dims whose sizes are symbols, from a capture with
+    dynamic shapes) a graph is traced and compiled once for every size its guards allow; when
+    that fails (an op ember cannot do with symbolic sizes) each concrete shape gets its own
+    entry, with the reason in the `fallbacks` log."""
 
     def __init__(self, fn: Callable, fw_compiler: Callable, bw_compiler: Callable | None,
-                 partition_fn: Callable, decompositions: dict | None, guarded_inputs: bool = False) -> None:
+                 partition_fn: Callable, decompositions: dict | None, guarded_inputs: bool = False,
+                 dynamic_dims: dict[int, tuple[int, ...]] | None = None) -> None:
         self.fn = fn
         self.fw_compiler = fw_compiler
         self.bw_compiler = bw_compiler or fw_compiler
@@ -63,22 +85,57 @@ class AotCompiled:
         self.guarded_inputs = guarded_inputs
         self.last_partition: Partition | None = None
         self.last_joint: torch.fx.GraphModule | None = None
+        self.dynamic_dims = dynamic_dims or {}
+        # symbolic key -> [(guard over the inputs, runner)]; keys whose sizes compile one by one
+        self.symbolic_entries: dict[tuple, list[tuple[Callable, Callable]]] = {}
+        self.specialized: set[tuple] = set()
 
     def __call__(self, *args):
         flat_args = list(args)
+        if self.dynamic_dims:
+            runner = self._symbolic_runner(flat_args)
+            if runner is not None:
+                return runner(*flat_args)
         key = torch.is_grad_enabled() if self.guarded_inputs else _key(flat_args)
         runner = self.entries.get(key)
         if runner is None:
-            from ..capture.runtime import counters
-
-            counters["stats"]["backend_compiles"] += 1  # (a dynamic graph: one per concrete shape)
+            _count_compile()
             runner = self.compile(flat_args)
             self.entries[key] = runner
         return runner(*flat_args)
 
-    def compile(self, flat_args: list) -> Callable:
+    def _symbolic_runner(self, flat_args: list) -> Callable | None:
+        """The entry compiled with symbolic sizes whose guards hold for these inputs (compiled
+        now if there is none yet); None where this key's sizes compile one by one."""
+        key = _symbolic_key(flat_args)
+        if key in self.specialized:
+            return None
+        entries = self.symbolic_entries.setdefault(key, [])
+        for guard, runner in entries:
+            if guard(flat_args):
+                return runner
+        if len(entries) >= SYMBOLIC_ENTRIES:
+            self.specialized.add(key)
+            log_fallbacks.warning("ember: %d graphs with symbolic sizes did not cover these inputs' sizes; "
+                                  "compiling per shape from now on", len(entries))
+            return None
+        _count_compile()
+        try:
+            guard, runner = self.compile(flat_args, symbolic=True)
+        except ShapesSpecialized as reason:
+            self.specialized.add(key)
+            log_fallbacks.warning("ember: compiling per shape, not with symbolic sizes: %s", reason)
+            return None
+        entries.append((guard, runner))
+        return runner
+
+    def compile(self, flat_args: list, symbolic: bool = False):
+        """A runner for these inputs; with `symbolic`, (guard, runner) for every input the guard
+        accepts, or ShapesSpecialized."""
         needs_grad = torch.is_grad_enabled() and any(
             isinstance(a, torch.Tensor) and a.requires_grad for a in flat_args)
+        if symbolic:
+            return self._compile_symbolic(flat_args, needs_grad)
         try:
             joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad)
         except Exception as error:
@@ -89,6 +146,35 @@ class AotCompiled:
             log_fallbacks.warning("ember: AOT tracing failed (%s: %s); running the captured graph eagerly",
                                   type(error).__name__, error)
             return self.fn.forward
+        return self._compile_traced(joint, spec, flat_args)
+
+    def _compile_symbolic(self, flat_args: list, needs_grad: bool):
+        dims = {i: d for i, d in self.dynamic_dims.items()
+                if i < len(flat_args) and isinstance(flat_args[i], torch.Tensor)}
+        try:
+            joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad,
+                                      dynamic_dims=dims)
+        except Exception as error:  # noqa: BLE001 - the per-shape path traces it again (or says why not)
+            raise ShapesSpecialized(f"tracing with symbolic sizes failed ({type(error).__name__}: {error})") from None
+        reason = _symbolic_unsupported(spec)
+        if reason:
+            raise ShapesSpecialized(reason)
+        try:
+            runner = self._compile_traced(joint, spec, flat_args)
+        except ShapesSpecialized:
+            raise
+        except Exception as error:  # noqa: BLE001
+            if type(error).__name__ != "ShapesNotSupported":
+                raise
+            raise ShapesSpecialized(str(error)) from None
+        # The guards also hold what compiling the graphs assumed (a partitioner's size checks).
+        positions = [i for i in dims if dims[i]]
+        guard, text = input_guards(spec.shape_env, spec.input_fakes, positions)
+        if log_graph.isEnabledFor(logging.DEBUG):
+            log_graph.debug("graph with symbolic sizes, for inputs where %s", " and ".join(text) or "always")
+        return guard, runner
+
+    def _compile_traced(self, joint: torch.fx.GraphModule, spec: JointSpec, flat_args: list) -> Callable:
         self.last_joint = joint
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("joint graph:\n%s", joint.print_readable(print_output=False))
@@ -133,6 +219,24 @@ class AotCompiled:
             return runner(*args)
 
         return run
+
+
+def _count_compile() -> None:
+    from ..capture.runtime import counters
+
+    counters["stats"]["backend_compiles"] += 1
+
+
+def _symbolic_unsupported(spec: JointSpec) -> str:
+    """Why the runtime cannot take a graph traced with symbolic sizes ('' if it can)."""
+    if spec.outputs_sharing_inputs:
+        return "an output shares an input's memory and cannot be re-made as a view with symbolic sizes"
+    for alias in spec.output_aliases.values():
+        fields = (alias.size, alias.stride, alias.offset, alias.source_size, alias.source_stride,
+                  pytree.tree_leaves(alias.chain or ()))
+        if any(has_symbols(value) for value in pytree.tree_leaves(fields)):
+            return "an output is a view whose sizes are symbolic"
+    return ""
 
 
 def _writes_alias(args, mutated: list[int], others: list[int]) -> bool:
@@ -197,12 +301,13 @@ def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None) -> C
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         from ..decomp import core_decompositions
 
-        # A graph captured with dynamic sizes is compiled per concrete input metadata (the C++
-        # code generator has no symbolic sizes yet); otherwise capture's guards pin it.
-        dynamic = any(_has_symbols(node.meta.get("example_value"))
-                      for node in gm.graph.nodes if node.op == "placeholder")
+        # A graph captured with dynamic sizes is traced with the same sizes symbolic; otherwise
+        # capture's guards pin every input's metadata.
+        placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+        dynamic_dims = {i: symbolic_dims(node.meta.get("example_value")) for i, node in enumerate(placeholders)}
+        dynamic_dims = {i: dims for i, dims in dynamic_dims.items() if dims}
         compiled = AotCompiled(gm, fw_compiler, bw_compiler or fw_compiler, partition_min_cut,
-                               core_decompositions(), guarded_inputs=not dynamic)
+                               core_decompositions(), guarded_inputs=not dynamic_dims, dynamic_dims=dynamic_dims)
 
         def run(*args):
             return compiled(*args)

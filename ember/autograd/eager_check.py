@@ -51,10 +51,11 @@ def _tiny_shape(tensor: torch.Tensor) -> list[int]:
 
 
 def _static_shape(tensor: torch.Tensor) -> list[int] | None:
-    try:
-        return [int(size) for size in tensor.shape]
-    except Exception:  # unbacked symbolic sizes (after nonzero): no real tensor to make
+    """The tensor's sizes if they are numbers (symbolic ones would be guarded by int(): the
+    check then tries the tiny shape only)."""
+    if any(isinstance(size, torch.SymInt) for size in tensor.shape):
         return None
+    return [int(size) for size in tensor.shape]
 
 
 def eager_accepts(func, args: tuple, kwargs: dict) -> bool:

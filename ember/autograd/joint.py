@@ -20,7 +20,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 from torch.utils import _pytree as pytree
 
 from .. import logs
@@ -57,6 +57,10 @@ class JointSpec:
     # an input a gradient (zeros included: pow(x, 0)) exactly when the backward starts from an
     # output that reaches it, whatever the gradient's value depends on.
     grad_sources: list[frozenset[int]] = dataclasses.field(default_factory=list)
+    # Dynamic shapes: the ShapeEnv of the trace's symbolic sizes and the inputs' fakes (their
+    # guards say which inputs the graphs are for); None and [] for static shapes.
+    shape_env: Any = None
+    input_fakes: list = dataclasses.field(default_factory=list)
 
     # diff_outputs index the forward outputs followed by the mutated inputs' new values: an input
     # that requires grad and is written in place (a non-leaf) gets its new value differentiably.
@@ -98,7 +102,7 @@ class OutputAlias:
     before_write: bool = False
 
 
-def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
+def _fakes(fake_mode: FakeTensorMode, args: list, dynamic_dims: dict[int, tuple[int, ...]]) -> tuple[list, list]:
     """(the fakes the function runs on, the leaves gradients are taken for).
 
     Every input is an autograd leaf of its own, made from its detached value: a view relation
@@ -108,17 +112,30 @@ def _fakes(fake_mode: FakeTensorMode, args: list) -> tuple[list, list]:
     runs as a clone of its leaf, so that in-place ops on it are allowed as in eager and the
     gradient is taken for its value before them."""
     fakes, leaves = [], []
-    for arg in args:
+    for index, arg in enumerate(args):
         if not isinstance(arg, torch.Tensor):
             fakes.append(arg)
             leaves.append(arg)
             continue
-        leaf = fake_mode.from_tensor(arg.detach(), static_shapes=True)
+        if dynamic_dims.get(index):
+            leaf = _symbolic_fake(fake_mode, arg.detach(), index, dynamic_dims[index])
+        else:
+            leaf = fake_mode.from_tensor(arg.detach(), static_shapes=True)
         if arg.requires_grad:
             leaf.requires_grad_(True)
         leaves.append(leaf)
         fakes.append(_own_copy(fake_mode, leaf) if arg.requires_grad and not arg.is_leaf else leaf)
     return fakes, leaves
+
+
+def _symbolic_fake(fake_mode: FakeTensorMode, tensor: torch.Tensor, index: int, dims: tuple[int, ...]):
+    """The input's fake with a symbol for each size in `dims` (named for the ShapeEnv's guards
+    by its position `a[index]`; sizes 0 and 1 stay constants)."""
+    from ..capture.shapes import ShapeSource
+
+    sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(tensor.dim())]
+    context = StatelessSymbolicContext(dynamic_sizes=sizes)
+    return fake_mode.from_tensor(tensor, symbolic_context=context, source=ShapeSource(f"a[{index}]"))
 
 
 def _own_copy(fake_mode: FakeTensorMode, leaf: torch.Tensor) -> torch.Tensor:
@@ -144,11 +161,13 @@ def _non_overlapping(tensor: torch.Tensor) -> bool:
 
 
 def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
-                with_backward: bool = True) -> tuple[torch.fx.GraphModule, JointSpec]:
-    # Inputs keep static shapes; a ShapeEnv gives data-dependent outputs (nonzero, masked_select,
-    # item) unbacked symbolic sizes so tracing can go on past them.
+                with_backward: bool = True,
+                dynamic_dims: dict[int, tuple[int, ...]] | None = None) -> tuple[torch.fx.GraphModule, JointSpec]:
+    """`dynamic_dims`: input position -> dims whose sizes are symbols (dynamic shapes); other
+    sizes are constants.  A ShapeEnv also gives data-dependent outputs (nonzero, masked_select,
+    item) unbacked symbolic sizes so tracing can go on past them."""
     fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-    primals, leaves = _fakes(fake_mode, args)
+    primals, leaves = _fakes(fake_mode, args, dynamic_dims or {})
     # The same tensor passed twice is one input: later occurrences get no node and no gradient.
     first_seen: dict[int, int] = {}
     duplicates = set()
@@ -207,7 +226,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         diff_outputs = [
             i for i, out in enumerate(candidates)
             if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs
-            and not any(isinstance(d, torch.SymInt) for d in out.shape)
+            and not any(isinstance(d, torch.SymInt) and not tracer.symbols.knows(d) for d in out.shape)
         ]
         grads: list = []
         grad_sources: list[frozenset[int]] = []
@@ -265,6 +284,8 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         output_copies=_output_copies(final_outputs, output_requires_grad),
         outputs_sharing_inputs=sharing_inputs,
         grad_sources=grad_sources,
+        shape_env=fake_mode.shape_env if dynamic_dims else None,
+        input_fakes=leaves if dynamic_dims else [],
     )
     return module, spec
 

@@ -40,10 +40,12 @@ _UNKNOWN_NUMEL = 1 << 20  # a data-dependent size counts as large: cheaper to re
 
 
 def _numel(tensor: torch.Tensor) -> int:
-    try:
-        return int(tensor.numel())
-    except Exception:
-        return _UNKNOWN_NUMEL
+    """Elements, at the sizes of the trace (a symbolic size by its hint, without guarding it)."""
+    numel = tensor.numel()
+    if isinstance(numel, torch.SymInt):
+        hint = numel.node.hint  # (None for a data-dependent size)
+        return _UNKNOWN_NUMEL if hint is None else int(hint)
+    return int(numel)
 
 
 def _tensor_bytes(node: torch.fx.Node) -> int:
@@ -190,8 +192,12 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
     infinite = float("inf")
     for node in forward_side:
         value = node.meta.get("val")
-        # Only tensors can be saved; a tuple-valued node is crossed through its getitems.
-        weight = _tensor_bytes(node) or 1 if isinstance(value, torch.Tensor) else infinite
+        # A symbolic size costs an int (it is saved as one); a tuple-valued node is crossed
+        # through its getitems.
+        if isinstance(value, torch.Tensor):
+            weight = _tensor_bytes(node) or 1
+        else:
+            weight = 1 if isinstance(value, (torch.SymInt, torch.SymFloat, int, float)) else infinite
         if node.op == "placeholder":
             flow.add_edge("source", f"{node.name}_in", capacity=infinite)
         elif not is_recomputable(node) or node in pinned:

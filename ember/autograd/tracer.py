@@ -30,6 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .eager_check import eager_accepts, eager_overlap_error, storage_key
 from .eager_layout import with_eager_layout
+from .symbolic import SymbolicSizeError, SymbolNodes
 
 aten = torch.ops.aten
 
@@ -127,6 +128,7 @@ class AtenTracer(TorchDispatchMode):
         self.fallback_ops: set[str] = set()
         self.recording = True  # off while making tangent placeholders
         self.sym_nodes: dict[int, torch.fx.Node] = {}  # data-dependent scalars -> the op that made them
+        self.symbols = SymbolNodes(graph)  # symbolic input sizes -> nodes computing them
 
     # -- values ------------------------------------------------------------------------------------
     def add_input(self, name: str, tensor: torch.Tensor) -> torch.fx.Node:
@@ -134,6 +136,7 @@ class AtenTracer(TorchDispatchMode):
         node.meta["val"] = tensor
         self._bind(tensor, node)
         self.inputs.append((tensor, node))
+        self.symbols.add_input(node, tensor)
         return node
 
     def _bind(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
@@ -190,8 +193,14 @@ class AtenTracer(TorchDispatchMode):
         return pytree.tree_map_only((torch.SymInt, torch.SymFloat, torch.SymBool), self.sym_node_of, value)
 
     def sym_node_of(self, value) -> torch.fx.Node:
-        """A data-dependent scalar (e.g. from .item()) is only usable as the op output it came from."""
+        """A data-dependent scalar (e.g. from .item()) is only usable as the op output it came
+        from; a symbolic size of the inputs is computed from them (`sym_size(primals_1, 0) * 2`)."""
         node = self.sym_nodes.get(_sym_key(value))
+        if node is None and isinstance(value, (torch.SymInt, torch.SymFloat)) and self.symbols.knows(value):
+            try:
+                return self.symbols.node_of(value)
+            except SymbolicSizeError as error:
+                raise TracingError(f"{error}{self._where()}") from None
         if node is None:
             raise TracingError(f"Python arithmetic on a data-dependent value ({value}) is not traced{self._where()}")
         return node

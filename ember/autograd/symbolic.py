@@ -1,0 +1,179 @@
+"""Symbolic sizes in traced graphs (dynamic shapes).
+
+A graph traced over fakes with symbolic sizes (a ShapeEnv's `s0`, `s1`) passes those sizes to
+its ops: `view(x, [s0 * 2, -1])`.  In the FX graph each such SymInt is a node computed from the
+graph's inputs when it runs:
+
+    sym_size = torch.ops.aten.sym_size.int(primals_1, 0)      # s0
+    mul = operator.mul(sym_size, 2)                           # 2*s0
+    view = torch.ops.aten.view.default(primals_1, [mul, -1])
+
+`SymbolNodes` records which input dimension (size, stride or storage offset) or SymInt input
+first holds each symbol, and builds the node of any expression over them (sums, products, floor
+division, modulo, max/min) on first use; the same expression is one node.
+
+`input_guards` turns what the trace assumed about the symbols (the ShapeEnv's guards) into one
+Python predicate over the inputs, so a compiled graph is only used for inputs it was made for.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any, Callable
+
+import sympy
+import torch
+import torch.fx
+from torch.utils._sympy.functions import FloatTrueDiv, FloorDiv, IntTrueDiv, Max, Min, Mod, PythonMod, ToFloat
+from torch.utils._sympy.printers import PythonPrinter
+
+aten = torch.ops.aten
+
+SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+class SymbolicSizeError(RuntimeError):
+    """A symbolic size whose expression the graph cannot compute from its inputs."""
+
+
+def has_symbols(value: Any) -> bool:
+    """Does a tensor's layout (or a scalar) hold symbols?"""
+    if isinstance(value, SYMBOLIC):
+        return True
+    if isinstance(value, torch.Tensor) and value.layout == torch.strided:
+        return any(isinstance(s, torch.SymInt) for s in (*value.shape, *value.stride(), value.storage_offset()))
+    return False
+
+
+def symbolic_dims(value: Any) -> tuple[int, ...]:
+    """The dimensions of a fake tensor whose sizes are symbols."""
+    if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
+        return ()
+    return tuple(d for d, size in enumerate(value.shape) if isinstance(size, torch.SymInt))
+
+
+class SymbolNodes:
+    """The FX node of each symbolic size used by a graph, built from the graph's inputs."""
+
+    def __init__(self, graph: torch.fx.Graph) -> None:
+        self.graph = graph
+        # symbol -> (input node, metadata op or None for a SymInt input, dim, the SymInt)
+        self.sources: dict[sympy.Symbol, tuple] = {}
+        self.nodes: dict[str, torch.fx.Node] = {}  # str(expression) -> node
+
+    def add_input(self, node: torch.fx.Node, value: Any) -> None:
+        if isinstance(value, torch.SymInt):
+            self._source(value, (node, None, None, value))
+            return
+        if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
+            return
+        for dim, size in enumerate(value.shape):
+            self._source(size, (node, aten.sym_size.int, dim, size))
+        for dim, stride in enumerate(value.stride()):
+            self._source(stride, (node, aten.sym_stride.int, dim, stride))
+        offset = value.storage_offset()
+        self._source(offset, (node, aten.sym_storage_offset.default, None, offset))
+
+    def _source(self, value: Any, where: tuple) -> None:
+        if isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol):
+            self.sources.setdefault(value.node.expr, where)
+
+    def knows(self, value: Any) -> bool:
+        """Is `value` (a SymInt, SymFloat) an expression over the inputs' symbols?"""
+        try:
+            return all(symbol in self.sources for symbol in value.node.expr.free_symbols)
+        except AttributeError:
+            return False
+
+    def node_of(self, value: torch.SymInt | torch.SymFloat) -> torch.fx.Node | int | float:
+        return self._build(value.node.expr)
+
+    def _build(self, expr: sympy.Expr) -> torch.fx.Node | int | float:
+        if expr.is_Integer:
+            return int(expr)
+        if expr.is_Float or expr.is_Rational:
+            return float(expr)
+        key = str(expr)
+        if key in self.nodes:
+            return self.nodes[key]
+        if isinstance(expr, sympy.Symbol):
+            if expr not in self.sources:
+                raise SymbolicSizeError(f"the size {expr} comes from no input of the graph")
+            node, op, dim, value = self.sources[expr]
+            if op is None:
+                return node
+            args = (node,) if dim is None else (node, dim)
+            built = self.graph.call_function(op, args)
+            built.meta["val"] = value
+        elif isinstance(expr, ToFloat):
+            operand = self._build(expr.args[0])
+            built = self.graph.call_function(torch.sym_float, (operand,))
+            built.meta["val"] = torch.sym_float(_value(operand))
+        else:
+            function = _function_of(expr)
+            operands = [self._build(arg) for arg in _operands(expr)]
+            built = functools.reduce(lambda a, b: self._apply(function, a, b), operands)
+        self.nodes[key] = built
+        return built
+
+    def _apply(self, function: Callable, a, b) -> torch.fx.Node:
+        node = self.graph.call_function(function, (a, b))
+        node.meta["val"] = function(_value(a), _value(b))
+        return node
+
+
+def _value(operand):
+    return operand.meta["val"] if isinstance(operand, torch.fx.Node) else operand
+
+
+_FUNCTIONS = [
+    (sympy.Add, operator.add), (sympy.Mul, operator.mul), (FloorDiv, operator.floordiv),
+    (PythonMod, operator.mod), (Mod, operator.mod), (Max, torch.sym_max), (Min, torch.sym_min),
+    (FloatTrueDiv, operator.truediv), (IntTrueDiv, operator.truediv),
+]
+
+
+def _function_of(expr: sympy.Expr) -> Callable:
+    for kind, function in _FUNCTIONS:
+        if isinstance(expr, kind):
+            return function
+    raise SymbolicSizeError(f"ember cannot compute the size expression {expr} in a graph")
+
+
+def _operands(expr: sympy.Expr) -> tuple:
+    if isinstance(expr, sympy.Mul) and expr.args and expr.args[0] == -1 and len(expr.args) == 2:
+        return (sympy.Integer(-1), expr.args[1])
+    return expr.args
+
+
+def input_guards(shape_env, fakes: list, positions: list[int]) -> tuple[Callable[[list], bool], list[str]]:
+    """One predicate over the call's inputs (a list `a`) checking what the trace assumed about
+    their symbolic sizes, and the checks as text.
+
+    Every size, stride and storage offset of the symbolic inputs is checked against its
+    expression as the trace left it (a symbol the trace specialized is a number now: `a[0].size()[0]
+    == 4`; two sizes it found equal are one symbol), each symbol read from where it first
+    occurs; then the ShapeEnv's own relations and ranges (`2 <= a[0].size()[1]`)."""
+    from ..capture.shapes import ShapeSource
+
+    if shape_env is None or not positions:
+        return (lambda a: True), []
+    names: dict[sympy.Symbol, sympy.Symbol] = {}
+    checks: list[str] = []
+    printer = PythonPrinter()
+    for i in positions:
+        fake = fakes[i]
+        places = [(f"a[{i}].size()[{d}]", s) for d, s in enumerate(fake.shape)]
+        places += [(f"a[{i}].stride()[{d}]", s) for d, s in enumerate(fake.stride())]
+        places.append((f"a[{i}].storage_offset()", fake.storage_offset()))
+        for text, value in places:
+            expr = shape_env.simplify(value.node.expr) if isinstance(value, torch.SymInt) else sympy.Integer(value)
+            if isinstance(expr, sympy.Symbol) and expr not in names:
+                names[expr] = sympy.Symbol(text, integer=True)
+                continue
+            checks.append(f"{text} == {printer.doprint(expr.xreplace(names))}")
+    checks += list(shape_env.produce_guards([fakes[i] for i in positions],
+                                            [ShapeSource(f"a[{i}]") for i in positions]))
+    checks = list(dict.fromkeys(checks))
+    source = "lambda a: " + (" and ".join(f"({check})" for check in checks) if checks else "True")
+    return eval(compile(source, "<ember aot guards>", "eval"), {}), checks
