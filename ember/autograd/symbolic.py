@@ -25,7 +25,6 @@ import sympy
 import torch
 import torch.fx
 from torch.utils._sympy.functions import FloatTrueDiv, FloorDiv, IntTrueDiv, Max, Min, Mod, PythonMod, ToFloat
-from torch.utils._sympy.printers import PythonPrinter
 
 aten = torch.ops.aten
 
@@ -148,32 +147,10 @@ def _operands(expr: sympy.Expr) -> tuple:
 
 def input_guards(shape_env, fakes: list, positions: list[int]) -> tuple[Callable[[list], bool], list[str]]:
     """One predicate over the call's inputs (a list `a`) checking what the trace assumed about
-    their symbolic sizes, and the checks as text.
+    their symbolic sizes (capture/shapes.py's shape_guards), and the checks as text."""
+    from ..capture.shapes import shape_guards
 
-    Every size, stride and storage offset of the symbolic inputs is checked against its
-    expression as the trace left it (a symbol the trace specialized is a number now: `a[0].size()[0]
-    == 4`; two sizes it found equal are one symbol), each symbol read from where it first
-    occurs; then the ShapeEnv's own relations and ranges (`2 <= a[0].size()[1]`)."""
-    from ..capture.shapes import ShapeSource
-
-    if shape_env is None or not positions:
-        return (lambda a: True), []
-    names: dict[sympy.Symbol, sympy.Symbol] = {}
-    checks: list[str] = []
-    printer = PythonPrinter()
-    for i in positions:
-        fake = fakes[i]
-        places = [(f"a[{i}].size()[{d}]", s) for d, s in enumerate(fake.shape)]
-        places += [(f"a[{i}].stride()[{d}]", s) for d, s in enumerate(fake.stride())]
-        places.append((f"a[{i}].storage_offset()", fake.storage_offset()))
-        for text, value in places:
-            expr = shape_env.simplify(value.node.expr) if isinstance(value, torch.SymInt) else sympy.Integer(value)
-            if isinstance(expr, sympy.Symbol) and expr not in names:
-                names[expr] = sympy.Symbol(text, integer=True)
-                continue
-            checks.append(f"{text} == {printer.doprint(expr.xreplace(names))}")
-    checks += list(shape_env.produce_guards([fakes[i] for i in positions],
-                                            [ShapeSource(f"a[{i}]") for i in positions]))
-    checks = list(dict.fromkeys(checks))
+    checks = shape_guards(shape_env, [fakes[i] for i in positions], [f"a[{i}]" for i in positions],
+                          static_too=True)
     source = "lambda a: " + (" and ".join(f"({check})" for check in checks) if checks else "True")
     return eval(compile(source, "<ember aot guards>", "eval"), {}), checks

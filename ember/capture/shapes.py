@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import sympy
 import torch
 from torch._guards import GuardSource
 from torch._guards import Source as TorchSource
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.utils._sympy.printers import PythonPrinter
 
 
 class StaticShapesNeeded(Exception):
@@ -103,8 +105,34 @@ def has_symbols(value) -> bool:
     return False
 
 
-def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str]) -> list[str]:
-    """The relations between symbolic sizes the trace relied on, over the sources' expressions."""
+def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str], static_too: bool = False) -> list[str]:
+    """What a trace assumed about the symbolic sizes of inputs `fakes` (at source expressions
+    `exprs`), as Python expressions over those sources.
+
+    Every size, stride and storage offset is checked against its expression as the trace left
+    it: a symbol the trace specialized is a number now (`x.size()[0] == 4` after `if
+    x.shape[0] == 4`, which the ShapeEnv's own produce_guards does not say), two sizes it found
+    equal are one symbol (`y.size()[0] == x.size()[1]`); each symbol is read where it first
+    occurs.  Then the ShapeEnv's relations and ranges (`2 <= x.size()[1]`).  Static sizes are
+    left to the tensor guards unless `static_too`."""
     if shape_env is None or not fakes:
         return []
-    return list(shape_env.produce_guards(fakes, [ShapeSource(expr) for expr in exprs]))
+    names: dict[sympy.Symbol, sympy.Symbol] = {}
+    checks: list[str] = []
+    printer = PythonPrinter()
+    for fake, expr in zip(fakes, exprs):
+        places = [(f"{expr}.size()[{d}]", s) for d, s in enumerate(fake.shape)]
+        places += [(f"{expr}.stride()[{d}]", s) for d, s in enumerate(fake.stride())]
+        places.append((f"{expr}.storage_offset()", fake.storage_offset()))
+        for text, value in places:
+            if not isinstance(value, torch.SymInt):
+                if static_too:
+                    checks.append(f"{text} == {value}")
+                continue
+            simplified = shape_env.simplify(value.node.expr)
+            if isinstance(simplified, sympy.Symbol) and simplified not in names:
+                names[simplified] = sympy.Symbol(text, integer=True)
+                continue
+            checks.append(f"{text} == {printer.doprint(simplified.xreplace(names))}")
+    checks += list(shape_env.produce_guards(fakes, [ShapeSource(expr) for expr in exprs]))
+    return list(dict.fromkeys(checks))

@@ -190,3 +190,17 @@ def test_shapes_built_from_dynamic_sizes():
             torch.testing.assert_close(got, expected)
     assert captures() == 1
     assert counters["stats"].get("frames_run_eagerly", 0) == 0
+
+
+def test_a_size_the_program_specialized_is_guarded():
+    # `if x.shape[0] == 4` makes the ShapeEnv replace the symbol by 4; its produce_guards does
+    # not say so, and without ember's own check a size of 5 reused the graph of 4.
+    @ember.compile(dynamic=True, backend="eager")
+    def f(x):
+        if x.shape[0] == 4:
+            return x + 1
+        return x - 1
+
+    for n in [4, 5, 4, 6]:
+        x = torch.zeros(n, 3)
+        torch.testing.assert_close(f(x), x + 1 if n == 4 else x - 1)
