@@ -45,6 +45,7 @@ from .autograd import aot_function, aot_module  # noqa: E402
 from .backends import list_backends  # noqa: E402
 from .capture.errors import BackendCompilerFailed, CaptureError  # noqa: E402
 from .capture.runtime import counters  # noqa: E402
+from .capture.shapes import DynamicShapeError  # noqa: E402
 
 __all__ = [
     "compile",
@@ -63,4 +64,5 @@ __all__ = [
     "OptimizedModule",
     "CaptureError",
     "BackendCompilerFailed",
+    "DynamicShapeError",
 ]

@@ -28,7 +28,7 @@ from .codegen import EMITTERS, Branch, GlueCodegen, collect_tensors, emit_side_e
 from .errors import BackendCompilerFailed, CaptureError, RestartCapture, SkipFrame, Unsupported
 from .graph import OutputGraph
 from .resume import make_resume_code, original_code
-from .shapes import ShapePlan, ShapeState, StaticShapesNeeded, shape_guards
+from .shapes import DynamicShapeError, ShapePlan, ShapeState, StaticShapesNeeded, shape_guards
 from .source_text import comment, compile_as_user_code
 from .sources import CLOSURE, GLOBALS
 from .translator import argument_names, make_root
@@ -117,7 +117,7 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
             log_fallbacks.debug("running %s eagerly: %s", code.co_name, skip_reason)
             context.record_skip(code, skip_reason)
             return None
-        except (CaptureError, BackendCompilerFailed):
+        except (CaptureError, BackendCompilerFailed, DynamicShapeError):
             raise
         except SkipFrame as skip:
             if context.fullgraph:
@@ -235,6 +235,8 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
     # Logged before anything is compiled, so that a glue or guard that fails to compile is seen.
     if log_bytecode.isEnabledFor(logging.DEBUG):
         log_bytecode.debug("glue for %s:\n%s", root.code.co_name, source)
+    if graph.specialization_watch is not None:
+        graph.specialization_watch.check()
     if graph.symbolic_inputs:
         fakes, exprs = zip(*graph.symbolic_inputs)
         for expr in shape_guards(graph.fake_mode.shape_env, list(fakes), list(exprs)):

@@ -27,7 +27,7 @@ from ..autograd.eager_layout import EagerLayoutMode
 from .errors import Unsupported
 from .guards import GuardSet
 from .side_effects import SideEffects
-from .shapes import ShapePlan, StaticShapesNeeded, symbolic_fake
+from .shapes import ShapePlan, SpecializationWatch, StaticShapesNeeded, marked_dims, symbolic_fake
 from .sources import ModuleDictSource, Source
 from .variables.base import ConstantVariable, VariableTracker, constant, is_constant_value
 
@@ -95,6 +95,7 @@ class OutputGraph:
         self.node_count = 0
         self.shape_plan: ShapePlan | None = None  # dynamic shapes (capture/shapes.py)
         self.symbolic_inputs: list[tuple[torch.Tensor, str]] = []  # (fake, source expr)
+        self.specialization_watch: SpecializationWatch | None = None  # sizes the user marked dynamic
 
     # -- inputs --------------------------------------------------------------------------------
     def tensor_input(self, value: torch.Tensor, source: Source) -> VariableTracker:
@@ -131,6 +132,11 @@ class OutputGraph:
         node.meta["source"] = source.expr()
         if dims:
             self.symbolic_inputs.append((fake, source.expr()))
+            marked = marked_dims(value, "_ember_dynamic_dims") | marked_dims(value, "_dynamo_dynamic_indices")
+            if marked:
+                if self.specialization_watch is None:
+                    self.specialization_watch = SpecializationWatch(self.fake_mode.shape_env)
+                self.specialization_watch.mark(fake, source.expr(), marked)
         variable = TensorVariable(node, fake, source=source, class_type=type(value))
         variable.real_tensor = value
         self.side_effects.real_objects.watch(value, source.expr())

@@ -16,6 +16,7 @@ why).  The backend still compiles each graph per concrete input shape (AotCompil
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import sympy
 import torch
@@ -136,3 +137,45 @@ def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str], stat
             checks.append(f"{text} == {printer.doprint(simplified.xreplace(names))}")
     checks += list(shape_env.produce_guards(fakes, [ShapeSource(expr) for expr in exprs]))
     return list(dict.fromkeys(checks))
+
+
+class SpecializationWatch:
+    """Sizes the user marked dynamic (`mark_dynamic`) that the program makes constants: the
+    translator calls `after(tx)` after each instruction, and a new ShapeEnv replacement of a
+    marked symbol by a number is remembered with that instruction's line; `check()` raises."""
+
+    def __init__(self, shape_env: ShapeEnv) -> None:
+        self.shape_env = shape_env
+        self.marked: dict[sympy.Symbol, str] = {}  # symbol -> "x.size(0)"
+        self.seen = len(shape_env.replacements)
+        self.where: dict[sympy.Symbol, str] = {}  # symbol -> "file:line: code"
+
+    def mark(self, fake: torch.Tensor, expr: str, dims: set[int]) -> None:
+        for dim in dims:
+            if dim < fake.dim() and isinstance(fake.shape[dim], torch.SymInt):
+                symbol = fake.shape[dim].node.expr
+                if isinstance(symbol, sympy.Symbol):
+                    self.marked[symbol] = f"{expr}.size({dim})"
+
+    def after(self, where: Callable[[], str]) -> None:
+        count = len(self.shape_env.replacements)
+        if count == self.seen:
+            return
+        self.seen = count
+        for symbol in self.marked:
+            if symbol not in self.where and self.shape_env.simplify(symbol).is_number:
+                self.where[symbol] = where()
+
+    def check(self) -> None:
+        for symbol, size in self.marked.items():
+            value = self.shape_env.simplify(symbol)
+            if value.is_number:
+                at = self.where.get(symbol, "a line ember could not place")
+                raise DynamicShapeError(
+                    f"{size} was marked dynamic (ember.mark_dynamic), but the program makes it the constant "
+                    f"{value} at {at}. Remove the mark_dynamic for that dimension, or change the code so that "
+                    f"it does not depend on that size being {value}.")
+
+
+class DynamicShapeError(RuntimeError):
+    """A size marked dynamic that the program specializes (torch.compile's ConstraintViolationError)."""

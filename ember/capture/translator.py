@@ -145,6 +145,11 @@ class Translator:
     def location(self) -> str:
         return f"{self.code.co_filename}:{self.lineno()}"
 
+    def _line_text(self) -> str:
+        """`file:line (`code`)` of the instruction being run (for messages)."""
+        lineno = self.lineno() or self.code.co_firstlineno
+        return f"{self.code.co_filename}:{lineno} (`{linecache.getline(self.code.co_filename, lineno).strip()}`)"
+
     # -- the loop ------------------------------------------------------------------------------------
     def run(self) -> None:
         from .opcodes import HANDLERS
@@ -178,6 +183,8 @@ class Translator:
                         tx = tx.parent
                     error.where = " <- ".join(chain) or None
                 raise
+            if self.graph.specialization_watch is not None:
+                self.graph.specialization_watch.after(self._line_text)
 
     def before_instruction(self, inst: dis.Instruction) -> bool:
         return False

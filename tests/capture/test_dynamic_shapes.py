@@ -204,3 +204,19 @@ def test_a_size_the_program_specialized_is_guarded():
     for n in [4, 5, 4, 6]:
         x = torch.zeros(n, 3)
         torch.testing.assert_close(f(x), x + 1 if n == 4 else x - 1)
+
+
+def test_mark_dynamic_on_a_size_the_program_specializes_names_the_line():
+    def f(x):
+        y = x * 2
+        if x.shape[0] == 4:
+            return y + 1
+        return y - 1
+
+    x = torch.zeros(4, 3)
+    ember.mark_dynamic(x, 0)
+    with pytest.raises(ember.DynamicShapeError, match=r"x\.size\(0\) was marked dynamic.*constant 4 at .*"
+                       r"test_dynamic_shapes\.py:\d+ \(`if x\.shape\[0\] == 4:`\)"):
+        ember.compile(f, backend="eager")(x)
+    # unmarked, the same program compiles (static first)
+    torch.testing.assert_close(ember.compile(f, backend="eager")(torch.zeros(4, 3)), torch.ones(4, 3))
