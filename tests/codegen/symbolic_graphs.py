@@ -18,6 +18,12 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 
+def _decompositions():
+    from ember.decomp import core_decompositions
+
+    return core_decompositions()
+
+
 class _Recorder(TorchDispatchMode):
     def __init__(self, tracer: "Tracer") -> None:
         super().__init__()
@@ -25,6 +31,14 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func.namespace == "prim":  # prim.device and the like: metadata, not graph ops
+            return func(*args, **kwargs)
+        decomposition = _decompositions().get(func)
+        if decomposition is not None:  # as ember's AOT tracer does: its ATen calls are recorded
+            with self:
+                result = decomposition(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
         result = func(*args, **kwargs)
         self.tracer.record(func, args, kwargs, result)
         return result
@@ -124,17 +138,28 @@ class Tracer:
         return torch.fx.GraphModule(torch.nn.Module(), self.graph)
 
 
-class _Source:
-    """A minimal source for ShapeEnv.create_symbol (a name for its messages)."""
+import dataclasses
 
-    def __init__(self, name: str) -> None:
-        self._name = name
+from torch._guards import Source
 
+
+@dataclasses.dataclass(frozen=True)
+class _Source(Source):
+    """A named source for ShapeEnv.create_symbol (an int argument of the graph)."""
+
+    label: str
+
+    @property
     def name(self) -> str:
-        return self._name
+        return self.label
 
-    def is_ephemeral(self) -> bool:
-        return False
+    def guard_source(self):
+        from torch._guards import GuardSource
+
+        return GuardSource.LOCAL
+
+    def reconstruct(self, codegen):
+        raise NotImplementedError
 
 
 def trace(fn, inputs, dynamic=True):
