@@ -305,7 +305,7 @@ class WrapperCodegen:
 
     def _check_input(self, buffer: InputBuffer) -> None:
         layout = buffer.layout
-        if all(e.is_number for e in (*layout.size, *layout.stride)):
+        if buffer.name not in self.graph.traced_symbolic:
             return
         name = buffer.name
         dims = [d for d, size in enumerate(layout.size) if size != 1]

@@ -52,6 +52,7 @@ class GraphLowering(torch.fx.Interpreter):
         # every placeholder in order: an InputBuffer, or (name, expr) for a size passed as an int
         self.placeholders: list = []
         self.symbolic = False  # some size is a symbol (set by placeholder/call_function)
+        self.traced_symbolic: set[str] = set()  # inputs whose fakes had SymInt sizes (checked at each call)
         self.constants: dict[str, torch.Tensor] = {}
         self.extern_calls: list[ExternCall] = []
         self.outputs: list[Any] = []
@@ -105,8 +106,11 @@ class GraphLowering(torch.fx.Interpreter):
         if not isinstance(value, torch.Tensor):
             raise NotImplementedError(f"graph input {target} is a {type(value).__name__}, not a tensor")
         buffer = InputBuffer(self.new_name("arg"), _layout_of(value))
-        if any(not e.is_number for e in (*buffer.layout.size, *buffer.layout.stride, buffer.layout.offset)):
+        if any(isinstance(e, torch.SymInt) for e in (*value.shape, *value.stride(), value.storage_offset())):
+            # traced with symbolic sizes (even if the ShapeEnv has since fixed them to numbers):
+            # the wrapper checks each call's sizes against the compiled ones
             self.symbolic = True
+            self.traced_symbolic.add(buffer.name)
         self.inputs.append(buffer)
         self.placeholders.append(buffer)
         return buffer

@@ -125,7 +125,9 @@ def provably_nonnegative(expr) -> bool:
     expr = sympy.expand(sympy.sympify(expr))
     if expr.is_number:
         return bool(expr >= 0)
-    if any(isinstance(a, (sympy.floor, sympy.Mod, sympy.Max, sympy.Min)) for a in sympy.preorder_traversal(expr)):
+    expr = _without_floors(expr)
+    if expr is None or any(isinstance(a, (sympy.floor, sympy.Mod, sympy.Max, sympy.Min))
+                           for a in sympy.preorder_traversal(expr)):
         return False
     symbols = expr.free_symbols
     if not all(is_size_symbol(s) for s in symbols):
@@ -136,6 +138,22 @@ def provably_nonnegative(expr) -> bool:
             return False
     smallest = expr.subs({s: lower_bound(s) for s in symbols})
     return bool(smallest >= 0)
+
+
+def _without_floors(expr):
+    """`expr` with each floor(a/b) (b a positive integer, a >= 0) replaced by the bound that makes
+    `expr` smallest: (a - b + 1)/b where its coefficient is positive, a/b where negative; None if
+    some floor does not fit."""
+    for atom in sorted(expr.atoms(sympy.floor), key=sympy.default_sort_key):
+        numerator, denominator = sympy.fraction(sympy.together(atom.args[0]))
+        coefficient = expr.coeff(atom)
+        if not (denominator.is_Integer and denominator > 0 and coefficient.is_number and coefficient != 0) \
+                or any(isinstance(a, (sympy.floor, sympy.Mod)) for a in sympy.preorder_traversal(numerator)) \
+                or not provably_nonnegative(numerator):
+            return None
+        bound = (numerator - denominator + 1) / denominator if coefficient > 0 else numerator / denominator
+        expr = sympy.expand(expr.subs(atom, bound))
+    return expr
 
 
 def provably_less(a, b) -> bool:

@@ -269,3 +269,51 @@ def test_unsupported_symbolic_pattern_raises_shapes_not_supported():
     with pytest.raises(ShapesNotSupported):
         from ember.lowering.symbolic import to_sympy
         to_sympy(sympy.Symbol("s0", positive=True, integer=True) / 2 + sympy.Rational(1, 3))
+
+
+def test_factories_pads_and_gathers_of_symbolic_sizes():
+    import torch.nn.functional as F
+
+    def fn(x, table, index):
+        n, m = x.shape
+        positions = torch.arange(n) * 2
+        # (F.pad is left out: its fake implementation fixes the sizes to numbers)
+        return (positions, torch.zeros(n, m) + x, torch.ones_like(x) * 3, torch.where(x > 0, x, torch.zeros(m)),
+                F.embedding(index, table) * 2, torch.index_select(x, 0, index[:, 0].clamp(max=1)))
+
+    check(fn, lambda a, b: (torch.randn(a, b), torch.randn(7, b), torch.randint(0, 7, (a, 2))),
+          [(4, 5), (2, 3), (7, 13), (12, 2)], dynamic=[True, {1}, {0}])
+
+
+def test_norms_and_activations_of_symbolic_sizes():
+    import torch.nn.functional as F
+
+    def fn(x, weight, bias):
+        return (F.layer_norm(x, (x.shape[-1],), weight, bias), F.gelu(x), F.silu(x).mean(0),
+                torch.logsumexp(x, 1), x.neg())
+
+    check(fn, lambda a, b: (torch.randn(a, b), torch.randn(b), torch.randn(b)),
+          [(4, 5), (2, 3), (7, 13), (12, 2)], dynamic=[True, True, True], rtol=1e-4, atol=1e-4)
+
+
+def test_memory_reuse_only_for_provably_equal_sizes():
+    def fn(x, y):
+        a = (x + 1).exp().sum(1)   # [s0]
+        b = (y * 2).exp().sum(1)   # [s2]: another size; its buffer must not take a's memory
+        return a.sin(), b.cos(), (x * 3).amax(1) + a
+
+    graph = check(fn, lambda a, b: (torch.randn(a, b), torch.randn(a + 3, b)), [(4, 5), (2, 3), (9, 13)],
+                  dynamic=[True, True], rtol=1e-4, atol=1e-4)
+    assert "reuse" not in graph.wrapper or "s" in graph.wrapper
+
+
+def test_sizes_the_shape_env_specialized_are_checked_at_each_call():
+    def fn(x):
+        return x.split(1, 0)[0] + 1, x.unbind(1)[1] * 2  # as many outputs as rows: s0 == 4, s1 == 5
+
+    graph, _ = compiled(fn, [torch.randn(4, 5)])
+    x = torch.randn(4, 5)
+    for ours, theirs in zip(graph(x), fn(x)):
+        torch.testing.assert_close(ours, theirs)
+    with pytest.raises(RuntimeError, match="compiled for"):
+        graph(torch.randn(2, 3))
