@@ -170,12 +170,41 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
                 rest += term
         return multiples, rest
 
+    def symbolic_factor_out(e, m):
+        """(g, A, B) with e = g*A + B, g a proper divisor of the monomial m (a product of its
+        factors), 0 <= B < g for every allowed size; the first such g (most factors first), or None."""
+        coefficient, monomial = m.as_coeff_Mul()
+        if not coefficient.is_Integer:
+            return None
+        factors = [base for base, power in monomial.as_powers_dict().items() for _ in range(int(power))] \
+            if all(p.is_Integer and p > 0 for p in monomial.as_powers_dict().values()) else []
+        factors += [sympy.Integer(coefficient)] if coefficient != 1 else []
+        if len(factors) < 2 or len(factors) > 6:
+            return None
+        import itertools
+        for count in range(len(factors) - 1, 0, -1):
+            for chosen in itertools.combinations(factors, count):
+                g = sympy.Mul(*chosen)
+                if g == 1:
+                    continue
+                multiples, rest = symbolic_split(e, g)
+                if multiples == 0:
+                    continue
+                high = upper(rest)
+                if high is not None and _less(high, g) and (rest == 0 or _nonnegative(rest)):
+                    return g, sympy.expand(sympy.cancel(multiples / g)), rest
+        return None
+
     def rewrite_symbolic_mod(node):
         base, m = node.args
         _, rest = symbolic_split(base, m)
         high = upper(rest)
         if high is not None and _less(high, m) and _nonnegative(rest):
             return rest
+        found = symbolic_factor_out(rest, m)
+        if found is not None:  # Mod(g*A + B, g*k) = g*Mod(A, k) + B
+            g, scaled, small = found
+            return g * sympy.Mod(scaled, sympy.cancel(m / g)) + small
         return sympy.Mod(rest, m) if rest != base else node
 
     def rewrite_symbolic_floor(node, numerator, denominator):
@@ -184,6 +213,10 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
         high = upper(rest)
         if high is not None and _less(high, denominator) and _nonnegative(rest):
             return whole
+        found = symbolic_factor_out(rest, denominator)
+        if found is not None:  # floor((g*A + B) / (g*k)) = floor(A / k)
+            g, scaled, _small = found
+            return whole + sympy.floor(scaled / sympy.cancel(denominator / g))
         if multiples != 0:  # floor(q + r/m) = q + floor(r/m) for an integer q
             return whole + sympy.floor(rest / denominator)
         return node
@@ -199,6 +232,11 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
 
 def _has_size_symbols(expr) -> bool:
     return any(is_size_symbol(s) for s in expr.free_symbols)
+
+
+def _is_size_expr(expr) -> bool:
+    """A symbolic expression of size symbols only."""
+    return not expr.is_number and all(is_size_symbol(s) for s in expr.free_symbols)
 
 
 def _positive_size(expr) -> bool:
@@ -267,7 +305,10 @@ def simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
         for term in terms:
             coefficient, mod = term.as_coeff_Mul()
             if not isinstance(mod, sympy.Mod):
-                continue
+                mods = [f for f in sympy.Mul.make_args(mod) if isinstance(f, sympy.Mod)]
+                if len(mods) != 1 or not _is_size_expr(sympy.cancel(mod / mods[0])):
+                    continue
+                coefficient, mod = coefficient * sympy.cancel(mod / mods[0]), mods[0]  # a size times a Mod
             base, divisor = mod.args
             partner = sympy.expand(merge_nested_floors(coefficient * divisor * sympy.floor(base / divisor)))
             if partner in terms:

@@ -129,10 +129,15 @@ def provably_nonnegative(expr) -> bool:
     if expr is None or any(isinstance(a, (sympy.floor, sympy.Mod, sympy.Max, sympy.Min))
                            for a in sympy.preorder_traversal(expr)):
         return False
+    if expr.is_number:
+        return bool(expr >= 0)
     symbols = expr.free_symbols
     if not all(is_size_symbol(s) for s in symbols):
         return False
-    poly = sympy.Poly(expr, *symbols)
+    try:
+        poly = sympy.Poly(expr, *symbols)
+    except sympy.PolynomialError:
+        return False
     for monomial, coefficient in poly.terms():
         if any(monomial) and coefficient < 0:
             return False
