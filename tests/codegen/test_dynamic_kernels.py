@@ -249,7 +249,48 @@ def test_int_argument_placeholder():
         torch.testing.assert_close(graph(x, value)[0], x * value + shape[0])
 
 
-def test_unsupported_symbolic_pattern_raises_shapes_not_supported():
+def test_a_float_of_sizes_raises_shapes_not_supported():
+    """x * (n / 2): a SymFloat is no size; compile_graph raises (the AOT layer compiles per shape)."""
+    import operator
+
+    from symbolic_graphs import Tracer
+
+    tracer = Tracer()
+    x = tracer.input(torch.randn(4, 5))
+    graph = tracer.graph
+    placeholder = graph.find_nodes(op="placeholder")[0]
+    size = tracer.size_node(x.shape[0])
+    half = graph.call_function(operator.truediv, (size, 2))
+    half.meta["val"] = x.shape[0] / 2
+    product = graph.call_function(aten.mul.Tensor, (placeholder, half))
+    with tracer.mode:
+        product.meta["val"] = x * half.meta["val"]
+    graph.output((product,))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    with pytest.raises(ShapesNotSupported, match="SymFloat"):
+        compile_graph(gm, [torch.randn(4, 5)])
+    with pytest.raises(ShapesNotSupported):
+        ember_compiler(gm, [torch.randn(4, 5)])  # not swallowed
+
+
+def test_data_dependent_sizes_run_as_is():
+    def fn(x):
+        return (torch.nonzero(x > 0).float().sum(0),)
+
+    from symbolic_graphs import Tracer, _Recorder
+
+    tracer = Tracer()
+    x = tracer.input(torch.randn(4, 5))
+    with tracer.mode, _Recorder(tracer):
+        out = fn(x)
+    gm = tracer.finish(out)
+    call = ember_compiler(gm, [torch.randn(4, 5)])
+    assert not hasattr(call, "kernels")  # the graph as is
+    y = torch.randn(6, 3)
+    torch.testing.assert_close(call(y)[0], fn(y)[0])
+
+
+def test_unbacked_and_fractional_sizes_raise_shapes_not_supported():
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
     import sympy
 
