@@ -358,3 +358,25 @@ def test_sizes_the_shape_env_specialized_are_checked_at_each_call():
         torch.testing.assert_close(ours, theirs)
     with pytest.raises(RuntimeError, match="compiled for"):
         graph(torch.randn(2, 3))
+
+
+def test_scatters_of_symbolic_sizes():
+    def fn(x, index, values):
+        return (torch.index_put(x, (index,), values, accumulate=True),
+                torch.scatter_add(x, 0, index[:, None].expand(-1, x.shape[1]), values), x.index_add(0, index, values))
+
+    def make(a, b):
+        return torch.randn(a + 2, b), torch.randint(0, a + 2, (a,)), torch.randn(a, b)
+
+    check(fn, make, [(4, 5), (2, 3), (7, 13), (12, 2)], dynamic=[True, True, True], rtol=1e-4, atol=1e-4)
+
+
+def test_max_pool_with_symbolic_sizes_runs_as_an_aten_call():
+    import torch.nn.functional as F
+
+    def fn(x):
+        return (F.max_pool2d(x, 2) + 1,)
+
+    graph = check(fn, lambda a, b: (torch.randn(2, 3, 2 * a, 2 * b),), [(2, 3), (4, 5), (3, 3)],
+                  dynamic=[{2, 3}])
+    assert any("max_pool2d" in name for name in graph.fallbacks)
