@@ -295,6 +295,7 @@ class WrapperCodegen:
                 raise ShapesNotSupported(f"size symbol {symbol.name} clashes with a name in the wrapper")
             self.lines.append(f"{symbol.name} = {definitions[symbol]}")
         self.namespace["InputShapeMismatch"] = InputShapeMismatch
+        self._check_guards(definitions)
         for item in graph.placeholders:
             if isinstance(item, InputBuffer):
                 self._check_input(item)
@@ -302,6 +303,29 @@ class WrapperCodegen:
                 self.lines.append(f"if {item[0]} != {python_size(item[1])}: raise InputShapeMismatch("
                                   f"'ember: {item[0]} is %d, expected {item[1]} = %d' % ({item[0]}, "
                                   f"{python_size(item[1])}))")
+
+    def _check_guards(self, definitions: dict) -> None:
+        """The sizes the kernels were compiled for: each symbol at least its ShapeEnv lower bound
+        (>= 2: kernels may rely on it), and the ShapeEnv's guards over these symbols (s0 - 2 > 0
+        from a reduction, Eq(Mod(s0*s1, 2), 0) from a view), checked in one condition per call.
+        Guards over other symbols or with functions ember does not print are left to the caller."""
+        from ..lowering.symbolic import lower_bound, to_sympy
+
+        conditions, texts = [], []
+        for symbol in sorted(definitions, key=lambda s: s.name):
+            conditions.append(f"{symbol.name} >= {lower_bound(symbol)}")
+        shape_env = self.graph.shape_env
+        for guard in getattr(shape_env, "guards", ()) if shape_env is not None else ():
+            try:
+                text = _relation(to_sympy_relation(guard.expr, shape_env), set(definitions))
+            except (ShapesNotSupported, TypeError, ValueError, AttributeError):
+                continue
+            if text is not None and text not in conditions:
+                conditions.append(text)
+                texts.append(str(guard.expr))
+        if conditions:
+            message = f"ember: sizes outside those compiled for ({' and '.join(conditions)})"
+            self.lines.append(f"if not ({' and '.join(conditions)}): raise InputShapeMismatch({message!r})")
 
     def _check_input(self, buffer: InputBuffer) -> None:
         layout = buffer.layout
@@ -313,6 +337,38 @@ class WrapperCodegen:
         actual = f"tuple({name}.shape), ({''.join(f'{name}.stride({d}), ' for d in dims)})"
         self.lines.append(f"if ({actual}) != ({expected}): raise InputShapeMismatch("
                           f"'ember: input {name} has sizes, strides %s, compiled for %s' % (({actual}), ({expected})))")
+
+
+_RELATIONS = {"Equality": "==", "Unequality": "!=", "StrictLessThan": "<", "LessThan": "<=",
+              "StrictGreaterThan": ">", "GreaterThan": ">="}
+
+
+def to_sympy_relation(expr, shape_env):
+    """A guard (a relation of ShapeEnv sizes, or and/or/not of them) over ember's size symbols."""
+    from ..lowering.symbolic import to_sympy
+
+    name = type(expr).__name__
+    if name in _RELATIONS:
+        return (name, to_sympy(expr.lhs, shape_env), to_sympy(expr.rhs, shape_env))
+    if name in ("And", "Or", "Not"):
+        return (name, *[to_sympy_relation(arg, shape_env) for arg in expr.args])
+    raise ShapesNotSupported(f"guard {expr}")
+
+
+def _relation(tree, defined: set) -> str | None:
+    """Python source for a converted guard, or None if it reads a symbol the wrapper does not define."""
+    name = tree[0]
+    if name in _RELATIONS:
+        _, lhs, rhs = tree
+        if (size_symbols(lhs) | size_symbols(rhs)) - defined:
+            return None
+        return f"({python_size(lhs)} {_RELATIONS[name]} {python_size(rhs)})"
+    parts = [_relation(part, defined) for part in tree[1:]]
+    if any(part is None for part in parts):
+        return None
+    if name == "Not":
+        return f"(not {parts[0]})"
+    return "(" + f" {name.lower()} ".join(parts) + ")"
 
 
 def _number(value):

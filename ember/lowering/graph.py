@@ -53,6 +53,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.placeholders: list = []
         self.symbolic = False  # some size is a symbol (set by placeholder/call_function)
         self.traced_symbolic: set[str] = set()  # inputs whose fakes had SymInt sizes (checked at each call)
+        self.shape_env = None  # the ShapeEnv of the inputs' symbols (its guards are checked at each call)
         self.constants: dict[str, torch.Tensor] = {}
         self.extern_calls: list[ExternCall] = []
         self.outputs: list[Any] = []
@@ -99,6 +100,8 @@ class GraphLowering(torch.fx.Interpreter):
     def placeholder(self, target, args, kwargs):
         value = self.current_node.meta.get("val")
         if isinstance(value, torch.SymInt):
+            if self.shape_env is None:
+                self.shape_env = value.node.shape_env
             expr = expr_of(value)
             self.symbolic = True
             self.placeholders.append((self.new_name("size"), expr))
@@ -106,7 +109,10 @@ class GraphLowering(torch.fx.Interpreter):
         if not isinstance(value, torch.Tensor):
             raise NotImplementedError(f"graph input {target} is a {type(value).__name__}, not a tensor")
         buffer = InputBuffer(self.new_name("arg"), _layout_of(value))
-        if any(isinstance(e, torch.SymInt) for e in (*value.shape, *value.stride(), value.storage_offset())):
+        sizes = [e for e in (*value.shape, *value.stride(), value.storage_offset()) if isinstance(e, torch.SymInt)]
+        if sizes and self.shape_env is None:
+            self.shape_env = sizes[0].node.shape_env
+        if sizes:
             # traced with symbolic sizes (even if the ShapeEnv has since fixed them to numbers):
             # the wrapper checks each call's sizes against the compiled ones
             self.symbolic = True

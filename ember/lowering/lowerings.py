@@ -666,13 +666,24 @@ def _check_indexable(size) -> None:
     a dimension with no row 0 is left to ATen (which raises for any index)."""
     if size == 0:
         raise FallbackNeeded("indexing into an empty dimension")
+    if _may_be_zero(size):
+        raise ShapesNotSupported(f"indexing into a dimension of size {size}, which may be 0")
 
 
 def _check_empty_result(out, indices) -> None:
     """A result with no elements runs no kernel, so no bounds check: where eager checks every
     index anyway (embedding of 0-wide rows, index_select) ATen runs it (fuzz index 3370)."""
+    if _may_be_zero(product(_size(out))) and _numel(indices.get_size()) != 0:
+        raise ShapesNotSupported(f"a result of {product(_size(out))} elements, which may be none (eager still "
+                                 "checks every index)")
     if product(_size(out)) == 0 and _numel(indices.get_size()) != 0:
         raise FallbackNeeded("a result with no elements (eager still checks every index)")
+
+
+def _may_be_zero(size) -> bool:
+    """A symbolic size that is 0 for some allowed sizes (s0 - 2), as far as ember can tell."""
+    size = sympy.sympify(size)
+    return not size.is_number and not provably_nonnegative(size - 1)
 
 
 def _numel(size):
@@ -767,6 +778,8 @@ def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: tor
         # eager raises ("Expected reduction dim to be specified for input.numel() == 0"); the
         # ATen call raises it on every run (fuzz default 26701: `c.min()` of an empty tensor)
         raise FallbackNeeded(f"{reduction_type} over an empty dim has no value")
+    if reduction_type in _NO_IDENTITY + ("welford_mean", "welford_m2") and any(_may_be_zero(r) for r in reduction_ranges):
+        raise ShapesNotSupported(f"{reduction_type} over {reduction_ranges} elements, which may be none")
     out_size = _size(out)
     loader = x.make_loader()
     compute = dtype or (out.dtype if reduction_type not in ("argmax", "argmin") else x.dtype)

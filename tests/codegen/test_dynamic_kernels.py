@@ -150,7 +150,10 @@ def test_slices_with_static_and_symbolic_bounds():
         n = x.shape[0]
         return x[1:], x[:, 1:] * 2, x[:-1] + x[1:], x[n // 2:], x[:, ::2] + 1, x[1] * 2, x[-1] + 1
 
-    check(fn, lambda a, b: (torch.randn(a, b),), [s for s in SHAPES_2D if s[0] >= 2 and s[1] >= 2])
+    # the trace guarded that sliced sizes are not 1 (s0 - 1 != 1, ...): sizes of 3 and more
+    graph = check(fn, lambda a, b: (torch.randn(a, b),), [s for s in SHAPES_2D if min(s) >= 3])
+    with pytest.raises(RuntimeError, match="outside those compiled for"):
+        graph(torch.randn(2, 5))
 
 
 def test_expand_and_3d_views():
@@ -380,3 +383,22 @@ def test_max_pool_with_symbolic_sizes_runs_as_an_aten_call():
     graph = check(fn, lambda a, b: (torch.randn(2, 3, 2 * a, 2 * b),), [(2, 3), (4, 5), (3, 3)],
                   dynamic=[{2, 3}])
     assert any("max_pool2d" in name for name in graph.fallbacks)
+
+
+def test_sizes_that_may_be_zero_keep_eager_errors():
+    """x[2:] has s0 - 2 rows: none when s0 == 2.  max over it, and indexing into it, are ATen calls
+    (eager's error on an empty input), not kernels that would return -inf or read row 0."""
+    def fn(x, index):
+        rest = x[2:]
+        return rest.amax(0), rest.sum(0), torch.gather(rest, 0, index)
+
+    graph, _ = compiled(fn, [torch.randn(5, 4), torch.zeros(1, 4, dtype=torch.int64)], dynamic=[True, False])
+    # (the ShapeEnv guarded s0 - 2 > 0 while tracing the reduction: the wrapper checks it at each call)
+    x, index = torch.randn(6, 3 + 1), torch.zeros(1, 4, dtype=torch.int64)
+    for ours, theirs in zip(graph(x, index), fn(x, index)):
+        torch.testing.assert_close(ours, theirs)
+    empty = torch.randn(2, 4)
+    with pytest.raises((RuntimeError, IndexError)):
+        fn(empty, index)
+    with pytest.raises((RuntimeError, IndexError)):
+        graph(empty, index)
