@@ -23,6 +23,7 @@ import torch
 from .. import logs
 from ..lowering.graph import GraphLowering
 from ..lowering.printer import ir_text, schedule_text
+from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
 from ..scheduling.scheduler import Kernel, Scheduler
 from . import cpp_build
 from .cpp import CppKernel
@@ -95,6 +96,7 @@ class KernelSource:
     inputs: list[str]  # buffers read, in argument order
     outputs: list[str]  # buffers written, after the inputs
     index_checks: list[str]  # sites of bounds-checked indexing (then one more argument: the flag)
+    size_args: list[str] = dataclasses.field(default_factory=list)  # size symbols, int64_t, after the buffers
 
 
 def _kernel_sources(graph: GraphLowering, scheduler: Scheduler) -> dict[str, KernelSource]:
@@ -103,7 +105,9 @@ def _kernel_sources(graph: GraphLowering, scheduler: Scheduler) -> dict[str, Ker
     for step in scheduler.steps:
         if isinstance(step, Kernel):
             kernel = CppKernel(step, dtypes)
-            sources[step.name] = KernelSource(kernel.source(), kernel.inputs, kernel.outputs, kernel.index_checks)
+            source = kernel.source()
+            sources[step.name] = KernelSource(source, kernel.inputs, kernel.outputs, kernel.index_checks,
+                                              kernel.size_arguments())
     return sources
 
 
@@ -115,7 +119,8 @@ def _build(sources: dict[str, KernelSource]) -> dict[str, Callable]:
         kernel = sources[name]
         function = getattr(cpp_build.load(library), name)
         function.restype = None
-        function.argtypes = [ctypes.c_void_p] * (len(kernel.inputs) + len(kernel.outputs) + bool(kernel.index_checks))
+        function.argtypes = [ctypes.c_void_p] * (len(kernel.inputs) + len(kernel.outputs)) + \
+            [ctypes.c_int64] * len(kernel.size_args) + [ctypes.c_void_p] * bool(kernel.index_checks)
         functions[name] = function
     return functions
 
@@ -140,9 +145,11 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         log_fallbacks.debug("graph with %s tensors: ember's kernels read strided memory only; running it as "
                             "ATen calls", ", ".join(sorted(layouts)))
         return gm.forward
-    if _has_symbolic_shapes(gm):
+    if _has_unbacked_symbols(gm):
         log_fallbacks.debug("graph with data-dependent sizes: running it as is")
         return gm.forward
+    # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
+    # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
     return compile_graph(gm, example_inputs)
 
 
@@ -155,14 +162,15 @@ def _non_strided_layouts(gm: torch.fx.GraphModule) -> set[str]:
             if isinstance(value, torch.Tensor) and value.layout != torch.strided}
 
 
-def _has_symbolic_shapes(gm: torch.fx.GraphModule) -> bool:
+def _has_unbacked_symbols(gm: torch.fx.GraphModule) -> bool:
+    """Does some value's size depend on data (nonzero, item: unbacked symbols u0, u1, ...)?"""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
     from torch.utils import _pytree as pytree
 
     for node in gm.graph.nodes:
         for value in pytree.tree_leaves(node.meta.get("val")):
-            if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-                return True
-            if isinstance(value, torch.Tensor) and any(
-                    isinstance(d, torch.SymInt) for d in (*value.shape, *value.stride(), value.storage_offset())):
+            if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool, torch.Tensor)) and \
+                    free_unbacked_symbols(value):
                 return True
     return False
+

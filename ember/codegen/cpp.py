@@ -23,6 +23,7 @@ import torch
 
 from .. import config as ember_config
 from ..lowering.indexing import c_index
+from ..lowering.symbolic import provably_nonnegative, size_symbols
 from ..lowering.printer import provenance
 from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
@@ -270,7 +271,7 @@ class CppOps:
         kernel = self.kernel
         name = kernel.new_temp("idx")
         bit = kernel.index_check_bit(site) if ember_config.bounds_checks else 0
-        size_text = c_index(size)
+        size_text = kernel.c(size)
         lines = kernel.block.lines
         lines.append(f"int64_t {name} = static_cast<int64_t>({value});")
         if wrap_negative:
@@ -319,6 +320,7 @@ class CppKernel:
         # Set when a value is converted to an integer type: see source().
         self.converts_to_integer = False
         self.index_checks: list[str] = []  # sites of bounds-checked indexing; bit k is site k
+        self.size_args: set[str] = set()  # size symbols the kernel uses: int64_t arguments
 
     def index_check_bit(self, site: str) -> int:
         """The bit of `ember_oob` that reports an out-of-range index at `site`."""
@@ -327,7 +329,22 @@ class CppKernel:
         return 1 << min(self.index_checks.index(site), 62)
 
     def index(self, expr) -> str:
-        return c_index(expr, self.bounds)
+        return self.c(expr, self.bounds)
+
+    def c(self, expr, bounds: dict | None = None) -> str:
+        """An index or size expression in C; the size symbols it uses become kernel arguments."""
+        expr = sympy.sympify(expr)
+        if not expr.is_number:
+            self.size_args.update(s.name for s in size_symbols(expr))
+        return c_index(expr, bounds)
+
+    def threading(self, work) -> str:
+        """The OpenMP clause that keeps a small kernel on one thread (decided at run time for
+        symbolic sizes)."""
+        work = sympy.sympify(work)
+        if work.is_number:
+            return "" if int(work) >= PARALLEL_THRESHOLD else " if(0)"
+        return f" if({self.c(work)} >= {PARALLEL_THRESHOLD})"
 
     def source(self) -> str:
         """The whole translation unit: preamble and this kernel."""
@@ -336,6 +353,10 @@ class CppKernel:
         # of -0.0 and -0.5 (eager gives +0.0); kernels that convert to integers trap as usual.
         header = '#pragma GCC optimize ("trapping-math")\n' if self.converts_to_integer else ""
         return header + PREAMBLE + "\n" + body + "\n"
+
+    def size_arguments(self) -> list[str]:
+        """The kernel's size arguments in order (after the buffers, before the bounds-check flag)."""
+        return sorted(self.size_args, key=_natural)
 
     # -- blocks and temporaries --------------------------------------------------------------------
     def new_temp(self, prefix: str = "tmp") -> str:
@@ -376,12 +397,12 @@ class CppKernel:
             return self._finish(self._scatter(self.kernel.nodes[0]))
         outer = list(self.kernel.outer)
         if self._column_reductions_apply():
-            self.threaded = "" if self._work() >= PARALLEL_THRESHOLD else " if(0)"
+            self.threaded = self.threading(self._work())
             return self._finish(self._column_reductions())
         has_reduction = any(isinstance(node.data, Reduction) for node in self.kernel.nodes)
         # Pointwise kernels keep their last dimension as an inner loop so it vectorizes.
         self.vector_dim = outer[-1] if outer and not has_reduction else None
-        self.threaded = "" if self._work() >= PARALLEL_THRESHOLD else " if(0)"
+        self.threaded = self.threading(self._work())
         loop_outer = outer if has_reduction or not outer else outer[:-1]
         self.loop_outer = loop_outer
         outer_vars = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(loop_outer))]
@@ -397,7 +418,7 @@ class CppKernel:
             collapse = f" collapse({len(loop_outer)})" if len(loop_outer) > 1 else ""
             lines.append(f"#pragma omp parallel for{collapse}{threaded}")
             for var, size in zip(outer_vars, loop_outer):
-                lines.append(f"for (int64_t {var} = 0; {var} < {c_index(size)}; {var}++)")
+                lines.append(f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)")
             lines.append("{")
             lines.extend("    " + line for line in body.lines)
             lines.append("}")
@@ -409,6 +430,9 @@ class CppKernel:
         parameters = [f"const {ctype(self.buffer_dtypes[name])}* __restrict__ in_ptr{k}"
                       for k, name in enumerate(self.inputs)]
         parameters += [f"{ctype(self.buffer_dtypes[name])}* __restrict__ out_ptr{k}" for k, name in enumerate(self.outputs)]
+        if self.size_args:
+            # Symbolic sizes, by name (natural order: s2 before s10), after the buffers.
+            parameters += [f"const int64_t {name}" for name in self.size_arguments()]
         if self.index_checks:
             # Every loop ORs its threads' and lanes' findings into ember_oob; the caller reads it.
             parameters.append("int64_t* __restrict__ oob_ptr")
@@ -495,11 +519,11 @@ class CppKernel:
         inner = ["#pragma omp simd", "for (int64_t xl = 0; xl < xn; xl++)", "{",
                  *("    " + line for line in body.lines), "}"]
         for d in reversed(loop_dims):
-            inner = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {c_index(reduction_ranges[d])}; {rvars[d]}++)",
+            inner = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {self.c(reduction_ranges[d])}; {rvars[d]}++)",
                      "{", *("    " + line for line in inner), "}"]
         lines = [f"#pragma omp parallel for{self.threaded}",
-                 f"for (int64_t xb = 0; xb < {c_index(size)}; xb += {lanes})", "{",
-                 f"    int64_t xn = std::min<int64_t>({lanes}, {c_index(size)} - xb);"]
+                 f"for (int64_t xb = 0; xb < {self.c(size)}; xb += {lanes})", "{",
+                 f"    int64_t xn = std::min<int64_t>({lanes}, {self.c(size)} - xb);"]
         for node, name, acc_type, init in accumulators:
             lines.append(f"    {acc_type} {name}[{lanes}];")
             lines.append(f"    for (int64_t xl = 0; xl < {lanes}; xl++) {name}[xl] = {init};")
@@ -516,12 +540,12 @@ class CppKernel:
     # -- scatter: a base pass over the output, then the updates in order ----------------------------
     def _scatter(self, node: ComputedBuffer) -> list[str]:
         data: Scatter = node.data
-        out_numel = 1
+        out_numel = sympy.Integer(1)
         for size in data.out_ranges:
-            out_numel *= int(size)
+            out_numel = out_numel * size
         self.block = Block()
         root = self.block
-        self.threaded = "" if out_numel >= PARALLEL_THRESHOLD else " if(0)"
+        self.threaded = self.threading(out_numel)
 
         def base(index):
             value = data.base(self.ops, index)
@@ -559,21 +583,27 @@ class CppKernel:
             elif simd and innermost:
                 pragma = "#pragma omp simd"
             lines = ([pragma] if pragma else []) + \
-                [f"for (int64_t {var} = 0; {var} < {c_index(size)}; {var}++)", *lines]
+                [f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)", *lines]
         self.block.lines.extend(lines)
 
-    def _work(self) -> int:
-        """Elements the kernel touches (its largest loop nest)."""
+    def _work(self):
+        """Elements the kernel touches (its largest loop nest; with symbolic sizes, the first
+        one's that is not known smaller)."""
         largest = 0
         for node in self.kernel.nodes:
             data = node.data
-            total = 1
+            total = sympy.Integer(1)
             for size in data.ranges:
-                total *= int(size)
+                total = total * size
             if isinstance(data, Reduction):
                 for size in data.spec.reduction_ranges:
-                    total *= int(size)
-            largest = max(largest, total)
+                    total = total * size
+            if total.is_number and sympy.sympify(largest).is_number:
+                largest = max(largest, int(total))
+            elif sympy.sympify(largest).is_number:
+                largest = total  # symbolic beats a number (sizes are unbounded)
+            elif not total.is_number and provably_nonnegative(total - largest) and total != largest:
+                largest = total
         return largest
 
     def _node_index(self, node: ComputedBuffer, outer_vars, inner_vars) -> list:
@@ -603,7 +633,7 @@ class CppKernel:
                 pragma = ("#pragma omp parallel for simd" if innermost else "#pragma omp parallel for") + self.threaded
             else:
                 pragma = "#pragma omp simd" if innermost else None
-            headers.append((pragma, f"for (int64_t {var} = 0; {var} < {c_index(size)}; {var}++)"))
+            headers.append((pragma, f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)"))
             self.push_block()
         for node in group.nodes:
             index = self._node_index(node, outer_vars, inner_vars)
@@ -646,8 +676,14 @@ class CppKernel:
         rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(ranges))]
         index = self._node_index(node, outer_vars, [])
         inner_dim = loop_dims[-1] if loop_dims else None
-        inner_size = int(ranges[inner_dim]) if inner_dim is not None else 1
-        blocks, tail_start = inner_size // lanes, (inner_size // lanes) * lanes
+        inner_size = ranges[inner_dim] if inner_dim is not None else 1
+        symbolic = not sympy.sympify(inner_size).is_number
+        if symbolic:  # blocks of 16 and a tail, sized at run time
+            blocks = sympy.floor(inner_size / lanes)
+            tail_start = blocks * lanes
+        else:
+            inner_size = int(inner_size)
+            blocks, tail_start = inner_size // lanes, (inner_size // lanes) * lanes
         outer_dims = loop_dims[:-1]
         self.bounds.update({rvars[d]: ranges[d] - 1 for d in outer_dims})
 
@@ -663,7 +699,7 @@ class CppKernel:
             return inner.lines
 
         nest: list[str] = []
-        if blocks:
+        if symbolic or blocks:
             block_var = sympy.Symbol(f"{name}_b", integer=True, nonnegative=True)
             lane_var = sympy.Symbol(f"{name}_l", integer=True, nonnegative=True)
             self.bounds.update({block_var: blocks - 1, lane_var: lanes - 1})
@@ -671,21 +707,21 @@ class CppKernel:
                 f"{acc} delta = static_cast<{acc}>({v}) - {name}_mean[{lane_var}];",
                 f"{name}_mean[{lane_var}] += delta * {name}_inv;",
                 f"{name}_m2[{lane_var}] += delta * (static_cast<{acc}>({v}) - {name}_mean[{lane_var}]);"])
-            nest += [f"for (int64_t {block_var} = 0; {block_var} < {blocks}; {block_var}++)", "{",
+            nest += [f"for (int64_t {block_var} = 0; {block_var} < {self.c(blocks) if symbolic else blocks}; {block_var}++)", "{",
                      f"    {name}_n += 1; {acc} {name}_inv = 1 / {name}_n;", "    #pragma omp simd",
                      f"    for (int64_t {lane_var} = 0; {lane_var} < {lanes}; {lane_var}++)", "    {",
                      *("        " + line for line in lane_body), "    }", "}"]
-        if tail_start < inner_size or inner_dim is None:
+        if symbolic or tail_start < inner_size or inner_dim is None:
             tail_var = sympy.Symbol(f"{name}_t", integer=True, nonnegative=True)
             self.bounds[tail_var] = inner_size - 1
             tail_body = body(tail_var, lambda v: [
                 f"{name}_tn += 1; {acc} delta = static_cast<{acc}>({v}) - {name}_tmean;",
                 f"{name}_tmean += delta / {name}_tn;",
                 f"{name}_tm2 += delta * (static_cast<{acc}>({v}) - {name}_tmean);"])
-            nest += [f"for (int64_t {tail_var} = {tail_start}; {tail_var} < {inner_size}; {tail_var}++)", "{",
+            nest += [f"for (int64_t {tail_var} = {self.c(tail_start) if symbolic else tail_start}; {tail_var} < {self.c(inner_size) if symbolic else inner_size}; {tail_var}++)", "{",
                      *("    " + line for line in tail_body), "}"]
         for d in reversed(outer_dims):
-            nest = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {c_index(ranges[d])}; {rvars[d]}++)", "{",
+            nest = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {self.c(ranges[d])}; {rvars[d]}++)", "{",
                     *("    " + line for line in nest), "}"]
         lines.extend(nest)
         lines.append(f"{acc} {name}_rmean = 0, {name}_rm2 = 0, {name}_rn = 0;")
@@ -722,7 +758,7 @@ class CppKernel:
         rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(ranges))]
         rindex = [rvars[d] if d in loop_dims else sympy.Integer(0) for d in range(len(ranges))]
         self.bounds.update({rvars[d]: ranges[d] - 1 for d in loop_dims})
-        flat_position = c_index(sum((rvars[d] * stride for d, stride in
+        flat_position = self.c(sum((rvars[d] * stride for d, stride in
                                      zip(range(len(ranges)), _contiguous(ranges)) if d in loop_dims),
                                     sympy.Integer(0)))
         parallel_inside = not self.loop_outer
@@ -749,7 +785,7 @@ class CppKernel:
         for depth, d in enumerate(reversed(loop_dims)):
             outermost = depth == len(loop_dims) - 1
             innermost = depth == 0
-            header = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {c_index(ranges[d])}; {rvars[d]}++)", "{",
+            header = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {self.c(ranges[d])}; {rvars[d]}++)", "{",
                       *("    " + line for line in lines), "}"]
             pragma = None
             if clause and outermost and parallel_inside:
@@ -767,6 +803,12 @@ class CppKernel:
         self.block.lines.append(f"out_ptr{position}[{store_index}] = {result};")
         self.block.stored[(node.name, store_index)] = result if not result.startswith("static_cast") else \
             self.emit_value(result)
+
+
+def _natural(name: str):
+    import re
+
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def _reduction_init(kind: str, dtype: torch.dtype, acc_type: str) -> str:

@@ -16,13 +16,17 @@ whose schema says they return fresh tensors.
 from __future__ import annotations
 
 import ctypes
+import keyword
 from typing import Any
 
+import sympy
 import torch
 from torch.utils import _pytree as pytree
 
 from ..lowering.graph import GraphLowering, ReinterpretView
-from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, Layout
+from ..lowering.indexing import python_size
+from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer, Layout
+from ..lowering.symbolic import ShapesNotSupported, size_symbols
 from ..lowering.printer import provenance, user_line
 from ..scheduling.scheduler import Kernel
 
@@ -35,6 +39,18 @@ def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple) -> torch.Ten
     result = torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device)
     result.copy_(tensor)
     return result
+
+
+class InputShapeMismatch(RuntimeError):
+    """A compiled graph with symbolic sizes got inputs whose sizes or strides break the relations
+    it was compiled for (two sizes that were one symbol differ, a stride that is not the traced
+    one); guards upstream should have sent these inputs elsewhere."""
+
+
+def _sizes(values) -> str:
+    """A tuple of size expressions as Python source."""
+    items = [python_size(v) for v in values]
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
 class IndexOutOfBounds(IndexError, RuntimeError):
@@ -86,15 +102,18 @@ class WrapperCodegen:
     def expr(self, value: Any) -> str:
         if isinstance(value, ReinterpretView):
             layout = value.layout
-            size = tuple(int(s) for s in layout.size)
-            stride = tuple(int(s) for s in layout.stride)
+            size, stride = _sizes(layout.size), _sizes(layout.stride)
             name = value.buffer.name
             if isinstance(value.buffer, ComputedBuffer):   # ember's memory: at its storage's start
-                return f"torch.as_strided({name}, {size}, {stride}, {int(layout.offset)})"
+                return f"torch.as_strided({name}, {size}, {stride}, {python_size(layout.offset)})"
             # A view of an input (or of an extern result that may view one): where that sits in
             # its storage is known at the call only.
-            shift = int(layout.offset) - self._planned_offsets().get(name, 0)
-            return f"torch.as_strided({name}, {size}, {stride}, {name}.storage_offset(){shift:+d})"
+            shift = sympy.expand(layout.offset - self._planned_offsets().get(name, 0))
+            if shift.is_number:
+                return f"torch.as_strided({name}, {size}, {stride}, {name}.storage_offset(){int(shift):+d})"
+            return f"torch.as_strided({name}, {size}, {stride}, {name}.storage_offset() + ({python_size(shift)}))"
+        if isinstance(value, sympy.Basic):  # a size (a SymInt argument): its value at this call
+            return python_size(value)
         if isinstance(value, Buffer):
             return value.name
         if isinstance(value, (list, tuple)):
@@ -114,22 +133,22 @@ class WrapperCodegen:
         extern results), by buffer name; kernels index relative to them."""
         if self._offsets is None:
             buffers = [*self.graph.inputs, *self.graph.buffers]
-            self._offsets = {buffer.name: int(buffer.layout.offset) for buffer in buffers
+            self._offsets = {buffer.name: _number(buffer.layout.offset) for buffer in buffers
                              if isinstance(getattr(buffer, "layout", None), Layout)}
         return self._offsets
 
     def allocate(self, buffer: ComputedBuffer) -> None:
         layout = buffer.layout
-        size = tuple(int(s) for s in layout.size)
-        stride = tuple(int(s) for s in layout.stride)
-        self.lines.append(f"{buffer.name} = empty_strided({size}, {stride}, dtype={layout.dtype}, "
-                          f"device='{layout.device}')")
+        self.lines.append(f"{buffer.name} = empty_strided({_sizes(layout.size)}, {_sizes(layout.stride)}, "
+                          f"dtype={layout.dtype}, device='{layout.device}')")
 
     def generate(self, kernel_functions: dict[str, Any]) -> str:
         graph = self.graph
-        params = [buffer.name for buffer in graph.inputs]
+        params = [item.name if isinstance(item, InputBuffer) else item[0] for item in graph.placeholders]
         for name, tensor in graph.constants.items():
             self.namespace[name] = tensor
+        if graph.symbolic:
+            self._define_sizes()
         reuse = self._plan_reuse()
         reused_sources = set(reuse.values())
         own = {buffer.name for step in self.steps if isinstance(step, Kernel) for buffer in step.nodes}
@@ -146,8 +165,9 @@ class WrapperCodegen:
                 # Buffers ember allocated start at their storage's beginning: data_ptr() is the base.
                 planned = self._planned_offsets()
                 arguments = [f"{name}.data_ptr()" if name in own else
-                             f"ptr({name}, {planned[name]})" if planned.get(name) else f"ptr({name})"
+                             f"ptr({name}, {python_size(planned[name])})" if planned.get(name, 0) != 0 else f"ptr({name})"
                              for name in [*kernel.inputs, *kernel.outputs]]
+                arguments += kernel.size_args  # the size symbols' values, computed at the call's start
                 self.lines.extend(f"# {node.name}: {provenance(node)}" for node in step.nodes)
                 if kernel.index_checks:
                     flag = self._index_flag()
@@ -184,7 +204,7 @@ class WrapperCodegen:
                 call = step.call
                 fresh = _returns_fresh(call.target)
                 for output in call.outputs:
-                    if output is not None and fresh and int(output.layout.offset) == 0:
+                    if output is not None and fresh and output.layout.offset == 0:
                         buffers[output.name] = output
                 if not fresh:
                     aliased |= _buffer_names((call.args, call.kwargs))
@@ -228,17 +248,140 @@ class WrapperCodegen:
 
     def _check_layout(self, buffer) -> None:
         layout = buffer.layout
-        size = tuple(int(s) for s in layout.size)
-        stride = tuple(int(s) for s in layout.stride)
-        if int(layout.offset) != 0:
+        if layout.offset != 0:
             return  # a view into another buffer: its offset and strides come with it
-        self.lines.append(f"{buffer.name} = ensure_layout({buffer.name}, {size}, {stride})")
+        self.lines.append(f"{buffer.name} = ensure_layout({buffer.name}, {_sizes(layout.size)}, "
+                          f"{_sizes(layout.stride)})")
+
+    # -- symbolic sizes ---------------------------------------------------------------------------
+    def _define_sizes(self) -> None:
+        """First lines of `call`: each size symbol's value, read from the first input dimension
+        (or stride, or int argument) that is exactly that symbol; then a check that every input's
+        sizes and strides are the ones the kernels were compiled for, for these values."""
+        graph = self.graph
+        needed = set()
+        for item in graph.placeholders:
+            exprs = [item[1]] if not isinstance(item, InputBuffer) else \
+                [*item.layout.size, *item.layout.stride, item.layout.offset]
+            for expr in exprs:
+                needed |= size_symbols(expr)
+        for buffer in graph.buffers:
+            layout = getattr(buffer, "layout", None)
+            if isinstance(layout, Layout):
+                for expr in (*layout.size, *layout.stride, layout.offset):
+                    needed |= size_symbols(expr)
+        for source in self.kernels.values():
+            needed |= {sympy.Symbol(name, integer=True, positive=True) for name in source.size_args}
+        for call in graph.extern_calls:
+            for leaf in pytree.tree_leaves((call.args, call.kwargs)):
+                if isinstance(leaf, sympy.Basic):
+                    needed |= size_symbols(leaf)
+        taken = set(self.namespace) | {buffer.name for buffer in graph.buffers} | \
+            {item.name if isinstance(item, InputBuffer) else item[0] for item in graph.placeholders}
+        definitions: dict = {}
+        for item in graph.placeholders:
+            if isinstance(item, InputBuffer):
+                sources = [(expr, f"{item.name}.size({d})") for d, expr in enumerate(item.layout.size)] + \
+                    [(expr, f"{item.name}.stride({d})") for d, expr in enumerate(item.layout.stride)]
+            else:
+                sources = [(item[1], item[0])]
+            for expr, text in sources:
+                if isinstance(expr, sympy.Symbol) and expr in needed and expr not in definitions:
+                    definitions[expr] = text
+        for symbol in sorted(needed, key=lambda s: s.name):
+            if symbol not in definitions:
+                raise ShapesNotSupported(f"size {symbol} is no input's size, stride or int argument by itself")
+            if not symbol.name.isidentifier() or keyword.iskeyword(symbol.name) or symbol.name in taken:
+                raise ShapesNotSupported(f"size symbol {symbol.name} clashes with a name in the wrapper")
+            self.lines.append(f"{symbol.name} = {definitions[symbol]}")
+        self.namespace["InputShapeMismatch"] = InputShapeMismatch
+        self._check_guards(definitions)
+        for item in graph.placeholders:
+            if isinstance(item, InputBuffer):
+                self._check_input(item)
+            elif item[1] not in definitions or definitions[item[1]] != item[0]:
+                self.lines.append(f"if {item[0]} != {python_size(item[1])}: raise InputShapeMismatch("
+                                  f"'ember: {item[0]} is %d, expected {item[1]} = %d' % ({item[0]}, "
+                                  f"{python_size(item[1])}))")
+
+    def _check_guards(self, definitions: dict) -> None:
+        """The sizes the kernels were compiled for: each symbol at least its ShapeEnv lower bound
+        (>= 2: kernels may rely on it), and the ShapeEnv's guards over these symbols (s0 - 2 > 0
+        from a reduction, Eq(Mod(s0*s1, 2), 0) from a view), checked in one condition per call.
+        Guards over other symbols or with functions ember does not print are left to the caller."""
+        from ..lowering.symbolic import lower_bound, to_sympy
+
+        conditions, texts = [], []
+        for symbol in sorted(definitions, key=lambda s: s.name):
+            conditions.append(f"{symbol.name} >= {lower_bound(symbol)}")
+        shape_env = self.graph.shape_env
+        for guard in getattr(shape_env, "guards", ()) if shape_env is not None else ():
+            try:
+                text = _relation(to_sympy_relation(guard.expr, shape_env), set(definitions))
+            except (ShapesNotSupported, TypeError, ValueError, AttributeError):
+                continue
+            if text is not None and text not in conditions:
+                conditions.append(text)
+                texts.append(str(guard.expr))
+        if conditions:
+            message = f"ember: sizes outside those compiled for ({' and '.join(conditions)})"
+            self.lines.append(f"if not ({' and '.join(conditions)}): raise InputShapeMismatch({message!r})")
+
+    def _check_input(self, buffer: InputBuffer) -> None:
+        layout = buffer.layout
+        if buffer.name not in self.graph.traced_symbolic:
+            return
+        name = buffer.name
+        dims = [d for d, size in enumerate(layout.size) if size != 1]
+        expected = f"{_sizes(layout.size)}, {_sizes([layout.stride[d] for d in dims])}"
+        actual = f"tuple({name}.shape), ({''.join(f'{name}.stride({d}), ' for d in dims)})"
+        self.lines.append(f"if ({actual}) != ({expected}): raise InputShapeMismatch("
+                          f"'ember: input {name} has sizes, strides %s, compiled for %s' % (({actual}), ({expected})))")
+
+
+_RELATIONS = {"Equality": "==", "Unequality": "!=", "StrictLessThan": "<", "LessThan": "<=",
+              "StrictGreaterThan": ">", "GreaterThan": ">="}
+
+
+def to_sympy_relation(expr, shape_env):
+    """A guard (a relation of ShapeEnv sizes, or and/or/not of them) over ember's size symbols."""
+    from ..lowering.symbolic import to_sympy
+
+    name = type(expr).__name__
+    if name in _RELATIONS:
+        return (name, to_sympy(expr.lhs, shape_env), to_sympy(expr.rhs, shape_env))
+    if name in ("And", "Or", "Not"):
+        return (name, *[to_sympy_relation(arg, shape_env) for arg in expr.args])
+    raise ShapesNotSupported(f"guard {expr}")
+
+
+def _relation(tree, defined: set) -> str | None:
+    """Python source for a converted guard, or None if it reads a symbol the wrapper does not define."""
+    name = tree[0]
+    if name in _RELATIONS:
+        _, lhs, rhs = tree
+        if (size_symbols(lhs) | size_symbols(rhs)) - defined:
+            return None
+        return f"({python_size(lhs)} {_RELATIONS[name]} {python_size(rhs)})"
+    parts = [_relation(part, defined) for part in tree[1:]]
+    if any(part is None for part in parts):
+        return None
+    if name == "Not":
+        return f"(not {parts[0]})"
+    return "(" + f" {name.lower()} ".join(parts) + ")"
+
+
+def _number(value):
+    """An int where the expression is a number (static layouts print as before), else the expression."""
+    return int(value) if sympy.sympify(value).is_number else value
 
 
 def _key(buffer) -> tuple:
+    """Buffers with equal keys have the same sizes, strides and dtype for every allowed size
+    (symbolic sizes: the same expressions)."""
     layout = buffer.layout
-    return (tuple(int(s) for s in layout.size), tuple(int(s) for s in layout.stride), layout.dtype,
-            str(layout.device))
+    return (tuple(_number(sympy.expand(s)) for s in layout.size), tuple(_number(sympy.expand(s)) for s in layout.stride),
+            layout.dtype, str(layout.device))
 
 
 def _returns_fresh(target: Any) -> bool:

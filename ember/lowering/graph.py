@@ -23,6 +23,7 @@ from ..graph_patterns import compared_with_its_extremum, subtracted_from_its_ext
 from . import ir
 from .ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, IRNode, Layout, Pointwise, \
     Reduction, View
+from .symbolic import ShapesNotSupported, expr_of, hint
 
 log_fallbacks = logs.get("fallbacks")
 SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -30,8 +31,16 @@ SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16,
 
 
 def _layout_of(value: torch.Tensor) -> Layout:
-    return Layout(value.device, value.dtype, [sympy.Integer(s) for s in value.shape],
-                  [sympy.Integer(s) for s in value.stride()], sympy.Integer(value.storage_offset()))
+    """The fake's layout; symbolic sizes/strides (SymInts) become sympy expressions."""
+    return Layout(value.device, value.dtype, [expr_of(s) for s in value.shape],
+                  [expr_of(s) for s in value.stride()], expr_of(value.storage_offset()))
+
+
+# Ops on sizes (SymInts): a node whose value is a SymInt lowers to its sympy expression.
+_SIZE_OPS = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_stride.int, torch.ops.aten.sym_numel.default,
+             torch.ops.aten.sym_storage_offset.default, operator.add, operator.sub, operator.mul,
+             operator.floordiv, operator.mod, operator.neg, operator.pos, torch.sym_max, torch.sym_min,
+             torch.sym_int}
 
 
 class GraphLowering(torch.fx.Interpreter):
@@ -40,6 +49,11 @@ class GraphLowering(torch.fx.Interpreter):
         self.gm = gm
         self.buffers: list[Buffer] = []  # realized buffers in creation order
         self.inputs: list[InputBuffer] = []
+        # every placeholder in order: an InputBuffer, or (name, expr) for a size passed as an int
+        self.placeholders: list = []
+        self.symbolic = False  # some size is a symbol (set by placeholder/call_function)
+        self.traced_symbolic: set[str] = set()  # inputs whose fakes had SymInt sizes (checked at each call)
+        self.shape_env = None  # the ShapeEnv of the inputs' symbols (its guards are checked at each call)
         self.constants: dict[str, torch.Tensor] = {}
         self.extern_calls: list[ExternCall] = []
         self.outputs: list[Any] = []
@@ -85,10 +99,26 @@ class GraphLowering(torch.fx.Interpreter):
 
     def placeholder(self, target, args, kwargs):
         value = self.current_node.meta.get("val")
+        if isinstance(value, torch.SymInt):
+            if self.shape_env is None:
+                self.shape_env = value.node.shape_env
+            expr = expr_of(value)
+            self.symbolic = True
+            self.placeholders.append((self.new_name("size"), expr))
+            return expr
         if not isinstance(value, torch.Tensor):
             raise NotImplementedError(f"graph input {target} is a {type(value).__name__}, not a tensor")
         buffer = InputBuffer(self.new_name("arg"), _layout_of(value))
+        sizes = [e for e in (*value.shape, *value.stride(), value.storage_offset()) if isinstance(e, torch.SymInt)]
+        if sizes and self.shape_env is None:
+            self.shape_env = sizes[0].node.shape_env
+        if sizes:
+            # traced with symbolic sizes (even if the ShapeEnv has since fixed them to numbers):
+            # the wrapper checks each call's sizes against the compiled ones
+            self.symbolic = True
+            self.traced_symbolic.add(buffer.name)
         self.inputs.append(buffer)
+        self.placeholders.append(buffer)
         return buffer
 
     def get_attr(self, target, args, kwargs):
@@ -101,8 +131,15 @@ class GraphLowering(torch.fx.Interpreter):
         from .lowerings import LOWERINGS, FallbackNeeded
 
         node = self.current_node
-        lowering = LOWERINGS.get(target)
         value = node.meta.get("val")
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)) or \
+                (target in _SIZE_OPS and isinstance(value, int)):
+            # arithmetic on sizes: its value is an expression over the size symbols
+            if not isinstance(value, (torch.SymInt, int)):
+                raise ShapesNotSupported(f"{target} makes a {type(value).__name__} ({value})")
+            self.symbolic = True
+            return expr_of(value)
+        lowering = LOWERINGS.get(target)
         if lowering is not None and _eager_rejects(node):
             # Fake tensors do not check dtypes; the ATen call raises eager's error where eager would,
             # so it is kept (and run) even where nothing reads its result.
@@ -118,6 +155,10 @@ class GraphLowering(torch.fx.Interpreter):
             except FallbackNeeded as reason:
                 del self.buffers[buffers_before:]
                 return self.fallback(target, args, kwargs, str(reason))
+            except ShapesNotSupported as reason:
+                # not expressible for every allowed size: an ATen call gets the sizes at run time
+                del self.buffers[buffers_before:]
+                return self.fallback(target, args, kwargs, f"symbolic sizes: {reason}")
             except Exception as error:  # a lowering bug must never cost correctness
                 if ember_config.raise_lowering_errors:
                     raise
@@ -323,16 +364,39 @@ def _same_strides(a: Layout, b: Layout) -> bool:
 
 def _dense_layout(value) -> Layout | None:
     """The fake value's layout if it is dense (a permutation of a contiguous layout), else None."""
-    if not isinstance(value, torch.Tensor) or any(s == 0 for s in value.stride()):
+    if not isinstance(value, torch.Tensor):
         return None
+    layout = _layout_of(value)
+    if any(s == 0 for s in layout.stride):
+        return None
+    if any(not e.is_number for e in (*layout.size, *layout.stride)):
+        return _symbolic_dense_layout(layout)
     expected = 1
-    for size, stride in sorted(zip(value.shape, value.stride()), key=lambda pair: pair[1]):
+    for size, stride in sorted(zip(layout.size, layout.stride), key=lambda pair: pair[1]):
         if size == 1:
             continue
         if stride != expected:
             return None
         expected *= size
-    return _layout_of(value) if value.storage_offset() == 0 else None
+    return layout if layout.offset == 0 else None
+
+
+def _symbolic_dense_layout(layout: Layout) -> Layout | None:
+    """Dense for every allowed size: some order of the dims makes the strides contiguous ones
+    (structurally, after expansion); the order is found by walking up from stride 1."""
+    if layout.offset != 0:
+        return None
+    remaining = [(size, stride) for size, stride in zip(layout.size, layout.stride) if size != 1]
+    expected = sympy.Integer(1)
+    while remaining:
+        for position, (size, stride) in enumerate(remaining):
+            if sympy.expand(stride - expected) == 0:
+                expected = sympy.expand(expected * size)
+                del remaining[position]
+                break
+        else:
+            return None
+    return layout
 
 
 def _dtypes_supported(value, args) -> bool:
@@ -368,8 +432,8 @@ def _eager_rejects(node: torch.fx.Node) -> bool:
             fake = value.meta.get("val")
             if isinstance(fake, torch.Tensor):
                 return torch.ones([1] * fake.dim(), dtype=fake.dtype, device=fake.device)
-            return fake
-        return value
+            return hint(fake)
+        return hint(value)
 
     try:
         args = pytree.tree_map(tiny, node.args)

@@ -11,6 +11,7 @@ from typing import Sequence
 import sympy
 
 from .ir import Expr, contiguous_strides
+from .symbolic import ShapesNotSupported, is_size_symbol, provably_less, provably_nonnegative
 
 
 def broadcast_index(index: Sequence[Expr], out_size: Sequence[Expr], in_size: Sequence[Expr]) -> list[Expr]:
@@ -92,6 +93,12 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
             if rest == 1:
                 total += coefficient
                 continue
+            if rest not in bounds and _has_size_symbols(rest):
+                high = _symbolic_term_upper(coefficient, rest, bounds)
+                if high is None:
+                    return None
+                total += high
+                continue
             if coefficient < 0 or rest not in bounds:
                 return None
             total += coefficient * bounds[rest]
@@ -114,17 +121,17 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
                 break
             multiples, rest = split(e, g)
             high = upper(rest)
-            if high is not None and high < g and (rest == 0 or _nonnegative(rest)):
+            if high is not None and _less(high, g) and (rest == 0 or _nonnegative(rest)):
                 return g, sympy.expand(multiples / g), rest
         return None
 
     def rewrite_mod(node):
         base, m = node.args
         if not m.is_Integer:
-            return node
+            return rewrite_symbolic_mod(node) if _positive_size(m) else node
         _, rest = split(base, m)
         high = upper(rest)
-        if high is not None and high < m and _nonnegative(rest):
+        if high is not None and _less(high, m) and _nonnegative(rest):
             return rest
         found = factor_out(rest, m)
         if found is not None:
@@ -135,11 +142,13 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
     def rewrite_floor(node):
         inner = node.args[0]
         numerator, denominator = sympy.fraction(sympy.together(inner))
+        if not denominator.is_Integer and _positive_size(denominator):
+            return rewrite_symbolic_floor(node, numerator, denominator)
         if not denominator.is_Integer or denominator == 1:
             return node
         multiples, rest = split(numerator, denominator)
         high = upper(rest)
-        if high is not None and high < denominator and _nonnegative(rest):
+        if high is not None and _less(high, denominator) and _nonnegative(rest):
             return sympy.expand(multiples / denominator)
         found = factor_out(rest, denominator)
         if found is not None:
@@ -147,6 +156,69 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
             reduced = denominator // g
             quotient = scaled if reduced == 1 else sympy.floor(scaled / reduced)
             return sympy.expand(multiples / denominator) + quotient
+        return node
+
+    def symbolic_split(e, m):
+        """e = multiples + rest, each term of multiples an integer multiple of the size m."""
+        multiples, rest = sympy.Integer(0), sympy.Integer(0)
+        for term in sympy.Add.make_args(sympy.expand(e)):
+            quotient = sympy.cancel(term / m)
+            numerator, denominator = sympy.fraction(quotient)
+            if denominator == 1 and all(t.as_coeff_Mul()[0].is_Integer for t in sympy.Add.make_args(sympy.expand(quotient))):
+                multiples += term
+            else:
+                rest += term
+        return multiples, rest
+
+    def symbolic_factor_out(e, m):
+        """(g, A, B) with e = g*A + B, g a proper divisor of the monomial m (a product of its
+        factors), 0 <= B < g for every allowed size; the first such g (most factors first), or None."""
+        coefficient, monomial = m.as_coeff_Mul()
+        if not coefficient.is_Integer:
+            return None
+        factors = [base for base, power in monomial.as_powers_dict().items() for _ in range(int(power))] \
+            if all(p.is_Integer and p > 0 for p in monomial.as_powers_dict().values()) else []
+        factors += [sympy.Integer(coefficient)] if coefficient != 1 else []
+        if len(factors) < 2 or len(factors) > 6:
+            return None
+        import itertools
+        for count in range(len(factors) - 1, 0, -1):
+            for chosen in itertools.combinations(factors, count):
+                g = sympy.Mul(*chosen)
+                if g == 1:
+                    continue
+                multiples, rest = symbolic_split(e, g)
+                if multiples == 0:
+                    continue
+                high = upper(rest)
+                if high is not None and _less(high, g) and (rest == 0 or _nonnegative(rest)):
+                    return g, sympy.expand(sympy.cancel(multiples / g)), rest
+        return None
+
+    def rewrite_symbolic_mod(node):
+        base, m = node.args
+        _, rest = symbolic_split(base, m)
+        high = upper(rest)
+        if high is not None and _less(high, m) and _nonnegative(rest):
+            return rest
+        found = symbolic_factor_out(rest, m)
+        if found is not None:  # Mod(g*A + B, g*k) = g*Mod(A, k) + B
+            g, scaled, small = found
+            return g * sympy.Mod(scaled, sympy.cancel(m / g)) + small
+        return sympy.Mod(rest, m) if rest != base else node
+
+    def rewrite_symbolic_floor(node, numerator, denominator):
+        multiples, rest = symbolic_split(numerator, denominator)
+        whole = sympy.expand(sympy.cancel(multiples / denominator))
+        high = upper(rest)
+        if high is not None and _less(high, denominator) and _nonnegative(rest):
+            return whole
+        found = symbolic_factor_out(rest, denominator)
+        if found is not None:  # floor((g*A + B) / (g*k)) = floor(A / k)
+            g, scaled, _small = found
+            return whole + sympy.floor(scaled / sympy.cancel(denominator / g))
+        if multiples != 0:  # floor(q + r/m) = q + floor(r/m) for an integer q
+            return whole + sympy.floor(rest / denominator)
         return node
 
     previous = None
@@ -158,6 +230,44 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
     return expr
 
 
+def _has_size_symbols(expr) -> bool:
+    return any(is_size_symbol(s) for s in expr.free_symbols)
+
+
+def _is_size_expr(expr) -> bool:
+    """A symbolic expression of size symbols only."""
+    return not expr.is_number and all(is_size_symbol(s) for s in expr.free_symbols)
+
+
+def _positive_size(expr) -> bool:
+    """A symbolic expression of sizes that is >= 1 for every allowed size."""
+    return not expr.is_number and all(is_size_symbol(s) for s in expr.free_symbols) and \
+        provably_nonnegative(expr - 1)
+
+
+def _less(a, b) -> bool:
+    """a < b; for symbolic values: for every allowed size."""
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    if a.is_number and b.is_number:
+        return bool(a < b)
+    return provably_less(a, b)
+
+
+def _symbolic_term_upper(coefficient, rest, bounds):
+    """The largest value of coefficient * rest, where rest is a product of sizes and at most one
+    bounded index variable (sizes alone: the term itself, exact); None if unknown."""
+    factors = sympy.Mul.make_args(rest)
+    variables = [f for f in factors if not (f.free_symbols and all(is_size_symbol(s) for s in f.free_symbols))]
+    sizes = sympy.Mul(*[f for f in factors if f not in variables])
+    if not variables:
+        return coefficient * rest
+    if len(variables) != 1 or variables[0] not in bounds or coefficient < 0 or \
+            not all(isinstance(f, sympy.Symbol) or (f.is_Pow and f.exp.is_Integer and f.exp > 0)
+                    for f in sympy.Mul.make_args(sizes)):
+        return None
+    return coefficient * sizes * bounds[variables[0]]
+
+
 def _nonnegative(expr) -> bool:
     return all(term.as_coeff_Mul()[0] >= 0 for term in sympy.Add.make_args(sympy.expand(expr)))
 
@@ -167,10 +277,12 @@ def merge_nested_floors(expr: Expr) -> Expr:
     of views split an index in steps; merged, the steps recombine)."""
     def rewrite(node):
         numerator, denominator = sympy.fraction(sympy.together(node.args[0]))
-        if not (denominator.is_Integer and denominator > 1 and isinstance(numerator, sympy.floor)):
+        if not ((denominator.is_Integer and denominator > 1 or _positive_size(denominator))
+                and isinstance(numerator, sympy.floor)):
             return node
         inner_numerator, inner_denominator = sympy.fraction(sympy.together(numerator.args[0]))
-        if inner_denominator.is_Integer and inner_denominator > 1 and inner_numerator.is_integer:
+        if (inner_denominator.is_Integer and inner_denominator > 1 or _positive_size(inner_denominator)) \
+                and inner_numerator.is_integer:
             return sympy.floor(inner_numerator / (inner_denominator * denominator))
         return node
 
@@ -193,7 +305,10 @@ def simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
         for term in terms:
             coefficient, mod = term.as_coeff_Mul()
             if not isinstance(mod, sympy.Mod):
-                continue
+                mods = [f for f in sympy.Mul.make_args(mod) if isinstance(f, sympy.Mod)]
+                if len(mods) != 1 or not _is_size_expr(sympy.cancel(mod / mods[0])):
+                    continue
+                coefficient, mod = coefficient * sympy.cancel(mod / mods[0]), mods[0]  # a size times a Mod
             base, divisor = mod.args
             partner = sympy.expand(merge_nested_floors(coefficient * divisor * sympy.floor(base / divisor)))
             if partner in terms:
@@ -241,6 +356,63 @@ class CPrinter(sympy.printing.str.StrPrinter):
         if exponent.is_Integer and exponent > 0:
             return "*".join([f"({self._print(base)})"] * int(exponent))
         raise NotImplementedError(f"index expression {expr}")
+
+    def _print_Max(self, expr):
+        return self._nested("std::max<int64_t>", expr.args)
+
+    def _print_Min(self, expr):
+        return self._nested("std::min<int64_t>", expr.args)
+
+    def _nested(self, function, args):
+        text = self._print(args[0])
+        for arg in args[1:]:
+            text = f"{function}({text}, {self._print(arg)})"
+        return text
+
+    def _print_Mul(self, expr):
+        coefficient, _ = expr.as_coeff_Mul()
+        if not coefficient.is_Integer and _has_size_symbols(expr):
+            raise ShapesNotSupported(f"a fraction in the index expression {expr}")
+        return super()._print_Mul(expr)
+
+
+class PythonSizePrinter(sympy.printing.str.StrPrinter):
+    """Size expressions as Python (the wrapper evaluates them from the size symbols' values)."""
+
+    def _print_floor(self, expr):
+        numerator, denominator = sympy.fraction(sympy.together(expr.args[0]))
+        if denominator != 1:
+            return f"(({self._print(numerator)}) // ({self._print(denominator)}))"
+        return self._print(expr.args[0])
+
+    def _print_Mod(self, expr):
+        return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
+
+    def _print_Integer(self, expr):
+        return str(int(expr))
+
+    def _print_Symbol(self, expr):
+        return expr.name
+
+    def _print_Max(self, expr):
+        return f"max({', '.join(self._print(a) for a in expr.args)})"
+
+    def _print_Min(self, expr):
+        return f"min({', '.join(self._print(a) for a in expr.args)})"
+
+    def _print_Rational(self, expr):
+        raise ShapesNotSupported(f"a fraction {expr} in a size expression")
+
+
+_PYTHON_PRINTER = PythonSizePrinter()
+
+
+def python_size(expr) -> str:
+    """A size expression as Python source (an int literal for a number)."""
+    expr = sympy.sympify(expr)
+    if expr.is_number:
+        return str(int(expr))
+    return _PYTHON_PRINTER.doprint(expr)
 
 
 _PRINTER = CPrinter()

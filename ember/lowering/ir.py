@@ -248,14 +248,24 @@ def strided_view_of(value: IRNode) -> tuple[Buffer, Layout] | None:
         index = view.reindex(index)
     from .indexing import simplify_index
 
-    bounds = {var: size - 1 for var, size in zip(variables, value.get_size()) if size.is_number}
+    symbolic = any(not s.is_number for s in size)
+    bounds = {var: size - 1 for var, size in zip(variables, value.get_size()) if size.is_number or symbolic}
     flat = simplify_index(sympy.expand(node.layout.index(index)), bounds)
     stride = [flat.coeff(var) for var in variables]
     offset = flat.subs({var: 0 for var in variables})
     rebuilt = offset + sum((var * s for var, s in zip(variables, stride)), sympy.Integer(0))
-    if sympy.expand(rebuilt - flat) != 0 or any(not s.is_number for s in stride) or not offset.is_number:
+    if sympy.expand(rebuilt - flat) != 0 or not all(_size_only(s) for s in [*stride, offset]):
         return None
     return node, Layout(node.layout.device, node.layout.dtype, size, stride, offset)
+
+
+def _size_only(expr) -> bool:
+    """A number, or an expression of size symbols alone (no index variable)."""
+    from .symbolic import is_size_symbol
+
+    if expr.is_number:
+        return True
+    return all(is_size_symbol(s) for s in expr.free_symbols)
 
 
 def new_name(prefix: str = "buf") -> str:

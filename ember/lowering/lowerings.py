@@ -17,7 +17,8 @@ import sympy
 import torch
 
 from .indexing import broadcast_index, view_reindex
-from .ir import ComputedBuffer, IRNode, Pointwise, Reduction, ReductionSpec, View
+from .ir import ComputedBuffer, IRNode, Pointwise, Reduction, ReductionSpec, View, product
+from .symbolic import ShapesNotSupported, expr_of, is_symbolic, provably_nonnegative, static_int
 
 aten = torch.ops.aten
 LOWERINGS: dict[Any, Callable] = {}
@@ -49,7 +50,14 @@ def _val(node):
 
 
 def _size(value) -> list:
-    return [sympy.Integer(s) for s in value.shape]
+    return [expr_of(s) for s in value.shape]
+
+
+def _int_value(ops, value, dtype=torch.int64):
+    """An integer known at compile time (a constant) or a size expression (computed in the kernel)."""
+    if is_symbolic(value):
+        return ops.index_expr(value, dtype)
+    return ops.constant(int(value), dtype)
 
 
 def _arg_dtype(arg):
@@ -69,6 +77,8 @@ def _promoted(node, positions: Sequence[int]) -> torch.dtype:
             values.append(torch.empty([1] * min(value.dim(), 1), dtype=value.dtype, device="meta"))
         elif isinstance(value, (int, float, bool)):
             values.append(value)
+        elif isinstance(value, (torch.SymInt, sympy.Expr)):
+            values.append(1)  # a size: a Python int
     if len(values) == 2:
         return torch.result_type(*values)
     if len(values) == 1 and isinstance(values[0], torch.Tensor):
@@ -88,6 +98,14 @@ def loader_for(value, out_size: list, dtype: torch.dtype):
             return ops.to_dtype(result, dtype) if source_dtype != dtype else result
 
         return load
+
+    if is_symbolic(value):  # a size (from a SymInt argument): computed from the size arguments
+        def size_value(ops, index):
+            return ops.index_expr(value, dtype)
+
+        return size_value
+    if isinstance(value, sympy.Basic):
+        value = int(value) if value.is_Integer else float(value)
 
     def constant(ops, index):
         return ops.constant(value, dtype)
@@ -389,12 +407,11 @@ def fill(ctx, node, x, fill_value):
 @register(aten.arange.default, aten.arange.start, aten.arange.start_step)
 def arange(ctx, node, *args, **kwargs):
     value = _val(node)
-    numbers = [a for a in args if isinstance(a, (int, float))]
     start, step = (0, 1)
     if node.target is aten.arange.start:
-        start = numbers[0]
+        start = args[0]
     elif node.target is aten.arange.start_step:
-        start, step = numbers[0], numbers[2]
+        start, step = args[0], args[2]
     if not all(isinstance(v, int) for v in (start, step)):
         raise FallbackNeeded("arange with float bounds")
 
@@ -469,28 +486,54 @@ def slice_(ctx, node, x, dim=0, start=None, end=None, step=1):
     size = x.get_size()
     rank = len(size)
     dim = _dim(dim, rank)
-    length = int(size[dim])
     start = 0 if start is None else start
-    start = max(0, min(length, start + length if start < 0 else start))
+    if size[dim].is_number and not is_symbolic(start):
+        length = int(size[dim])
+        start = int(start)
+        start = max(0, min(length, start + length if start < 0 else start))
+    else:
+        start = _symbolic_start(size[dim], expr_of(start))
+    if not isinstance(step, int):
+        raise ShapesNotSupported(f"{node.target} with a symbolic step {step}")
     new_size = _size(_val(node))
 
     def reindex(index):
         old = list(index)
-        old[dim] = sympy.Integer(start) + index[dim] * step
+        old[dim] = sympy.sympify(start) + index[dim] * step
         return old
 
     return View(x, new_size, reindex)
+
+
+def _symbolic_start(length, start):
+    """A slice's first index, clamped to [0, length] as Python does, where a symbolic length or
+    start makes that decidable for every allowed size; else ShapesNotSupported."""
+    if start.is_number and start < 0:
+        start = length + start
+    elif not start.is_number and not provably_nonnegative(start):
+        if provably_nonnegative(-start - 1):  # negative for every size: from the end
+            start = length + start
+        else:
+            raise ShapesNotSupported(f"slice start {start} of a dimension of size {length}: its sign depends on the sizes")
+    if not (provably_nonnegative(start) and provably_nonnegative(length - start)):
+        raise ShapesNotSupported(f"slice start {start} of a dimension of size {length}: may need clamping")
+    return start
 
 
 @register(aten.select.int)
 def select(ctx, node, x, dim, position):
     size = x.get_size()
     dim = _dim(dim, len(size))
-    position = position + int(size[dim]) if position < 0 else position
+    position = expr_of(position)
+    if position.is_number:
+        position = int(position)
+        position = position + size[dim] if position < 0 else position
+    elif not provably_nonnegative(position):
+        raise ShapesNotSupported(f"select of position {position}: its sign depends on the sizes")
 
     def reindex(index):
         old = list(index)
-        old.insert(dim, sympy.Integer(position))
+        old.insert(dim, sympy.sympify(position))
         return old
 
     return View(x, _size(_val(node)), reindex)
@@ -506,11 +549,11 @@ def split(ctx, node, x, sizes, dim=0):
     outputs = _val(node)
     rank = len(x.get_size())
     dim = _dim(dim, rank)
-    results, start = [], 0
+    results, start = [], sympy.Integer(0)
     for out in outputs:
-        length = out.shape[dim]
+        length = expr_of(out.shape[dim])
         results.append(_slice_view(x, dim, start, _size(out)))
-        start += length
+        start = start + length
     return results
 
 
@@ -547,9 +590,9 @@ def as_strided(ctx, node, x, size, stride, storage_offset=None):
         # Kernels index an input from where it sits in its storage at the call (the wrapper's
         # ptr), which can differ from the fake's; this offset is absolute, so ATen applies it.
         raise FallbackNeeded("as_strided with a storage offset into memory ember did not allocate")
-    offset = storage_offset if storage_offset is not None else int(buffer.layout.offset)
-    layout = Layout(buffer.device, buffer.dtype, [sympy.Integer(s) for s in size],
-                    [sympy.Integer(s) for s in stride], sympy.Integer(offset))
+    offset = storage_offset if storage_offset is not None else buffer.layout.offset
+    layout = Layout(buffer.device, buffer.dtype, [expr_of(s) for s in size],
+                    [expr_of(s) for s in stride], expr_of(offset))
     return ReinterpretView(buffer, layout)
 
 
@@ -562,11 +605,11 @@ def cat(ctx, node, tensors, dim=0):
     dim = _dim(dim, len(value.shape))
     out_size = _size(value)
     pieces = []
-    start = 0
+    start = sympy.Integer(0)
     for tensor in tensors:
-        length = int(tensor.get_size()[dim])
+        length = tensor.get_size()[dim]
         pieces.append((start, start + length, tensor.make_loader(), tensor.dtype))
-        start += length
+        start = start + length
 
     # The loads of later pieces read out of bounds for early rows; guard them with masked loads.
     return Pointwise(value.device, value.dtype, out_size, _masked_cat(pieces, dim, value.dtype), ctx.origin())
@@ -579,8 +622,8 @@ def _masked_cat(pieces, dim, dtype):
             shifted = list(index)
             shifted[dim] = index[dim] - begin
             position = ops.index_expr(index[dim], torch.int64)
-            inside = ops.logical_and(ops.ge(position, ops.constant(begin, torch.int64)),
-                                     ops.lt(position, ops.constant(end, torch.int64)))
+            inside = ops.logical_and(ops.ge(position, _int_value(ops, begin)),
+                                     ops.lt(position, _int_value(ops, end)))
 
             def body(ops=ops, loader=loader, shifted=shifted, piece_dtype=piece_dtype):
                 loaded = loader(ops, shifted)
@@ -609,8 +652,8 @@ def constant_pad_nd(ctx, node, x, pad, value=0):
             dim = rank - 1 - k
             shifted[dim] = index[dim] - before
             position = ops.index_expr(index[dim], torch.int64)
-            inside = ops.logical_and(ops.ge(position, ops.constant(before, torch.int64)),
-                                     ops.lt(position, ops.constant(before + int(in_size[dim]), torch.int64)))
+            inside = ops.logical_and(ops.ge(position, _int_value(ops, before)),
+                                     ops.lt(position, _int_value(ops, before + in_size[dim])))
             checks = inside if checks is None else ops.logical_and(checks, inside)
         return ops.masked(checks, lambda: loader(ops, shifted), value, out.dtype)
 
@@ -623,20 +666,28 @@ def _check_indexable(size) -> None:
     a dimension with no row 0 is left to ATen (which raises for any index)."""
     if size == 0:
         raise FallbackNeeded("indexing into an empty dimension")
+    if _may_be_zero(size):
+        raise ShapesNotSupported(f"indexing into a dimension of size {size}, which may be 0")
 
 
 def _check_empty_result(out, indices) -> None:
     """A result with no elements runs no kernel, so no bounds check: where eager checks every
     index anyway (embedding of 0-wide rows, index_select) ATen runs it (fuzz index 3370)."""
-    if out.numel() == 0 and _numel(indices.get_size()) != 0:
+    if _may_be_zero(product(_size(out))) and _numel(indices.get_size()) != 0:
+        raise ShapesNotSupported(f"a result of {product(_size(out))} elements, which may be none (eager still "
+                                 "checks every index)")
+    if product(_size(out)) == 0 and _numel(indices.get_size()) != 0:
         raise FallbackNeeded("a result with no elements (eager still checks every index)")
 
 
-def _numel(size) -> int:
-    total = 1
-    for s in size:
-        total *= int(s)
-    return total
+def _may_be_zero(size) -> bool:
+    """A symbolic size that is 0 for some allowed sizes (s0 - 2), as far as ember can tell."""
+    size = sympy.sympify(size)
+    return not size.is_number and not provably_nonnegative(size - 1)
+
+
+def _numel(size):
+    return product(size)
 
 
 @register(aten.embedding.default)
@@ -727,6 +778,8 @@ def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: tor
         # eager raises ("Expected reduction dim to be specified for input.numel() == 0"); the
         # ATen call raises it on every run (fuzz default 26701: `c.min()` of an empty tensor)
         raise FallbackNeeded(f"{reduction_type} over an empty dim has no value")
+    if reduction_type in _NO_IDENTITY + ("welford_mean", "welford_m2") and any(_may_be_zero(r) for r in reduction_ranges):
+        raise ShapesNotSupported(f"{reduction_type} over {reduction_ranges} elements, which may be none")
     out_size = _size(out)
     loader = x.make_loader()
     compute = dtype or (out.dtype if reduction_type not in ("argmax", "argmin") else x.dtype)
@@ -754,14 +807,15 @@ def sum_(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
     return reduction(ctx, node, x, dims, keepdim, "sum", out.dtype)
 
 
-def _reduced_count(x, dims) -> int:
-    """How many elements of `x` each output of a reduction over `dims` (None or []: all) combines."""
+def _reduced_count(x, dims):
+    """How many elements of `x` each output of a reduction over `dims` (None or []: all) combines
+    (an int, or a sympy expression of the sizes)."""
     size = x.get_size()
     rank = len(size)
-    count = 1
+    count = sympy.Integer(1)
     for d in (range(rank) if not dims or rank == 0 else {_dim(d, rank) for d in dims}):
-        count *= int(size[d])
-    return count
+        count = count * size[d]
+    return int(count) if count.is_number else count
 
 
 @register(aten.mean.dim, aten.mean.default)
@@ -771,7 +825,8 @@ def mean(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
     # rounded first overflows float16, or rounds twice).
     compute = _LOW_PRECISION.get(out.dtype, out.dtype)
     total = reduction(ctx, node, x, dims, keepdim, "sum", out.dtype, result_dtype=compute)
-    return pointwise(ctx, node, "truediv", [total, float(_reduced_count(x, dims))],
+    count = _reduced_count(x, dims)
+    return pointwise(ctx, node, "truediv", [total, count if is_symbolic(count) else float(count)],
                      input_dtypes=[compute, compute])
 
 
@@ -788,10 +843,18 @@ def _welford(ctx, node, x, dims, correction, keepdim, out, root: bool = False):
     m2 = reduction(ctx, node, x, dims, keepdim, "welford_m2", out=out, result_dtype=stats_dtype)
     m2.data.partner = mean.data.partner = (mean.name, m2.name)
     correction = 1 if correction is None else correction
-    divisor = float(max(count - correction, 0))
+    if is_symbolic(count):
+        if not provably_nonnegative(count - correction):
+            raise ShapesNotSupported(f"{node.target} with correction {correction} over {count} elements")
+        divisor = sympy.expand(count - correction)
+    else:
+        divisor = float(max(count - correction, 0))
+
+    def divisor_value(ops):
+        return ops.index_expr(divisor, stats_dtype) if is_symbolic(divisor) else ops.constant(divisor, stats_dtype)
 
     def variance(ops, index):
-        value = ops.truediv(ops.load(m2.name, m2.layout.index(index)), ops.constant(divisor, stats_dtype))
+        value = ops.truediv(ops.load(m2.name, m2.layout.index(index)), divisor_value(ops))
         value = ops.sqrt(value) if root else value
         return ops.to_dtype(value, out.dtype) if stats_dtype != out.dtype else value
 
@@ -819,7 +882,7 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
     count = _reduced_count(x, dims)
     rank = len(x.get_size())
     every_dim = not dims or rank == 0 or len({_dim(d, rank) for d in dims}) == rank
-    if count and every_dim:
+    if count != 0 and every_dim:
         # Over every dim eager's mean is sum / n (two passes; over some dims it is Welford's, as
         # here): Welford's running mean rounds at every step (the mean of integer-valued floats,
         # exact in eager, came out 1 ulp off and its trunc jumped: fuzz default 24459).  The sum
@@ -833,7 +896,9 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
         running_loader = mean.make_loader()
 
         def mean_value(ops, index):
-            value = ops.truediv(ops.load(total.name, total.layout.index(index)), ops.constant(float(count), stats_dtype))
+            value = ops.truediv(ops.load(total.name, total.layout.index(index)),
+                                ops.index_expr(count, stats_dtype) if is_symbolic(count)
+                                else ops.constant(float(count), stats_dtype))
             # A sum that is not finite (an inf or NaN in the input, or finite values overflowing
             # it) gives way to Welford's mean, as eager's: [inf, 1] has mean NaN there (inf - inf
             # in the running update), [1, inf] inf; an overflowing sum's mean is finite

@@ -16,6 +16,7 @@ import math
 import sympy
 import torch
 
+from .symbolic import static_int
 from .ir import Pointwise
 from .lowerings import FallbackNeeded, _size, _val, register
 
@@ -70,8 +71,8 @@ def max_pool2d_with_indices(ctx, node, x, kernel_size, stride=None, padding=0, d
     values_fake, indices_fake = _val(node)
     out_size = _size(values_fake)
     in_size = x.get_size()
-    height, width = int(in_size[-2]), int(in_size[-1])
-    out_h, out_w = int(out_size[-2]), int(out_size[-1])
+    height, width = static_int(in_size[-2], "max pooling"), static_int(in_size[-1], "max pooling")
+    out_h, out_w = static_int(out_size[-2], "max pooling"), static_int(out_size[-1], "max pooling")
     loader = x.make_loader()
     dtype = x.dtype
     if not dtype.is_floating_point:
@@ -150,9 +151,9 @@ def max_pool2d_with_indices_backward(ctx, node, grad_output, x, kernel_size, str
         raise FallbackNeeded("dilated max pooling backward")
     out = _val(node)
     in_size = _size(out)
-    height, width = int(in_size[-2]), int(in_size[-1])
+    height, width = static_int(in_size[-2], "max pooling backward"), static_int(in_size[-1], "max pooling backward")
     out_size = grad_output.get_size()
-    out_h, out_w = int(out_size[-2]), int(out_size[-1])
+    out_h, out_w = static_int(out_size[-2], "max pooling backward"), static_int(out_size[-1], "max pooling backward")
     grad_loader = grad_output.make_loader()
     index_loader = indices.make_loader()
     dtype = out.dtype

@@ -95,9 +95,12 @@ class PrintingOps:
 
 
 def _layout_text(layout) -> str:
-    size = [int(s) for s in layout.size]
-    stride = [int(s) for s in layout.stride]
-    return f"{str(layout.dtype).replace('torch.', '')}, size={size}, stride={stride}"
+    return f"{str(layout.dtype).replace('torch.', '')}, size={sizes(layout.size)}, stride={sizes(layout.stride)}"
+
+
+def sizes(values) -> list:
+    """Sizes for dumps: ints, or readable expressions of the size symbols (s0*s1)."""
+    return [int(v) if sympy.sympify(v).is_number else sympy.sympify(v) for v in values]
 
 
 def _body(data) -> list[str]:
@@ -118,7 +121,7 @@ def _body(data) -> list[str]:
         rindex = index_vars(len(data.spec.reduction_ranges), "r")
         value = data.inner_fn(ops, index, rindex)
         return [f"def inner_fn({', '.join(map(str, index + rindex))}):  "
-                f"# {data.spec.reduction_type} over {[int(r) for r in data.spec.reduction_ranges]}",
+                f"# {data.spec.reduction_type} over {sizes(data.spec.reduction_ranges)}",
                 *("    " + l for l in ops.lines), f"    return {value}"]
     value = data.inner_fn(ops, index)
     return [f"def inner_fn({', '.join(map(str, index))}):", *("    " + l for l in ops.lines), f"    return {value}"]
@@ -153,11 +156,11 @@ def schedule_text(scheduler) -> str:
     lines = []
     for step in scheduler.steps:
         if isinstance(step, Kernel):
-            lines.append(f"{step.name}: outer loops {[int(r) for r in step.outer]}")
+            lines.append(f"{step.name}: outer loops {sizes(step.outer)}")
             for group in step.groups():
                 kind = "reduction" if group.reduction else "pointwise"
                 for node in group.nodes:
-                    lines.append(f"    {kind} over {[int(r) for r in group.inner]}: {node.name}  # {provenance(node)}")
+                    lines.append(f"    {kind} over {sizes(group.inner)}: {node.name}  # {provenance(node)}")
         else:
             call = step.call
             names = ", ".join(b.name for b in call.outputs if b is not None) or "-"

@@ -24,6 +24,7 @@ import sympy
 
 from ..lowering.analysis import record
 from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
+from ..lowering.symbolic import is_size_symbol
 from ..lowering.ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, Reduction, Scatter, index_vars
 
 
@@ -218,8 +219,11 @@ class Scheduler:
         store = sympy.expand(producer.layout.index(producer_vars["index"]))
         store = store.subs(producer_vars["to_kernel"])
         outer_symbols = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(outer))]
-        load_inner_zero = load.subs({s: 0 for s in load.free_symbols if s not in outer_symbols})
-        store_inner_zero = store.subs({s: 0 for s in store.free_symbols if s not in outer_symbols})
+        # (size symbols stay: they are the same in every iteration)
+        load_inner_zero = load.subs({s: 0 for s in load.free_symbols if s not in outer_symbols
+                                     and not is_size_symbol(s)})
+        store_inner_zero = store.subs({s: 0 for s in store.free_symbols if s not in outer_symbols
+                                       and not is_size_symbol(s)})
         if sympy.expand(load_inner_zero - store_inner_zero) != 0:
             return False
         rest = sympy.expand(load - load_inner_zero)
