@@ -21,6 +21,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import logs
+from .symbolic import has_symbols
 from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
@@ -51,7 +52,10 @@ class CompiledPair:
                 if self._backward is None:
                     placeholders = self._placeholders_laid_out_as(saved)
                     inputs = [n.meta.get("val") for n in placeholders]
-                    self._backward = self.bw_compiler(self.backward_graph, inputs)
+                    compiled = self.bw_compiler(self.backward_graph, inputs)
+                    if self.spec.shape_env is not None:
+                        compiled = _laid_out_as_traced(compiled, self.backward_graph)
+                    self._backward = compiled
         return self._backward
 
     def _placeholders_laid_out_as(self, saved: list) -> list[torch.fx.Node]:
@@ -77,6 +81,8 @@ class CompiledPair:
                 placeholders = [n for n in graph.nodes if n.op == "placeholder"]
                 reads = frozenset(k for k, node in enumerate(placeholders[:self.num_saved]) if node.users)
                 compiled = self.bw_compiler(module, [n.meta.get("val") for n in placeholders])
+                if self.spec.shape_env is not None:
+                    compiled = _laid_out_as_traced(compiled, module)
                 self._pruned[key] = (compiled, reads)
         return self._pruned[key]
 
@@ -85,6 +91,28 @@ class CompiledPair:
         """Each tangent's fake value (an output the loss does not use gets zeros of its shape)."""
         return [n.meta.get("val") for n in self.backward_graph.graph.nodes
                 if n.op == "placeholder" and n.name.startswith("tangents_")]
+
+
+def _laid_out_as_traced(compiled: Callable, graph: torch.fx.GraphModule) -> Callable:
+    """A backward compiled with symbolic sizes reads its saved values in the layouts of the trace;
+    where the compiled forward made one otherwise (its wrapper checks, before any kernel runs),
+    the backward graph runs as ATen calls from then on, which take any layout."""
+    from ..codegen.wrapper import InputShapeMismatch
+
+    state = {"run": compiled}
+
+    def run(*args):
+        try:
+            return state["run"](*args)
+        except InputShapeMismatch as mismatch:
+            if state["run"] is graph.forward:
+                raise
+            log_fallbacks.warning("ember: a saved value's layout differs from the traced one (%s); "
+                                  "running this backward as ATen calls", mismatch)
+            state["run"] = graph.forward
+            return graph.forward(*args)
+
+    return run
 
 
 def _describe_layout_of(node: torch.fx.Node, value) -> None:
@@ -96,8 +124,9 @@ def _describe_layout_of(node: torch.fx.Node, value) -> None:
     stride 15; ember's offset 5, stride 1), or a copy made before an in-place write.
     """
     fake = node.meta.get("val")
-    if not (isinstance(value, torch.Tensor) and isinstance(fake, torch.Tensor)) or fake.shape != value.shape:
-        return
+    if not (isinstance(value, torch.Tensor) and isinstance(fake, torch.Tensor)) or has_symbols(fake) \
+            or fake.shape != value.shape:
+        return  # (symbolic sizes: comparing them would guard them; the backward checks its inputs)
     layout = (tuple(value.stride()), value.storage_offset())
     if layout == (tuple(fake.stride()), fake.storage_offset()) or getattr(fake, "fake_mode", None) is None:
         return

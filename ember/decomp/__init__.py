@@ -44,6 +44,15 @@ def downcast(value, dtype: torch.dtype):
     return torch.ops.aten._to_copy.default(value, dtype=dtype)
 
 
+def divide_by_count(value, count):
+    """value / count for an element count: times 1.0 / count for a number (as eager's kernels
+    scale), a division by the size itself when it is symbolic (dynamic shapes: 1.0 / s0 would
+    be a SymFloat the code generator cannot take as a kernel argument; a SymInt it can)."""
+    if isinstance(count, torch.SymInt):
+        return torch.ops.aten.div.Tensor(value, count)
+    return torch.ops.aten.mul.Tensor(value, 1.0 / count)
+
+
 def core_decompositions() -> dict:
     from . import activations, linear, losses, norms, pointwise, random, softmax  # noqa: F401 (registration)
 

@@ -23,8 +23,11 @@ def mse_loss(x, target, reduction=_MEAN):
 
 @register(aten.mse_loss_backward.default)
 def mse_loss_backward(grad_output, x, target, reduction):
+    difference = aten.sub.Tensor(x, target)
+    if reduction == _MEAN and isinstance(x.numel(), torch.SymInt):  # (dynamic shapes: no SymFloat scale)
+        return aten.mul.Tensor(aten.div.Tensor(aten.mul.Tensor(difference, 2.0), x.numel()), grad_output)
     scale = 2.0 / x.numel() if reduction == _MEAN else 2.0
-    return aten.mul.Tensor(aten.mul.Tensor(aten.sub.Tensor(x, target), scale), grad_output)
+    return aten.mul.Tensor(aten.mul.Tensor(difference, scale), grad_output)
 
 
 @register(aten.nll_loss_forward.default)

@@ -1,7 +1,7 @@
 """layer_norm (forward, backward) and batch_norm (forward with running statistics, backward)."""
 import torch
 
-from . import downcast, register, upcast
+from . import divide_by_count, downcast, register, upcast
 
 aten = torch.ops.aten
 
@@ -59,7 +59,6 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
     count = 1
     for size in normalized_shape:
         count *= size
-    scale = 1.0 / count
     grad_input = None
     if output_mask[0]:
         scaled_grad = aten.mul.Tensor(grad_out, weight_value) if weight is not None else grad_out
@@ -68,9 +67,9 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
         b = aten.sub.Tensor(aten.mul.Tensor(db, mean), ds)
         for _ in range(3):
             b = aten.mul.Tensor(b, rstd)
-        b = aten.mul.Tensor(b, scale)
+        b = divide_by_count(b, count)
         c = aten.sub.Tensor(aten.mul.Tensor(aten.neg.default(b), mean),
-                            aten.mul.Tensor(aten.mul.Tensor(db, rstd), scale))
+                            divide_by_count(aten.mul.Tensor(db, rstd), count))
         term = aten.mul.Tensor(scaled_grad, rstd)
         grad_input = aten.add.Tensor(aten.add.Tensor(term, aten.mul.Tensor(b, x)), c)
         grad_input = downcast(grad_input, input_dtype)
@@ -155,8 +154,8 @@ def native_batch_norm_backward(grad_out, x, weight, running_mean, running_var, s
     grad_input = None
     if output_mask[0]:
         if train:
-            projection = aten.mul.Tensor(aten.mul.Tensor(dot, 1.0 / count), aten.mul.Tensor(invstd, invstd))
-            grad_mean = aten.mul.Tensor(grad_sum, 1.0 / count)
+            projection = aten.mul.Tensor(divide_by_count(dot, count), aten.mul.Tensor(invstd, invstd))
+            grad_mean = divide_by_count(grad_sum, count)
             inner = aten.sub.Tensor(aten.sub.Tensor(grad_out, aten.mul.Tensor(centered, per_channel(projection))),
                                     per_channel(grad_mean))
             grad_input = aten.mul.Tensor(inner, per_channel(scale))
