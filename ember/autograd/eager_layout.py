@@ -147,6 +147,10 @@ class EagerLayoutMode(TorchDispatchMode):
     """Entered above a FakeTensorMode: every op's result gets eager's strides (with_eager_layout)."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        from .symbolic_rules import symbolic_result
+
         kwargs = kwargs or {}
-        result = func(*args, **kwargs)
+        result = symbolic_result(func, args, kwargs)
+        if result is None:
+            result = func(*args, **kwargs)
         return with_eager_layout(func, args, kwargs, result)

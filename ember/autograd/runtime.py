@@ -21,7 +21,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import logs
-from .symbolic import has_symbols
+from .symbolic import SymbolicSizeError, SymbolNodes, has_symbols
 from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
@@ -207,6 +207,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
                 saved = _before_writes(spec, args, saved)
             _write_back(spec, args, values[num_outputs:], skip=set(grad_mutations))
             _save(ctx, saved)
+            if spec.shape_env is not None:  # (symbolic sizes: a missing tangent's zeros take these)
+                ctx.tangent_shapes = [tuple(values[i].shape) for i in spec.diff_outputs]
             outputs = _own_memory([values[i] for i in returned], returned, spec, args)
             non_diff = [out for i, out in zip(returned, outputs) if i not in spec.diff_outputs and out is not None]
             if non_diff:
@@ -305,9 +307,10 @@ def _run_backward(pair: CompiledPair, ctx, tangents: list) -> list:
     result: list = [None] * spec.num_primals
     if not given:
         return result
+    shapes = getattr(ctx, "tangent_shapes", None) or [fake.shape for fake in pair.tangent_fakes]
     tangents = [tangent.contiguous() if tangent is not None else
-                torch.zeros(fake.shape, dtype=fake.dtype, device=fake.device)
-                for tangent, fake in zip(tangents, pair.tangent_fakes)]
+                torch.zeros(shape, dtype=fake.dtype, device=fake.device)
+                for tangent, fake, shape in zip(tangents, pair.tangent_fakes, shapes)]
     if len(given) < len(tangents):
         returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
         backward, reads = pair.backward_for(returned, frozenset(given), saved)
@@ -376,19 +379,46 @@ def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int]
             reaches_given.add(node)
         elif any(arg in only_missing for arg in inputs):
             only_missing.add(node)
+    symbols = SymbolNodes(graph)  # (symbolic sizes: the zeros' sizes computed from the inputs)
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            symbols.add_input(node, node.meta.get("val"))
     for node in list(graph.nodes):
         value = node.meta.get("val")
-        if node not in only_missing or not isinstance(value, torch.Tensor) or not value.is_contiguous():
+        if node not in only_missing or not isinstance(value, torch.Tensor):
+            continue
+        if not _contiguous(value):
             continue
         if all(user in only_missing for user in node.users):
             continue
+        with graph.inserting_before(node):  # (sizes from the placeholders only)
+            try:
+                shape = [symbols.node_of(size) if isinstance(size, torch.SymInt) else size for size in value.shape]
+            except SymbolicSizeError:
+                continue  # (a size no input of the backward holds: the value stays as computed)
         with graph.inserting_after(node):
-            zeros = graph.call_function(torch.ops.aten.zeros.default, (list(value.shape),),
+            zeros = graph.call_function(torch.ops.aten.zeros.default, (shape,),
                                         {"dtype": value.dtype, "device": value.device})
         zeros.meta = {"val": value}
         node.replace_all_uses_with(zeros, delete_user_cb=lambda user: user not in only_missing and user is not zeros)
     graph.eliminate_dead_code()
     return graph
+
+
+def _contiguous(value: torch.Tensor) -> bool:
+    """is_contiguous() without guarding symbolic sizes: strides compared as expressions."""
+    if not has_symbols(value):
+        return value.is_contiguous()
+    expected = 1
+    for size, stride in reversed(list(zip(value.shape, value.stride()))):
+        if size != 1 and _expr(stride) != _expr(expected):
+            return False
+        expected = expected * size
+    return True
+
+
+def _expr(value):
+    return value.node.expr if isinstance(value, torch.SymInt) else value
 
 
 def _check_versions(tensors, versions: list[int], layout: list[bool], reads: frozenset[int] | None) -> None:

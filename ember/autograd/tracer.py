@@ -31,6 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .eager_check import eager_accepts, eager_overlap_error, storage_key
 from .eager_layout import with_eager_layout
 from .symbolic import SymbolicSizeError, SymbolNodes
+from .symbolic_rules import symbolic_result
 
 aten = torch.ops.aten
 
@@ -238,7 +239,8 @@ class AtenTracer(TorchDispatchMode):
                 return self._as_eager_returns(func, args, kwargs, result)
         if self.functionalize and schema.is_mutable:
             return self._mutation(func, args, kwargs)
-        result = with_eager_layout(func, args, kwargs, func(*args, **kwargs))
+        result = symbolic_result(func, args, kwargs)
+        result = with_eager_layout(func, args, kwargs, func(*args, **kwargs) if result is None else result)
         node = self._record(func, self._map_args(args), self._map_args(kwargs), result)
         self._bind_outputs(func, args, kwargs, result, node)
         return result

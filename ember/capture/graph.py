@@ -133,10 +133,10 @@ class OutputGraph:
         if dims:
             self.symbolic_inputs.append((fake, source.expr()))
             marked = marked_dims(value, "_ember_dynamic_dims") | marked_dims(value, "_dynamo_dynamic_indices")
-            if marked:
-                if self.specialization_watch is None:
-                    self.specialization_watch = SpecializationWatch(self.fake_mode.shape_env)
-                self.specialization_watch.mark(fake, source.expr(), marked)
+            if self.specialization_watch is None:
+                self.specialization_watch = SpecializationWatch(self.fake_mode.shape_env)
+            self.specialization_watch.mark(fake, source.expr(), marked)
+            self.specialization_watch.mark(fake, source.expr(), dims, user=False)
         variable = TensorVariable(node, fake, source=source, class_type=type(value))
         variable.real_tensor = value
         self.side_effects.real_objects.watch(value, source.expr())

@@ -25,6 +25,10 @@ from torch._guards import Source as TorchSource
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 from torch.utils._sympy.printers import PythonPrinter
 
+from .. import logs
+
+log_recompiles = logs.get("recompiles")
+
 
 class StaticShapesNeeded(Exception):
     """A symbolic size reached code that needs a number: capture the frame with static shapes."""
@@ -146,25 +150,30 @@ class SpecializationWatch:
 
     def __init__(self, shape_env: ShapeEnv) -> None:
         self.shape_env = shape_env
-        self.marked: dict[sympy.Symbol, str] = {}  # symbol -> "x.size(0)"
+        self.marked: dict[sympy.Symbol, str] = {}  # symbol -> "x.size(0)" (mark_dynamic: an error)
+        self.automatic: dict[sympy.Symbol, str] = {}  # other dynamic sizes (specialized: a log line)
         self.seen = len(shape_env.replacements)
         self.where: dict[sympy.Symbol, str] = {}  # symbol -> "file:line: code"
 
-    def mark(self, fake: torch.Tensor, expr: str, dims: set[int]) -> None:
+    def mark(self, fake: torch.Tensor, expr: str, dims: set[int] | tuple[int, ...], user: bool = True) -> None:
+        table = self.marked if user else self.automatic
         for dim in dims:
             if dim < fake.dim() and isinstance(fake.shape[dim], torch.SymInt):
                 symbol = fake.shape[dim].node.expr
-                if isinstance(symbol, sympy.Symbol):
-                    self.marked[symbol] = f"{expr}.size({dim})"
+                if isinstance(symbol, sympy.Symbol) and symbol not in self.marked:
+                    table.setdefault(symbol, f"{expr}.size({dim})")
 
     def after(self, where: Callable[[], str]) -> None:
         count = len(self.shape_env.replacements)
         if count == self.seen:
             return
         self.seen = count
-        for symbol in self.marked:
+        for symbol in (*self.marked, *self.automatic):
             if symbol not in self.where and self.shape_env.simplify(symbol).is_number:
                 self.where[symbol] = where()
+                if symbol in self.automatic:
+                    log_recompiles.debug("%s is a constant (%s) from %s on", self.automatic[symbol],
+                                         self.shape_env.simplify(symbol), self.where[symbol])
 
     def check(self) -> None:
         for symbol, size in self.marked.items():

@@ -103,3 +103,56 @@ def test_an_output_viewing_an_input_compiles_per_shape_and_stays_a_view(caplog):
             torch.testing.assert_close(view.view(n, 4), x)
             assert view.data_ptr() == x.data_ptr()
     assert any("symbolic sizes" in record.getMessage() for record in caplog.records)
+
+
+def test_a_loss_that_uses_some_outputs_with_symbolic_sizes():
+    # GPT-2's (loss, logits): the logits get no gradient; their zeros take the call's sizes.
+    def f(x, w):
+        logits = torch.tanh(x @ w)
+        return torch.nn.functional.pad(logits, (0, 1)).exp().mean(), logits
+
+    for backend in ("aot_eager", "ember"):
+        compiled = ember.compile(f, dynamic=True, backend=backend)
+        counters.clear()
+        for n in [3, 5, 9]:
+            x, w = torch.randn(n, 4, requires_grad=True), torch.randn(4, 6, requires_grad=True)
+            loss, _ = compiled(x, w)
+            loss.backward()
+            x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
+            f(x2, w2)[0].backward()
+            torch.testing.assert_close(x.grad, x2.grad)
+            torch.testing.assert_close(w.grad, w2.grad)
+        assert counters["stats"]["backend_compiles"] == 1, backend
+
+
+def test_pad_keeps_sizes_symbolic():
+    # F.pad's fake kernel reads sizes as numbers; ember's rule keeps them symbolic
+    @ember.compile(dynamic=True, backend="aot_eager")
+    def f(labels):
+        return torch.nn.functional.pad(labels, (0, 1), value=-100)[..., 1:]
+
+    counters.clear()
+    for n in [5, 8, 13]:
+        labels = torch.arange(2 * n).view(2, n)
+        torch.testing.assert_close(f(labels), torch.nn.functional.pad(labels, (0, 1), value=-100)[..., 1:])
+    assert counters["stats"]["captures"] == 1 and counters["stats"]["backend_compiles"] == 1
+
+
+def test_symbolic_training_under_ember_compiles_kernels_once():
+    def f(x, w):
+        h = x.view(x.shape[0], -1) @ w
+        return torch.nn.functional.layer_norm(h, (w.shape[1],)).softmax(-1).sum()
+
+    compiled = ember.compile(f, dynamic=True)
+    counters.clear()
+    for n in [4, 6, 9]:
+        x, w = torch.randn(n, 3, 4, requires_grad=True), torch.randn(12, n + 1, requires_grad=True)
+        out = compiled(x, w)
+        out.backward()
+        x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
+        ref = f(x2, w2)
+        ref.backward()
+        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(x.grad, x2.grad)
+        torch.testing.assert_close(w.grad, w2.grad)
+    assert counters["stats"]["backend_compiles"] == 1
