@@ -95,7 +95,16 @@ class AotCompiled:
         if self.dynamic_dims:
             runner = self._symbolic_runner(flat_args)
             if runner is not None:
-                return runner(*flat_args)
+                try:
+                    return runner(*flat_args)
+                except Exception as error:  # noqa: BLE001 - only the wrapper's input check is retried
+                    if type(error).__name__ != "InputShapeMismatch":
+                        raise
+                    # The compiled wrapper checks its inputs before any kernel runs: nothing was
+                    # done, and these sizes compile one by one from now on.
+                    self.specialized.add(_symbolic_key(flat_args))
+                    log_fallbacks.warning("ember: inputs outside the sizes a graph was compiled for (%s); "
+                                          "compiling per shape from now on", error)
         key = torch.is_grad_enabled() if self.guarded_inputs else _key(flat_args)
         runner = self.entries.get(key)
         if runner is None:

@@ -331,7 +331,9 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
         outcome.detail = compare_runs(program, eager_again, eager, reference).describe()
         return outcome
     dtypes = [getattr(o, "dtype", None) for o in eager.outputs]
-    compiled = ember.compile(namespace["program"], backend=backend)
+    # "ember_dynamic": the ember backend with every size symbolic (dynamic=True).
+    base, dynamic = (backend[:-len("_dynamic")], True) if backend.endswith("_dynamic") else (backend, None)
+    compiled = ember.compile(namespace["program"], backend=base, dynamic=dynamic)
     for call in (1, 2):
         got = execute(compiled, namespace, program.seed, grad_dtypes=dtypes)
         prefix = "" if call == 1 else "call2_"
