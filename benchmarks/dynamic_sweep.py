@@ -4,8 +4,8 @@ GPT-2, BERT (masked LM) and T5 in small configs, inference (no_grad) and a train
 default (automatic dynamic) mode: sequence lengths 16, 17, 31, 64, 100, 128 at batch 2, then
 batch sizes 1 to 8 at length 16.  Every call's output is compared with eager's.  Counted:
 captures (graphs made by capture; torch.compile: graphs its backend received) and, for ember,
-backend compiles (the C++/AOT compile per concrete shape that capture's dynamic graphs still
-need), and the wall time of the whole sweep.
+backend compiles (AOT + C++ compiles: one per graph with symbolic sizes, or per shape where a graph
+cannot be compiled symbolically), and the wall time of the whole sweep.
 
     python benchmarks/dynamic_sweep.py [--models gpt2,bert,t5] [--out DIR]
 """
@@ -142,8 +142,8 @@ def write_table(rows: list, path: str) -> None:
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; date: "
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; torch {torch.__version__}; ember git {commit}.",
         f"Sweep: lengths {LENGTHS} at batch 2, then batches {BATCHES} at length 16 (14 calls); small configs.",
-        "ember captures: graphs capture made; backend compiles: AOT + C++ compiles (one per concrete shape of",
-        "a dynamic graph until the code generator takes symbolic sizes).  inductor: graphs its backend received.",
+        "ember captures: graphs capture made; backend compiles: AOT + C++ compiles (a dynamic graph compiles",
+        "once, with symbolic sizes, unless it needs a shape of its own).  inductor: graphs its backend received.",
         "Sweep seconds: the whole sweep (compiles + calls + eager reference), empty kernel caches for both.",
         "",
         "| model | mode | ember captures | ember backend compiles | ember sweep s | inductor graphs | inductor sweep s | max abs diff ember / inductor |",
