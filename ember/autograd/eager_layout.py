@@ -121,9 +121,10 @@ def with_eager_layout(func, args: tuple, kwargs: dict, result: Any) -> Any:
     tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     if any(t.layout != torch.strided for t in tensors):
         return result
-    if all(t.is_contiguous() for t in tensors) or not all(_is_static(t) for t in tensors):
-        return result
-    if not all(_is_static(r) for r in results if isinstance(r, torch.Tensor)):
+    if not all(_is_static(t) for t in tensors) or not all(_is_static(r) for r in results
+                                                           if isinstance(r, torch.Tensor)):
+        return _with_eager_order(func, args, kwargs, result, results, spec, tensors)
+    if all(t.is_contiguous() for t in tensors):
         return result
     layouts = _eager_layouts(func, args, kwargs, leaves, tensors)
     if layouts is None or len(layouts) != len(results):
@@ -141,6 +142,91 @@ def with_eager_layout(func, args: tuple, kwargs: dict, result: Any) -> Any:
     if all(a is b for a, b in zip(fixed, results)):
         return result
     return pytree.tree_unflatten(fixed, spec)
+
+
+def _with_eager_order(func, args, kwargs, result, results: list, spec, tensors: list):
+    """Symbolic sizes: eager's layout at the trace's sizes (the symbols' hints) gives the order
+    of the result's dims in memory; the result gets dense strides in that order, as expressions
+    of its symbolic sizes.  The order holds for every size the guards allow: they pin each
+    input's strides to its traced expressions, and eager's kernels order a pointwise result's
+    dims by its inputs' strides."""
+    if all(contiguous_without_guards(t) for t in tensors):
+        return result
+    try:
+        hinted = pytree.tree_map(_hinted, (args, kwargs))
+    except _NoHint:
+        return result
+    hinted_args, hinted_kwargs = hinted
+    hinted_tensors = [leaf for leaf in _leaves(hinted_args, hinted_kwargs) if isinstance(leaf, torch.Tensor)]
+    layouts = _eager_layouts(func, hinted_args, hinted_kwargs, _leaves(hinted_args, hinted_kwargs), hinted_tensors)
+    if layouts is None or len(layouts) != len(results):
+        return result
+    fixed = []
+    for value, layout in zip(results, layouts):
+        if isinstance(value, torch.Tensor) and layout is not None and len(layout[1]) == value.dim():
+            order = sorted(range(value.dim()), key=lambda d: (-layout[1][d], d))  # outermost first
+            strides = [None] * value.dim()
+            running = 1
+            for dim in reversed(order):
+                strides[dim] = running
+                running = running * value.shape[dim]
+            if _dense_at_hints(layout, order) and [_expr(a) for a in strides] != [_expr(b) for b in value.stride()]:
+                value = torch.empty_strided(value.shape, strides, dtype=value.dtype, device=value.device)
+        fixed.append(value)
+    if all(a is b for a, b in zip(fixed, results)):
+        return result
+    return pytree.tree_unflatten(fixed, spec)
+
+
+class _NoHint(Exception):
+    pass
+
+
+def _hint(value) -> int:
+    if isinstance(value, torch.SymInt):
+        hint = value.node.hint
+        if hint is None:
+            raise _NoHint
+        return int(hint)
+    return int(value)
+
+
+def _hinted(value):
+    """A fake's stand-in at the trace's sizes: a real tensor with the hints of its sizes/strides."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise _NoHint
+    if not isinstance(value, torch.Tensor):
+        return value
+    sizes, strides = [_hint(s) for s in value.shape], [_hint(s) for s in value.stride()]
+    extent = 1 + sum((n - 1) * st for n, st in zip(sizes, strides)) if all(sizes) else 0
+    if extent > _REAL_ELEMENTS_LIMIT:
+        raise _NoHint
+    with _disable_current_modes():
+        return torch.empty(extent, dtype=value.dtype, device=value.device).as_strided(sizes, strides)
+
+
+def _dense_at_hints(layout: tuple, order: list[int]) -> bool:
+    sizes, strides = layout
+    running = 1
+    for dim in reversed(order):
+        if sizes[dim] != 1 and strides[dim] != running:
+            return False
+        running *= sizes[dim]
+    return True
+
+
+def _expr(value):
+    return value.node.expr if isinstance(value, torch.SymInt) else value
+
+
+def contiguous_without_guards(tensor: torch.Tensor) -> bool:
+    """is_contiguous() without guarding symbolic sizes: strides compared as expressions."""
+    expected = 1
+    for size, stride in reversed(list(zip(tensor.shape, tensor.stride()))):
+        if _expr(size) != 1 and _expr(stride) != _expr(expected):
+            return False
+        expected = expected * size
+    return True
 
 
 class EagerLayoutMode(TorchDispatchMode):

@@ -226,8 +226,11 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         diff_outputs = [
             i for i, out in enumerate(candidates)
             if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs
-            and not any(isinstance(d, torch.SymInt) and not tracer.symbols.knows(d) for d in out.shape)
         ]
+        if any(isinstance(d, torch.SymInt) and not tracer.symbols.knows(d)
+               for i in diff_outputs for d in candidates[i].shape):
+            # (its tangent's size is known only at run time: x[mask] of an x that requires grad)
+            raise TracingError("an output whose size depends on data requires grad")
         grads: list = []
         grad_sources: list[frozenset[int]] = []
         tangent_nodes = []
@@ -350,7 +353,7 @@ def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer
         if not isinstance(out, torch.Tensor):
             continue
         key = storage_key(out)
-        if _symbolic(out):
+        if _data_dependent(out, tracer):
             if key in inputs:
                 _log_unaliased(index, f"input {inputs[key]}", "its size depends on data")
                 sharing_inputs.append(index)
@@ -380,7 +383,7 @@ def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer
             continue  # a fresh tensor, or a lone view of an intermediate nobody else sees
         root = tracer.root(outputs[members[0]])
         node = tracer.nodes.get(id(root))
-        if storage_key(root) != key or node is None or node.op != "call_function" or _symbolic(root):
+        if storage_key(root) != key or node is None or node.op != "call_function" or _data_dependent(root, tracer):
             for index in members[1:]:
                 _log_unaliased(index, f"output {members[0]}", "their common base is not a traced value")
             continue
@@ -490,8 +493,11 @@ def _strides(tensor: torch.Tensor) -> tuple:
     return tuple(tensor.shape), tuple(st for st, n in zip(tensor.stride(), tensor.shape) if n != 1)
 
 
-def _symbolic(tensor: torch.Tensor) -> bool:
-    return any(isinstance(d, torch.SymInt) for d in (*tensor.shape, *tensor.stride(), tensor.storage_offset()))
+def _data_dependent(tensor: torch.Tensor, tracer: AtenTracer) -> bool:
+    """Does the layout hold a size no input has (nonzero's, masked_select's)?  Sizes of the
+    inputs' symbols (dynamic shapes) are fine: a view's replay computes them."""
+    return any(isinstance(d, torch.SymInt) and not tracer.symbols.knows(d)
+               for d in (*tensor.shape, *tensor.stride(), tensor.storage_offset()))
 
 
 def _log_unaliased(index: int, what: str, why: str) -> None:

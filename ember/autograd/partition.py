@@ -17,12 +17,14 @@ import dataclasses
 import operator
 
 import networkx
+import sympy
 import torch
 import torch.fx
 
 from .eager_check import node_eager_accepts
 from ..graph_patterns import compared_with_its_extremum
 from .joint import JointSpec
+from .symbolic import SymbolicSizeError, SymbolNodes
 
 aten = torch.ops.aten
 
@@ -125,6 +127,47 @@ def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str
     return module
 
 
+def _sizes_for_backward(joint: torch.fx.GraphModule, primals: list, backward: torch.fx.GraphModule) -> list:
+    """Symbolic sizes the backward's values use that none of its inputs holds by itself (a saved
+    tensor of size s0*s1 where the backward needs s0): nodes of the joint graph computing them
+    from the primals, saved as ints, so the code generator can read every size from an input."""
+    available, needed = set(), set()
+    for node in backward.graph.nodes:
+        value = node.meta.get("val")
+        if node.op == "placeholder":
+            for item in _layout_values(value):
+                if isinstance(item, torch.SymInt) and isinstance(item.node.expr, sympy.Symbol):
+                    available.add(item.node.expr)
+        for item in _layout_values(value):
+            if isinstance(item, (torch.SymInt, torch.SymFloat)):
+                needed |= item.node.expr.free_symbols
+    missing = sorted(needed - available, key=str)
+    if not missing:
+        return []
+    builder = SymbolNodes(joint.graph)
+    for node in primals:
+        builder.add_input(node, node.meta.get("val"))
+    output = next(n for n in joint.graph.nodes if n.op == "output")
+    extra = []
+    with joint.graph.inserting_before(output):
+        for symbol in missing:
+            try:
+                node = builder.node_of_symbol(symbol)
+            except SymbolicSizeError:
+                continue  # (a data-dependent size: the backward runs as ATen calls if it needs it)
+            if isinstance(node, torch.fx.Node):
+                extra.append(node)
+    return extra
+
+
+def _layout_values(value) -> list:
+    if isinstance(value, torch.Tensor) and value.layout == torch.strided:
+        return [*value.shape, *value.stride(), value.storage_offset()]
+    if isinstance(value, (torch.SymInt, torch.SymFloat)):
+        return [value]
+    return []
+
+
 def _saved_list(joint, forward_side: set, backward_needed: set, grads) -> list:
     """Forward values read by the backward (or that are gradients themselves), in graph order."""
     direct = {g for g in grads if isinstance(g, torch.fx.Node)}
@@ -224,9 +267,13 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
 
 
 def _build(joint, spec, primals, tangents, fw_outputs, grads, saved) -> Partition:
-    forward = _extract(joint, primals, list(fw_outputs) + saved, "ForwardGraph")
     backward = None
     if tangents and grads:
         backward = _extract(joint, saved + tangents, list(grads), "BackwardGraph")
+        extra = _sizes_for_backward(joint, primals, backward)
+        if extra:
+            saved = saved + extra
+            backward = _extract(joint, saved + tangents, list(grads), "BackwardGraph")
+    forward = _extract(joint, primals, list(fw_outputs) + saved, "ForwardGraph")
     saved_bytes = sum(_tensor_bytes(n) for n in saved)
     return Partition(forward, backward, [n.name for n in saved], saved_bytes, len(fw_outputs))

@@ -52,11 +52,22 @@ class CompiledPair:
                 if self._backward is None:
                     placeholders = self._placeholders_laid_out_as(saved)
                     inputs = [n.meta.get("val") for n in placeholders]
-                    compiled = self.bw_compiler(self.backward_graph, inputs)
-                    if self.spec.shape_env is not None:
-                        compiled = _laid_out_as_traced(compiled, self.backward_graph)
-                    self._backward = compiled
+                    self._backward = self._compile_backward(self.backward_graph, inputs)
         return self._backward
+
+    def _compile_backward(self, graph: torch.fx.GraphModule, inputs: list) -> Callable:
+        if self.spec.shape_env is None:
+            return self.bw_compiler(graph, inputs)
+        # Symbolic sizes: the forward already ran for every size the guards allow, so a backward
+        # the code generator cannot take symbolically runs as ATen calls (correct at any size).
+        try:
+            compiled = self.bw_compiler(graph, inputs)
+        except Exception as error:  # noqa: BLE001 - only the code generator's refusal is handled
+            if type(error).__name__ != "ShapesNotSupported":
+                raise
+            log_fallbacks.warning("ember: backward with symbolic sizes runs as ATen calls: %s", error)
+            return graph.forward
+        return _laid_out_as_traced(compiled, graph)
 
     def _placeholders_laid_out_as(self, saved: list) -> list[torch.fx.Node]:
         placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
@@ -80,9 +91,7 @@ class CompiledPair:
                 module = torch.fx.GraphModule(self.backward_graph, graph, class_name="BackwardGraph")
                 placeholders = [n for n in graph.nodes if n.op == "placeholder"]
                 reads = frozenset(k for k, node in enumerate(placeholders[:self.num_saved]) if node.users)
-                compiled = self.bw_compiler(module, [n.meta.get("val") for n in placeholders])
-                if self.spec.shape_env is not None:
-                    compiled = _laid_out_as_traced(compiled, module)
+                compiled = self._compile_backward(module, [n.meta.get("val") for n in placeholders])
                 self._pruned[key] = (compiled, reads)
         return self._pruned[key]
 

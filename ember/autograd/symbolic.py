@@ -87,6 +87,9 @@ class SymbolNodes:
     def node_of(self, value: torch.SymInt | torch.SymFloat) -> torch.fx.Node | int | float:
         return self._build(value.node.expr)
 
+    def node_of_symbol(self, symbol: sympy.Symbol) -> torch.fx.Node | int:
+        return self._build(symbol)
+
     def _build(self, expr: sympy.Expr) -> torch.fx.Node | int | float:
         if expr.is_Integer:
             return int(expr)

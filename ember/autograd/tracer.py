@@ -269,10 +269,19 @@ class AtenTracer(TorchDispatchMode):
     def _with_layout_of(self, value, want, inputs: set):
         if not isinstance(value, torch.Tensor) or not isinstance(want, torch.Tensor):
             return value
-        if value.shape != want.shape or value.dtype != want.dtype or _has_symbols(value) or _has_symbols(want):
-            return value
+        symbolic = _has_symbols(value) or _has_symbols(want)
+        if symbolic:
+            # (compared as expressions: comparing SymInts would guard them)
+            if value.dtype != want.dtype or [_expr(a) for a in value.shape] != [_expr(b) for b in want.shape]:
+                return value
+            same = all(_expr(a) == _expr(b) for a, b, n in zip(value.stride(), want.stride(), want.shape)
+                       if _expr(n) != 1)
+        else:
+            if value.shape != want.shape or value.dtype != want.dtype:
+                return value
+            same = value.numel() == 0 or all(a == b for a, b, n in zip(value.stride(), want.stride(), want.shape)
+                                             if n != 1)
         aliased = storage_key(value) in inputs  # eager's kernel returns memory of its own
-        same = value.numel() == 0 or all(a == b for a, b, n in zip(value.stride(), want.stride(), want.shape) if n != 1)
         if same and not aliased:
             return value
         order = _dense_order(want)
@@ -529,14 +538,28 @@ def _has_symbols(tensor: torch.Tensor) -> bool:
 
 def _dense_order(tensor: torch.Tensor) -> list[int] | None:
     """Dimensions from outermost to innermost if the tensor is dense (a permutation of a
-    contiguous layout), else None."""
-    order = sorted(range(tensor.dim()), key=lambda d: (-tensor.stride(d), -tensor.shape[d]))
+    contiguous layout), else None.  Symbolic sizes are ordered by their hints (the guards pin
+    the inputs' strides, so the order is that of every allowed size) without guarding them."""
+    sizes, strides = [_hint(n) for n in tensor.shape], [_hint(st) for st in tensor.stride()]
+    if None in sizes or None in strides:
+        return None
+    order = sorted(range(tensor.dim()), key=lambda d: (-strides[d], -sizes[d]))
     expected = 1
     for dim in reversed(order):
-        if tensor.shape[dim] != 1 and tensor.stride(dim) != expected:
+        if sizes[dim] != 1 and strides[dim] != expected:
             return None
-        expected *= tensor.shape[dim]
+        expected *= sizes[dim]
     return order
+
+
+def _hint(value):
+    if isinstance(value, torch.SymInt):
+        return None if value.node.hint is None else int(value.node.hint)
+    return int(value)
+
+
+def _expr(value):
+    return value.node.expr if isinstance(value, torch.SymInt) else value
 
 
 def _sym_key(value) -> Any:

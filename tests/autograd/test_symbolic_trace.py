@@ -156,3 +156,52 @@ def test_symbolic_training_under_ember_compiles_kernels_once():
         torch.testing.assert_close(x.grad, x2.grad)
         torch.testing.assert_close(w.grad, w2.grad)
     assert counters["stats"]["backend_compiles"] == 1
+
+
+def test_a_backward_gets_the_sizes_its_saved_values_only_hold_as_products(caplog):
+    # e's gradient reads x.flatten() (size s0*s1): the backward needs s0 and s1 themselves,
+    # which the partitioner saves as ints (before, the code generator refused it: fuzz 54179)
+    def f(x, e):
+        flat = x.flatten()
+        return (flat @ e) * (flat @ e)
+
+    compiled = ember.compile(f, dynamic=True)
+    counters.clear()
+    with caplog.at_level(logging.WARNING, logger="ember"):
+        for n in [3, 5, 8]:
+            x, e = torch.randn(n, 4), torch.randn(n * 4, requires_grad=True)
+            compiled(x, e).backward()
+            e2 = e.detach().requires_grad_()
+            f(x, e2).backward()
+            torch.testing.assert_close(e.grad, e2.grad)
+    assert counters["stats"]["backend_compiles"] == 1
+    assert not any("ATen calls" in record.getMessage() for record in caplog.records)
+
+
+def test_an_output_whose_size_depends_on_data_keeps_requiring_grad():
+    # fuzz 54625: a[mask] of an a that requires grad; its tangent's size is known only at run
+    # time, so the graph runs as captured (before: the output came back without requires_grad)
+    compiled = ember.compile(lambda a, b: a[b] * 2, dynamic=True)
+    for n in [4, 6]:
+        a = torch.randn(n, 3, requires_grad=True)
+        b = torch.rand(n, 3) > 0.5
+        out = compiled(a, b)
+        assert out.requires_grad
+        out.sum().backward()
+        torch.testing.assert_close(a.grad, b.float() * 2)
+
+
+def test_a_decomposed_op_keeps_eagers_layout_with_symbolic_sizes():
+    # fuzz all 4461: softmax of a transposed input is contiguous in eager; the decomposition's
+    # result was laid out like the input, so a reshape of it copied where eager's views
+    def f(d):
+        v1 = torch.softmax(d, 1)
+        return v1.reshape(-1), v1
+
+    compiled = ember.compile(f, dynamic=True, backend="aot_eager")
+    for n in [3, 4, 6]:
+        d = torch.randn(n, 5).t()
+        flat, v1 = compiled(d)
+        assert v1.stride() == torch.softmax(d, 1).stride()
+        assert flat.data_ptr() == v1.data_ptr()
+        torch.testing.assert_close(v1, torch.softmax(d, 1))
