@@ -16,6 +16,8 @@ FORWARD = {
 }
 
 BACKWARD = {
+    'combinations': 'TracingError: an output whose size depends on data requires grad',
+    'masked_select': 'TracingError: an output whose size depends on data requires grad',
     'corrcoef': 'DataDependentOutputException: aten.equal.default',
     'cov': 'DataDependentOutputException: aten.equal.default',
     'linalg.lstsq': 'DynamicOutputShapeException: aten.linalg_lstsq.default',
@@ -43,6 +45,8 @@ EMBER_FORWARD = {
 }
 
 EMBER_BACKWARD = {
+    'combinations': 'TracingError: an output whose size depends on data requires grad',
+    'masked_select': 'TracingError: an output whose size depends on data requires grad',
     'corrcoef': 'DataDependentOutputException: aten.equal.default',
     'cov': 'DataDependentOutputException: aten.equal.default',
     'linalg.lstsq': 'DynamicOutputShapeException: aten.linalg_lstsq.default',
