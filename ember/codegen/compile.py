@@ -148,6 +148,14 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     if _has_unbacked_symbols(gm):
         log_fallbacks.debug("graph with data-dependent sizes: running it as is")
         return gm.forward
+    scalars = _symbolic_scalar_inputs(gm)
+    if scalars:
+        # A float computed from sizes (2.0 / (s0 - 1.0), saved by a forward for its backward):
+        # ember's kernels take integer sizes only.  A backward is compiled when it first runs,
+        # where no caller could compile it another way: it runs as ATen calls, which read the
+        # value at call time.
+        log_fallbacks.debug("graph with symbolic scalar inputs (%s): running it as is", ", ".join(scalars))
+        return gm.forward
     # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
     # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
     return compile_graph(gm, example_inputs)
@@ -160,6 +168,12 @@ def _non_strided_layouts(gm: torch.fx.GraphModule) -> set[str]:
     return {str(value.layout).replace("torch.", "") for node in gm.graph.nodes
             for value in pytree.tree_leaves(node.meta.get("val"))
             if isinstance(value, torch.Tensor) and value.layout != torch.strided}
+
+
+def _symbolic_scalar_inputs(gm: torch.fx.GraphModule) -> list[str]:
+    """Placeholders whose values are SymFloats or SymBools (not tensors, not integer sizes)."""
+    return [node.name for node in gm.graph.nodes if node.op == "placeholder"
+            and isinstance(node.meta.get("val"), (torch.SymFloat, torch.SymBool))]
 
 
 def _has_unbacked_symbols(gm: torch.fx.GraphModule) -> bool:

@@ -106,6 +106,10 @@ class GraphLowering(torch.fx.Interpreter):
             self.symbolic = True
             self.placeholders.append((self.new_name("size"), expr))
             return expr
+        if isinstance(value, (torch.SymFloat, torch.SymBool)):
+            # a float or bool computed from sizes (1 / s0, saved by a forward for its backward):
+            # ember's kernels take integer sizes only
+            raise ShapesNotSupported(f"graph input {target} is a {type(value).__name__} ({value})")
         if not isinstance(value, torch.Tensor):
             raise NotImplementedError(f"graph input {target} is a {type(value).__name__}, not a tensor")
         buffer = InputBuffer(self.new_name("arg"), _layout_of(value))
