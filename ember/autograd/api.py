@@ -23,6 +23,7 @@ from .eager_check import overlaps_itself
 from .joint import JointSpec, trace_joint
 from .partition import Partition, partition_default, partition_min_cut
 from .runtime import CompiledPair, make_autograd_function, make_inference_function
+from ..capture.shapes import StaticShapesNeeded
 from .symbolic import has_symbols, input_guards, symbolic_dims
 
 log_graph = logs.get("graph_code")
@@ -178,7 +179,10 @@ class AotCompiled:
             raise ShapesSpecialized(str(error)) from None
         # The guards also hold what compiling the graphs assumed (a partitioner's size checks).
         positions = [i for i in dims if dims[i]]
-        guard, text = input_guards(spec.shape_env, spec.input_fakes, positions)
+        try:
+            guard, text = input_guards(spec.shape_env, spec.input_fakes, positions)
+        except StaticShapesNeeded as need:
+            raise ShapesSpecialized(need.reason) from None
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("graph with symbolic sizes, for inputs where %s", " and ".join(text) or "always")
         return guard, runner

@@ -125,20 +125,32 @@ def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str], stat
     names: dict[sympy.Symbol, sympy.Symbol] = {}
     checks: list[str] = []
     printer = PythonPrinter()
+    places = []
     for fake, expr in zip(fakes, exprs):
-        places = [(f"{expr}.size()[{d}]", s) for d, s in enumerate(fake.shape)]
+        places += [(f"{expr}.size()[{d}]", s) for d, s in enumerate(fake.shape)]
         places += [(f"{expr}.stride()[{d}]", s) for d, s in enumerate(fake.stride())]
         places.append((f"{expr}.storage_offset()", fake.storage_offset()))
-        for text, value in places:
-            if not isinstance(value, torch.SymInt):
-                if static_too:
-                    checks.append(f"{text} == {value}")
-                continue
-            simplified = shape_env.simplify(value.node.expr)
-            if isinstance(simplified, sympy.Symbol) and simplified not in names:
-                names[simplified] = sympy.Symbol(text, integer=True)
-                continue
-            checks.append(f"{text} == {printer.doprint(simplified.xreplace(names))}")
+    # Name every symbol where it first occurs by itself before printing any expression: a
+    # stride s1*s2 comes before the stride s2 of a[:, ::2] (fuzz default 54400).
+    simplified = {text: shape_env.simplify(value.node.expr) for text, value in places
+                  if isinstance(value, torch.SymInt)}
+    where: dict[sympy.Symbol, str] = {}
+    for text, expr in simplified.items():
+        if isinstance(expr, sympy.Symbol) and expr not in where:
+            where[expr] = text
+            names[expr] = sympy.Symbol(text, integer=True)
+    for text, value in places:
+        if not isinstance(value, torch.SymInt):
+            if static_too:
+                checks.append(f"{text} == {value}")
+            continue
+        expr = simplified[text]
+        if isinstance(expr, sympy.Symbol) and where[expr] == text:
+            continue
+        unnamed = expr.free_symbols - names.keys()
+        if unnamed:  # (no size, stride or offset is that symbol by itself: nothing to read it from)
+            raise StaticShapesNeeded(f"{text} is {expr}, and no input's size is {sorted(map(str, unnamed))[0]}")
+        checks.append(f"{text} == {printer.doprint(expr.xreplace(names))}")
     checks += list(shape_env.produce_guards(fakes, [ShapeSource(expr) for expr in exprs]))
     return list(dict.fromkeys(checks))
 

@@ -71,9 +71,6 @@ def test_var_backward_after_a_forward_with_data_dependent_sizes():
         ember.reset()
 
 
-@pytest.mark.xfail(strict=True, raises=NameError,
-                   reason="capture/shapes.py shape_guards names each symbol at its first place in "
-                          "size, stride order: a stride s1*s2 printed before s2 (stride 1) is named")
 def test_guards_over_a_strided_input_name_every_symbol_before_using_it():
     """Fuzz default 54400: an input a[:, ::2] has strides (s1*s2, s2); the AOT guard printed
     `a[0].stride()[0] == a[0].size()[1]*s2` before naming s2, and the second call raised

@@ -21,6 +21,8 @@ _MODES = ("reductions", "intmath", "special", "lowp", "autograd", "inplace", "in
 SLICES = {
     "aot_eager": [("default", range(0, 40))] + [(mode, range(0, 4)) for mode in _MODES],
     "ember": [("default", range(0, 40))] + [(mode, range(0, 6)) for mode in _MODES],
+    # every size symbolic (dynamic=True): the symbolic AOT trace, kernels and wrapper
+    "ember_dynamic": [("default", range(40, 70))] + [(mode, range(6, 9)) for mode in _MODES],
 }
 
 
