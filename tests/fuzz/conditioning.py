@@ -474,6 +474,10 @@ class ConditionWatch(TorchDispatchMode):
         first, second = self._noise_mask(args[0]), self._noise_mask(args[1] if len(args) > 1 else None)
         if func is aten._to_copy.default and (kwargs or {}).get("dtype") is torch.bool:
             return first is not None and bool(first.any())  # bool() of noise: True or False by chance
+        if func in _ROUNDINGS or func is aten.sign.default:
+            # floor/ceil of 0 +- noise is 0 or -1 by the noise's sign (default 60988: floor of a
+            # layer_norm element equal to its row's mean: eager 0, ember -1)
+            return first is not None and bool(first.any())
         if func in _LOGICAL:  # (default 36491: logical_and of a layer_norm output's nansum)
             return any(mask is not None and bool(mask.any()) for mask in (first, second))
         if func in _NOISE_AMPLIFYING or (func is aten.pow.Tensor_Scalar and _amplifying_exponent(args[1])):

@@ -244,3 +244,13 @@ def test_a_root_of_a_small_normalized_value_is_ill_conditioned():
     layer_norm = torch.nn.functional.layer_norm
     assert _watched(lambda t: torch.rsqrt(layer_norm(t, (4,), w)), x)
     assert not _watched(lambda t: torch.rsqrt(layer_norm(t, (4,), w) + 10), x)
+
+
+def test_floor_of_a_normalized_element_equal_to_its_mean_is_ill_conditioned():
+    # default 60988: 0 +- noise floors to 0 or -1
+    rows = torch.tensor([[-4.0, -3.0, 6.0, 5.0, -1.0, 1.0, -3.0, 2.0, -6.0, -3.0, 0.0, 6.0]], dtype=torch.float64)
+    assert float(rows.mean()) == 0.0
+    assert _watched(lambda t: torch.nn.functional.layer_norm(t, (12,)).floor(), rows)
+    other = rows.clone()
+    other[0, 10] = 0.5   # no element equal to the mean
+    assert not _watched(lambda t: torch.nn.functional.layer_norm(t, (12,)).floor(), other)
