@@ -98,7 +98,8 @@ def expr_of(value) -> sympy.Expr:
     """An int, SymInt or sympy value as a sympy expression (ints stay Integers)."""
     if isinstance(value, torch.SymInt):
         node = value.node
-        return to_sympy(node.expr, getattr(node, "shape_env", None))
+        shape_env = getattr(node, "shape_env", None)
+        return to_sympy(_decided(node, shape_env), shape_env)
     if isinstance(value, bool):
         return sympy.Integer(int(value))
     if isinstance(value, int):
@@ -106,6 +107,20 @@ def expr_of(value) -> sympy.Expr:
     if isinstance(value, sympy.Basic):
         return value
     raise ShapesNotSupported(f"size {value!r} ({type(value).__name__})")
+
+
+def _decided(node, shape_env) -> sympy.Expr:
+    """A size expression the ShapeEnv's guards make one number for every allowed input is that
+    number: `((s0 // 16) + 1) // 2` under the guard that it is 1 (a broadcast dimension that a
+    structural test for 1 misses, and indexes past its tensor; fuzz inplace 4897)."""
+    expr = node.expr
+    if shape_env is None or expr.is_number or isinstance(expr, sympy.Symbol) or node.hint is None:
+        return expr
+    try:
+        decided = shape_env._maybe_evaluate_static(sympy.Eq(expr, int(node.hint)))
+    except Exception:  # noqa: BLE001 - a ShapeEnv that cannot tell: the expression as it is
+        return expr
+    return sympy.Integer(int(node.hint)) if decided is not None and bool(decided) else expr
 
 
 def hint(value) -> int:

@@ -87,3 +87,21 @@ def test_guards_over_a_strided_input_name_every_symbol_before_using_it():
     assert guard([real])
     assert guard([torch.randn(5, 21)[:, ::3]])
     assert not guard([torch.randn(5, 16)])
+
+
+def test_a_size_the_guards_make_1_broadcasts():
+    # fuzz inplace 4897: a.view(1, -1, 16)[0, ::2] has ((s0 // 16) + 1) // 2 rows, which the
+    # guards make 1; minimum() broadcast it against b's s1 rows, and the kernel indexed it by
+    # the row of b (reading past it: garbage) because the size was not structurally 1
+    def f(a, b):
+        v1 = a.view(1, -1, 16)[0, ::2]
+        return torch.transpose(torch.minimum(v1, b), 1, 2)
+
+    compiled = ember.compile(f, dynamic=True)
+    try:
+        for rows in [2, 3, 5]:
+            a = torch.arange(16, dtype=torch.int32)
+            b = torch.full((1, rows, 1), 5, dtype=torch.int32)
+            torch.testing.assert_close(compiled(a, b), f(a, b))
+    finally:
+        ember.reset()
