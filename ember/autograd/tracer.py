@@ -214,6 +214,11 @@ class AtenTracer(TorchDispatchMode):
         return f" (from {last[-2]}: {last[-1]})" if len(last) >= 2 else f" (from {last[-1]})"
 
     def _record(self, func, node_args: tuple, node_kwargs: dict, result: Any) -> torch.fx.Node:
+        # Sizes that reach here raw (a view replayed from its recorded args, an expand to a
+        # target's shape) become the nodes that compute them (dynamic shapes; fuzz inplace 4843).
+        symbolic = (torch.SymInt, torch.SymFloat, torch.SymBool)
+        node_args = pytree.tree_map_only(symbolic, self.sym_node_of, node_args)
+        node_kwargs = pytree.tree_map_only(symbolic, self.sym_node_of, node_kwargs)
         node = self.graph.call_function(func, node_args, node_kwargs)
         node.meta["val"] = result
         for key in ("stack_trace", "source_fn"):

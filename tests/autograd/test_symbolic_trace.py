@@ -220,3 +220,4 @@ def test_a_decomposed_op_keeps_eagers_layout_with_symbolic_sizes():
         assert v1.stride() == torch.softmax(d, 1).stride()
         assert flat.data_ptr() == v1.data_ptr()
         torch.testing.assert_close(v1, torch.softmax(d, 1))
+

@@ -50,3 +50,17 @@ def test_fuzz_slice(backend):
     if fixed:
         message.append("fixed, remove from tests/fuzz/expected_failures.py:\n  " + "\n  ".join(fixed))
     assert not message, "\n".join(message)
+
+
+# Programs the fuzzer found wrong or crashing under dynamic=True, each fixed (regression tests):
+# inplace 4843 (a view's sizes reached the graph as raw SymInts: NameError), index 4817 (the
+# same), inplace 4897 (a size the guards make 1 was not broadcast: a read past a tensor),
+# default 54400 (a guard named a stride's symbol after using it), default 60988 (conditioning).
+DYNAMIC_REGRESSIONS = [("inplace", 4843), ("index", 4817), ("inplace", 4897), ("default", 54400),
+                       ("default", 60988), ("default", 54179), ("default", 54625)]
+
+
+@pytest.mark.parametrize("mode,seed", DYNAMIC_REGRESSIONS, ids=[f"{m}-{s}" for m, s in DYNAMIC_REGRESSIONS])
+def test_dynamic_regressions(mode, seed):
+    (outcome,) = run_program(generate(seed, mode), ("ember_dynamic",))
+    assert outcome.cls not in ("wrong", "crash"), f"{outcome.cls} {outcome.check}: {outcome.exception or outcome.detail}"
