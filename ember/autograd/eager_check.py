@@ -51,11 +51,16 @@ def _tiny_shape(tensor: torch.Tensor) -> list[int]:
 
 
 def _static_shape(tensor: torch.Tensor) -> list[int] | None:
-    """The tensor's sizes if they are numbers (symbolic ones would be guarded by int(): the
-    check then tries the tiny shape only)."""
-    if any(isinstance(size, torch.SymInt) for size in tensor.shape):
-        return None
-    return [int(size) for size in tensor.shape]
+    """The tensor's sizes: symbolic ones at the trace's values (their hints, read without a
+    guard); None for a data-dependent size (no real tensor to make)."""
+    sizes = []
+    for size in tensor.shape:
+        if isinstance(size, torch.SymInt):
+            if size.node.hint is None:
+                return None
+            size = size.node.hint
+        sizes.append(int(size))
+    return sizes
 
 
 def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
@@ -87,7 +92,8 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
             accepted = True
             break
     if not accepted and tiny_only:
-        accepted = True  # could not try the real shapes: assume eager runs it
+        return True  # could not try the real shapes: assume eager runs it (not remembered: a
+        # later call with real shapes must still try them; fuzz intmath 4809)
     _ACCEPTS[key] = accepted
     return accepted
 
@@ -129,8 +135,11 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
     shared = sum(storages[id(t)] in written_keys for t in tensors) > len(written)
     if not shared and not any(overlaps_itself(t) for t in written):
         return None
-    if any(_static_shape(t) is None for t in tensors):
-        return None
+    if any(t._has_symbolic_sizes_strides for t in tensors):
+        # (no real tensors to try at symbolic sizes: the trace fails, and a graph captured with
+        # dynamic sizes compiles this call per shape, where eager's check runs; fuzz autograd
+        # 4828, index 4966)
+        return "a write into memory the op also reads, with symbolic sizes"
     real_storages: dict = {}
     real: dict = {}
     with _disable_current_modes(), torch.no_grad():
