@@ -22,6 +22,8 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
+from .symbolic import contiguous_without_guards, expr, hint
+
 # Real inputs are made only up to this many elements in all (as eager_check does).
 _REAL_ELEMENTS_LIMIT = 1 << 22
 
@@ -170,7 +172,7 @@ def _with_eager_order(func, args, kwargs, result, results: list, spec, tensors: 
             for dim in reversed(order):
                 strides[dim] = running
                 running = running * value.shape[dim]
-            if _dense_at_hints(layout, order) and [_expr(a) for a in strides] != [_expr(b) for b in value.stride()]:
+            if _dense_at_hints(layout, order) and [expr(a) for a in strides] != [expr(b) for b in value.stride()]:
                 value = torch.empty_strided(value.shape, strides, dtype=value.dtype, device=value.device)
         fixed.append(value)
     if all(a is b for a, b in zip(fixed, results)):
@@ -183,12 +185,10 @@ class _NoHint(Exception):
 
 
 def _hint(value) -> int:
-    if isinstance(value, torch.SymInt):
-        hint = value.node.hint
-        if hint is None:
-            raise _NoHint
-        return int(hint)
-    return int(value)
+    found = hint(value)
+    if found is None:
+        raise _NoHint
+    return found
 
 
 def _hinted(value):
@@ -212,20 +212,6 @@ def _dense_at_hints(layout: tuple, order: list[int]) -> bool:
         if sizes[dim] != 1 and strides[dim] != running:
             return False
         running *= sizes[dim]
-    return True
-
-
-def _expr(value):
-    return value.node.expr if isinstance(value, torch.SymInt) else value
-
-
-def contiguous_without_guards(tensor: torch.Tensor) -> bool:
-    """is_contiguous() without guarding symbolic sizes: strides compared as expressions."""
-    expected = 1
-    for size, stride in reversed(list(zip(tensor.shape, tensor.stride()))):
-        if _expr(size) != 1 and _expr(stride) != _expr(expected):
-            return False
-        expected = expected * size
     return True
 
 

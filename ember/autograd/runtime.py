@@ -21,7 +21,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .. import logs
-from .symbolic import SymbolicSizeError, SymbolNodes, has_symbols
+from .symbolic import SymbolicSizeError, SymbolNodes, contiguous_without_guards, has_symbols
 from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
@@ -396,7 +396,7 @@ def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int]
         value = node.meta.get("val")
         if node not in only_missing or not isinstance(value, torch.Tensor):
             continue
-        if not _contiguous(value):
+        if not contiguous_without_guards(value):
             continue
         if all(user in only_missing for user in node.users):
             continue
@@ -412,22 +412,6 @@ def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int]
         node.replace_all_uses_with(zeros, delete_user_cb=lambda user: user not in only_missing and user is not zeros)
     graph.eliminate_dead_code()
     return graph
-
-
-def _contiguous(value: torch.Tensor) -> bool:
-    """is_contiguous() without guarding symbolic sizes: strides compared as expressions."""
-    if not has_symbols(value):
-        return value.is_contiguous()
-    expected = 1
-    for size, stride in reversed(list(zip(value.shape, value.stride()))):
-        if size != 1 and _expr(stride) != _expr(expected):
-            return False
-        expected = expected * size
-    return True
-
-
-def _expr(value):
-    return value.node.expr if isinstance(value, torch.SymInt) else value
 
 
 def _check_versions(tensors, versions: list[int], layout: list[bool], reads: frozenset[int] | None) -> None:

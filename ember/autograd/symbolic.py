@@ -44,6 +44,30 @@ def has_symbols(value: Any) -> bool:
     return False
 
 
+def expr(value):
+    """A size as a comparable value: a SymInt's expression (comparing SymInts would guard them)."""
+    return value.node.expr if isinstance(value, torch.SymInt) else value
+
+
+def hint(value) -> int | None:
+    """A size at the trace's values, read without a guard (None: data-dependent)."""
+    if isinstance(value, torch.SymInt):
+        return None if value.node.hint is None else int(value.node.hint)
+    return int(value)
+
+
+def contiguous_without_guards(tensor: torch.Tensor) -> bool:
+    """is_contiguous() without guarding symbolic sizes: strides compared as expressions."""
+    if not has_symbols(tensor):
+        return tensor.is_contiguous()
+    expected = 1
+    for size, stride in reversed(list(zip(tensor.shape, tensor.stride()))):
+        if expr(size) != 1 and expr(stride) != expr(expected):
+            return False
+        expected = expected * size
+    return True
+
+
 def symbolic_dims(value: Any) -> tuple[int, ...]:
     """The dimensions of a fake tensor whose sizes are symbols."""
     if not isinstance(value, torch.Tensor) or value.layout != torch.strided:

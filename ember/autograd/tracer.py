@@ -30,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .eager_check import eager_accepts, eager_overlap_error, storage_key
 from .eager_layout import with_eager_layout
-from .symbolic import SymbolicSizeError, SymbolNodes
+from .symbolic import SymbolicSizeError, SymbolNodes, expr, hint
 from .symbolic_rules import symbolic_result
 
 aten = torch.ops.aten
@@ -277,10 +277,10 @@ class AtenTracer(TorchDispatchMode):
         symbolic = _has_symbols(value) or _has_symbols(want)
         if symbolic:
             # (compared as expressions: comparing SymInts would guard them)
-            if value.dtype != want.dtype or [_expr(a) for a in value.shape] != [_expr(b) for b in want.shape]:
+            if value.dtype != want.dtype or [expr(a) for a in value.shape] != [expr(b) for b in want.shape]:
                 return value
-            same = all(_expr(a) == _expr(b) for a, b, n in zip(value.stride(), want.stride(), want.shape)
-                       if _expr(n) != 1)
+            same = all(expr(a) == expr(b) for a, b, n in zip(value.stride(), want.stride(), want.shape)
+                       if expr(n) != 1)
         else:
             if value.shape != want.shape or value.dtype != want.dtype:
                 return value
@@ -545,7 +545,7 @@ def _dense_order(tensor: torch.Tensor) -> list[int] | None:
     """Dimensions from outermost to innermost if the tensor is dense (a permutation of a
     contiguous layout), else None.  Symbolic sizes are ordered by their hints (the guards pin
     the inputs' strides, so the order is that of every allowed size) without guarding them."""
-    sizes, strides = [_hint(n) for n in tensor.shape], [_hint(st) for st in tensor.stride()]
+    sizes, strides = [hint(n) for n in tensor.shape], [hint(st) for st in tensor.stride()]
     if None in sizes or None in strides:
         return None
     order = sorted(range(tensor.dim()), key=lambda d: (-strides[d], -sizes[d]))
@@ -556,15 +556,6 @@ def _dense_order(tensor: torch.Tensor) -> list[int] | None:
         expected *= sizes[dim]
     return order
 
-
-def _hint(value):
-    if isinstance(value, torch.SymInt):
-        return None if value.node.hint is None else int(value.node.hint)
-    return int(value)
-
-
-def _expr(value):
-    return value.node.expr if isinstance(value, torch.SymInt) else value
 
 
 def _sym_key(value) -> Any:

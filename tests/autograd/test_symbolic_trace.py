@@ -32,12 +32,13 @@ def test_seed_toy_traces_once_for_every_shape():
     assert counters["stats"]["backend_compiles"] == 1
 
 
-def test_training_step_with_symbolic_sizes_matches_eager():
+@pytest.mark.parametrize("backend", ["aot_eager", "ember"])
+def test_training_step_with_symbolic_sizes_matches_eager(backend):
     def f(x, w):
         h = x.view(x.shape[0], -1) @ w
         return torch.nn.functional.layer_norm(h, (w.shape[1],)).softmax(-1).sum()
 
-    compiled = ember.compile(f, dynamic=True, backend="aot_eager")
+    compiled = ember.compile(f, dynamic=True, backend=backend)
     counters.clear()
     for n in [4, 6, 9, 13]:
         x = torch.randn(n, 3, 4, requires_grad=True)
@@ -151,26 +152,6 @@ def test_pad_keeps_sizes_symbolic():
         labels = torch.arange(2 * n).view(2, n)
         torch.testing.assert_close(f(labels), torch.nn.functional.pad(labels, (0, 1), value=-100)[..., 1:])
     assert counters["stats"]["captures"] == 1 and counters["stats"]["backend_compiles"] == 1
-
-
-def test_symbolic_training_under_ember_compiles_kernels_once():
-    def f(x, w):
-        h = x.view(x.shape[0], -1) @ w
-        return torch.nn.functional.layer_norm(h, (w.shape[1],)).softmax(-1).sum()
-
-    compiled = ember.compile(f, dynamic=True)
-    counters.clear()
-    for n in [4, 6, 9]:
-        x, w = torch.randn(n, 3, 4, requires_grad=True), torch.randn(12, n + 1, requires_grad=True)
-        out = compiled(x, w)
-        out.backward()
-        x2, w2 = x.detach().requires_grad_(), w.detach().requires_grad_()
-        ref = f(x2, w2)
-        ref.backward()
-        torch.testing.assert_close(out, ref)
-        torch.testing.assert_close(x.grad, x2.grad)
-        torch.testing.assert_close(w.grad, w2.grad)
-    assert counters["stats"]["backend_compiles"] == 1
 
 
 def test_a_backward_gets_the_sizes_its_saved_values_only_hold_as_products(caplog):
