@@ -22,7 +22,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
-from .symbolic import contiguous_without_guards, expr, hint
+from .symbolic import contiguous_without_guards, dense_in_order, expr, hint
 
 # Real inputs are made only up to this many elements in all (as eager_check does).
 _REAL_ELEMENTS_LIMIT = 1 << 22
@@ -172,7 +172,7 @@ def _with_eager_order(func, args, kwargs, result, results: list, spec, tensors: 
             for dim in reversed(order):
                 strides[dim] = running
                 running = running * value.shape[dim]
-            if _dense_at_hints(layout, order) and [expr(a) for a in strides] != [expr(b) for b in value.stride()]:
+            if dense_in_order(*layout, order) and [expr(a) for a in strides] != [expr(b) for b in value.stride()]:
                 value = torch.empty_strided(value.shape, strides, dtype=value.dtype, device=value.device)
         fixed.append(value)
     if all(a is b for a, b in zip(fixed, results)):
@@ -203,16 +203,6 @@ def _hinted(value):
         raise _NoHint
     with _disable_current_modes():
         return torch.empty(extent, dtype=value.dtype, device=value.device).as_strided(sizes, strides)
-
-
-def _dense_at_hints(layout: tuple, order: list[int]) -> bool:
-    sizes, strides = layout
-    running = 1
-    for dim in reversed(order):
-        if sizes[dim] != 1 and strides[dim] != running:
-            return False
-        running *= sizes[dim]
-    return True
 
 
 class EagerLayoutMode(TorchDispatchMode):

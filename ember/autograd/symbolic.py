@@ -68,6 +68,17 @@ def contiguous_without_guards(tensor: torch.Tensor) -> bool:
     return True
 
 
+def dense_in_order(sizes: list[int], strides: list[int], order: list[int]) -> bool:
+    """Are these (numeric) strides a contiguous layout of the dims in `order`, outermost first
+    (size-1 dims' strides not counted)?"""
+    running = 1
+    for dim in reversed(order):
+        if sizes[dim] != 1 and strides[dim] != running:
+            return False
+        running *= sizes[dim]
+    return True
+
+
 def symbolic_dims(value: Any) -> tuple[int, ...]:
     """The dimensions of a fake tensor whose sizes are symbols."""
     if not isinstance(value, torch.Tensor) or value.layout != torch.strided:

@@ -30,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .eager_check import eager_accepts, eager_overlap_error, storage_key
 from .eager_layout import with_eager_layout
-from .symbolic import SymbolicSizeError, SymbolNodes, expr, hint
+from .symbolic import SymbolicSizeError, SymbolNodes, dense_in_order, expr, hint
 from .symbolic_rules import symbolic_result
 
 aten = torch.ops.aten
@@ -549,12 +549,7 @@ def _dense_order(tensor: torch.Tensor) -> list[int] | None:
     if None in sizes or None in strides:
         return None
     order = sorted(range(tensor.dim()), key=lambda d: (-strides[d], -sizes[d]))
-    expected = 1
-    for dim in reversed(order):
-        if sizes[dim] != 1 and strides[dim] != expected:
-            return None
-        expected *= sizes[dim]
-    return order
+    return order if dense_in_order(sizes, strides, order) else None
 
 
 
