@@ -21,9 +21,10 @@ from typing import Callable
 import torch
 
 from .. import logs
-from ..lowering.graph import GraphLowering
+from ..lowering.graph import GraphLowering, GraphNotSupported
 from ..lowering.printer import ir_text, schedule_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
+from ..lowering.symbolic import bounds_scope
 from ..scheduling.scheduler import Kernel, Scheduler
 from . import cpp_build
 from .cpp import CppKernel
@@ -50,6 +51,11 @@ class CompiledGraph:
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
+    with bounds_scope():  # what this graph's size symbols allow, kept apart from other graphs'
+        return _compile_graph(gm, example_inputs)
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
     timings: dict[str, float] = {}
 
     def timed(name, function, *args):
@@ -158,7 +164,11 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         return gm.forward
     # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
     # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
-    return compile_graph(gm, example_inputs)
+    try:
+        return compile_graph(gm, example_inputs)
+    except GraphNotSupported as reason:
+        log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
+        return gm.forward
 
 
 def _non_strided_layouts(gm: torch.fx.GraphModule) -> set[str]:

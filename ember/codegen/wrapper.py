@@ -31,10 +31,12 @@ from ..lowering.printer import provenance, user_line
 from ..scheduling.scheduler import Kernel
 
 
-def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple) -> torch.Tensor:
+def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool = False) -> torch.Tensor:
     """An extern op's result with the strides the graph planned for, at its storage's start (ATen
-    may choose other strides; a kernel reading it adds no offset)."""
-    if tensor.storage_offset() == 0 and (tuple(tensor.stride()) == stride or tensor.numel() <= 1):
+    may choose other strides; a kernel reading it adds no offset).  A `view` (planned at an offset
+    into its input's storage) may sit anywhere: kernels find it through `ptr`, from its data."""
+    same_strides = all(a == b for a, b, n in zip(tensor.stride(), stride, size) if n != 1)
+    if (view or tensor.storage_offset() == 0) and (same_strides or tensor.numel() <= 1):
         return tensor
     result = torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device)
     result.copy_(tensor)
@@ -248,10 +250,11 @@ class WrapperCodegen:
 
     def _check_layout(self, buffer) -> None:
         layout = buffer.layout
-        if layout.offset != 0:
-            return  # a view into another buffer: its offset and strides come with it
+        # a view into another buffer (planned at an offset): its strides derive from that buffer's
+        # layout, which the lowering made eager's; checked all the same, as the kernels rely on it
+        view = ", view=True" if layout.offset != 0 else ""
         self.lines.append(f"{buffer.name} = ensure_layout({buffer.name}, {_sizes(layout.size)}, "
-                          f"{_sizes(layout.stride)})")
+                          f"{_sizes(layout.stride)}{view})")
 
     # -- symbolic sizes ---------------------------------------------------------------------------
     def _define_sizes(self) -> None:

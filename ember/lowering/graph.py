@@ -45,7 +45,8 @@ _SIZE_OPS = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_stride.int, torch.o
 
 class GraphLowering(torch.fx.Interpreter):
     def __init__(self, gm: torch.fx.GraphModule) -> None:
-        super().__init__(gm)
+        # values stay in `env` after their last use: realize_as_traced walks back up view chains
+        super().__init__(gm, garbage_collect_values=False)
         self.gm = gm
         self.buffers: list[Buffer] = []  # realized buffers in creation order
         self.inputs: list[InputBuffer] = []
@@ -159,6 +160,8 @@ class GraphLowering(torch.fx.Interpreter):
             except FallbackNeeded as reason:
                 del self.buffers[buffers_before:]
                 return self.fallback(target, args, kwargs, str(reason))
+            except GraphNotSupported:
+                raise
             except ShapesNotSupported as reason:
                 # not expressible for every allowed size: an ATen call gets the sizes at run time
                 del self.buffers[buffers_before:]
@@ -236,6 +239,28 @@ class GraphLowering(torch.fx.Interpreter):
             return self.store(value)
         return realized
 
+    def realize_as_traced(self, node: torch.fx.Node) -> IRNode | None:
+        """The node's value in memory with its fake's sizes, strides and offset (eager's layout),
+        for readers that see memory as it is laid out: a view op run by ATen (its result's strides
+        derive from its input's) and as_strided (it indexes the storage itself).  A value ember
+        would store otherwise is stored in eager's layout (dense) or, for a view, its base is (up
+        the view chain).  None where neither works."""
+        value, fake = self.env.get(node), node.meta.get("val")
+        if not isinstance(value, IRNode) or not isinstance(fake, torch.Tensor):
+            return None
+        realized = self.realize(value)
+        wanted = _layout_of(fake)
+        if _same_layout(realized.layout, wanted):
+            return realized
+        dense = _dense_layout(fake)
+        if dense is not None:
+            return self.store(value, dense)
+        base = node.args[0] if node.op == "call_function" and node.target in _VIEW_OPS and node.args else None
+        if not isinstance(base, torch.fx.Node) or self.realize_as_traced(base) is None:
+            return None
+        realized = self.realize(value)
+        return realized if _same_layout(realized.layout, wanted) else None
+
     def store(self, value: IRNode, layout: Layout | None = None) -> ComputedBuffer:
         """Store `value` in a new buffer, contiguous unless `layout` says otherwise."""
         if isinstance(value, (Reduction, ir.Scatter)):
@@ -261,9 +286,20 @@ class GraphLowering(torch.fx.Interpreter):
         def realize_arg(value):
             return self.realize(value) if isinstance(value, IRNode) else value
 
+        node = self.current_node
+        # A view's result is planned with its fake's strides and offset, which derive from its
+        # input's: the input must then be in memory as eager lays it out.  Where ember cannot
+        # lay it out so, the result is planned as a fresh tensor (ensure_layout copies it).
+        is_view = getattr(target, "is_view", False)
+        base = node.args[0] if is_view and node.args and isinstance(args[0], IRNode) else None
+        traced_base = self.realize_as_traced(base) if isinstance(base, torch.fx.Node) else None
+        if traced_base is not None:
+            args = (traced_base, *args[1:])
+        elif base is not None and target in _READS_STORAGE:
+            raise GraphNotSupported(f"{target} of a value ember cannot lay out in memory as eager does")
         call_args = pytree.tree_map_only(IRNode, realize_arg, args)
         call_kwargs = pytree.tree_map_only(IRNode, realize_arg, kwargs)
-        value = self.current_node.meta.get("val")
+        value = node.meta.get("val")
         name = str(target) if hasattr(target, "_schema") else getattr(target, "__name__", str(target))
         self.fallback_counts[name] += 1
         if log_fallbacks.isEnabledFor(logging.DEBUG):
@@ -275,7 +311,7 @@ class GraphLowering(torch.fx.Interpreter):
         # A result the op makes (not a view of an argument) is planned at its storage's start:
         # fake tensors may carry an input's storage offset over (select_scatter of an input
         # with one did), and the real result has none (ensure_layout makes sure).
-        own_layout = _layout_of if getattr(target, "is_view", False) else _fresh_layout
+        own_layout = _layout_of if is_view and traced_base is not None else _fresh_layout
         if isinstance(value, torch.Tensor):
             buffer = ExternBuffer(self.new_name(), own_layout(value), call)
             call.outputs = [buffer]
@@ -297,6 +333,15 @@ class GraphLowering(torch.fx.Interpreter):
         call.outputs = []
         self.buffers.append(_SideEffectMarker(self.new_name("call"), call))
         return value
+
+
+class GraphNotSupported(Exception):
+    """Some node of this graph cannot be compiled or called as one ATen op on ember's buffers
+    (the reason names it): the graph runs as its ATen calls."""
+
+
+# views whose values depend on how their input is laid out in memory (not only on its values)
+_READS_STORAGE = {torch.ops.aten.as_strided.default}
 
 
 class ReinterpretView(IRNode):
@@ -364,6 +409,16 @@ def _fresh_layout(value: torch.Tensor) -> Layout:
 def _same_strides(a: Layout, b: Layout) -> bool:
     """Same memory order (strides of size-1 dimensions do not matter)."""
     return [st for st, n in zip(a.stride, a.size) if n != 1] == [st for st, n in zip(b.stride, b.size) if n != 1]
+
+
+def _same_layout(a: Layout, b: Layout) -> bool:
+    """Same sizes, offset and strides (of dimensions longer than 1), for every allowed size."""
+    def equal(x, y):
+        return sympy.expand(sympy.sympify(x) - sympy.sympify(y)) == 0
+
+    return len(a.size) == len(b.size) and all(equal(x, y) for x, y in zip(a.size, b.size)) \
+        and equal(a.offset, b.offset) \
+        and all(equal(x, y) for x, y, n in zip(a.stride, b.stride, a.size) if n != 1)
 
 
 def _dense_layout(value) -> Layout | None:

@@ -17,7 +17,7 @@ import sympy
 import torch
 
 from .indexing import broadcast_index, view_reindex
-from .ir import ComputedBuffer, IRNode, Pointwise, Reduction, ReductionSpec, View, product
+from .ir import Buffer, ComputedBuffer, IRNode, Pointwise, Reduction, ReductionSpec, View, product
 from .symbolic import ShapesNotSupported, expr_of, is_symbolic, provably_nonnegative, static_int
 
 aten = torch.ops.aten
@@ -585,7 +585,14 @@ def as_strided(ctx, node, x, size, stride, storage_offset=None):
     from .graph import ReinterpretView
     from .ir import Layout
 
-    buffer = ctx.realize_buffer(x)
+    # as_strided indexes x's storage itself: x must be in memory as eager lays it out
+    traced = ctx.realize_as_traced(node.args[0]) if isinstance(node.args[0], torch.fx.Node) else None
+    if traced is None:
+        from .graph import GraphNotSupported
+        raise GraphNotSupported("as_strided of a value ember cannot lay out in memory as eager does")
+    buffer = traced if isinstance(traced, Buffer) else traced.buffer
+    if traced is not buffer and storage_offset is None:
+        storage_offset = traced.layout.offset
     if storage_offset is not None and not isinstance(buffer, ComputedBuffer):
         # Kernels index an input from where it sits in its storage at the call (the wrapper's
         # ptr), which can differ from the fake's; this offset is absolute, so ATen applies it.

@@ -15,6 +15,9 @@ the AOT layer turns into a compile per concrete shape.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import sympy
 import torch
 
@@ -24,8 +27,27 @@ class ShapesNotSupported(Exception):
     names the op); compile it for concrete sizes instead."""
 
 
-# smallest value of each size symbol seen (by name; the smallest over every ShapeEnv: conservative)
-_LOWER_BOUNDS: dict[str, int] = {}
+# Smallest value of each size symbol seen, by name.  Names repeat across ShapeEnvs (every trace
+# has its s0), so each compiled graph keeps its own (`bounds_scope`): bounds left by an earlier
+# graph made a later one's decisions depend on what the process had compiled before (fuzz
+# ember_dynamic default 62275 after 62273).  Outside a scope: the smallest over every ShapeEnv.
+_GLOBAL_BOUNDS: dict[str, int] = {}
+_BOUNDS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("ember_size_bounds", default=None)
+
+
+@contextlib.contextmanager
+def bounds_scope():
+    """The size symbols' lower bounds seen from here on belong to one graph's compile."""
+    token = _BOUNDS.set({})
+    try:
+        yield
+    finally:
+        _BOUNDS.reset(token)
+
+
+def _bounds() -> dict[str, int]:
+    scoped = _BOUNDS.get()
+    return _GLOBAL_BOUNDS if scoped is None else scoped
 
 
 def is_size_symbol(symbol) -> bool:
@@ -56,7 +78,8 @@ def _symbol(symbol: sympy.Symbol, shape_env) -> sympy.Symbol:
                 raise ShapesNotSupported(f"size {name} has no finite lower bound ({found})") from None
     if lower < 1:
         raise ShapesNotSupported(f"size {name} may be {lower} (ember's size symbols are positive)")
-    _LOWER_BOUNDS[name] = min(lower, _LOWER_BOUNDS.get(name, lower))
+    bounds = _bounds()
+    bounds[name] = min(lower, bounds.get(name, lower))
     return sympy.Symbol(name, integer=True, positive=True)
 
 
@@ -131,7 +154,7 @@ def hint(value) -> int:
 
 
 def lower_bound(symbol) -> int:
-    return _LOWER_BOUNDS.get(symbol.name, 2)
+    return _bounds().get(symbol.name, 2)
 
 
 def provably_nonnegative(expr) -> bool:

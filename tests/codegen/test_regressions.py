@@ -724,3 +724,57 @@ def test_half_kernels_build_where_the_assembler_rejects_avx512fp16_masking():
         else:
             for got, want in zip([o.detach() for o in out] + [a.grad, b.grad], expected):
                 torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def _maximum_in_eager_order(c, d):
+    """torch.maximum(c, d) with d permuted: eager lays the result out in d's order, ember (left
+    alone) stores an intermediate contiguously."""
+    return torch.maximum(c, d)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_views_run_by_aten_see_eager_layout(dynamic):
+    """A view op run as an ATen call (diagonal with an offset, unfold) of a value ember stored:
+    its result was planned with the fake's strides and offset, which derive from eager's layout
+    of the input, while ember had stored the input contiguously; the kernel reading the view
+    indexed the wrong elements (fuzz ember_dynamic default 62275: a slice run by ATen)."""
+    def fn(c, d):
+        v = _maximum_in_eager_order(c, d)
+        return torch.diagonal(v, 1, 0, 1).exp(), v.unfold(1, 2, 1)[:, 1:].sum(-1) + 1
+
+    c = torch.randn(4, 2)
+    d = torch.randn(2, 4, 7, 5).permute(2, 3, 1, 0)
+    expected = fn(c, d)
+    compiled = ember.compile(fn, backend="ember", dynamic=dynamic)
+    for _ in range(2):
+        for ours, theirs in zip(compiled(c, d), expected):
+            torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_as_strided_of_an_intermediate_reads_eager_layout(dynamic):
+    """as_strided indexes its input's storage: the intermediate must be in memory as eager lays
+    it out (it was stored contiguously; as_strided of a slice read a copy of the slice)."""
+    def fn(c, d):
+        v = _maximum_in_eager_order(c, d)
+        return v.as_strided((3, 2), (1, 3), 1) * 2, v[1:].as_strided((4,), (2,)) + 1
+
+    c = torch.randn(4, 2)
+    d = torch.randn(2, 4, 7, 5).permute(2, 3, 1, 0)
+    expected = fn(c, d)
+    compiled = ember.compile(fn, backend="ember", dynamic=dynamic)
+    for _ in range(2):
+        for ours, theirs in zip(compiled(c, d), expected):
+            torch.testing.assert_close(ours, theirs)
+
+
+def test_ensure_layout_copies_a_view_with_other_strides():
+    """The wrapper's check of an ATen view's strides (the safety net under the lowering's layout
+    planning): a view at any offset with the planned strides passes, other strides copy."""
+    from ember.codegen.wrapper import ensure_layout
+
+    base = torch.arange(24.0).reshape(4, 6)
+    view = base[1:, 2:]
+    assert ensure_layout(view, (3, 4), (6, 1), view=True) is view
+    moved = ensure_layout(view, (3, 4), (1, 3), view=True)
+    assert moved.stride() == (1, 3) and torch.equal(moved, view)

@@ -67,3 +67,14 @@ DYNAMIC_REGRESSIONS = [("inplace", 4843), ("index", 4817), ("inplace", 4897), ("
 def test_dynamic_regressions(mode, seed):
     (outcome,) = run_program(generate(seed, mode), ("ember_dynamic",))
     assert outcome.cls not in ("wrong", "crash"), f"{outcome.cls} {outcome.check}: {outcome.exception or outcome.detail}"
+
+
+def test_dynamic_compiles_do_not_depend_on_earlier_ones():
+    """ember_dynamic default 62275 was right alone and wrong after 62273 in the same process: the
+    size symbols' lower bounds were kept by name across compiles (every trace has an s28), so
+    62273's weaker bounds left 62275's slice undecided, and the ATen slice that ran instead read
+    a buffer laid out other than planned."""
+    outcomes = [run_program(generate(seed, "default"), ("ember_dynamic",))[0] for seed in (62273, 62275)]
+    for outcome in outcomes:
+        assert outcome.cls not in ("wrong", "crash"), \
+            f"seed {outcome.seed}: {outcome.cls} {outcome.check}: {outcome.exception or outcome.detail}"
