@@ -166,7 +166,9 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
         # as the same view of an elementwise op, eager's result depends on the order of its
         # reads and writes (`b[::2].index_add_(0, i, b)` reads b's elements after writing
         # some), which a functional graph does not reproduce.
-        pointwise = torch.Tag.pointwise in getattr(func, "tags", ())
+        # (copy_ reads each element where it writes it, as a pointwise op: `x[:3] *= 2` copies
+        # the product back into the very view it was computed in)
+        pointwise = torch.Tag.pointwise in getattr(func, "tags", ()) or func is torch.ops.aten.copy_.default
         for target in written:
             for other in tensors:
                 if other is target or storages[id(other)] != storages[id(target)]:

@@ -225,7 +225,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             ctx.set_materialize_grads(False)  # an output the loss does not use has no gradient: None
             if grad_mutations:
                 indices = [num_outputs + k for k in grad_mutations]
-                state.update(saved=saved, new_values=_own_memory([values[i] for i in indices], indices, spec, args))
+                state.update(saved=saved, new_values=_own_memory([values[i] for i in indices], indices, spec, args),
+                             tangent_shapes=getattr(ctx, "tangent_shapes", None))
             return tuple(outputs)
 
         @staticmethod
@@ -242,6 +243,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
         @staticmethod
         def forward(ctx, state, *args):
             _save(ctx, state["saved"])
+            if state.get("tangent_shapes") is not None:  # (symbolic sizes: zeros for the missing tangents)
+                ctx.tangent_shapes = state["tangent_shapes"]
             ctx.set_materialize_grads(False)
             return tuple(state.pop("new_values"))
 

@@ -19,6 +19,7 @@ BatchNorm running stats) is reported with its final node so the caller can write
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 from typing import Any, Callable
 
@@ -244,11 +245,42 @@ class AtenTracer(TorchDispatchMode):
                 return self._as_eager_returns(func, args, kwargs, result)
         if self.functionalize and schema.is_mutable:
             return self._mutation(func, args, kwargs)
+        if func is aten.as_strided.default and self.functionalize:
+            args, kwargs = self._as_strided_of_root(args, kwargs)
         result = symbolic_result(func, args, kwargs)
         result = with_eager_layout(func, args, kwargs, func(*args, **kwargs) if result is None else result)
         node = self._record(func, self._map_args(args), self._map_args(kwargs), result)
         self._bind_outputs(func, args, kwargs, result, node)
         return result
+
+    def _as_strided_of_root(self, args, kwargs):
+        """as_strided indexes its input's storage, not its elements.  Of a view, it is recorded
+        as an as_strided of the view's root at the absolute offset: the view's own node may hold a
+        fresh value (after a write through it) rather than a view of the storage, and the
+        gradient must reach every element of the root it reads (fuzz layout 67: as_strided of an
+        as_strided, then a write through the first)."""
+        names = ("self", "size", "stride", "storage_offset")
+        bound = dict(zip(names, args))
+        bound.update(kwargs)
+        view = bound["self"]
+        if id(view) not in self.views:
+            return args, kwargs
+        root = self.root(view)
+        offset = bound.get("storage_offset")
+        if view.requires_grad and torch.is_grad_enabled() and not _reads_within(
+                view, bound["size"], bound["stride"], view.storage_offset() if offset is None else offset):
+            # Eager's gradient of such a read reaches only the view's own elements, or, once the
+            # view's base was written in place (autograd then re-derives it from the base), every
+            # element read: which of the two a graph would need is not known here.
+            raise TracingError(f"as_strided of a view, reading memory outside the view, that requires grad"
+                               f"{self._where()}")
+        if any(root is tensor for tensor, _ in self.inputs):
+            if offset is None and view.storage_offset() == root.storage_offset():
+                return (root, bound["size"], bound["stride"]), {}  # relative to the input's offset at the call
+            # an input's storage offset at a call may differ from the traced one (no guard checks
+            # it): an absolute offset into it is eager's only at the traced offset
+            raise TracingError(f"as_strided of a view of an input at another storage offset{self._where()}")
+        return (root, bound["size"], bound["stride"], view.storage_offset() if offset is None else offset), {}
 
     def _as_eager_returns(self, func, args, kwargs, result):
         """A decomposition's result with the memory layout eager's kernel gives, in memory of its
@@ -535,6 +567,25 @@ def _single_piece(info: ViewInfo, view: torch.Tensor) -> tuple[Any, tuple]:
     dim = (info.args[dim] if len(info.args) > dim else 0) % parent.dim()
     start = (view.storage_offset() - parent.storage_offset()) // max(parent.stride(dim), 1)
     return aten.slice.Tensor, (dim, start, start + view.shape[dim], 1)
+
+
+def _reads_within(view: torch.Tensor, size, stride, offset) -> bool:
+    """Does as_strided(view's storage, size, stride, offset) read only elements of `view`?
+    (Symbolic or large geometries: not known, so False.)"""
+    def positions(sizes, strides, start):
+        if any(not isinstance(n, int) for n in (*sizes, *strides, start)) or math.prod(sizes) > 1 << 20:
+            return None
+        flat = torch.full((), start, dtype=torch.int64)
+        for n, st in zip(sizes, strides):
+            flat = (flat.unsqueeze(-1) + torch.arange(n, dtype=torch.int64) * st).flatten()
+        return flat
+
+    with torch._C._DisableTorchDispatch():
+        read = positions(list(size), list(stride), offset)
+        own = positions(list(view.shape), list(view.stride()), view.storage_offset())
+        if read is None or own is None:
+            return False
+        return bool(torch.isin(read, own).all())
 
 
 def _has_symbols(tensor: torch.Tensor) -> bool:

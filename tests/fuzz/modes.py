@@ -38,10 +38,10 @@ class Mode:
 
 FAMILIES = ("unary", "binary", "compare", "logical", "bitwise", "where", "clamp", "convert", "reduce",
             "softmax", "norm", "view", "join", "index", "scatter", "matmul", "cumsum", "inplace", "alias",
-            "factory", "narrow")
+            "factory", "narrow", "strided")
 # Families added after the first runs: drawn only by modes that name them, so that the programs
 # of existing seeds (and the expected failures keyed by seed) stay the same.
-LATER_FAMILIES = ("narrow",)
+LATER_FAMILIES = ("narrow", "strided")
 
 DEFAULT_FAMILY_WEIGHTS = {
     "unary": 12, "binary": 16, "compare": 4, "logical": 2, "bitwise": 2, "where": 3, "clamp": 2,
@@ -114,6 +114,14 @@ MODES = {
                        torch.int16: 3, torch.int8: 4, torch.uint8: 6, torch.bool: 8},
         zero_size_prob=0.06, special_prob=0.5, special_scalar_prob=0.3, grad_prob=0.35, nonleaf_prob=0.4,
         wide_int_prob=0.6, oob_index_prob=0.05, keep_error_prob=0.02, convert_after_prob=0.4, n_ops=(2, 8)),
+    # Views whose strides or values show how their input is laid out in memory (diagonal with an
+    # offset, unfold, as_strided) of intermediates that eager lays out in a permuted input's
+    # order: a view run as an ATen call of a buffer ember stored otherwise read the wrong elements.
+    "layout": Mode(
+        "layout",
+        family_weights={"strided": 14, "binary": 12, "unary": 6, "view": 8, "reduce": 6, "inplace": 3,
+                        "join": 2, "where": 2},
+        layout_weights={"contiguous": 30, "permuted": 30, "strided": 12, "offset": 12, "expanded": 6}),
     # embedding/gather/index with out-of-range indices, index_put/scatter/index_add.
     "index": Mode(
         "index",

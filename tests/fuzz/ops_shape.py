@@ -192,6 +192,43 @@ def split(builder):
     return builder.emit(f"{expression}[{builder.rng.randrange(-count, count)}]", form, rounds=False, view_of=x)
 
 
+@op("strided", 3)
+def strided_view(builder):
+    """diagonal (with an offset), unfold, as_strided: views whose strides (or, for as_strided,
+    values) come from how the input is laid out in memory."""
+    x = need(builder.pick(ranked(1)))
+    tensor = builder.tensor(x)
+    form = builder.weighted({"diagonal": 3 if tensor.dim() >= 2 else 0, "unfold": 3, "as_strided": 3})
+    if form == "diagonal":
+        first, second = builder.rng.sample(range(tensor.dim()), 2)
+        offset = builder.rng.randint(-tensor.shape[first], tensor.shape[second])
+        text = builder.choice([f"torch.diagonal({x}, {offset}, {first}, {second - tensor.dim()})",
+                               f"{x}.diagonal(offset={offset}, dim1={first}, dim2={second})"])
+    elif form == "unfold":
+        dim = builder.dim(tensor)
+        size = builder.rng.randint(1, max(tensor.shape[dim], 1)) if tensor.shape[dim] else 0
+        text = f"{x}.unfold({dim}, {size}, {builder.rng.randint(1, 3)})"
+    else:
+        # inside the storage eager gave x (its layout is eager's, so the values are defined)
+        total = tensor.untyped_storage().nbytes() // tensor.element_size()
+        if total == 0:
+            return None
+        rank = builder.rng.randint(1, 3)
+        sizes = [builder.choice([1, 2, 3, 4, 5]) for _ in range(rank)]
+        strides = [builder.choice([0, 1, 1, 2, 3, 5]) for _ in range(rank)]
+        extent = sum((n - 1) * st for n, st in zip(sizes, strides))
+        if extent >= total:
+            return None
+        if builder.chance(0.5):
+            start = builder.rng.randint(0, total - 1 - extent)
+            text = f"{x}.as_strided({tuple(sizes)}, {tuple(strides)}, {start})"
+        elif tensor.storage_offset() + extent < total:
+            text = f"torch.as_strided({x}, {tuple(sizes)}, {tuple(strides)})"
+        else:
+            return None
+    return builder.emit(text, form, rounds=False, view_of=x)
+
+
 @op("join", 3)
 def cat_stack(builder):
     x = need(builder.pick())
