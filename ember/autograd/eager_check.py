@@ -40,6 +40,10 @@ def _is_integer(tensor: torch.Tensor) -> bool:
 
 
 def _real(value, shape_of, integer_fill):
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        # a size argument (slice_backward's input_sizes): its value in the trace, unguarded
+        hint = value.node.hint
+        return value if hint is None else type(hint)(hint)
     if not isinstance(value, torch.Tensor):
         return value
     fill = integer_fill if _is_integer(value) else 1
@@ -135,6 +139,11 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
     shared = sum(storages[id(t)] in written_keys for t in tensors) > len(written)
     if not shared and not any(overlaps_itself(t) for t in written):
         return None
+    pointwise = torch.Tag.pointwise in getattr(func, "tags", ()) or func is torch.ops.aten.copy_.default
+    if pointwise and not any(overlaps_itself(t) for t in written) and all(
+            other is target or storages[id(other)] != storages[id(target)] or _same_view_without_guards(other, target)
+            for target in written for other in tensors):
+        return None  # each element is read where it is written (`v[:3] *= 2` at symbolic sizes too)
     if any(t._has_symbolic_sizes_strides for t in tensors):
         # (no real tensors to try at symbolic sizes: the trace fails, and a graph captured with
         # dynamic sizes compiles this call per shape, where eager's check runs; fuzz autograd
@@ -168,7 +177,6 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
         # some), which a functional graph does not reproduce.
         # (copy_ reads each element where it writes it, as a pointwise op: `x[:3] *= 2` copies
         # the product back into the very view it was computed in)
-        pointwise = torch.Tag.pointwise in getattr(func, "tags", ()) or func is torch.ops.aten.copy_.default
         for target in written:
             for other in tensors:
                 if other is target or storages[id(other)] != storages[id(target)]:
@@ -178,6 +186,17 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
                 if _overlap(real[id(target)], real[id(other)]):
                     return "it reads memory it writes in place (eager's result depends on the order)"
     return None
+
+
+def _same_view_without_guards(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The same sizes, strides and offset, as expressions (symbolic ones are not evaluated)."""
+    from .symbolic import expr
+
+    def same(x, y):
+        return len(x) == len(y) and all(str(expr(p)) == str(expr(q)) for p, q in zip(x, y))
+
+    return same(a.shape, b.shape) and same(a.stride(), b.stride()) and \
+        str(expr(a.storage_offset())) == str(expr(b.storage_offset()))
 
 
 def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:

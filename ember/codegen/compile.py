@@ -107,6 +107,7 @@ class KernelSource:
 
 def _kernel_sources(graph: GraphLowering, scheduler: Scheduler) -> dict[str, KernelSource]:
     dtypes = {buffer.name: buffer.dtype for buffer in [*graph.inputs, *scheduler.kept] if buffer.dtype is not None}
+    dtypes.update({name: tensor.dtype for name, tensor in graph.constants.items()})  # tensors the graph holds
     sources = {}
     for step in scheduler.steps:
         if isinstance(step, Kernel):

@@ -54,6 +54,6 @@ def divide_by_count(value, count):
 
 
 def core_decompositions() -> dict:
-    from . import activations, linear, losses, norms, pointwise, random, softmax  # noqa: F401 (registration)
+    from . import activations, linear, losses, norms, pointwise, random, softmax, views  # noqa: F401 (registration)
 
     return dict(TABLE)

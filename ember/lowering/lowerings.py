@@ -358,7 +358,7 @@ def copy(ctx, node, destination, source, non_blocking=False):
     return pointwise(ctx, node, "identity", [source])
 
 
-@register(aten.lift_fresh_copy.default)
+@register(aten.lift_fresh_copy.default, aten.lift_fresh.default)
 def lift_fresh_copy(ctx, node, x):
     return pointwise(ctx, node, "identity", [x])
 
@@ -384,7 +384,8 @@ def full_like(ctx, node, x, fill, **kwargs):
 
 
 @register(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default, aten.empty.memory_format,
-          aten.empty_like.default, aten.new_empty.default, aten.empty_strided.default)
+          aten.empty_like.default, aten.new_empty.default, aten.empty_strided.default,
+          aten.new_empty_strided.default)
 def zeros(ctx, node, *args, **kwargs):
     return _constant_fill(ctx, node, 0)
 
@@ -402,6 +403,21 @@ def scalar_tensor(ctx, node, fill, **kwargs):
 @register(aten.fill.Scalar)
 def fill(ctx, node, x, fill_value):
     return _constant_fill(ctx, node, fill_value)
+
+
+@register(aten.fill.Tensor)
+def fill_tensor(ctx, node, x, fill_value):
+    """x's shape, every element the 0-d `fill_value` (`v[1:, 2] = 7` writes a lifted 7)."""
+    if not isinstance(fill_value, IRNode):
+        return _constant_fill(ctx, node, fill_value)
+    value = _val(node)
+    loaded = fill_value.make_loader()
+
+    def inner_fn(ops, index):
+        result = loaded(ops, [])
+        return ops.to_dtype(result, value.dtype) if fill_value.dtype != value.dtype else result
+
+    return Pointwise(value.device, value.dtype, _size(value), inner_fn, ctx.origin())
 
 
 @register(aten.arange.default, aten.arange.start, aten.arange.start_step)
@@ -641,6 +657,62 @@ def _masked_cat(pieces, dim, dtype):
         return result
 
     return inner_fn
+
+
+@register(aten.slice_scatter.default)
+def slice_scatter(ctx, node, x, src, dim=0, start=None, end=None, step=1):
+    """`x` with `src` written over x[start:end:step] along `dim` (what a write through a slice
+    becomes once functionalized: `v[:3] *= 2`).  One pointwise pass; step 1 only."""
+    if step != 1 or not isinstance(src, IRNode):
+        raise FallbackNeeded("slice_scatter with a step, or of a scalar")
+    size = x.get_size()
+    dim = _dim(dim, len(size))
+    start = 0 if start is None else start
+    if size[dim].is_number and not is_symbolic(start):
+        length = int(size[dim])
+        start = max(0, min(length, int(start) + length if int(start) < 0 else int(start)))
+    else:
+        start = _symbolic_start(size[dim], expr_of(start))
+    return _written_over(ctx, node, x, src, dim, start, src.get_size()[dim], keeps_dim=True)
+
+
+@register(aten.select_scatter.default)
+def select_scatter(ctx, node, x, src, dim, position):
+    """`x` with `src` written over x.select(dim, position)."""
+    if not isinstance(src, IRNode):
+        raise FallbackNeeded("select_scatter of a scalar")
+    size = x.get_size()
+    dim = _dim(dim, len(size))
+    position = expr_of(position)
+    if position.is_number:
+        position = int(position) + size[dim] if int(position) < 0 else int(position)
+    elif not provably_nonnegative(position):
+        raise ShapesNotSupported(f"select_scatter at {position}: its sign depends on the sizes")
+    return _written_over(ctx, node, x, src, dim, position, 1, keeps_dim=False)
+
+
+def _written_over(ctx, node, x, src, dim, begin, length, keeps_dim: bool):
+    out = _val(node)
+    x_loader, src_loader = x.make_loader(), src.make_loader()
+    dtype = out.dtype
+
+    def inner_fn(ops, index):
+        position = ops.index_expr(index[dim], torch.int64)
+        inside = ops.logical_and(ops.ge(position, _int_value(ops, begin)),
+                                 ops.lt(position, _int_value(ops, sympy.sympify(begin) + length)))
+        shifted = list(index)
+        if keeps_dim:
+            shifted[dim] = index[dim] - begin
+        else:
+            del shifted[dim]
+
+        def body():
+            loaded = src_loader(ops, shifted)
+            return ops.to_dtype(loaded, dtype) if src.dtype != dtype else loaded
+
+        return ops.where(inside, ops.masked(inside, body, 0, dtype), x_loader(ops, index))
+
+    return Pointwise(out.device, dtype, _size(out), inner_fn, ctx.origin())
 
 
 @register(aten.constant_pad_nd.default)
