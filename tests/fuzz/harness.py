@@ -31,6 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .compare import Mismatch, compare_tensor
 from .conditioning import ConditionWatch
 from .program import Program
+from .resize import grown
 
 VERSION_COUNTER_ERROR = "modified by an inplace operation"
 # Eager autograd's refusals of a write through a view that a functionalized graph does not have
@@ -188,10 +189,13 @@ def grad_outputs(seed: int, outputs: list, dtypes: list) -> list:
 
 
 def execute(function, namespace: dict, seed: int, *, reference: bool = False, grad_dtypes: list | None = None,
-            watch_conditioning: bool = False) -> Execution:
+            watch_conditioning: bool = False, resized: bool = False) -> Execution:
+    """One run of `function` on the program's inputs (`resized`: grown to other sizes, resize.py)."""
     run = Execution()
     torch.manual_seed(seed)
     inputs, leaves = namespace["make_inputs"]()
+    if resized:
+        inputs, leaves = grown(inputs, leaves)
     if reference:
         inputs, leaves = reference_inputs(inputs, leaves)
     # The ill-conditioning watch (conditioning.py) sees the forward and the backward; it runs in
@@ -334,9 +338,27 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
     # "ember_dynamic": the ember backend with every size symbolic (dynamic=True).
     base, dynamic = (backend[:-len("_dynamic")], True) if backend.endswith("_dynamic") else (backend, None)
     compiled = ember.compile(namespace["program"], backend=base, dynamic=dynamic)
-    for call in (1, 2):
-        got = execute(compiled, namespace, program.seed, grad_dtypes=dtypes)
-        prefix = "" if call == 1 else "call2_"
+    # a dynamic compile is called a third time at other sizes (resize.py), against eager there
+    calls = (1, 2, 3) if dynamic else (1, 2)
+    for call in calls:
+        unused_code_error = None  # eager's error in code the outputs do not use (resized call)
+        if call == 3:
+            semantics = namespace
+            eager = execute(namespace["program"], namespace, program.seed, watch_conditioning=True, resized=True)
+            if eager.error is not None and eager.error_stage == "forward":
+                if outcome.cls == "eager_error":
+                    break  # (eager refused the original sizes too: nothing new to compare)
+                # At other sizes a statement whose result nothing uses may raise (a shape that no
+                # longer fits); a compiler drops such code, as torch.compile does: eager without it
+                live = load(program.live_only())
+                pruned = execute(live["program"], live, program.seed, watch_conditioning=True, resized=True)
+                if pruned.error is None:
+                    semantics, eager, unused_code_error = live, pruned, eager.error
+            dtypes = [getattr(o, "dtype", None) for o in eager.outputs]
+            reference = execute(semantics["program"], semantics, program.seed, reference=True, grad_dtypes=dtypes,
+                                resized=True)
+        got = execute(compiled, namespace, program.seed, grad_dtypes=dtypes, resized=call == 3)
+        prefix = {1: "", 2: "call2_", 3: "resized_"}[call]
         if eager.error is not None and eager.error_stage == "forward":
             if got.error is None or got.error_stage != "forward":
                 outcome.cls, outcome.check = "wrong", prefix + "no_exception"
@@ -346,6 +368,12 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
             outcome.exception = first_line(got.error)
             outcome.type_match = isinstance(got.error, type(eager.error))
             outcome.detail = f"eager: {first_line(eager.error)}"
+            continue
+        if got.error is not None and unused_code_error is not None and got.error_stage == "forward":
+            # ember traced the unused code too and raised its error (as torch.compile would)
+            outcome.cls, outcome.exception = "eager_error", first_line(got.error)
+            outcome.type_match = isinstance(got.error, type(unused_code_error))
+            outcome.detail = f"eager (in code the outputs do not use): {first_line(unused_code_error)}"
             continue
         if got.error is not None:
             if eager.error is not None and eager.error_stage == got.error_stage:

@@ -129,6 +129,20 @@ class Program:
             mapping[name] = f"v{position}"
         return program.renamed(mapping)
 
+    def live_only(self) -> "Program":
+        """The statements the outputs depend on (and every write in place, with what it reads):
+        what a compiler that drops unused code still runs.  Views count as uses of their base."""
+        live = set(self.outputs)
+        kept = []
+        for statement in reversed(self.statements):
+            if statement.mutates or any(name in live for name in statement.defs):
+                kept.append(statement)
+                live.update(statement.uses)
+                live.update(statement.mutates)
+                if statement.view_of:
+                    live.add(statement.view_of)
+        return dataclasses.replace(self, statements=list(reversed(kept)))
+
     def input_names(self) -> list[str]:
         return [spec.name for spec in self.inputs]
 
