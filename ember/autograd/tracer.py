@@ -238,7 +238,7 @@ class AtenTracer(TorchDispatchMode):
         decomposition = self.decompositions.get(func)
         # An op eager refuses for these dtypes stays one call, which raises eager's error when
         # the graph runs (its decomposition would compute something instead).
-        if decomposition is not None and eager_accepts(func, args, kwargs):
+        if decomposition is not None and eager_accepts(func, args, kwargs) and not _data_dependent_sizes(args):
             with self:
                 result = decomposition(*args, **kwargs)
             if result is not NotImplemented:
@@ -385,6 +385,14 @@ class AtenTracer(TorchDispatchMode):
                 item_node = self._record(operator.getitem, (value_node, index), {}, new_value[index])
                 self.write(tensor, self._keep_dtype(item_node, new_value[index], tensor))
             return result
+        if id(target) not in self.views and new_value.dtype == target.dtype:
+            # An in-place op keeps its target's strides; the functional op's fake may not say so
+            # (scatter's is contiguous where eager's clone preserves a transposed layout: a later
+            # flatten then viewed what eager copied; fuzz ember_dynamic autograd 7033).
+            self._bind(new_value, value_node)
+            laid_out = self._with_layout_of(new_value, target, set())
+            if laid_out is not new_value:
+                new_value, value_node = laid_out, self.node_of(laid_out)
         self.write(target, self._keep_dtype(value_node, new_value, target))
         return result
 
@@ -586,6 +594,21 @@ def _reads_within(view: torch.Tensor, size, stride, offset) -> bool:
         if read is None or own is None:
             return False
         return bool(torch.isin(read, own).all())
+
+
+def _data_dependent_sizes(args) -> bool:
+    """Does some tensor argument have a size that depends on data (an unbacked symbol, even one
+    the ShapeEnv has since fixed)?  Such graphs run as ATen calls: a decomposition there would
+    only drop the checks of eager's kernel (layer_norm's normalized_shape against a mask's
+    count; fuzz ember_dynamic 73878)."""
+    for value in args:
+        if isinstance(value, torch.Tensor):
+            for size in value.shape:
+                if isinstance(size, torch.SymInt):
+                    raw = getattr(size.node, "_expr", size.node.expr)
+                    if any(s.name.startswith(("u", "zuf")) for s in getattr(raw, "free_symbols", ())):
+                        return True
+    return False
 
 
 def _has_symbols(tensor: torch.Tensor) -> bool:

@@ -188,7 +188,11 @@ def _symbolic_scalar_inputs(gm: torch.fx.GraphModule) -> list[str]:
 
 
 def _has_unbacked_symbols(gm: torch.fx.GraphModule) -> bool:
-    """Does some value's size depend on data (nonzero, item: unbacked symbols u0, u1, ...)?"""
+    """Does some value's size depend on data (nonzero, item: unbacked symbols u0, u1, ...)?
+
+    Also where the trace fixed that size to a number (a later `reshape(1, 3)` of `c[c > 0]`
+    makes the ShapeEnv replace u0 by 3): the size is still the data's, and a kernel compiled for
+    3 would read 3 of however many there are where eager raises (fuzz ember_dynamic 73631)."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
     from torch.utils import _pytree as pytree
 
@@ -197,5 +201,14 @@ def _has_unbacked_symbols(gm: torch.fx.GraphModule) -> bool:
             if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool, torch.Tensor)) and \
                     free_unbacked_symbols(value):
                 return True
+            if isinstance(value, torch.Tensor) and any(_unbacked_before_replacement(s) for s in value.shape):
+                return True
     return False
+
+
+def _unbacked_before_replacement(size) -> bool:
+    if not isinstance(size, torch.SymInt):
+        return False
+    raw = getattr(size.node, "_expr", size.node.expr)  # (the expression before ShapeEnv replacements)
+    return any(symbol.name.startswith(("u", "zuf")) for symbol in getattr(raw, "free_symbols", ()))
 

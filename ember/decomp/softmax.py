@@ -14,6 +14,8 @@ def _upcast(x, half_to_float):
 
 @register(aten._softmax.default)
 def softmax(x, dim, half_to_float):
+    if not x.is_floating_point():
+        return NotImplemented  # (eager runs it only on an empty tensor: one ATen call, as eager)
     compute, dtype = _upcast(x, half_to_float)
     shifted = aten.sub.Tensor(compute, aten.amax.default(compute, [dim], True))
     exps = aten.exp.default(shifted)
@@ -25,6 +27,8 @@ def softmax(x, dim, half_to_float):
 
 @register(aten._log_softmax.default)
 def log_softmax(x, dim, half_to_float):
+    if not x.is_floating_point():
+        return NotImplemented  # (eager runs it only on an empty tensor: one ATen call, as eager)
     compute, dtype = _upcast(x, half_to_float)
     shifted = aten.sub.Tensor(compute, aten.amax.default(compute, [dim], True))
     logsum = aten.log.default(aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True))

@@ -19,10 +19,16 @@ def broadcast_index(index: Sequence[Expr], out_size: Sequence[Expr], in_size: Se
     offset = len(out_size) - len(in_size)
     result = []
     for position, size in enumerate(in_size):
-        if size == 1 and out_size[offset + position] != 1:
+        out = out_size[offset + position]
+        if size == 1 and out != 1:
             result.append(sympy.Integer(0))
-        else:
-            result.append(index[offset + position])
+            continue
+        if size != out and sympy.expand(sympy.sympify(size) - out) != 0:
+            # Sizes that only the trace's values made equal (an op whose fake kernel does not
+            # check the shapes, as index_put's values): reading one over the other's range could
+            # leave its memory; ATen's kernel checks them at run time (fuzz ember_dynamic 73850).
+            raise ShapesNotSupported(f"a size {size} read over a range of {out}, which the guards do not make equal")
+        result.append(index[offset + position])
     return result
 
 

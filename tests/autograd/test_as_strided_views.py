@@ -76,3 +76,23 @@ def test_missing_tangent_of_a_written_input_with_symbolic_sizes():
         sum(o.sum() for o in outs).backward()
         results.append((leaf.grad, b.grad))
     torch.testing.assert_close(results[1], results[0])
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_an_in_place_op_keeps_its_targets_strides(dynamic):
+    """Fuzz ember_dynamic autograd 7033: scatter_ into a clone of a transposed tensor keeps the
+    clone's strides in eager; the functional scatter's fake is contiguous, and the compiled graph
+    returned it so: a later flatten then viewed memory eager copies (and a write through it
+    tripped autograd's version check)."""
+    def fn(a, index, src):
+        v = a.detach().clone()
+        v.scatter_(0, index, src)
+        return v
+
+    a = torch.randn(13, 5).t()
+    index, src = torch.tensor([[0, 1, 2]]), torch.randn(1, 3)
+    for backend in ("aot_eager", "ember"):
+        out = ember.compile(fn, backend=backend, dynamic=dynamic)(a, index, src)
+        expected = fn(a, index, src)
+        assert out.stride() == expected.stride()
+        torch.testing.assert_close(out, expected)

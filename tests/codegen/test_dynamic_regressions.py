@@ -105,3 +105,39 @@ def test_a_size_the_guards_make_1_broadcasts():
             torch.testing.assert_close(compiled(a, b), f(a, b))
     finally:
         ember.reset()
+
+
+def test_a_data_dependent_size_fixed_by_the_trace_still_raises_like_eager():
+    """Fuzz ember_dynamic default 73631: `c[c > 0].reshape(1, 3)` makes the ShapeEnv replace the
+    mask's count u0 by 3; the graph then looked static and compiled into a kernel reading 3 of
+    however many elements passed, where eager raises.  It now runs as ATen calls."""
+    def fn(c):
+        return c[c > 0].reshape(1, 3) * 2
+
+    compiled = ember.compile(fn, backend="ember", dynamic=True)
+    c = torch.tensor([1.0, -1.0, 2.0, 3.0, -2.0])
+    torch.testing.assert_close(compiled(c), fn(c))
+    more = torch.tensor([1.0, -1.0, 2.0, 3.0, -2.0, 4.0, 5.0])
+    with pytest.raises(RuntimeError, match="invalid for input of size"):
+        fn(more)
+    with pytest.raises(RuntimeError, match="invalid for input of size"):
+        compiled(more)
+
+
+def test_index_put_values_of_another_size_raise_like_eager():
+    """Fuzz ember_dynamic default 73850: index_put's fake kernel does not check that the values
+    broadcast to the indexed shape, so no guard tied their sizes; the kernel read the values over
+    the other size's range (past their memory when smaller).  A loader now refuses to read a size
+    over a range the guards do not make equal: the op runs as ATen, which raises as eager."""
+    def fn(x, i, values):
+        return x.expand(3, 5).index_put((i,), values)
+
+    compiled = ember.compile(fn, backend="ember", dynamic=True)
+    x, i = torch.ones(1), torch.tensor([1])
+    torch.testing.assert_close(compiled(x, i, torch.arange(5.0).reshape(1, 5)), fn(x, i, torch.arange(5.0).reshape(1, 5)))
+    for width in (3, 8):
+        values = torch.arange(float(width)).reshape(1, width)
+        with pytest.raises(RuntimeError):
+            fn(x, i, values)
+        with pytest.raises(RuntimeError):
+            compiled(x, i, values)

@@ -805,3 +805,16 @@ def test_writes_through_slices_compile_without_aten_calls(dynamic, caplog):
             torch.testing.assert_close(torch.autograd.grad((ours * weights).sum(), a)[0],
                                        torch.autograd.grad((theirs * weights).sum(), a)[0])
     assert "ATen fallback" not in caplog.text and "running the captured graph eagerly" not in caplog.text
+
+
+@pytest.mark.parametrize("op", [torch.logical_and, torch.logical_or, torch.logical_xor])
+def test_logical_ops_compare_operands_in_their_common_dtype(op):
+    """Fuzz intmath 7240: a 0-d int64 minimum with a uint8 tensor meet as uint8 (the 0-d operand
+    does not promote), where the minimum is 0: eager's logical_and is False; ember tested the
+    int64 value itself against zero.  Likewise 256 as uint8, 1e-8 as float16."""
+    cases = [(torch.tensor(-2**63), torch.tensor([[7]], dtype=torch.uint8)),
+             (torch.tensor(256, dtype=torch.int32), torch.tensor([1, 0], dtype=torch.uint8)),
+             (torch.tensor([1e-8, 1.0]), torch.tensor([1.0, 2.0], dtype=torch.float16)),
+             (torch.tensor([0.5, 0.0, float("nan")]), torch.tensor([1, 0, 1], dtype=torch.uint8))]
+    for a, b in cases:
+        assert_like_eager(lambda a, b: op(a, b), a, b, exact=True)

@@ -178,6 +178,21 @@ def _near_jump(func, args, kwargs) -> bool:
     return False
 
 
+def _zero_meets_overflow(func, args) -> bool:
+    """A product holding a zero whose other factors can overflow: 0 or inf * 0 = NaN, by the
+    order of the multiplications (eager's vector lanes: 0; another order: NaN; default 74038)."""
+    x = args[0].detach()
+    if not x.is_floating_point() or x.numel() == 0:
+        return False
+    dims = list(range(x.dim())) if func is aten.prod.default else [args[1] % max(x.dim(), 1)]
+    if x.dim() == 0:
+        return False
+    logs = torch.where(x != 0, x.double().abs().log(), 0.0).clamp(min=0)  # growth only
+    growth = logs.sum(dims)
+    zero = (x == 0).any(dims[0]) if len(dims) == 1 else (x == 0).any()
+    return bool((zero & (growth > math.log(torch.finfo(x.dtype).max))).any())
+
+
 def _layer_norm_backward_cancels(args) -> bool:
     """layer_norm's input gradient rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w, is
     a difference of terms that cancel (over two elements xhat is +-1 and the gradient is eps's
@@ -385,6 +400,12 @@ class ConditionWatch(TorchDispatchMode):
             x = args[0].detach().double().abs()
             if bool((ACCUMULATION_EPS * x[torch.isfinite(x)] > PERIODIC_LIMIT).any()):
                 self.ill_conditioned = True
+            return result
+        if func in (aten.prod.default, aten.prod.dim_int) and isinstance(args[0], torch.Tensor):
+            try:
+                self.ill_conditioned = _zero_meets_overflow(func, args)
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
             return result
         try:
             scale = _abs_twin(func, args, kwargs)

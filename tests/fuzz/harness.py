@@ -398,8 +398,10 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
             outcome.detail = f"eager backward raised {first_line(eager.error)}; ember's did not"
             return outcome
         mismatch = compare_runs(program, got, eager, reference)
+        # (a shape too: a size that depends on data, as a boolean mask's count of such values)
         if mismatch and mismatch.check in ("values", "nan_positions", "grad_values", "grad_nan_positions",
-                                           "mutation_values") and (reference.ill_conditioned or eager.ill_conditioned):
+                                           "mutation_values", "shape") and \
+                (reference.ill_conditioned or eager.ill_conditioned):
             # A sum that is mostly rounding error (conditioning.py): no order of additions is wrong.
             outcome.cls, outcome.check = "ill_conditioned", prefix + mismatch.check
             outcome.where, outcome.detail = mismatch.where, mismatch.detail

@@ -130,12 +130,21 @@ class Program:
         return program.renamed(mapping)
 
     def live_only(self) -> "Program":
-        """The statements the outputs depend on (and every write in place, with what it reads):
-        what a compiler that drops unused code still runs.  Views count as uses of their base."""
+        """The statements the outputs depend on, and the writes in place into inputs or into
+        memory something later kept reads (with what they read): what a compiler that drops
+        unused code still runs.  A view shares its base's memory (`view_of`, transitively)."""
+        root = {spec.name: spec.name for spec in self.inputs}
+        for statement in self.statements:
+            for name in statement.defs:
+                root[name] = root.get(statement.view_of, statement.view_of) if statement.view_of else name
+        inputs = set(self.input_names())
         live = set(self.outputs)
         kept = []
         for statement in reversed(self.statements):
-            if statement.mutates or any(name in live for name in statement.defs):
+            live_memory = {root.get(name, name) for name in live}
+            writes_live = any(root.get(name, name) in inputs or root.get(name, name) in live_memory
+                              for name in statement.mutates)
+            if writes_live or any(name in live for name in statement.defs):
                 kept.append(statement)
                 live.update(statement.uses)
                 live.update(statement.mutates)

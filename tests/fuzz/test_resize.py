@@ -28,3 +28,8 @@ def test_live_only_drops_what_the_outputs_do_not_use():
                   Statement("v2 = v0 * 2", "mul", defs=("v2",), uses=("v0",))]
     program = Program(seed=0, mode="default", inputs=[], statements=statements, outputs=["v2"])
     assert [s.op for s in program.live_only().statements] == ["add", "add_", "mul"]
+    # a write into an intermediate nothing later reads is dropped with it (fuzz 73335)
+    dead_write = Statement("v1.add_(1)", "add_", uses=("v1",), mutates=("v1",))
+    program = Program(seed=0, mode="default", inputs=[], statements=statements[:2] + [dead_write] + statements[2:],
+                      outputs=["v2"])
+    assert [s.op for s in program.live_only().statements] == ["add", "add_", "mul"]
