@@ -274,3 +274,17 @@ def test_a_product_holding_a_zero_whose_factors_overflow_is_ill_conditioned():
     assert _watched(lambda t: t.prod(), x)
     assert not _watched(lambda t: t.prod(), torch.tensor([5.0, 6.0, -4.0, 0.0]))
     assert not _watched(lambda t: t.prod(0), torch.tensor([5.0, 6.0] * 40))
+
+
+def test_many_half_precision_additions_into_one_element_are_ill_conditioned():
+    """Fuzz ember_dynamic inplace 7009 (grown sizes): the gradient of x[i] with an index repeated
+    12 times adds 12 bfloat16 terms into one element, rounding after each: eager 1.5, another
+    order 1.59, exactly 1.502.  Two additions of one sign, or float32, are not flagged."""
+    aten = torch.ops.aten
+    terms = torch.tensor([12.0, -11.0, 3.5, -2.25, 9.0, -9.5, 1.0, 0.75, -3.0, 2.0, 4.0, -4.5], dtype=torch.bfloat16)
+    index = torch.zeros(12, dtype=torch.int64)
+    zeros = torch.zeros(2, dtype=torch.bfloat16)
+    assert _watched(lambda: aten.index_put.default(zeros, [index], terms, True))
+    same_sign = torch.tensor([1.0, 0.5], dtype=torch.bfloat16)
+    assert not _watched(lambda: aten.index_put.default(zeros, [index[:2]], same_sign, True))
+    assert not _watched(lambda: aten.index_put.default(zeros.float(), [index], terms.float(), True))
