@@ -970,7 +970,11 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
         # fuses into the Welford kernel.
         want = _val(node)[1]
         stats_dtype = _LOW_PRECISION.get(want.dtype, want.dtype)
-        total = reduction(ctx, node, x, None if not dims else list(dims), keepdim, "sum", want.dtype, out=want,
+        # ATen's CPU Welford accumulates in double: [2^31, 1, -2^31, 0, ...] has mean 1/n there,
+        # and 0 from a float32 sum (fuzz known 7706)
+        if want.device.type == "cpu":
+            stats_dtype = torch.float64
+        total = reduction(ctx, node, x, None if not dims else list(dims), keepdim, "sum", stats_dtype, out=want,
                           result_dtype=stats_dtype)
 
         welford_mean = mean

@@ -818,3 +818,12 @@ def test_logical_ops_compare_operands_in_their_common_dtype(op):
              (torch.tensor([0.5, 0.0, float("nan")]), torch.tensor([1, 0, 1], dtype=torch.uint8))]
     for a, b in cases:
         assert_like_eager(lambda a, b: op(a, b), a, b, exact=True)
+
+
+def test_var_mean_over_every_dim_sums_in_double_as_eager():
+    """Fuzz known 7706: ATen's CPU Welford accumulates float32 in double, so var_mean's mean of
+    [2147483646, 1, -2147483647, 0, ...] is 1/n exactly (float32 rounds the big values to +-2^31);
+    ember's float32 sum lost the 1 under 2^31 and gave 0 (and, in the fuzz program, -0.027)."""
+    x = torch.tensor([2147483646.0, 1.0, -2147483647.0] + [0.0] * 97)
+    assert_like_eager(lambda x: torch.var_mean(x, unbiased=False)[1], x)
+    assert_like_eager(lambda x: torch.var_mean(x.reshape(4, 25), (0, 1))[1] * 2, x)

@@ -109,7 +109,9 @@ _VALUE_KEEPING = (aten.clone.default, aten._to_copy.default, aten.view.default, 
                   aten.alias.default, aten.slice.Tensor, aten.select.int)
 
 
-def _near_tie(func, args, kwargs, exact_ties: bool = False) -> bool:
+def _near_tie(func, args, kwargs, exact_ties: bool = False, noise: float | None = None) -> bool:
+    """Do a row's top two values lie within rounding of each other (relative ulps, or twice an
+    absolute `noise` the values are known to carry)?"""
     x = args[0].detach()
     if not x.is_floating_point() or x.numel() < 2:
         return False
@@ -123,8 +125,10 @@ def _near_tie(func, args, kwargs, exact_ties: bool = False) -> bool:
         return False
     top = rows.nan_to_num(nan=-float("inf")).topk(2, dim=-1).values
     gap = top[:, 0] - top[:, 1]
-    near = (gap >= (0 if exact_ties else 1e-300)) & (gap <= NEAR_TIE_ULPS * eps * top[:, 0].abs()) \
-        & torch.isfinite(top[:, 0])
+    limit = NEAR_TIE_ULPS * eps * top[:, 0].abs()
+    if noise is not None:
+        limit = torch.maximum(limit, torch.full_like(limit, 2 * noise))
+    near = (gap >= (0 if exact_ties else 1e-300)) & (gap <= limit) & torch.isfinite(top[:, 0])
     return bool(near.any())
 
 
@@ -399,6 +403,13 @@ class ConditionWatch(TorchDispatchMode):
             try:
                 if _rows_ill_conditioned(args[0], _normalized_dims(func, args, kwargs)):
                     self.ill_conditioned = True
+                if func in (aten.var_mean.correction, aten.std_mean.correction) and args[0] in self.abs_noise:
+                    # the mean of values with absolute noise carries at most the largest of it
+                    # (the mean of a layer_norm's row is 0 +- that noise)
+                    dims = _normalized_dims(func, args, kwargs)
+                    noise = self.abs_noise[args[0]].double()
+                    self.abs_noise[result[1]] = noise.amax(dim=dims, keepdim=bool(kwargs.get("keepdim", False))) \
+                        if dims else noise
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result
@@ -410,7 +421,9 @@ class ConditionWatch(TorchDispatchMode):
             return result
         if func in _ARG_REDUCTIONS and isinstance(args[0], torch.Tensor):
             try:
-                self.ill_conditioned = _near_tie(func, args, kwargs, exact_ties=self._from_libm(args[0]))
+                noise = self.abs_noise.get(args[0])
+                self.ill_conditioned = _near_tie(func, args, kwargs, exact_ties=self._from_libm(args[0]),
+                                                 noise=None if noise is None else float(noise.max()))
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result

@@ -288,3 +288,13 @@ def test_many_half_precision_additions_into_one_element_are_ill_conditioned():
     same_sign = torch.tensor([1.0, 0.5], dtype=torch.bfloat16)
     assert not _watched(lambda: aten.index_put.default(zeros, [index[:2]], same_sign, True))
     assert not _watched(lambda: aten.index_put.default(zeros.float(), [index], terms.float(), True))
+
+
+def test_argmax_over_means_of_normalized_rows_is_ill_conditioned():
+    """Fuzz ember_dynamic reductions 8088 (grown sizes): the mean of a layer_norm's row is 0 +- its
+    rounding noise, so which row's mean is largest is the rounding's choice (eager 13, another
+    order 12, float64 26).  Means of raw values are not flagged."""
+    layer_norm = torch.nn.functional.layer_norm
+    x = torch.randn(3, 30, 8, generator=torch.Generator().manual_seed(0))
+    assert _watched(lambda t: torch.var_mean(layer_norm(t, (8,)), 2)[1].max(-1), x)
+    assert not _watched(lambda t: torch.var_mean(t, 2)[1].max(-1), x)

@@ -69,7 +69,10 @@ DYNAMIC_REGRESSIONS = [("inplace", 4843), ("index", 4817), ("inplace", 4897), ("
                        ("reductions", 7054),
                        # a decomposition at a data-dependent size dropped layer_norm's shape check (73878);
                        # a product whose zero meets an overflow (74038, conditioning)
-                       ("default", 73878), ("default", 74038), ("inplace", 7009)]
+                       ("default", 73878), ("default", 74038), ("inplace", 7009),
+                       # var_mean's mean sums in double as ATen's CPU Welford (known 7706); argmax of
+                       # the means of normalized rows is ill-conditioned (reductions 8088)
+                       ("known", 7706), ("reductions", 8088)]
 
 
 @pytest.mark.parametrize("mode,seed", DYNAMIC_REGRESSIONS, ids=[f"{m}-{s}" for m, s in DYNAMIC_REGRESSIONS])
