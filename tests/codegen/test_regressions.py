@@ -732,6 +732,17 @@ def _maximum_in_eager_order(c, d):
     return torch.maximum(c, d)
 
 
+def _assert_matches_on_a_permuted_intermediate(fn, dynamic):
+    """fn(c, d) (reading _maximum_in_eager_order(c, d)) compiled, called twice, against eager."""
+    c = torch.randn(4, 2)
+    d = torch.randn(2, 4, 7, 5).permute(2, 3, 1, 0)
+    expected = fn(c, d)
+    compiled = ember.compile(fn, backend="ember", dynamic=dynamic)
+    for _ in range(2):
+        for ours, theirs in zip(compiled(c, d), expected):
+            torch.testing.assert_close(ours, theirs)
+
+
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_views_run_by_aten_see_eager_layout(dynamic):
     """A view op run as an ATen call (diagonal with an offset, unfold) of a value ember stored:
@@ -742,13 +753,7 @@ def test_views_run_by_aten_see_eager_layout(dynamic):
         v = _maximum_in_eager_order(c, d)
         return torch.diagonal(v, 1, 0, 1).exp(), v.unfold(1, 2, 1)[:, 1:].sum(-1) + 1
 
-    c = torch.randn(4, 2)
-    d = torch.randn(2, 4, 7, 5).permute(2, 3, 1, 0)
-    expected = fn(c, d)
-    compiled = ember.compile(fn, backend="ember", dynamic=dynamic)
-    for _ in range(2):
-        for ours, theirs in zip(compiled(c, d), expected):
-            torch.testing.assert_close(ours, theirs)
+    _assert_matches_on_a_permuted_intermediate(fn, dynamic)
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
@@ -759,13 +764,7 @@ def test_as_strided_of_an_intermediate_reads_eager_layout(dynamic):
         v = _maximum_in_eager_order(c, d)
         return v.as_strided((3, 2), (1, 3), 1) * 2, v[1:].as_strided((4,), (2,)) + 1
 
-    c = torch.randn(4, 2)
-    d = torch.randn(2, 4, 7, 5).permute(2, 3, 1, 0)
-    expected = fn(c, d)
-    compiled = ember.compile(fn, backend="ember", dynamic=dynamic)
-    for _ in range(2):
-        for ours, theirs in zip(compiled(c, d), expected):
-            torch.testing.assert_close(ours, theirs)
+    _assert_matches_on_a_permuted_intermediate(fn, dynamic)
 
 
 def test_ensure_layout_copies_a_view_with_other_strides():
