@@ -222,6 +222,18 @@ def _rounded_accumulation(func, args, kwargs, result) -> bool:
     return bool((bound[finite] > rtol * size[finite] + atol).any())
 
 
+def _opposite_zero_ties(args) -> bool:
+    """Does max/min compare a 0.0 with a -0.0 anywhere (after broadcasting)?"""
+    try:
+        a, b = (torch.as_tensor(x).detach() for x in args[:2])
+        if not (a.is_floating_point() or b.is_floating_point()):
+            return False
+        a, b = torch.broadcast_tensors(a.double(), b.double())
+        return bool(((a == 0) & (b == 0) & (a.signbit() != b.signbit())).any())
+    except Exception:  # noqa: BLE001 - a watch must never change the run
+        return False
+
+
 def _zero_meets_overflow(func, args) -> bool:
     """A product holding a zero whose other factors can overflow: 0 or inf * 0 = NaN, by the
     order of the multiplications (eager's vector lanes: 0; another order: NaN; default 74038)."""
@@ -453,6 +465,11 @@ class ConditionWatch(TorchDispatchMode):
             x = args[0].detach().double().abs()
             if bool((ACCUMULATION_EPS * x[torch.isfinite(x)] > PERIODIC_LIMIT).any()):
                 self.ill_conditioned = True
+            return result
+        if func in (aten.maximum.default, aten.minimum.default) and _opposite_zero_ties(args):
+            # eager's own choice between 0.0 and -0.0 differs by path (float64 vector lanes take
+            # the second, its scalar loop and float32 the first); a division shows it (default 9031)
+            self.ill_conditioned = True
             return result
         if func in _ACCUMULATING_WRITES and isinstance(args[0], torch.Tensor):
             try:

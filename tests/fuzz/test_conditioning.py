@@ -298,3 +298,11 @@ def test_argmax_over_means_of_normalized_rows_is_ill_conditioned():
     x = torch.randn(3, 30, 8, generator=torch.Generator().manual_seed(0))
     assert _watched(lambda t: torch.var_mean(layer_norm(t, (8,)), 2)[1].max(-1), x)
     assert not _watched(lambda t: torch.var_mean(t, 2)[1].max(-1), x)
+
+
+def test_max_of_opposite_zeros_is_ill_defined():
+    """Fuzz default 9031: eager's maximum(0.0, -0.0) is -0.0 in float64 vector lanes and 0.0 in
+    its scalar loop and in float32; c / that zero is then -inf or inf."""
+    zeros = torch.zeros(8, dtype=torch.float64)
+    assert _watched(lambda a, b: torch.maximum(a, b), zeros, torch.tensor([-0.0], dtype=torch.float64))
+    assert not _watched(lambda a, b: torch.maximum(a, b), zeros, torch.tensor([0.0], dtype=torch.float64))
