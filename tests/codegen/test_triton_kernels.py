@@ -1,22 +1,17 @@
 """Triton kernels from ember's IR and schedule, run on CPU tensors by Triton's interpreter
 (TRITON_INTERPRET=1), so GPU code generation is tested where there is no GPU."""
-import os
-
+import pytest
 import torch
 
-# Without a GPU, Triton's interpreter runs the kernels on CPU tensors; it must be chosen before
-# triton is imported (its own library functions are @triton.jit too).  With one, they compile.
+from ember.autograd.joint import trace_joint
+from ember.codegen.compile import _lower, _schedule
+from ember.codegen.triton import TritonKernel
+from ember.decomp import core_decompositions
+from ember.scheduling.scheduler import Kernel
+
+# Without a GPU, Triton's interpreter runs the kernels on CPU tensors (tests/conftest.py sets
+# TRITON_INTERPRET before anything imports triton).  With one, they compile.
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-if DEVICE == "cpu":
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
-import pytest  # noqa: E402
-
-from ember.autograd.joint import trace_joint  # noqa: E402
-from ember.codegen.compile import _lower, _schedule  # noqa: E402
-from ember.codegen.triton import TritonKernel  # noqa: E402
-from ember.decomp import core_decompositions  # noqa: E402
-from ember.scheduling.scheduler import Kernel  # noqa: E402
 
 triton = pytest.importorskip("triton")
 
