@@ -14,6 +14,9 @@ indirect indexing, kernels whose nodes iterate different spaces.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import os
 from typing import Callable
 
 import sympy
@@ -203,3 +206,24 @@ class TritonKernel:
         for size in ranges:
             self.numel = self.numel * size
         return "\n".join(lines) + "\n"
+
+
+def load_kernel(source: str, name: str) -> Callable:
+    """The @triton.jit function `name` defined by `source`, imported from a file in ember's cache
+    (Triton reads a kernel's source from its file; the same source is written once)."""
+    from .cpp_build import cache_dir
+
+    text = "import triton\nimport triton.language as tl\n\n\n" + source
+    key = hashlib.sha256(text.encode()).hexdigest()[:20]
+    folder = os.path.join(cache_dir(), "triton")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"t_{key}.py")
+    if not os.path.exists(path):
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "w") as handle:
+            handle.write(text)
+        os.replace(partial, path)  # (atomic: a concurrent process writes the same text)
+    spec = importlib.util.spec_from_file_location(f"ember_triton_{key}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)

@@ -5,7 +5,7 @@ import torch
 
 from ember.autograd.joint import trace_joint
 from ember.codegen.compile import _lower, _schedule
-from ember.codegen.triton import TritonKernel
+from ember.codegen.triton import TritonKernel, load_kernel
 from ember.decomp import core_decompositions
 from ember.scheduling.scheduler import Kernel
 
@@ -16,10 +16,6 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 triton = pytest.importorskip("triton")
 
 
-def _interpreted(source: str, name: str):
-    namespace = {}
-    exec(compile("import triton\nimport triton.language as tl\n" + source, f"<triton {name}>", "exec"), namespace)
-    return namespace[name]
 
 
 def _triton_kernels(fn, *args):
@@ -33,7 +29,7 @@ def _triton_kernels(fn, *args):
         if isinstance(step, Kernel):
             kernel = TritonKernel(step, dtypes)
             source = kernel.generate(step.name)
-            kernels.append((kernel, _interpreted(source, step.name), source))
+            kernels.append((kernel, load_kernel(source, step.name), source))
     return graph, kernels
 
 
