@@ -27,6 +27,7 @@ from ..lowering.symbolic import provably_nonnegative, size_symbols
 from ..lowering.printer import provenance
 from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
+from .common import KernelArguments
 
 CTYPES = {
     torch.float32: "float", torch.float64: "double", torch.float16: "ember_half", torch.bfloat16: "ember_bf16", torch.int64: "int64_t", torch.int32: "int32_t",
@@ -305,7 +306,7 @@ class CppOps:
         return operation
 
 
-class CppKernel:
+class CppKernel(KernelArguments):
     def __init__(self, kernel: Kernel, buffer_dtypes: dict[str, torch.dtype]) -> None:
         self.kernel = kernel
         self.buffer_dtypes = buffer_dtypes
@@ -383,13 +384,6 @@ class CppKernel:
         self.block.lines.extend("    " + line for line in block.lines)
         self.block.lines.append("}")
         return block
-
-    def input_pointer(self, name: str) -> str:
-        if name in self.outputs:
-            return f"out_ptr{self.outputs.index(name)}"
-        if name not in self.inputs:
-            self.inputs.append(name)
-        return f"in_ptr{self.inputs.index(name)}"
 
     # -- generation ---------------------------------------------------------------------------------------
     def generate(self) -> str:

@@ -25,6 +25,7 @@ import torch
 from ..lowering.ir import ComputedBuffer, Pointwise
 from ..lowering.symbolic import is_size_symbol
 from ..scheduling.scheduler import Kernel, squeeze
+from .common import KernelArguments
 
 TRITON_OPS: dict[str, str] = {
     "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "({0} / {1})",
@@ -138,7 +139,7 @@ class TritonOps:
         return operation
 
 
-class TritonKernel:
+class TritonKernel(KernelArguments):
     """One scheduled kernel (pointwise nodes over one iteration space) as Triton source."""
 
     def __init__(self, kernel: Kernel, buffer_dtypes: dict[str, torch.dtype]) -> None:
@@ -156,13 +157,6 @@ class TritonKernel:
         name = f"tmp{self._temps}"
         self.lines.append(f"{name} = {expr}")
         return name
-
-    def input_pointer(self, name: str) -> str:
-        if name in self.outputs:
-            return f"out_ptr{self.outputs.index(name)}"
-        if name not in self.inputs:
-            self.inputs.append(name)
-        return f"in_ptr{self.inputs.index(name)}"
 
     def _ranges(self) -> list:
         spaces = set()
