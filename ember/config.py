@@ -48,6 +48,10 @@ class Config:
     # Where built kernels are cached.  Empty: $EMBER_CACHE_DIR if set, else ~/.cache/ember
     # (read when a kernel is built, so the environment variable works at any time).
     cache_dir: str = ""
+    # Kernels for CPU graphs: "cpp" (C++/OpenMP), or "triton": Triton kernels run by Triton's
+    # interpreter (TRITON_INTERPRET=1 before triton is imported), which tests the GPU code
+    # generator where there is no GPU; very slow.
+    cpu_kernels: str = "cpp"
 
     def keys(self) -> list[str]:
         return [f.name for f in dataclasses.fields(self)]

@@ -2,8 +2,10 @@
 
     lower      GraphLowering: ATen nodes -> loop-level IR (lowering/)
     schedule   dead code, fusion into kernels, buffer lifetimes (scheduling/)
-    kernels    C++ source for each fused kernel (codegen/cpp.py)
-    build      g++ -> shared libraries, cached and compiled in parallel (codegen/cpp_build.py)
+    kernels    source for each fused kernel, by the device's backend (codegen/devices.py):
+               C++ for CPUs (cpp.py), Triton for CUDA GPUs (triton.py)
+    build      g++ -> shared libraries, cached and compiled in parallel (cpp_build.py); Triton
+               kernels loaded from ember's cache folder (triton_backend.py)
     wrapper    the Python `call` that allocates, calls and frees (codegen/wrapper.py)
 
 Every step's product can be dumped: EMBER_LOGS=ir prints the IR, EMBER_LOGS=schedule the
@@ -12,7 +14,6 @@ line names the ATen node it came from and the user's source line.
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import logging
 import time
@@ -26,8 +27,7 @@ from ..lowering.printer import ir_text, schedule_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
 from ..lowering.symbolic import bounds_scope
 from ..scheduling.scheduler import Kernel, Scheduler
-from . import cpp_build
-from .cpp import CppKernel
+from .devices import kernel_backend, missing_for
 from .wrapper import WrapperCodegen
 
 log_code = logs.get("output_code")
@@ -39,7 +39,7 @@ log_fallbacks = logs.get("fallbacks")
 @dataclasses.dataclass
 class CompiledGraph:
     call: Callable
-    kernels: dict[str, str]  # kernel name -> C++ source
+    kernels: dict[str, str]  # kernel name -> its source (C++ or Triton)
     wrapper: str
     fallbacks: dict[str, int]
     timings: dict[str, float]
@@ -70,9 +70,10 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGr
     scheduler = timed("schedule", _schedule, graph)
     if log_schedule.isEnabledFor(logging.DEBUG):
         log_schedule.debug("%s", schedule_text(scheduler))
-    sources = timed("kernels", _kernel_sources, graph, scheduler)
-    functions = timed("build", _build, sources)
-    wrapper_source, call = timed("wrapper", _wrapper, graph, scheduler, sources, functions)
+    backend = kernel_backend(_device_type(gm))
+    sources = timed("kernels", _kernel_sources, backend, graph, scheduler)
+    functions = timed("build", backend.build, sources)
+    wrapper_source, call = timed("wrapper", _wrapper, backend, graph, scheduler, sources, functions)
     kernels = {name: kernel.source for name, kernel in sources.items()}
     if log_code.isEnabledFor(logging.DEBUG):
         log_code.debug("kernels:\n%s\nwrapper:\n%s", "\n\n".join(kernels.values()), wrapper_source)
@@ -96,44 +97,14 @@ def _schedule(graph: GraphLowering) -> Scheduler:
     return scheduler
 
 
-@dataclasses.dataclass
-class KernelSource:
-    source: str  # the whole C++ translation unit
-    inputs: list[str]  # buffers read, in argument order
-    outputs: list[str]  # buffers written, after the inputs
-    index_checks: list[str]  # sites of bounds-checked indexing (then one more argument: the flag)
-    size_args: list[str] = dataclasses.field(default_factory=list)  # size symbols, int64_t, after the buffers
-
-
-def _kernel_sources(graph: GraphLowering, scheduler: Scheduler) -> dict[str, KernelSource]:
+def _kernel_sources(backend, graph: GraphLowering, scheduler: Scheduler) -> dict:
     dtypes = {buffer.name: buffer.dtype for buffer in [*graph.inputs, *scheduler.kept] if buffer.dtype is not None}
     dtypes.update({name: tensor.dtype for name, tensor in graph.constants.items()})  # tensors the graph holds
-    sources = {}
-    for step in scheduler.steps:
-        if isinstance(step, Kernel):
-            kernel = CppKernel(step, dtypes)
-            source = kernel.source()
-            sources[step.name] = KernelSource(source, kernel.inputs, kernel.outputs, kernel.index_checks,
-                                              kernel.size_arguments())
-    return sources
+    return backend.sources(graph, scheduler, dtypes)
 
 
-def _build(sources: dict[str, KernelSource]) -> dict[str, Callable]:
-    names = list(sources)
-    libraries = cpp_build.build_all([sources[name].source for name in names])
-    functions = {}
-    for name, library in zip(names, libraries):
-        kernel = sources[name]
-        function = getattr(cpp_build.load(library), name)
-        function.restype = None
-        function.argtypes = [ctypes.c_void_p] * (len(kernel.inputs) + len(kernel.outputs)) + \
-            [ctypes.c_int64] * len(kernel.size_args) + [ctypes.c_void_p] * bool(kernel.index_checks)
-        functions[name] = function
-    return functions
-
-
-def _wrapper(graph, scheduler, sources, functions):
-    codegen = WrapperCodegen(graph, scheduler.steps, scheduler.last_uses(), sources)
+def _wrapper(backend, graph, scheduler, sources, functions):
+    codegen = WrapperCodegen(graph, scheduler.steps, scheduler.last_uses(), sources, backend)
     source = codegen.generate(functions)
     namespace = dict(codegen.namespace)
     exec(compile(source, "<ember wrapper>", "exec"), namespace)
@@ -141,11 +112,14 @@ def _wrapper(graph, scheduler, sources, functions):
 
 
 def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """A fw/bw compiler for AotCompiled: C++ for CPU graphs; other devices run as they are."""
-    devices = {value.device.type for node in gm.graph.nodes
-               for value in [node.meta.get("val")] if isinstance(value, torch.Tensor)}
-    if devices - {"cpu"}:
-        log_fallbacks.debug("graph on %s: ember has no code generator for it yet; running it as is", devices)
+    """A fw/bw compiler for AotCompiled: C++ for CPU graphs, Triton for CUDA graphs; graphs on
+    other devices, or on several, run as they are."""
+    devices = _device_types(gm)
+    if len(devices) > 1:
+        log_fallbacks.debug("graph with tensors on %s: running it as ATen calls", ", ".join(sorted(devices)))
+        return gm.forward
+    missing = missing_for(next(iter(devices), "cpu"))
+    if missing:
         return gm.forward
     layouts = _non_strided_layouts(gm)
     if layouts:
@@ -170,6 +144,20 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     except GraphNotSupported as reason:
         log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
         return gm.forward
+
+
+def _device_types(gm: torch.fx.GraphModule) -> set[str]:
+    from torch.utils import _pytree as pytree
+
+    return {value.device.type for node in gm.graph.nodes for value in pytree.tree_leaves(node.meta.get("val"))
+            if isinstance(value, torch.Tensor)}
+
+
+def _device_type(gm: torch.fx.GraphModule) -> str:
+    devices = _device_types(gm)
+    if len(devices) > 1:
+        raise GraphNotSupported(f"tensors on {', '.join(sorted(devices))}")
+    return next(iter(devices), "cpu")
 
 
 def _non_strided_layouts(gm: torch.fx.GraphModule) -> set[str]:

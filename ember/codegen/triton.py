@@ -1,19 +1,31 @@
 """Triton kernels from the same loop IR and schedule as the C++ ones (GPU code generation).
 
-First floor: a scheduled kernel whose nodes are all pointwise over one iteration space becomes
-one Triton kernel over a flat `xindex` (blocks of XBLOCK elements, masked at the end); each
-node's index variables are `xindex` unflattened over the kernel's ranges, its loads and stores
-are `tl.load`/`tl.store` at the node's layout indices, and sizes enter as arguments (`xnumel`,
-and size symbols by name).  float16/bfloat16 are loaded as float32 and stored in their own dtype.
-Op spellings live in the `TRITON_OPS` table (the C++ generator's `CPP_OPS` counterpart); both
-generators implement the same ops interface the lowerings call (load, constant, index_expr,
-to_dtype, masked, and the table's names).
+A scheduled kernel (codegen input: `Kernel`, nodes sharing outer loop ranges) becomes one or
+more Triton kernels:
 
-Not yet here (raise NotImplementedError, so a caller keeps another path): reductions, scatters,
-indirect indexing, kernels whose nodes iterate different spaces.
+    pointwise only, one space   a flat `xindex` over every element: blocks of XBLOCK, masked
+    with inner loops/reductions a 2-D block [XBLOCK, RBLOCK]: x runs over the outer ranges,
+                                r over the inner (reduction) ranges.  Persistent when the row
+                                fits in one block (RBLOCK >= rnumel: no loop, every value stays in
+                                registers), else looped: `for roffset in range(0, rnumel, RBLOCK)`
+                                per loop group, accumulators [XBLOCK, RBLOCK] reduced after it.
+
+A node reading a kernel-mate's output must find that value in registers (another thread of
+the block may hold the element; stores are not visible to it): where it cannot (a different
+index, a value from an earlier loop), the kernel is split there and the rest becomes the next
+kernel, which reads the value from memory.
+
+Each node's index variables are `xindex`/`rindex` unflattened over its ranges; loads and stores
+use the node's layout indices less the storage offset the graph planned for that buffer (the
+wrapper passes tensors: Triton indexes from their data pointer).  float16/bfloat16 are loaded as
+float32 and stored in their own dtype; values rounded where eager rounds.  Op spellings live in
+`TRITON_OPS` (the C++ generator's `CPP_OPS` counterpart); reductions in `_REDUCE`.
+
+Not yet here (NotImplementedError: the graph runs as ATen calls): scatters, indirect indexing.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -22,9 +34,10 @@ from typing import Callable
 import sympy
 import torch
 
-from ..lowering.ir import ComputedBuffer, Pointwise
+from ..lowering.ir import ComputedBuffer, Pointwise, Reduction
+from ..lowering.printer import provenance
 from ..lowering.symbolic import is_size_symbol
-from ..scheduling.scheduler import Kernel, squeeze
+from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
 from .common import KernelArguments
 
 TRITON_OPS: dict[str, str] = {
@@ -32,17 +45,38 @@ TRITON_OPS: dict[str, str] = {
     "neg": "(-{0})", "abs": "tl.abs({0})", "exp": "tl.exp({0})", "exp2": "tl.exp2({0})",
     "log": "tl.log({0})", "log2": "tl.log2({0})", "sqrt": "tl.sqrt({0})", "rsqrt": "tl.rsqrt({0})",
     "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})",
-    "sigmoid": "tl.sigmoid({0})", "relu": "tl.maximum({0}, 0)", "floor": "tl.floor({0})",
+    "sigmoid": "tl.sigmoid({0})", "relu": "tl.where({0} < 0, 0, {0})", "floor": "tl.floor({0})",
     "ceil": "tl.ceil({0})", "reciprocal": "(1 / {0})", "isnan": "({0} != {0})",
     "square": "({0} * {0})", "identity": "{0}", "logical_not": "({0} == 0)",
-    # NaN wins, as in eager (tl.maximum alone may drop it)
-    "maximum": "tl.where(({0} != {0}) | ({0} > {1}), {0}, {1})",
-    "minimum": "tl.where(({0} != {0}) | ({0} < {1}), {0}, {1})",
+    # NaN wins; between equal values the first stays (the sign of a zero shows), as in eager
+    "maximum": "tl.where(({0} != {0}) | (({1} == {1}) & ({1} <= {0})), {0}, {1})",
+    "minimum": "tl.where(({0} != {0}) | (({1} == {1}) & ({1} >= {0})), {0}, {1})",
     "eq": "({0} == {1})", "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
     "gt": "({0} > {1})", "ge": "({0} >= {1})",
     "logical_and": "(({0} != 0) & ({1} != 0))", "logical_or": "(({0} != 0) | ({1} != 0))",
+    "logical_xor": "(({0} != 0) ^ ({1} != 0))",
+    "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
     "where": "tl.where({0}, {1}, {2})",
+    "sign": "(({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype))",
+    "isinf": "(tl.abs({0}) == float('inf'))",
+    # CUDA's libdevice (not in Triton's interpreter: kernels using these run on a GPU only)
+    "tanh": "libdevice.tanh({0})", "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
+    "log10": "libdevice.log10({0})", "tan": "libdevice.tan({0})", "sinh": "libdevice.sinh({0})",
+    "cosh": "libdevice.cosh({0})", "asin": "libdevice.asin({0})", "acos": "libdevice.acos({0})",
+    "atan": "libdevice.atan({0})", "asinh": "libdevice.asinh({0})", "acosh": "libdevice.acosh({0})",
+    "atanh": "libdevice.atanh({0})", "erfc": "libdevice.erfc({0})", "round": "libdevice.nearbyint({0})",
+    "signbit": "(libdevice.signbit({0}) != 0)", "pow": "libdevice.pow({0}, {1})",
+    "atan2": "libdevice.atan2({0}, {1})", "fmod": "libdevice.fmod({0}, {1})",
+    # truncation from floor and ceil (keeps -0.0 and NaN)
+    "trunc": "tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))",
+    "truncdiv": "tl.where(({0} / {1}) < 0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
 }
+# ops whose result is a boolean, whatever their operands
+_PREDICATES = {"isnan", "isinf", "signbit", "logical_not", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+               "logical_or", "logical_xor"}
+# ops that Triton computes as C does only on floating-point operands (libdevice takes float32
+# and float64; Triton's `/` of integers is a float division, C's truncates)
+_FLOAT_ONLY = {"truediv", "reciprocal", "truncdiv"}
 
 TL_DTYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
@@ -50,6 +84,61 @@ TL_DTYPES = {
     torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
 }
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+# Helpers every kernel file defines (reduction combines with eager's NaN and tie rules).
+PRELUDE = '''
+@triton.jit
+def _ember_max(a, b):
+    return tl.where((a != a) | (a > b), a, b)
+
+
+@triton.jit
+def _ember_min(a, b):
+    return tl.where((a != a) | (a < b), a, b)
+
+
+@triton.jit
+def _ember_mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _ember_argmax(a, ia, b, ib):
+    a_nan = a != a
+    b_nan = b != b
+    pick_a = (a > b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(pick_a, a, b), tl.where(pick_a, ia, ib)
+
+
+@triton.jit
+def _ember_argmin(a, ia, b, ib):
+    a_nan = a != a
+    b_nan = b != b
+    pick_a = (a < b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(pick_a, a, b), tl.where(pick_a, ia, ib)
+
+
+@triton.jit
+def _ember_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    share = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))
+    return mean_a + delta * share, m2_a + m2_b + delta * delta * n_a * share, n
+'''
+
+PERSISTENT_RNUMEL = 2048  # rows up to this many elements are reduced in one block, without a loop
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+class _Split(Exception):
+    """The node at `position` cannot share the kernel with the nodes before it."""
+
+    def __init__(self, position: int, reason: str) -> None:
+        super().__init__(reason)
+        self.position = position
 
 
 def texpr(expr) -> str:
@@ -86,6 +175,45 @@ def literal(value, dtype: torch.dtype) -> str:
     return str(int(value))
 
 
+@dataclasses.dataclass
+class TritonSource:
+    """One generated Triton kernel and how to launch it."""
+
+    name: str
+    source: str  # the @triton.jit function (the file adds imports and PRELUDE)
+    inputs: list[str]  # buffers read, in argument order
+    outputs: list[str]  # buffers written, after the inputs
+    size_args: list[str]  # size symbols, after xnumel (and rnumel)
+    xnumel: sympy.Expr
+    rnumel: sympy.Expr | None  # None: a 1-D kernel
+    XBLOCK: int
+    RBLOCK: int | None
+    num_warps: int
+
+
+class _Scope:
+    """Lines at one indentation (the kernel body or one r loop) and what they computed."""
+
+    _serial = 0
+
+    def __init__(self, parent: "_Scope | None") -> None:
+        self.parent = parent
+        _Scope._serial += 1
+        self.serial = _Scope._serial
+        self.lines: list[str] = []
+        self.cse: dict[str, str] = {}
+        self.stored: dict[tuple[str, str], str] = {}
+
+    def find(self, table: str, key):
+        scope = self
+        while scope is not None:
+            found = getattr(scope, table).get(key)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+
 class TritonOps:
     """The ops handler that writes Triton."""
 
@@ -94,112 +222,467 @@ class TritonOps:
 
     def load(self, name: str, index) -> str:
         kernel = self.kernel
+        if name in kernel.outputs:  # a kernel-mate's value: from registers, or the kernel splits
+            value = kernel.scope.find("stored", (name, kernel.tex(index)))
+            if value is None:
+                raise _Split(kernel.position, f"{name} is read where this kernel holds no value of it")
+            return value
         pointer = kernel.input_pointer(name)
-        value = kernel.emit(f"tl.load({pointer} + {texpr(index)}, {kernel.mask})")
+        address, mask = kernel.address(index - kernel.offsets.get(name, 0))
+        masked = f", {mask}, other=0" if mask else ""
+        value = kernel.emit(f"tl.load({pointer} + {address}{masked})", kernel.buffer_dtypes.get(name))
         if kernel.buffer_dtypes.get(name) in _LOW_PRECISION:
-            value = kernel.emit(f"{value}.to(tl.float32)")
+            value = kernel.emit(f"{value}.to(tl.float32)", torch.float32)
         return value
 
     def constant(self, value, dtype) -> str:
-        """A block of one value, typed (a bare Python number has no `.to`); half constants are
-        rounded to their dtype here and computed in float32."""
+        """A block of one value, typed; half constants are rounded to their dtype here and
+        computed in float32."""
         if dtype in _LOW_PRECISION:
             value, dtype = float(torch.tensor(float(value), dtype=dtype)), torch.float32
-        return self.kernel.emit(f"tl.full([XBLOCK], {literal(value, dtype)}, {TL_DTYPES[dtype]})")
+        return self.kernel.emit(f"tl.full({self.kernel.unit_shape}, {literal(value, dtype)}, {TL_DTYPES[dtype]})",
+                                dtype)
 
     def index_expr(self, expr, dtype) -> str:
-        return self.kernel.emit(f"({texpr(expr)}).to({TL_DTYPES[dtype]})")
+        expr = sympy.sympify(expr)
+        if expr.is_number:
+            return self.constant(int(expr), dtype)
+        text = self.kernel.tex(expr)
+        if not any(str(s).startswith(("x", "r")) and not is_size_symbol(s) for s in expr.free_symbols):
+            text = f"tl.full({self.kernel.unit_shape}, {text}, tl.int64)"  # sizes only: a scalar
+        value = self.kernel.emit(f"({text}).to({TL_DTYPES[dtype]})", dtype)
+        if dtype in _LOW_PRECISION:
+            value = self.kernel.emit(f"{value}.to(tl.float32)", torch.float32)
+        return value
 
     def to_dtype(self, value: str, dtype) -> str:
         if dtype in _LOW_PRECISION:  # round to the half type, compute on in float32
-            return self.kernel.emit(f"{value}.to({TL_DTYPES[dtype]}).to(tl.float32)")
-        return self.kernel.emit(f"{value}.to({TL_DTYPES[dtype]})")
+            return self.kernel.emit(f"{value}.to({TL_DTYPES[dtype]}).to(tl.float32)", torch.float32)
+        if dtype == torch.bool:
+            return self.kernel.emit(f"({value} != 0)", torch.bool)
+        return self.kernel.emit(f"{value}.to({TL_DTYPES[dtype]})", dtype)
 
     def indirect_indexing(self, value, size, site: str = "", wrap_negative: bool = True):
         raise NotImplementedError("indirect indexing in a Triton kernel")
 
     def masked(self, mask: str, body: Callable, other, dtype) -> str:
         kernel = self.kernel
-        outer = kernel.mask
-        kernel.mask = f"({outer}) & ({mask})"
+        kernel.conditions.append(mask)
         try:
             value = body()
         finally:
-            kernel.mask = outer
-        return kernel.emit(f"tl.where({mask}, {value}, {literal(other, dtype)})")
+            kernel.conditions.pop()
+        if dtype in _LOW_PRECISION:
+            dtype = torch.float32
+        if dtype == torch.bool:  # (a Python 0 would make the block int32)
+            return kernel.emit(f"(tl.where({mask}, {value}, {literal(other, dtype)}) != 0)", dtype)
+        return kernel.emit(f"tl.where({mask}, {value}, {literal(other, dtype)})", dtype)
 
     def __getattr__(self, name: str):
         template = TRITON_OPS.get(name)
         if template is None:
             raise NotImplementedError(f"no Triton spelling for ops.{name}")
+        libdevice = "libdevice." in template
+        if libdevice and os.environ.get("TRITON_INTERPRET") == "1":
+            raise NotImplementedError(f"ops.{name} needs CUDA's libdevice, which Triton's interpreter lacks")
+        kernel = self.kernel
 
         def operation(*args):
-            return self.kernel.emit(template.format(*args))
+            dtypes = [kernel.value_dtypes.get(arg) for arg in args]
+            if (libdevice or name in _FLOAT_ONLY) and any(
+                    d is None or d not in (torch.float32, torch.float64) for d in dtypes):
+                raise NotImplementedError(f"ops.{name} of {dtypes} in a Triton kernel")
+            if name in _PREDICATES:
+                result = torch.bool
+            elif any(d is None for d in dtypes[1 if name == "where" else 0:]):
+                result = None
+            else:
+                result = dtypes[1 if name == "where" else 0]
+                for d in dtypes[2 if name == "where" else 1:]:
+                    result = torch.promote_types(result, d)
+            return kernel.emit(template.format(*args), result)
 
         return operation
 
 
 class TritonKernel(KernelArguments):
-    """One scheduled kernel (pointwise nodes over one iteration space) as Triton source."""
+    """Nodes of one scheduled kernel as one Triton kernel (`generate` raises _Split where a
+    node cannot join the nodes before it)."""
 
-    def __init__(self, kernel: Kernel, buffer_dtypes: dict[str, torch.dtype]) -> None:
-        self.kernel = kernel
+    def __init__(self, nodes: list[ComputedBuffer], outer: list, buffer_dtypes: dict[str, torch.dtype],
+                 offsets: dict | None = None, int64: bool = False) -> None:
+        self.nodes = nodes
+        self.outer = list(outer)
         self.buffer_dtypes = buffer_dtypes
+        self.offsets = offsets or {}  # buffer -> storage offset the graph planned (wrapper passes tensors)
+        self.int64 = int64
         self.inputs: list[str] = []
-        self.outputs = [node.name for node in kernel.nodes]
-        self.lines: list[str] = []
-        self.mask = "xmask"
+        self.outputs = [node.name for node in nodes]
+        self.conditions: list[str] = []  # masks of enclosing ops.masked
+        self.size_symbols: set[str] = set()
         self._temps = 0
-        self.size_args: list[str] = []
+        self.position = 0  # the node being generated
+        self.emitted: set[str] = set()
+        self.value_dtypes: dict[str, torch.dtype] = {}  # temporary -> its dtype, where known
 
-    def emit(self, expr: str) -> str:
+    # -- text helpers -----------------------------------------------------------------------------
+    def tex(self, expr) -> str:
+        expr = sympy.sympify(expr)
+        self.size_symbols.update(s.name for s in expr.free_symbols if is_size_symbol(s))
+        return texpr(expr)
+
+    def emit(self, expr: str, dtype: torch.dtype | None = None) -> str:
+        """A temporary holding `expr` (reused where the same text was computed in scope); its
+        dtype, where known, lets ops refuse operands Triton would treat otherwise than C."""
+        found = self.scope.find("cse", expr)
+        if found is not None:
+            return found
         self._temps += 1
         name = f"tmp{self._temps}"
-        self.lines.append(f"{name} = {expr}")
+        self.scope.lines.append(f"{name} = {expr}")
+        self.scope.cse[expr] = name
+        if dtype is not None:
+            self.value_dtypes[name] = dtype
         return name
 
-    def _ranges(self) -> list:
-        spaces = set()
-        for node in self.kernel.nodes:
-            if not isinstance(node, ComputedBuffer) or not isinstance(node.data, Pointwise):
-                raise NotImplementedError("a Triton kernel of reductions or scatters")
-            spaces.add(tuple(squeeze(node.data.ranges)))
-        if len(spaces) != 1:
-            raise NotImplementedError("a Triton kernel whose nodes iterate different spaces")
-        return list(spaces.pop())
+    @property
+    def unit_shape(self) -> str:
+        return "[1]" if self.rnumel is None else "[1, 1]"
 
-    def generate(self, name: str) -> str:
-        ranges = self._ranges()
-        variables = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(ranges))]
-        body = []
-        stride = sympy.Integer(1)
-        for var, size in reversed(list(zip(variables, ranges))):
-            part = "xindex" if stride == 1 else f"(xindex // {texpr(stride)})"
-            body.append(f"{var.name} = {part}" + ("" if var is variables[0] else f" % {texpr(size)}"))
-            stride = stride * size
-        body.reverse()
-        ops = TritonOps(self)
-        for node in self.kernel.nodes:
-            available = list(variables)
-            index = [sympy.Integer(0) if size == 1 else available.pop(0) for size in node.data.ranges]
-            value = node.data.inner_fn(ops, index)
-            position = self.outputs.index(node.name)
-            self.lines.append(f"tl.store(out_ptr{position} + {texpr(node.layout.index(index))}, {value}, xmask)")
-        symbols = sorted({s.name for size in ranges for s in sympy.sympify(size).free_symbols if is_size_symbol(s)}
-                         | {s.name for node in self.kernel.nodes
-                            for e in (*node.layout.stride, node.layout.offset)
-                            for s in sympy.sympify(e).free_symbols if is_size_symbol(s)})
-        self.size_args = symbols
+    def _dims_of(self, expr) -> set[str]:
+        names = {s.name for s in sympy.sympify(expr).free_symbols if not is_size_symbol(s)}
+        dims = set()
+        if any(name.startswith("x") for name in names):
+            dims.add("x")
+        if any(name.startswith("r") for name in names):
+            dims.add("r")
+        return dims
+
+    def address(self, index) -> tuple[str, str]:
+        """(index text, mask text) for a load: masked in the dimensions the index uses (and in
+        all of the scope's under ops.masked, whose condition may vary in each)."""
+        dims = self._dims_of(index)
+        needed = set(dims) | (set(self.dims) if self.conditions else set())
+        text = self.tex(index)
+        for dim in sorted(needed - dims):
+            text = f"{text} + 0 * {dim}index"
+        masks = [f"{dim}mask" for dim in ("x", "r") if dim in needed] + [f"({c})" for c in self.conditions]
+        return text, " & ".join(masks)
+
+    def store(self, node: ComputedBuffer, index, value: str) -> None:
+        dims = self._dims_of(node.layout.index(index))
+        text = self.tex(node.layout.index(index))
+        for dim in self.dims:
+            if dim not in dims:
+                text = f"{text} + 0 * {dim}index"
+        mask = " & ".join(f"{dim}mask" for dim in self.dims)
+        position = self.outputs.index(node.name)
+        self.scope.lines.append(f"tl.store(out_ptr{position} + {text}, {value}, {mask})")
+        if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
+            value = self.emit(f"{value}.to({TL_DTYPES[node.dtype]}).to(tl.float32)", torch.float32)
+        self.scope.stored[(node.name, self.tex(node.layout.index(index)))] = value
+        self.emitted.add(node.name)
+
+    # -- generation -------------------------------------------------------------------------------
+    def generate(self, name: str) -> TritonSource:
+        groups = Kernel(name, self.outer, self.nodes).groups()
+        positions = {node.name: k for k, node in enumerate(self.nodes)}
+        r_groups = [g for g in groups if g.reduction or g.inner]
+        self.rnumel = None
+        if r_groups:
+            self.rnumel = _numel(_group_inner(r_groups[0]))
+            for group in r_groups[1:]:
+                if sympy.expand(_numel(_group_inner(group)) - self.rnumel) != 0:
+                    raise _Split(positions[group.nodes[0].name], "inner loops of another size")
+        xranges = self.outer if r_groups else squeeze(self.nodes[0].data.ranges)
+        self.xnumel = _numel(xranges)
+        persistent = self.rnumel is not None and sympy.sympify(self.rnumel).is_number and \
+            int(self.rnumel) <= PERSISTENT_RNUMEL
+        self.persistent = persistent
+        self.kernel_scope = self.scope = _Scope(None)
+        self.dims: tuple[str, ...] = ("x",)  # the block dimensions of the group being generated
+        self.ops = TritonOps(self)
+        index_type = "tl.int64" if self.int64 else "tl.int32"
+        head = []
+        if self.rnumel is None:
+            head += [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
+                     f"xindex = xoffset + tl.arange(0, XBLOCK).to({index_type})", "xmask = xindex < xnumel"]
+        else:
+            head += [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
+                     f"xindex = xoffset + tl.arange(0, XBLOCK)[:, None].to({index_type})", "xmask = xindex < xnumel",
+                     f"rbase = tl.arange(0, RBLOCK)[None, :].to({index_type})"]
+            if persistent:
+                head += ["rindex = rbase", "rmask = rindex < rnumel"]
+        self.xvars = _unflatten("x", "xindex", xranges, head, self)
+        self.kernel_scope.lines += head
+        self._rvars: dict[tuple, list] = {}
+        for group in groups:
+            self.position = positions[group.nodes[0].name]
+            self.dims = ("x", "r") if group.reduction or group.inner else ("x",)
+            if group.reduction:
+                self._reduction(group)
+            elif group.inner:
+                self._loop(group, lambda: self._pointwise(group))
+            else:
+                self._pointwise(group)
+        return self._finish(name)
+
+    def _rvars_for(self, ranges: list) -> list:
+        """Index variables over `ranges` from rindex, defined in the current scope (once per
+        scope and ranges: equal ranges share variables, so their values match in registers)."""
+        key = (self.scope.serial, tuple(ranges))
+        if key not in self._rvars:
+            lines: list[str] = []
+            self._rvars[key] = _unflatten(f"r{len(self._rvars)}_", "rindex", ranges, lines, self)
+            self.scope.lines += lines
+        return self._rvars[key]
+
+    def _loop(self, group: LoopGroup, body: Callable[[], None]) -> None:
+        if self.persistent:
+            body()
+            return
+        outer_scope = self.scope
+        self.scope = _Scope(outer_scope)
+        self.scope.lines += ["rindex = roffset + rbase", "rmask = rindex < rnumel"]
+        try:
+            body()
+        finally:
+            loop, self.scope = self.scope, outer_scope
+        outer_scope.lines.append("for roffset in range(0, rnumel, RBLOCK):")
+        outer_scope.lines += ["    " + line for line in loop.lines]
+
+    def _node_index(self, node: ComputedBuffer, inner_vars: list) -> list:
+        available = list(self.xvars) + list(inner_vars)
+        return [sympy.Integer(0) if size == 1 else available.pop(0) for size in node.data.ranges]
+
+    def _pointwise(self, group: LoopGroup) -> None:
+        inner_vars = self._rvars_for(list(group.inner)) if group.inner else []
+        for node in group.nodes:
+            self.position = self.nodes.index(node)
+            index = self._node_index(node, inner_vars)
+            value = node.data.inner_fn(self.ops, index)
+            self.store(node, index, value)
+
+    def _reduction(self, group: LoopGroup) -> None:
+        node = group.nodes[0]
+        if node.name in self.emitted:  # a Welford partner, stored with its mate
+            return
+        data: Reduction = node.data
+        spec = data.spec
+        kind = spec.reduction_type
+        ranges = list(spec.reduction_ranges)
+        index = self._node_index(node, [])
+        acc_torch = torch.bool if kind in ("any", "all") else \
+            torch.float32 if spec.src_dtype in _LOW_PRECISION else spec.src_dtype
+        acc = TL_DTYPES[acc_torch]
+        reduce = _Reducer(self, kind, acc, acc_torch)
+        outer_scope = self.scope
+        box: dict = {}
+
+        def body():
+            rvars = self._rvars_for(squeeze(ranges))
+            available = list(rvars)
+            rindex = [sympy.Integer(0) if size == 1 else available.pop(0) for size in ranges]
+            value = data.inner_fn(self.ops, index, rindex)
+            box["value"] = value
+            if self.persistent:
+                box["results"] = reduce.whole(value)
+            else:
+                reduce.update(value)
+
+        if not self.persistent:
+            reduce.init(outer_scope)
+        self._loop(group, body)
+        results = box["results"] if self.persistent else reduce.finish()
+        for result in results.values():
+            self.value_dtypes[result] = torch.bool if kind in ("any", "all") else \
+                torch.int64 if kind in ("argmax", "argmin") else acc_torch
+        self.dims = ("x",)  # results: one per row
+        members = [node]
+        if kind in ("welford_mean", "welford_m2") and data.partner:
+            members = [n for n in self.nodes if n.name in data.partner and n.name not in self.emitted]
+        for member in members:
+            result = results[member.data.spec.reduction_type] if kind.startswith("welford") else results[kind]
+            if member.dtype != acc_torch:
+                result = self.emit(f"{result}.to({TL_DTYPES[member.dtype]})", member.dtype) \
+                    if member.dtype != torch.bool else self.emit(f"({result} != 0)", torch.bool)
+            self.store(member, self._node_index(member, []), result)
+
+    def _finish(self, name: str) -> TritonSource:
+        symbols = sorted(self.size_symbols | {s.name for e in (self.xnumel, self.rnumel or 0)
+                                              for s in sympy.sympify(e).free_symbols if is_size_symbol(s)})
         parameters = [f"in_ptr{k}" for k in range(len(self.inputs))] + \
-            [f"out_ptr{k}" for k in range(len(self.outputs))] + ["xnumel", *symbols, "XBLOCK: tl.constexpr"]
-        lines = ["@triton.jit", f"def {name}({', '.join(parameters)}):",
-                 "    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)",
-                 "    xmask = xindex < xnumel"]
-        lines += ["    " + line for line in body + self.lines]
-        self.numel = sympy.Integer(1)
-        for size in ranges:
-            self.numel = self.numel * size
-        return "\n".join(lines) + "\n"
+            [f"out_ptr{k}" for k in range(len(self.outputs))] + ["xnumel"] + \
+            (["rnumel"] if self.rnumel is not None else []) + symbols + ["XBLOCK: tl.constexpr"] + \
+            (["RBLOCK: tl.constexpr"] if self.rnumel is not None else [])
+        lines = [f"# {node.name}: {provenance(node)}" for node in self.nodes]
+        lines += ["@triton.jit", f"def {name}({', '.join(parameters)}):"]
+        lines += ["    " + line for line in self.kernel_scope.lines]
+        xblock, rblock, warps = _launch(self.xnumel, self.rnumel, self.persistent)
+        return TritonSource(name, "\n".join(lines) + "\n", list(self.inputs), list(self.outputs), symbols,
+                            self.xnumel, self.rnumel, xblock, rblock, warps)
+
+
+class _Reducer:
+    """One reduction's code: whole (persistent: the row is one block) or init/update/finish
+    (looped: [XBLOCK, RBLOCK] accumulators, reduced after the loop)."""
+
+    def __init__(self, kernel: TritonKernel, kind: str, acc: str, acc_torch: torch.dtype) -> None:
+        self.kernel, self.kind, self.acc, self.acc_torch = kernel, kind, acc, acc_torch
+        floating = acc_torch.is_floating_point
+        info = None if floating or acc_torch == torch.bool else torch.iinfo(acc_torch)
+        lowest = '-float("inf")' if floating else str(info.min) if info else "0"
+        highest = 'float("inf")' if floating else str(info.max) if info else "1"
+        self.identity = {"sum": "0", "prod": "1", "max": lowest, "argmax": lowest, "min": highest,
+                         "argmin": highest, "any": "0", "all": "1", "welford_mean": "0", "welford_m2": "0"}[kind]
+
+    def _input(self, value: str) -> str:
+        kernel = self.kernel
+        if self.kind in ("any", "all"):
+            return kernel.emit(f"({value} != 0).to(tl.int8)")
+        return kernel.emit(f"{value}.to({self.acc})")
+
+    def whole(self, value: str) -> dict[str, str]:
+        kernel, kind = self.kernel, self.kind
+        value = self._input(value)
+        masked = kernel.emit(f"tl.where(xmask & rmask, {value}, {self.identity})")
+        if kind == "sum":
+            return {kind: kernel.emit(f"tl.sum({masked}, 1)[:, None]")}
+        if kind in ("max", "min", "prod"):
+            combine = {"max": "_ember_max", "min": "_ember_min", "prod": "_ember_mul"}[kind]
+            return {kind: kernel.emit(f"tl.reduce({masked}, 1, {combine})[:, None]")}
+        if kind in ("any", "all"):
+            return {kind: kernel.emit(f"({'tl.max' if kind == 'any' else 'tl.min'}({masked}, 1)[:, None] != 0)")}
+        if kind in ("argmax", "argmin"):
+            positions = kernel.emit(f"tl.broadcast_to(rindex, {masked}.shape)")
+            pair = kernel.emit(f"tl.reduce(({masked}, {positions}), 1, _ember_{kind})")
+            return {kind: kernel.emit(f"{pair}[1][:, None]")}
+        # welford: two passes over registers (exact as Welford's, and cheaper)
+        total = kernel.emit(f"tl.sum({masked}, 1)[:, None]")
+        mean = kernel.emit(f"{total} / rnumel")
+        centered = kernel.emit(f"tl.where(xmask & rmask, {value} - {mean}, 0)")
+        m2 = kernel.emit(f"tl.sum({centered} * {centered}, 1)[:, None]")
+        return {"welford_mean": mean, "welford_m2": m2}
+
+    def init(self, scope: _Scope) -> None:
+        kernel = self.kernel
+        kernel._temps += 1
+        self.name = f"acc{kernel._temps}"
+        full = f"tl.full([XBLOCK, RBLOCK], {self.identity}, {self.acc if self.kind not in ('any', 'all') else 'tl.int8'})"
+        if self.kind.startswith("welford"):
+            scope.lines += [f"{self.name}_mean = {full}", f"{self.name}_m2 = {full}", f"{self.name}_n = {full}"]
+        else:
+            scope.lines.append(f"{self.name} = {full}")
+            if self.kind in ("argmax", "argmin"):
+                scope.lines.append(f"{self.name}_index = tl.zeros([XBLOCK, RBLOCK], tl.int64)")
+
+    def update(self, value: str) -> None:
+        kernel, kind, acc = self.kernel, self.kind, self.name
+        value = self._input(value)
+        lines = kernel.scope.lines
+        mask = "xmask & rmask"
+        if kind == "sum":
+            lines.append(f"{acc} = {acc} + tl.where({mask}, {value}, 0)")
+        elif kind in ("max", "min", "prod", "any", "all"):
+            combine = {"max": "_ember_max", "min": "_ember_min", "prod": "_ember_mul", "any": "tl.maximum",
+                       "all": "tl.minimum"}[kind]
+            lines.append(f"{acc} = tl.where({mask}, {combine}({acc}, {value}), {acc})")
+        elif kind in ("argmax", "argmin"):
+            lines.append(f"{acc}_next, {acc}_index_next = _ember_{kind}({acc}, {acc}_index, {value}, "
+                         f"tl.broadcast_to(rindex, {acc}.shape).to(tl.int64))")
+            lines.append(f"{acc} = tl.where({mask}, {acc}_next, {acc})")
+            lines.append(f"{acc}_index = tl.where({mask}, {acc}_index_next, {acc}_index)")
+        else:  # Welford, one lane per element of the block
+            lines += [f"{acc}_n_next = {acc}_n + 1", f"{acc}_delta = {value} - {acc}_mean",
+                      f"{acc}_mean_next = {acc}_mean + {acc}_delta / {acc}_n_next",
+                      f"{acc}_m2 = tl.where({mask}, {acc}_m2 + {acc}_delta * ({value} - {acc}_mean_next), {acc}_m2)",
+                      f"{acc}_mean = tl.where({mask}, {acc}_mean_next, {acc}_mean)",
+                      f"{acc}_n = tl.where({mask}, {acc}_n_next, {acc}_n)"]
+
+    def finish(self) -> dict[str, str]:
+        kernel, kind, acc = self.kernel, self.kind, self.name
+        if kind == "sum":
+            return {kind: kernel.emit(f"tl.sum({acc}, 1)[:, None]")}
+        if kind in ("max", "min", "prod"):
+            combine = {"max": "_ember_max", "min": "_ember_min", "prod": "_ember_mul"}[kind]
+            return {kind: kernel.emit(f"tl.reduce({acc}, 1, {combine})[:, None]")}
+        if kind in ("any", "all"):
+            return {kind: kernel.emit(f"({'tl.max' if kind == 'any' else 'tl.min'}({acc}, 1)[:, None] != 0)")}
+        if kind in ("argmax", "argmin"):
+            pair = kernel.emit(f"tl.reduce(({acc}, {acc}_index), 1, _ember_{kind})")
+            return {kind: kernel.emit(f"{pair}[1][:, None]")}
+        triple = kernel.emit(f"tl.reduce(({acc}_mean, {acc}_m2, {acc}_n), 1, _ember_welford_combine)")
+        return {"welford_mean": kernel.emit(f"{triple}[0][:, None]"), "welford_m2": kernel.emit(f"{triple}[1][:, None]")}
+
+
+def _group_inner(group: LoopGroup) -> list:
+    return squeeze(group.nodes[0].data.spec.reduction_ranges) if group.reduction else list(group.inner)
+
+
+def _numel(ranges) -> sympy.Expr:
+    total = sympy.Integer(1)
+    for size in ranges:
+        total = total * size
+    return total
+
+
+def _unflatten(prefix: str, flat: str, ranges: list, lines: list[str], kernel: TritonKernel) -> list:
+    """Variables prefix0.. over `ranges` (row-major) from the flat index `flat`, defined in `lines`."""
+    variables = [sympy.Symbol(f"{prefix}{k}", integer=True, nonnegative=True) for k in range(len(ranges))]
+    stride = sympy.Integer(1)
+    definitions = []
+    for position in range(len(ranges) - 1, -1, -1):
+        var, size = variables[position], ranges[position]
+        part = flat if stride == 1 else f"({flat} // {kernel.tex(stride)})"
+        definitions.append(f"{var.name} = {part}" + ("" if position == 0 else f" % {kernel.tex(size)}"))
+        stride = stride * size
+    lines += reversed(definitions)
+    return variables
+
+
+def _launch(xnumel, rnumel, persistent: bool) -> tuple[int, int | None, int]:
+    """Block sizes and warps: fixed choices for now (autotuning is issue 10's next step)."""
+    xnumel = sympy.sympify(xnumel)
+    xcap = next_power_of_2(int(xnumel)) if xnumel.is_number else 1 << 20
+    if rnumel is None:
+        block = max(16, min(1024, xcap))
+        return block, None, 4 if block >= 512 else 2 if block >= 128 else 1
+    if persistent:
+        rblock = next_power_of_2(max(int(rnumel), 1))
+        xblock = max(1, min(64, 4096 // rblock, xcap))
+        return xblock, rblock, 8 if xblock * rblock >= 4096 else 4
+    return 1, 2048, 8
+
+
+def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offsets: dict | None = None,
+                   int64: bool = False) -> list[TritonSource]:
+    """A scheduled kernel as Triton kernels, split where a node cannot share registers with the
+    nodes before it; named kernel3, kernel3_1, ..."""
+    from ..lowering.ir import Scatter
+
+    if any(isinstance(node.data, Scatter) for node in kernel.nodes):
+        raise NotImplementedError("a scatter in a Triton kernel")
+    if not all(isinstance(node.data, (Pointwise, Reduction)) for node in kernel.nodes):
+        raise NotImplementedError("a Triton kernel of other loops")
+    results = []
+    nodes = list(kernel.nodes)
+    while nodes:
+        name = kernel.name if not results else f"{kernel.name}_{len(results)}"
+        try:
+            results.append(TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64).generate(name))
+            break
+        except _Split as split:
+            if split.position == 0:
+                raise NotImplementedError(f"a Triton kernel cannot start with {nodes[0].name}: {split}")
+            results.append(TritonKernel(nodes[:split.position], kernel.outer, buffer_dtypes, offsets,
+                                        int64).generate(name))
+            nodes = nodes[split.position:]
+    return results
+
+
+def kernel_file_text(source: str) -> str:
+    return ("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
+            + PRELUDE + "\n\n" + source)
 
 
 def load_kernel(source: str, name: str) -> Callable:
@@ -207,7 +690,7 @@ def load_kernel(source: str, name: str) -> Callable:
     (Triton reads a kernel's source from its file; the same source is written once)."""
     from .cpp_build import cache_dir
 
-    text = "import triton\nimport triton.language as tl\n\n\n" + source
+    text = kernel_file_text(source)
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
     folder = os.path.join(cache_dir(), "triton")
     os.makedirs(folder, exist_ok=True)
@@ -220,4 +703,6 @@ def load_kernel(source: str, name: str) -> Callable:
     spec = importlib.util.spec_from_file_location(f"ember_triton_{key}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return getattr(module, name)
+    function = getattr(module, name)
+    function.ember_path = path
+    return function

@@ -86,11 +86,13 @@ def pointer(tensor: torch.Tensor, planned_offset: int = 0) -> int:
 
 
 class WrapperCodegen:
-    def __init__(self, graph: GraphLowering, steps: list, last_uses: dict[int, list[str]], kernels: dict) -> None:
+    def __init__(self, graph: GraphLowering, steps: list, last_uses: dict[int, list[str]], kernels: dict,
+                 backend) -> None:
         self.graph = graph
+        self.backend = backend  # writes the lines that call one kernel (codegen/devices.py)
         self.steps = steps
         self.last_uses = last_uses
-        self.kernels = kernels  # kernel name -> KernelSource (arguments, index checks)
+        self.kernels = kernels  # kernel name -> the backend's source object (arguments, index checks)
         self.namespace: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided,
                                           "ptr": pointer, "ensure_layout": ensure_layout}
         self.lines: list[str] = []
@@ -110,7 +112,7 @@ class WrapperCodegen:
                 return f"torch.as_strided({name}, {size}, {stride}, {python_size(layout.offset)})"
             # A view of an input (or of an extern result that may view one): where that sits in
             # its storage is known at the call only.
-            shift = sympy.expand(layout.offset - self._planned_offsets().get(name, 0))
+            shift = sympy.expand(layout.offset - self.planned_offsets().get(name, 0))
             if shift.is_number:
                 return f"torch.as_strided({name}, {size}, {stride}, {name}.storage_offset(){int(shift):+d})"
             return f"torch.as_strided({name}, {size}, {stride}, {name}.storage_offset() + ({python_size(shift)}))"
@@ -130,7 +132,7 @@ class WrapperCodegen:
                 self.ref(value, "const")
         return self.ref(value, "const")
 
-    def _planned_offsets(self) -> dict[str, int]:
+    def planned_offsets(self) -> dict[str, int]:
         """Storage offsets the graph planned for memory ember did not allocate (inputs, constants,
         extern results), by buffer name; kernels index relative to them."""
         if self._offsets is None:
@@ -163,21 +165,8 @@ class WrapperCodegen:
                     else:
                         self.allocate(node)
                 kernel = self.kernels[step.name]
-                function = self.ref(kernel_functions[step.name], step.name)
-                # Buffers ember allocated start at their storage's beginning: data_ptr() is the base.
-                planned = self._planned_offsets()
-                arguments = [f"{name}.data_ptr()" if name in own else
-                             f"ptr({name}, {python_size(planned[name])})" if planned.get(name, 0) != 0 else f"ptr({name})"
-                             for name in [*kernel.inputs, *kernel.outputs]]
-                arguments += kernel.size_args  # the size symbols' values, computed at the call's start
                 self.lines.extend(f"# {node.name}: {provenance(node)}" for node in step.nodes)
-                if kernel.index_checks:
-                    flag = self._index_flag()
-                    self.lines.append(f"{function}({', '.join([*arguments, f'{flag}.address'])})")
-                    sites = self.ref(tuple(kernel.index_checks), "sites")
-                    self.lines.append(f"if {flag}.cell.value: {flag}.raise_error({step.name!r}, {sites})")
-                else:
-                    self.lines.append(f"{function}({', '.join(arguments)})")
+                self.lines.extend(self.backend.call_lines(self, step, kernel, kernel_functions[step.name], own))
             else:
                 self._extern(step.call)
             dead = [name for name in sorted(self.last_uses.get(position, []))
@@ -189,7 +178,7 @@ class WrapperCodegen:
         body = "\n".join("    " + line for line in self.lines)
         return f"def call({', '.join(params)}):\n{body}\n"
 
-    def _index_flag(self) -> str:
+    def index_flag(self) -> str:
         if "index_flag" not in self.namespace:
             self.namespace["index_flag"] = IndexFlag()
         return "index_flag"

@@ -337,6 +337,7 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
     dtypes = [getattr(o, "dtype", None) for o in eager.outputs]
     # "ember_dynamic": the ember backend with every size symbolic (dynamic=True).
     base, dynamic = (backend[:-len("_dynamic")], True) if backend.endswith("_dynamic") else (backend, None)
+    base = base.replace("_triton", "")  # (the kernel backend is chosen by run_program)
     compiled = ember.compile(namespace["program"], backend=base, dynamic=dynamic)
     # a dynamic compile is called a third time at other sizes (resize.py), against eager there
     calls = (1, 2, 3) if dynamic else (1, 2)
@@ -424,7 +425,10 @@ def run_program(program: Program, backends=("ember",), raise_capture_errors: boo
             begin = time.perf_counter()
             try:
                 # A lowering that crashes is a bug to fix, not an ATen fallback to hide behind.
-                with ember.config.patch(raise_capture_errors=raise_capture_errors, raise_lowering_errors=True):
+                # "ember_triton": Triton kernels (Triton's interpreter on CPU tensors) for CPU graphs
+                kernels = "triton" if "_triton" in backend else "cpp"
+                with ember.config.patch(raise_capture_errors=raise_capture_errors, raise_lowering_errors=True,
+                                        cpu_kernels=kernels):
                     outcome = classify(program, backend, namespace, eager, eager_again, reference)
             except Exception as error:  # noqa: BLE001 - a failure of the harness around ember
                 outcome = Outcome(seed=program.seed, mode=program.mode, backend=backend, cls="crash",

@@ -19,6 +19,11 @@ import os
 import sys
 import time
 
+# Backends named *_triton run Triton kernels on CPU tensors in Triton's interpreter, which must
+# be chosen before anything imports triton.
+if "--backend" in " ".join(sys.argv) and "_triton" in " ".join(sys.argv):
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 from .report import summarize, write_report
 
 DEFAULT_TIMEOUT = 120.0

@@ -1,0 +1,68 @@
+"""The CPU kernel backend: C++/OpenMP kernels (cpp.py), built by g++ (cpp_build.py), called
+from the wrapper through ctypes with raw pointers."""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+from typing import Callable
+
+from ..lowering.indexing import python_size
+from ..scheduling.scheduler import Kernel
+from . import cpp_build
+from .cpp import CppKernel
+
+
+@dataclasses.dataclass
+class KernelSource:
+    source: str  # the whole C++ translation unit
+    inputs: list[str]  # buffers read, in argument order
+    outputs: list[str]  # buffers written, after the inputs
+    index_checks: list[str]  # sites of bounds-checked indexing (then one more argument: the flag)
+    size_args: list[str] = dataclasses.field(default_factory=list)  # size symbols, int64_t, after the buffers
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return {"": self.source}
+
+
+class CppBackend:
+    name = "cpp"
+
+    def sources(self, graph, scheduler, dtypes: dict) -> dict[str, KernelSource]:
+        sources = {}
+        for step in scheduler.steps:
+            if isinstance(step, Kernel):
+                kernel = CppKernel(step, dtypes)
+                source = kernel.source()
+                sources[step.name] = KernelSource(source, kernel.inputs, kernel.outputs, kernel.index_checks,
+                                                  kernel.size_arguments())
+        return sources
+
+    def build(self, sources: dict[str, KernelSource]) -> dict[str, Callable]:
+        names = list(sources)
+        libraries = cpp_build.build_all([sources[name].source for name in names])
+        functions = {}
+        for name, library in zip(names, libraries):
+            kernel = sources[name]
+            function = getattr(cpp_build.load(library), name)
+            function.restype = None
+            function.argtypes = [ctypes.c_void_p] * (len(kernel.inputs) + len(kernel.outputs)) + \
+                [ctypes.c_int64] * len(kernel.size_args) + [ctypes.c_void_p] * bool(kernel.index_checks)
+            functions[name] = function
+        return functions
+
+    def call_lines(self, wrapper, step: Kernel, kernel: KernelSource, function: str, own: set[str]) -> list[str]:
+        """`kernel0(ptr(arg0), buf1.data_ptr(), s0)`: buffers ember allocated start at their
+        storage's beginning (data_ptr() is the base); others are shifted by the offset planned."""
+        function = wrapper.ref(function, step.name)
+        planned = wrapper.planned_offsets()
+        arguments = [f"{name}.data_ptr()" if name in own else
+                     f"ptr({name}, {python_size(planned[name])})" if planned.get(name, 0) != 0 else f"ptr({name})"
+                     for name in [*kernel.inputs, *kernel.outputs]]
+        arguments += kernel.size_args  # the size symbols' values, computed at the call's start
+        if not kernel.index_checks:
+            return [f"{function}({', '.join(arguments)})"]
+        flag = wrapper.index_flag()
+        sites = wrapper.ref(tuple(kernel.index_checks), "sites")
+        return [f"{function}({', '.join([*arguments, f'{flag}.address'])})",
+                f"if {flag}.cell.value: {flag}.raise_error({step.name!r}, {sites})"]

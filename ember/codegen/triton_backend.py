@@ -1,0 +1,120 @@
+"""The GPU kernel backend: Triton kernels (triton.py), loaded from ember's cache folder and
+compiled by Triton on first launch; the wrapper passes tensors, sizes and a grid.
+
+    kernel0[(cdiv(xnumel, XBLOCK),)](arg0, buf1, 8192, 768, XBLOCK=4, RBLOCK=1024, num_warps=8)
+
+One scheduled kernel may become several Triton kernels (split where values cannot stay in
+registers); they run in order.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import sympy
+
+from ..lowering.indexing import python_size
+from ..lowering.ir import ComputedBuffer, Layout
+from ..scheduling.scheduler import Kernel
+from .triton import TritonSource, load_kernel, triton_kernels
+
+INT32_LIMIT = 2**31 - 2**16  # larger offsets (with a block's overhang) index in int64
+
+
+class KernelCompileError(RuntimeError):
+    """Triton rejected a generated kernel; the message names the file with its source."""
+
+
+@dataclasses.dataclass
+class TritonStep:
+    """The Triton kernels of one scheduled kernel."""
+
+    kernels: list[TritonSource]
+    index_checks: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def size_args(self) -> list[str]:
+        return sorted({name for kernel in self.kernels for name in kernel.size_args})
+
+    @property
+    def source(self) -> str:
+        return "\n\n".join(kernel.source for kernel in self.kernels)
+
+
+class TritonLauncher:
+    """Launches one kernel with its block sizes; a kernel Triton cannot compile raises
+    KernelCompileError naming its source file."""
+
+    def __init__(self, function, source: TritonSource) -> None:
+        self.function = function
+        self.constexprs = {"XBLOCK": source.XBLOCK, **({"RBLOCK": source.RBLOCK} if source.RBLOCK else {})}
+        self.num_warps = source.num_warps
+        self.path = getattr(function, "ember_path", "?")
+
+    def __call__(self, grid, *args):
+        try:
+            self.function[grid](*args, **self.constexprs, num_warps=self.num_warps)
+        except Exception as error:
+            from triton.compiler.errors import CompilationError
+
+            if isinstance(error, CompilationError):
+                raise KernelCompileError(f"ember: Triton could not compile a generated kernel; its source is "
+                                         f"{self.path}:\n{error}") from error
+            raise
+
+
+class TritonBackend:
+    name = "triton"
+
+    def sources(self, graph, scheduler, dtypes: dict) -> dict[str, TritonStep]:
+        from ..lowering.graph import GraphNotSupported
+
+        offsets = _planned_offsets(graph)
+        int64 = _needs_int64(graph)
+        try:
+            return {step.name: TritonStep(triton_kernels(step, dtypes, offsets, int64))
+                    for step in scheduler.steps if isinstance(step, Kernel)}
+        except NotImplementedError as reason:  # (the graph runs as ATen calls)
+            raise GraphNotSupported(f"no Triton kernel for it yet: {reason}") from reason
+
+    def build(self, sources: dict[str, TritonStep]) -> dict[str, list[Callable]]:
+        return {name: [TritonLauncher(load_kernel(kernel.source, kernel.name), kernel) for kernel in step.kernels]
+                for name, step in sources.items()}
+
+    def call_lines(self, wrapper, step: Kernel, kernel: TritonStep, launchers: list, own: set[str]) -> list[str]:
+        lines = []
+        for source, launcher in zip(kernel.kernels, launchers):
+            xnumel = sympy.sympify(source.xnumel)
+            if xnumel.is_number and int(xnumel) == 0:
+                continue
+            function = wrapper.ref(launcher, source.name)
+            sizes = [python_size(source.xnumel)] + ([python_size(source.rnumel)] if source.rnumel is not None else [])
+            arguments = [*source.inputs, *source.outputs, *sizes, *source.size_args]
+            if xnumel.is_number:
+                grid = f"({-(-int(xnumel) // source.XBLOCK)},)"
+            else:
+                grid = f"((({python_size(xnumel)}) + {source.XBLOCK - 1}) // {source.XBLOCK},)"
+            lines.append(f"{function}({grid}, {', '.join(arguments)})")
+        return lines
+
+
+def _planned_offsets(graph) -> dict:
+    """Storage offsets the graph planned for memory ember did not allocate (inputs, extern
+    results); a kernel indexes those tensors from their data pointer, so it subtracts them."""
+    return {buffer.name: buffer.layout.offset for buffer in [*graph.inputs, *graph.buffers]
+            if not isinstance(buffer, ComputedBuffer) and isinstance(getattr(buffer, "layout", None), Layout)
+            and buffer.layout.offset != 0}
+
+
+def _needs_int64(graph) -> bool:
+    """Does some buffer reach past what int32 indices address (or may it, with symbolic sizes)?"""
+    for buffer in [*graph.inputs, *graph.buffers]:
+        layout = getattr(buffer, "layout", None)
+        if not isinstance(layout, Layout):
+            continue
+        extent = layout.offset + sum(((size - 1) * abs(stride) for size, stride in zip(layout.size, layout.stride)),
+                                     sympy.Integer(0)) + 1
+        extent = sympy.sympify(extent)
+        if not extent.is_number or int(extent) >= INT32_LIMIT:
+            return True
+    return False
