@@ -12,7 +12,8 @@ fi
 export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 { python3 --version; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"; nvidia-smi --query-gpu=name --format=csv,noheader; } 2>&1 | tee "$OUT/env.txt"
 if [ -n "${FUZZ_SEEDS:-}" ]; then
-  # The differential fuzzer on this machine's CPU cores (ember's C++ kernels; its GPU idles):
+  # The differential fuzzer on this machine's CPU cores (ember's C++ kernels; its GPU idles), or
+  # with EMBER_FUZZ_DEVICE=cuda on its GPU (inputs on the GPU: ember's Triton kernels):
   #   FUZZ_SEEDS=2000:7000 FUZZ_MODE=default FUZZ_SECONDS=540 bash scripts/gpu.sh
   # Outcomes stream into $OUT/fuzz.jsonl, so a run cut short still reports what it finished.
   timeout "${FUZZ_SECONDS:-540}" python3 -m tests.fuzz.run --backend "${FUZZ_BACKENDS:-ember,aot_eager}" \
@@ -22,4 +23,11 @@ if [ -n "${FUZZ_SEEDS:-}" ]; then
     --report-from "$OUT/fuzz.jsonl" --report "$OUT/fuzz.md" 2>&1 | tail -40
   exit 0
 fi
-PYTHONUNBUFFERED=1 python3 -m pytest tests -n 8 -p no:cacheprovider -p no:benchmark "$@" 2>&1 | tee "$OUT/pytest.txt" | tail -80
+# GPU_PART: suite (the tests), bench (the GPU benchmarks), or both (default: suite, then bench)
+PART=${GPU_PART:-all}
+if [ "$PART" != bench ]; then
+  PYTHONUNBUFFERED=1 python3 -m pytest tests -n 8 -p no:cacheprovider -p no:benchmark "$@" 2>&1 | tee "$OUT/pytest.txt" | tail -60
+fi
+if [ "$PART" != suite ]; then
+  timeout "${BENCH_SECONDS:-200}" python3 benchmarks/gpu_bandwidth.py --out "$OUT" 2>&1 | tail -20
+fi

@@ -66,3 +66,6 @@ class CppBackend:
         sites = wrapper.ref(tuple(kernel.index_checks), "sites")
         return [f"{function}({', '.join([*arguments, f'{flag}.address'])})",
                 f"if {flag}.cell.value: {flag}.raise_error({step.name!r}, {sites})"]
+
+    def final_lines(self, wrapper) -> list[str]:
+        return []  # (each kernel's checks are read right after it)

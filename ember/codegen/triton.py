@@ -21,7 +21,10 @@ wrapper passes tensors: Triton indexes from their data pointer).  float16/bfloat
 float32 and stored in their own dtype; values rounded where eager rounds.  Op spellings live in
 `TRITON_OPS` (the C++ generator's `CPP_OPS` counterpart); reductions in `_REDUCE`.
 
-Not yet here (NotImplementedError: the graph runs as ATen calls): scatters, indirect indexing.
+Data-dependent indices (embedding, gather, x[idx]) are bounds-checked: an index out of range
+reads row 0 and sets a flag the wrapper turns into eager's IndexError after the graph ran.
+
+Not yet here (NotImplementedError: the graph runs as ATen calls): scatters.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from typing import Callable
 import sympy
 import torch
 
+from .. import config as ember_config
 from ..lowering.ir import ComputedBuffer, Pointwise, Reduction
 from ..lowering.printer import provenance
 from ..lowering.symbolic import is_size_symbol
@@ -189,6 +193,7 @@ class TritonSource:
     XBLOCK: int
     RBLOCK: int | None
     num_warps: int
+    index_checks: list[str] = dataclasses.field(default_factory=list)  # then one more argument: oob_ptr
 
 
 class _Scope:
@@ -262,8 +267,31 @@ class TritonOps:
             return self.kernel.emit(f"({value} != 0)", torch.bool)
         return self.kernel.emit(f"{value}.to({TL_DTYPES[dtype]})", dtype)
 
-    def indirect_indexing(self, value, size, site: str = "", wrap_negative: bool = True):
-        raise NotImplementedError("indirect indexing in a Triton kernel")
+    def indirect_indexing(self, value, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
+        """A data-dependent index, bounds-checked: one outside [0, size) (or [-size, size) where
+        negative indices count from the end) sets this site's flag in `oob_ptr` (the wrapper
+        raises after the graph) and reads row 0 instead: memory outside a buffer is never touched."""
+        kernel = self.kernel
+        kernel._temps += 1
+        name = f"idx{kernel._temps}"
+        size_text = kernel.tex(size)
+        lines = kernel.scope.lines
+        lines.append(f"{name} = {value}.to(tl.int64)")
+        if wrap_negative:
+            lines.append(f"{name} = tl.where({name} < 0, {name} + {size_text}, {name})")
+        lines.append(f"{name}_bad = ({name} < 0) | ({name} >= {size_text})")
+        if ember_config.bounds_checks:
+            if site not in kernel.index_checks:
+                kernel.index_checks.append(site)
+            position = kernel.index_checks.index(site)
+            # (every lane holds the flag's address; the lanes inside the kernel's masks report)
+            masks = " & ".join([f"{dim}mask" for dim in kernel.dims] + [f"({c})" for c in kernel.conditions])
+            spread = "".join(f" + 0 * {dim}index" for dim in kernel.dims)
+            lines.append(f"tl.store(oob_ptr + {position} + 0 * {name}{spread}, 1, {masks} & {name}_bad)")
+        lines.append(f"{name} = tl.where({name}_bad, 0, {name})")
+        symbol = sympy.Symbol(name, integer=True, nonnegative=True)
+        kernel.indirect_dims[name] = set(kernel.dims)
+        return symbol
 
     def masked(self, mask: str, body: Callable, other, dtype) -> str:
         kernel = self.kernel
@@ -324,6 +352,8 @@ class TritonKernel(KernelArguments):
         self.position = 0  # the node being generated
         self.emitted: set[str] = set()
         self.value_dtypes: dict[str, torch.dtype] = {}  # temporary -> its dtype, where known
+        self.index_checks: list[str] = []  # sites of bounds-checked indexing: oob_ptr[k] is site k
+        self.indirect_dims: dict[str, set[str]] = {}  # data-dependent index -> its block dimensions
 
     # -- text helpers -----------------------------------------------------------------------------
     def tex(self, expr) -> str:
@@ -352,9 +382,11 @@ class TritonKernel(KernelArguments):
     def _dims_of(self, expr) -> set[str]:
         names = {s.name for s in sympy.sympify(expr).free_symbols if not is_size_symbol(s)}
         dims = set()
-        if any(name.startswith("x") for name in names):
+        for name in names:
+            dims |= self.indirect_dims.get(name, set())
+        if any(name.startswith("x") for name in names if name not in self.indirect_dims):
             dims.add("x")
-        if any(name.startswith("r") for name in names):
+        if any(name.startswith("r") for name in names if name not in self.indirect_dims):
             dims.add("r")
         return dims
 
@@ -513,14 +545,15 @@ class TritonKernel(KernelArguments):
                                               for s in sympy.sympify(e).free_symbols if is_size_symbol(s)})
         parameters = [f"in_ptr{k}" for k in range(len(self.inputs))] + \
             [f"out_ptr{k}" for k in range(len(self.outputs))] + ["xnumel"] + \
-            (["rnumel"] if self.rnumel is not None else []) + symbols + ["XBLOCK: tl.constexpr"] + \
+            (["rnumel"] if self.rnumel is not None else []) + symbols + \
+            (["oob_ptr"] if self.index_checks else []) + ["XBLOCK: tl.constexpr"] + \
             (["RBLOCK: tl.constexpr"] if self.rnumel is not None else [])
         lines = [f"# {node.name}: {provenance(node)}" for node in self.nodes]
         lines += ["@triton.jit", f"def {name}({', '.join(parameters)}):"]
         lines += ["    " + line for line in self.kernel_scope.lines]
         xblock, rblock, warps = _launch(self.xnumel, self.rnumel, self.persistent)
         return TritonSource(name, "\n".join(lines) + "\n", list(self.inputs), list(self.outputs), symbols,
-                            self.xnumel, self.rnumel, xblock, rblock, warps)
+                            self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks))
 
 
 class _Reducer:

@@ -63,6 +63,45 @@ class TritonLauncher:
             raise
 
 
+class DeviceIndexFlags:
+    """Where a graph's kernels report out-of-range indices: one int32 per check site, on the
+    device.  The wrapper checks them once, after the graph's kernels (one device sync, in graphs
+    that index by data only), and raises as eager does; the flags are cleared when they fire."""
+
+    def __init__(self) -> None:
+        self.sites: list[tuple[str, str]] = []  # (kernel, site) per flag
+        self.tensor = None
+
+    def add(self, kernel: str, sites: list[str]) -> int:
+        offset = len(self.sites)
+        self.sites += [(kernel, site) for site in sites]
+        return offset
+
+    CAPACITY = 1024  # sites per graph
+
+    def view(self, offset: int, device):
+        import torch
+
+        from ..lowering.graph import GraphNotSupported
+
+        if len(self.sites) > self.CAPACITY:
+            raise GraphNotSupported(f"more than {self.CAPACITY} bounds-checked indexing sites")
+        if self.tensor is None:
+            self.tensor = torch.zeros(self.CAPACITY, dtype=torch.int32, device=device)
+        return self.tensor[offset:]
+
+    def check(self) -> None:
+        if not bool(self.tensor.any()):
+            return
+        from .wrapper import IndexOutOfBounds
+
+        fired = self.tensor[:len(self.sites)].tolist()
+        self.tensor.zero_()
+        violated = [f"{site} (generated {kernel})" for (kernel, site), flag in zip(self.sites, fired) if flag]
+        raise IndexOutOfBounds(f"ember: index out of bounds in {'; '.join(violated)}: an index tensor holds a "
+                               f"value outside [-size, size) of the dimension it indexes")
+
+
 class TritonBackend:
     name = "triton"
 
@@ -90,12 +129,21 @@ class TritonBackend:
             function = wrapper.ref(launcher, source.name)
             sizes = [python_size(source.xnumel)] + ([python_size(source.rnumel)] if source.rnumel is not None else [])
             arguments = [*source.inputs, *source.outputs, *sizes, *source.size_args]
+            if source.index_checks:
+                flags = wrapper.namespace.setdefault("index_flags", DeviceIndexFlags())
+                offset = flags.add(source.name, source.index_checks)
+                arguments.append(wrapper.ref(flags.view(offset, step.nodes[0].layout.device), "flags"))
             if xnumel.is_number:
                 grid = f"({-(-int(xnumel) // source.XBLOCK)},)"
             else:
                 grid = f"((({python_size(xnumel)}) + {source.XBLOCK - 1}) // {source.XBLOCK},)"
             lines.append(f"{function}({grid}, {', '.join(arguments)})")
         return lines
+
+
+    def final_lines(self, wrapper) -> list[str]:
+        """After the last kernel: the index checks' verdict."""
+        return ["index_flags.check()"] if "index_flags" in wrapper.namespace else []
 
 
 def _planned_offsets(graph) -> dict:

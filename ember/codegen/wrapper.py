@@ -173,6 +173,7 @@ class WrapperCodegen:
                     if name not in graph.constants and name not in reused_sources]  # constants are globals
             if dead:
                 self.lines.append(f"del {', '.join(dead)}")
+        self.lines.extend(self.backend.final_lines(self))
         results = ", ".join(self.expr(value) for value in graph.outputs)
         self.lines.append(f"return ({results}{',' if len(graph.outputs) == 1 else ''})")
         body = "\n".join("    " + line for line in self.lines)

@@ -146,3 +146,28 @@ def test_generated_source_is_readable_with_provenance():
     (graph,) = _run(lambda x: torch.softmax(x, -1), torch.randn(4, 8))
     source = next(iter(graph.kernels.values()))
     assert re.search(r"# buf\d+: .*aten\.amax", source)
+
+
+def test_indirect_indexing_embedding_gather_and_negative_indices():
+    """Data-dependent indices load through a bounds-checked index (negative ones wrapped where
+    eager wraps them)."""
+    table = torch.randn(50, 16)
+    (graph,) = _run(lambda w, i: F.embedding(i, w) * 2, table, torch.randint(0, 50, (4, 7)))
+    assert "oob_ptr" in next(iter(graph.kernels.values()))
+    _run(lambda x, i: torch.gather(x, 1, i).sum(-1), torch.randn(4, 10), torch.randint(0, 10, (4, 5)))
+    _run(lambda x, i: x[i] + 1, torch.randn(10, 3), torch.tensor([1, -2, 3]))
+
+
+@pytest.mark.parametrize("fn, index", [
+    (lambda w, i: F.embedding(i, w) * 2, torch.tensor([[1, 50]])),
+    (lambda w, i: w[i] + 1, torch.tensor([1, -51, 3])),
+])
+def test_out_of_range_index_raises_like_eager(fn, index):
+    """An index outside the table raises IndexError (after the graph's kernels, which read row 0
+    instead: never memory outside the buffer); the flags are cleared, so a good call then works."""
+    table = torch.randn(50, 16).to(DEVICE)
+    function, _ = ember_compiled(fn)
+    with pytest.raises(IndexError, match="index out of bounds"):
+        function(table, index.to(DEVICE))
+    good = torch.tensor([[1, 2]]).to(DEVICE) if index.dim() == 2 else torch.tensor([1, -2, 3]).to(DEVICE)
+    torch.testing.assert_close(function(table, good), fn(table, good))

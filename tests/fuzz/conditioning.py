@@ -199,14 +199,14 @@ def _rounded_accumulation(func, args, kwargs, result) -> bool:
         dim, index, source = args[1], args[2], args[3]
 
         def accumulate(values):
-            return aten.index_add.default(torch.zeros(target.shape, dtype=torch.float64), dim, index, values)
+            return aten.index_add.default(torch.zeros(target.shape, dtype=torch.float64, device=target.device), dim, index, values)
     else:
         indices, source = args[1], args[2]
         if not (args[3] if len(args) > 3 else kwargs.get("accumulate", False)):
             return False
 
         def accumulate(values):
-            return aten.index_put.default(torch.zeros(target.shape, dtype=torch.float64), indices, values, True)
+            return aten.index_put.default(torch.zeros(target.shape, dtype=torch.float64, device=target.device), indices, values, True)
     terms = source.detach().double().abs()
     scale = accumulate(terms)
     count = accumulate(torch.ones_like(terms))
@@ -585,7 +585,7 @@ class ConditionWatch(TorchDispatchMode):
             return False
         if func in _NOISE_KEEPING or func is aten.div.Tensor:
             masks = [first, second] if func is aten.mul.Tensor else [first]
-            mask = torch.zeros(result.shape, dtype=torch.bool)
+            mask = torch.zeros(result.shape, dtype=torch.bool, device=result.device)
             for operand in masks:
                 if operand is not None:
                     mask = mask | operand.expand(result.shape)

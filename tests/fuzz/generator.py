@@ -53,7 +53,7 @@ class Builder:
 
     # ---- state -----------------------------------------------------------------------------
     def _fresh_namespace(self) -> None:
-        self.namespace = {"torch": torch, "F": F, "gen": lambda s: torch.Generator().manual_seed(s)}
+        self.namespace = {"torch": torch, "F": F, "gen": lambda s: torch.Generator().manual_seed(s), "DEVICE": "cpu"}
 
     def rebuild(self) -> None:
         """Re-run inputs and statements from scratch (after a statement failed half-way)."""

@@ -184,7 +184,7 @@ def grad_outputs(seed: int, outputs: list, dtypes: list) -> list:
             continue
         generator = torch.Generator().manual_seed(seed * 31 + index)
         grad = torch.randn(tuple(output.shape), generator=generator).to(dtype or output.dtype)
-        result.append(grad.to(output.dtype))
+        result.append(grad.to(output.dtype).to(output.device))
     return result
 
 

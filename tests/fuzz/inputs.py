@@ -183,7 +183,7 @@ def _base_text(spec: InputSpec) -> str:
 def render_input(spec: InputSpec) -> tuple[list[str], str]:
     """(lines building the input inside make_inputs, the name of its grad leaf or 'None')."""
     name = spec.name
-    base = _base_text(spec)
+    base = f"{_base_text(spec)}.to(DEVICE)"
     suffix = _layout_suffix(spec)
     lines = []
     if spec.special:
@@ -191,7 +191,7 @@ def render_input(spec: InputSpec) -> tuple[list[str], str]:
         values = [format_scalar(value) for _, value in spec.special]
         lines.append(f"{name} = {base}")
         lines.append(f"{name}.view(-1)[[{', '.join(positions)}]] = torch.tensor([{', '.join(values)}], "
-                     f"dtype={dtype_name(spec.dtype)})")
+                     f"dtype={dtype_name(spec.dtype)}).to(DEVICE)")
         base = name
     if spec.grad == "leaf":
         lines.append(f"{name} = {base}{suffix}.requires_grad_()")

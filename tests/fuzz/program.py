@@ -16,8 +16,13 @@ import torch
 
 from .inputs import InputSpec, render_input, render_make_inputs
 
-HEADER = '''import torch
+HEADER = '''import os
+
+import torch
 import torch.nn.functional as F
+
+# where the inputs live (EMBER_FUZZ_DEVICE=cuda: ember's Triton kernels on a GPU)
+DEVICE = os.environ.get("EMBER_FUZZ_DEVICE", "cpu")
 
 
 def gen(seed):
@@ -208,7 +213,8 @@ class Program:
     def run_statements(self, count: int | None = None) -> dict:
         """The names bound after building the inputs and running the first `count` statements
         (all by default) eagerly, one at a time."""
-        namespace = {"torch": torch, "F": torch.nn.functional, "gen": lambda s: torch.Generator().manual_seed(s)}
+        namespace = {"torch": torch, "F": torch.nn.functional, "gen": lambda s: torch.Generator().manual_seed(s),
+                     "DEVICE": "cpu"}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for spec in self.inputs:

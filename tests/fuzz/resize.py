@@ -45,7 +45,7 @@ def _grow(x: torch.Tensor, mapping: dict) -> torch.Tensor:
     # the original's memory order, outermost first (dims of size 1 and expanded ones last)
     order = sorted(range(x.dim()), key=lambda d: (d in expanded, -x.stride(d)))
     target = [mapping.get(n, n) for n in x.shape]
-    base = torch.empty([data.shape[d] for d in order], dtype=x.dtype).permute(
+    base = torch.empty([data.shape[d] for d in order], dtype=x.dtype, device=x.device).permute(
         tuple(order.index(d) for d in range(x.dim())))
     base.copy_(data)
     return base.expand(target) if expanded else base
