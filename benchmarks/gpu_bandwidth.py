@@ -84,7 +84,7 @@ def main() -> None:
                     timings.setdefault((name, variant), []).append(
                         triton.testing.do_bench(lambda: function(*args), return_mode="median"))
     copy_ms = statistics.median(timings["copy"])
-    copy_rate = copy_bytes / copy_ms / 1e9
+    copy_rate = copy_bytes / copy_ms / 1e6  # (bytes per ms / 1e6: GB/s)
     lines = [f"# GPU bandwidth ({datetime.date.today()}, {device}, torch {torch.__version__}, "
              f"ember {ember_revision()})", "",
              f"Device-to-device copy of 256 MB: {copy_ms:.3f} ms, **{copy_rate:.0f} GB/s** (read + write), "
@@ -95,7 +95,7 @@ def main() -> None:
         for variant in ("eager", "inductor", "ember"):
             samples = timings[(name, variant)]
             ms = statistics.median(samples)
-            rate = nbytes / ms / 1e9
+            rate = nbytes / ms / 1e6
             cold = "" if variant == "eager" else f"{compiled[(name, variant)][1]:.1f}"
             lines.append(f"| {name} | {variant} | {ms:.3f} | {min(samples):.3f}-{max(samples):.3f} | {rate:.0f} | "
                          f"{rate / copy_rate:.0%} | {cold} |")

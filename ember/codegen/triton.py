@@ -58,7 +58,7 @@ TRITON_OPS: dict[str, str] = {
     "eq": "({0} == {1})", "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
     "gt": "({0} > {1})", "ge": "({0} >= {1})",
     "logical_and": "(({0} != 0) & ({1} != 0))", "logical_or": "(({0} != 0) | ({1} != 0))",
-    "logical_xor": "(({0} != 0) ^ ({1} != 0))",
+    "logical_xor": "(({0} != 0) != ({1} != 0))",
     "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
     "where": "tl.where({0}, {1}, {2})",
     "sign": "(({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype))",
@@ -320,6 +320,9 @@ class TritonOps:
             if (libdevice or name in _FLOAT_ONLY) and any(
                     d is None or d not in (torch.float32, torch.float64) for d in dtypes):
                 raise NotImplementedError(f"ops.{name} of {dtypes} in a Triton kernel")
+            if name in ("add", "mul") and all(d == torch.bool for d in dtypes):
+                # booleans add as `or` and multiply as `and` (int1 arithmetic would wrap 1 + 1 to 0)
+                return kernel.emit(f"({args[0]} {'|' if name == 'add' else '&'} {args[1]})", torch.bool)
             if name in _PREDICATES:
                 result = torch.bool
             elif any(d is None for d in dtypes[1 if name == "where" else 0:]):
@@ -379,33 +382,34 @@ class TritonKernel(KernelArguments):
     def unit_shape(self) -> str:
         return "[1]" if self.rnumel is None else "[1, 1]"
 
-    def _dims_of(self, expr) -> set[str]:
+    def _dims_of(self, expr) -> tuple[set[str], set[str]]:
+        """The block dimensions an index spans: through x/r variables (its shape has them), and
+        through data-dependent indices (it may: such a value's shape is not known here)."""
         names = {s.name for s in sympy.sympify(expr).free_symbols if not is_size_symbol(s)}
-        dims = set()
+        indirect = set()
         for name in names:
-            dims |= self.indirect_dims.get(name, set())
-        if any(name.startswith("x") for name in names if name not in self.indirect_dims):
-            dims.add("x")
-        if any(name.startswith("r") for name in names if name not in self.indirect_dims):
-            dims.add("r")
-        return dims
+            indirect |= self.indirect_dims.get(name, set())
+        direct = {dim for dim in ("x", "r")
+                  if any(name.startswith(dim) for name in names if name not in self.indirect_dims)}
+        return direct, indirect
 
     def address(self, index) -> tuple[str, str]:
         """(index text, mask text) for a load: masked in the dimensions the index uses (and in
-        all of the scope's under ops.masked, whose condition may vary in each)."""
-        dims = self._dims_of(index)
-        needed = set(dims) | (set(self.dims) if self.conditions else set())
+        all of the scope's under ops.masked, whose condition may vary in each); the index is
+        spread over every masked dimension, so that the pointer block has the mask's shape."""
+        direct, indirect = self._dims_of(index)
+        needed = direct | indirect | (set(self.dims) if self.conditions else set())
         text = self.tex(index)
-        for dim in sorted(needed - dims):
+        for dim in sorted(needed - direct):
             text = f"{text} + 0 * {dim}index"
         masks = [f"{dim}mask" for dim in ("x", "r") if dim in needed] + [f"({c})" for c in self.conditions]
         return text, " & ".join(masks)
 
     def store(self, node: ComputedBuffer, index, value: str) -> None:
-        dims = self._dims_of(node.layout.index(index))
+        direct, _ = self._dims_of(node.layout.index(index))
         text = self.tex(node.layout.index(index))
         for dim in self.dims:
-            if dim not in dims:
+            if dim not in direct:
                 text = f"{text} + 0 * {dim}index"
         mask = " & ".join(f"{dim}mask" for dim in self.dims)
         position = self.outputs.index(node.name)

@@ -73,7 +73,7 @@ def test_pointwise_chain_with_broadcast_and_transposed_input(dtype):
     """A broadcast bias, a transposed input, NaN-propagating maximum, where: loads at layout
     indices, half types computed in float32 and rounded when stored."""
     def fn(x, bias):
-        y = torch.maximum(x.t() * 2 + bias, torch.zeros((), dtype=x.dtype))
+        y = torch.maximum(x.t() * 2 + bias, torch.zeros((), dtype=x.dtype, device=x.device))
         return torch.where(y > 1, y.sigmoid(), y - 1)
 
     x = torch.randn(7, 9).to(dtype)

@@ -361,6 +361,12 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
         got = execute(compiled, namespace, program.seed, grad_dtypes=dtypes, resized=call == 3)
         prefix = {1: "", 2: "call2_", 3: "resized_"}[call]
         if eager.error is not None and eager.error_stage == "forward":
+            if got.error is None and "not implemented for" in str(eager.error):
+                # eager has no kernel for this dtype on this device (addmm_cuda for Long); ember's
+                # decomposition computes it, as torch.compile's may
+                outcome.cls, outcome.type_match = "eager_error", False
+                outcome.detail = f"eager: {first_line(eager.error)}; ember computed it"
+                continue
             if got.error is None or got.error_stage != "forward":
                 outcome.cls, outcome.check = "wrong", prefix + "no_exception"
                 outcome.detail = f"eager raised {first_line(eager.error)}; ember returned normally"
@@ -420,6 +426,16 @@ def run_program(program: Program, backends=("ember",), raise_capture_errors: boo
     outcomes = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if namespace.get("DEVICE", "cpu") != "cpu":
+            # On a GPU, eager's bounds checks are device-side asserts that end the process's CUDA
+            # context: a program eager refuses on the CPU is not run there.
+            namespace["DEVICE"] = "cpu"
+            dry = execute(namespace["program"], namespace, program.seed)
+            namespace["DEVICE"] = load(program)["DEVICE"]
+            if dry.error is not None:
+                return [Outcome(seed=program.seed, mode=program.mode, backend=backend, cls="eager_error",
+                                ops=program.ops(), detail=f"not run on {namespace['DEVICE']}: eager raises on the "
+                                f"CPU ({first_line(dry.error)})") for backend in backends]
         eager, eager_again, reference = _eager_runs(program, namespace)
         for backend in backends:
             begin = time.perf_counter()
