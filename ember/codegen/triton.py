@@ -45,12 +45,14 @@ from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
 from .common import KernelArguments
 
 TRITON_OPS: dict[str, str] = {
-    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "({0} / {1})",
+    # (division and square root rounded as IEEE (and eager) round them: Triton's `/` and
+    # tl.sqrt are approximate on a GPU, and x / x then truncates to 0)
+    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "tl.div_rn({0}, {1})",
     "neg": "(-{0})", "abs": "tl.abs({0})", "exp": "tl.exp({0})", "exp2": "tl.exp2({0})",
-    "log": "tl.log({0})", "log2": "tl.log2({0})", "sqrt": "tl.sqrt({0})", "rsqrt": "tl.rsqrt({0})",
+    "log": "tl.log({0})", "log2": "tl.log2({0})", "sqrt": "tl.sqrt_rn({0})", "rsqrt": "tl.rsqrt({0})",
     "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})",
     "sigmoid": "tl.sigmoid({0})", "relu": "tl.where({0} < 0, 0, {0})", "floor": "tl.floor({0})",
-    "ceil": "tl.ceil({0})", "reciprocal": "(1 / {0})", "isnan": "({0} != {0})",
+    "ceil": "tl.ceil({0})", "reciprocal": "tl.div_rn(1.0, {0})", "isnan": "({0} != {0})",
     "square": "({0} * {0})", "identity": "{0}", "logical_not": "({0} == 0)",
     # NaN wins; between equal values the first stays (the sign of a zero shows), as in eager
     "maximum": "tl.where(({0} != {0}) | (({1} == {1}) & ({1} <= {0})), {0}, {1})",
@@ -73,14 +75,18 @@ TRITON_OPS: dict[str, str] = {
     "atan2": "libdevice.atan2({0}, {1})", "fmod": "libdevice.fmod({0}, {1})",
     # truncation from floor and ceil (keeps -0.0 and NaN)
     "trunc": "tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))",
-    "truncdiv": "tl.where(({0} / {1}) < 0, tl.ceil({0} / {1}), tl.floor({0} / {1}))",
+    "truncdiv": "tl.where(tl.div_rn({0}, {1}) < 0, tl.ceil(tl.div_rn({0}, {1})), tl.floor(tl.div_rn({0}, {1})))",
 }
 # ops whose result is a boolean, whatever their operands
 _PREDICATES = {"isnan", "isinf", "signbit", "logical_not", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
                "logical_or", "logical_xor"}
 # ops that Triton computes as C does only on floating-point operands (libdevice takes float32
 # and float64; Triton's `/` of integers is a float division, C's truncates)
-_FLOAT_ONLY = {"truediv", "reciprocal", "truncdiv"}
+_FLOAT_ONLY = {"truediv", "reciprocal", "truncdiv", "sqrt"}
+# where an operand is float64 (tl.div_rn and tl.sqrt_rn take float32; float64 `/` and tl.sqrt
+# round exactly)
+_FLOAT64_OPS = {"truediv": "({0} / {1})", "reciprocal": "(1.0 / {0})", "sqrt": "tl.sqrt({0})",
+                "truncdiv": "tl.where(({0} / {1}) < 0, tl.ceil({0} / {1}), tl.floor({0} / {1}))"}
 
 TL_DTYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
@@ -176,7 +182,17 @@ def literal(value, dtype: torch.dtype) -> str:
         if value in (float("inf"), float("-inf")):
             return 'float("inf")' if value > 0 else '-float("inf")'
         return repr(value)
-    return str(int(value))
+    value = int(value)
+    if dtype in _INT_BITS:  # wrapped into the dtype's range, as a C cast wraps (-2 as uint8: 254)
+        bits, signed = _INT_BITS[dtype]
+        value %= 1 << bits
+        if signed and value >= 1 << (bits - 1):
+            value -= 1 << bits
+    return str(value)
+
+
+_INT_BITS = {torch.uint8: (8, False), torch.int8: (8, True), torch.int16: (16, True), torch.int32: (32, True),
+             torch.int64: (64, True)}
 
 
 @dataclasses.dataclass
@@ -233,7 +249,7 @@ class TritonOps:
                 raise _Split(kernel.position, f"{name} is read where this kernel holds no value of it")
             return value
         pointer = kernel.input_pointer(name)
-        address, mask = kernel.address(index - kernel.offsets.get(name, 0))
+        address, mask = kernel.address(index - kernel.offsets.get(name, 0), everywhere=name in kernel.maybe_empty)
         masked = f", {mask}, other=0" if mask else ""
         value = kernel.emit(f"tl.load({pointer} + {address}{masked})", kernel.buffer_dtypes.get(name))
         if kernel.buffer_dtypes.get(name) in _LOW_PRECISION:
@@ -331,7 +347,8 @@ class TritonOps:
                 result = dtypes[1 if name == "where" else 0]
                 for d in dtypes[2 if name == "where" else 1:]:
                     result = torch.promote_types(result, d)
-            return kernel.emit(template.format(*args), result)
+            spelling = _FLOAT64_OPS[name] if name in _FLOAT64_OPS and torch.float64 in dtypes else template
+            return kernel.emit(spelling.format(*args), result)
 
         return operation
 
@@ -341,8 +358,9 @@ class TritonKernel(KernelArguments):
     node cannot join the nodes before it)."""
 
     def __init__(self, nodes: list[ComputedBuffer], outer: list, buffer_dtypes: dict[str, torch.dtype],
-                 offsets: dict | None = None, int64: bool = False) -> None:
+                 offsets: dict | None = None, int64: bool = False, maybe_empty: frozenset = frozenset()) -> None:
         self.nodes = nodes
+        self.maybe_empty = maybe_empty  # buffers that may hold no element (a size 0)
         self.outer = list(outer)
         self.buffer_dtypes = buffer_dtypes
         self.offsets = offsets or {}  # buffer -> storage offset the graph planned (wrapper passes tensors)
@@ -393,12 +411,14 @@ class TritonKernel(KernelArguments):
                   if any(name.startswith(dim) for name in names if name not in self.indirect_dims)}
         return direct, indirect
 
-    def address(self, index) -> tuple[str, str]:
+    def address(self, index, everywhere: bool = False) -> tuple[str, str]:
         """(index text, mask text) for a load: masked in the dimensions the index uses (and in
-        all of the scope's under ops.masked, whose condition may vary in each); the index is
-        spread over every masked dimension, so that the pointer block has the mask's shape."""
+        all of the scope's under ops.masked, whose condition may vary in each, and for a buffer
+        that may be empty: `everywhere`, as an index need not name a dimension of size 0); the
+        index is spread over every masked dimension, so that the pointer block has the mask's
+        shape.  An index of no dimension reads one element, which a non-empty buffer has."""
         direct, indirect = self._dims_of(index)
-        needed = direct | indirect | (set(self.dims) if self.conditions else set())
+        needed = direct | indirect | (set(self.dims) if self.conditions or everywhere else set())
         text = self.tex(index)
         for dim in sorted(needed - direct):
             text = f"{text} + 0 * {dim}index"
@@ -664,8 +684,12 @@ def _numel(ranges) -> sympy.Expr:
 
 
 def _unflatten(prefix: str, flat: str, ranges: list, lines: list[str], kernel: TritonKernel) -> list:
-    """Variables prefix0.. over `ranges` (row-major) from the flat index `flat`, defined in `lines`."""
+    """Variables prefix0.. over `ranges` (row-major) from the flat index `flat`, defined in `lines`
+    (over ranges holding a 0 there is no element: every variable is 0)."""
     variables = [sympy.Symbol(f"{prefix}{k}", integer=True, nonnegative=True) for k in range(len(ranges))]
+    if any(sympy.sympify(size).is_zero for size in ranges):
+        lines += [f"{var.name} = 0 * {flat}" for var in variables]
+        return variables
     stride = sympy.Integer(1)
     definitions = []
     for position in range(len(ranges) - 1, -1, -1):
@@ -692,7 +716,7 @@ def _launch(xnumel, rnumel, persistent: bool) -> tuple[int, int | None, int]:
 
 
 def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offsets: dict | None = None,
-                   int64: bool = False) -> list[TritonSource]:
+                   int64: bool = False, maybe_empty: frozenset = frozenset()) -> list[TritonSource]:
     """A scheduled kernel as Triton kernels, split where a node cannot share registers with the
     nodes before it; named kernel3, kernel3_1, ..."""
     from ..lowering.ir import Scatter
@@ -706,13 +730,13 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
     while nodes:
         name = kernel.name if not results else f"{kernel.name}_{len(results)}"
         try:
-            results.append(TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64).generate(name))
+            results.append(TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64, maybe_empty).generate(name))
             break
         except _Split as split:
             if split.position == 0:
                 raise NotImplementedError(f"a Triton kernel cannot start with {nodes[0].name}: {split}")
             results.append(TritonKernel(nodes[:split.position], kernel.outer, buffer_dtypes, offsets,
-                                        int64).generate(name))
+                                        int64, maybe_empty).generate(name))
             nodes = nodes[split.position:]
     return results
 

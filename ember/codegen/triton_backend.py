@@ -110,8 +110,9 @@ class TritonBackend:
 
         offsets = _planned_offsets(graph)
         int64 = _needs_int64(graph)
+        empty = _maybe_empty(graph)
         try:
-            return {step.name: TritonStep(triton_kernels(step, dtypes, offsets, int64))
+            return {step.name: TritonStep(triton_kernels(step, dtypes, offsets, int64, empty))
                     for step in scheduler.steps if isinstance(step, Kernel)}
         except NotImplementedError as reason:  # (the graph runs as ATen calls)
             raise GraphNotSupported(f"no Triton kernel for it yet: {reason}") from reason
@@ -152,6 +153,18 @@ def _planned_offsets(graph) -> dict:
     return {buffer.name: buffer.layout.offset for buffer in [*graph.inputs, *graph.buffers]
             if not isinstance(buffer, ComputedBuffer) and isinstance(getattr(buffer, "layout", None), Layout)
             and buffer.layout.offset != 0}
+
+
+def _maybe_empty(graph) -> frozenset:
+    """Buffers whose size may be 0 (their loads are masked in every dimension of the kernel)."""
+    names = set()
+    for buffer in [*graph.inputs, *graph.buffers]:
+        layout = getattr(buffer, "layout", None)
+        if isinstance(layout, Layout):
+            numel = sympy.sympify(sympy.Mul(*layout.size)) if layout.size else sympy.Integer(1)
+            if numel.is_zero is not False:
+                names.add(buffer.name)
+    return frozenset(names)
 
 
 def _needs_int64(graph) -> bool:

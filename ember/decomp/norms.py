@@ -25,11 +25,12 @@ def native_layer_norm(x, normalized_shape, weight, bias, eps):
     out = aten.add.Tensor(out, bias if bias is not None else 0.0)
     if out.dtype != x.dtype:
         out = aten._to_copy.default(out, dtype=x.dtype)
-    # Eager stores the statistics in the input's dtype (rounded: its backward reads them so), or
-    # in float32 when float16/bfloat16 input comes with float32 parameters.
+    # Eager's CPU kernel stores the statistics in the input's dtype (rounded: its backward reads
+    # them so), or in float32 when float16/bfloat16 input comes with float32 parameters; its CUDA
+    # kernel always in float32 (and its backward kernel wants them so: fuzz cuda default 90).
     stats_dtype = x.dtype
-    if x.dtype in (torch.float16, torch.bfloat16) and any(
-            p is not None and p.dtype == torch.float32 for p in (weight, bias)):
+    if x.dtype in (torch.float16, torch.bfloat16) and (x.device.type != "cpu" or any(
+            p is not None and p.dtype == torch.float32 for p in (weight, bias))):
         stats_dtype = torch.float32
     return out, downcast(mean, stats_dtype), downcast(rstd, stats_dtype)
 

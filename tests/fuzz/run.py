@@ -73,6 +73,8 @@ def _worker(connection, threads: int | None, stderr_path: str | None) -> None:
                         row["source"] = program.source()
                         row["culprit"] = culprit(program, outcome)
                     rows.append(row)
+                if _cuda_context_lost():
+                    rows.append({"retire": True})
                 connection.send(rows)
             elif kind == "localize":
                 connection.send({"culprit": culprit(program, Outcome(**task["outcome"]))})
@@ -93,7 +95,22 @@ def _worker(connection, threads: int | None, stderr_path: str | None) -> None:
         except Exception as error:  # noqa: BLE001 - a generator bug must not stop the run
             import traceback
             connection.send({"generator_error": f"{type(error).__name__}: {error}",
-                             "trace": traceback.format_exc(limit=-6)})
+                             "trace": traceback.format_exc(limit=-6), "retire": _cuda_context_lost()})
+
+
+def _cuda_context_lost() -> bool:
+    """Did a device-side assert or a bad access end this process's CUDA context?  (Every later
+    CUDA call would fail: the worker is replaced.)"""
+    import torch
+
+    if not torch.cuda.is_initialized():
+        return False
+    try:
+        torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").item()
+        return False
+    except Exception:  # noqa: BLE001 - any CUDA error means the context is gone
+        return True
 
 
 class Pool:
@@ -131,7 +148,14 @@ class Pool:
                     if connection.poll():
                         result = connection.recv()
                         worker["task"] = None
+                        retire = isinstance(result, dict) and result.pop("retire", False)
+                        if isinstance(result, list) and result and result[-1] == {"retire": True}:
+                            retire = bool(result.pop())
                         on_result(task, result)
+                        if retire:  # its CUDA context is gone: a fresh worker
+                            worker["process"].kill()
+                            worker["process"].join()
+                            self.workers[index] = self._start()
                         continue
                 except (EOFError, ConnectionResetError):
                     pass
