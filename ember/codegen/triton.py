@@ -88,6 +88,13 @@ _FLOAT_ONLY = {"truediv", "reciprocal", "truncdiv", "sqrt"}
 _FLOAT64_OPS = {"truediv": "({0} / {1})", "reciprocal": "(1.0 / {0})", "sqrt": "tl.sqrt({0})",
                 "truncdiv": "tl.where(({0} / {1}) < 0, tl.ceil({0} / {1}), tl.floor({0} / {1}))"}
 
+# On a GPU, libm-accurate spellings (as eager's kernels round): tl.exp, tl.log, tl.sin, tl.cos
+# compile to approximate instructions there (log_softmax 3e-5 off, sin of 30 off by 0.05).
+# Triton's interpreter computes these with numpy (accurate) and has no libdevice.
+_ACCURATE = {"exp": "libdevice.exp({0})", "log": "libdevice.log({0})", "sin": "libdevice.sin({0})",
+             "cos": "libdevice.cos({0})", "exp2": "libdevice.exp2({0})", "log2": "libdevice.log2({0})",
+             "erf": "libdevice.erf({0})"}
+
 TL_DTYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
     torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32", torch.int16: "tl.int16",
@@ -269,7 +276,7 @@ class TritonOps:
         if expr.is_number:
             return self.constant(int(expr), dtype)
         text = self.kernel.tex(expr)
-        if not any(str(s).startswith(("x", "r")) and not is_size_symbol(s) for s in expr.free_symbols):
+        if all(is_size_symbol(s) for s in expr.free_symbols):
             text = f"tl.full({self.kernel.unit_shape}, {text}, tl.int64)"  # sizes only: a scalar
         value = self.kernel.emit(f"({text}).to({TL_DTYPES[dtype]})", dtype)
         if dtype in _LOW_PRECISION:
@@ -326,8 +333,11 @@ class TritonOps:
         template = TRITON_OPS.get(name)
         if template is None:
             raise NotImplementedError(f"no Triton spelling for ops.{name}")
+        interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+        if name in _ACCURATE and not interpreted:
+            template = _ACCURATE[name]
         libdevice = "libdevice." in template
-        if libdevice and os.environ.get("TRITON_INTERPRET") == "1":
+        if libdevice and interpreted:
             raise NotImplementedError(f"ops.{name} needs CUDA's libdevice, which Triton's interpreter lacks")
         kernel = self.kernel
 
@@ -336,9 +346,10 @@ class TritonOps:
             if (libdevice or name in _FLOAT_ONLY) and any(
                     d is None or d not in (torch.float32, torch.float64) for d in dtypes):
                 raise NotImplementedError(f"ops.{name} of {dtypes} in a Triton kernel")
-            if name in ("add", "mul") and all(d == torch.bool for d in dtypes):
+            if name in ("add", "mul", "maximum", "minimum") and all(d == torch.bool for d in dtypes):
                 # booleans add as `or` and multiply as `and` (int1 arithmetic would wrap 1 + 1 to 0)
-                return kernel.emit(f"({args[0]} {'|' if name == 'add' else '&'} {args[1]})", torch.bool)
+                either = name in ("add", "maximum")
+                return kernel.emit(f"({args[0]} {'|' if either else '&'} {args[1]})", torch.bool)
             if name in _PREDICATES:
                 result = torch.bool
             elif any(d is None for d in dtypes[1 if name == "where" else 0:]):
@@ -422,6 +433,8 @@ class TritonKernel(KernelArguments):
         text = self.tex(index)
         for dim in sorted(needed - direct):
             text = f"{text} + 0 * {dim}index"
+        if not needed and not direct:  # one element, as a [1] / [1, 1] block (never a 0-d value)
+            text = f"{text} + tl.zeros({self.unit_shape}, tl.int32)"
         masks = [f"{dim}mask" for dim in ("x", "r") if dim in needed] + [f"({c})" for c in self.conditions]
         return text, " & ".join(masks)
 
@@ -614,9 +627,12 @@ class _Reducer:
             positions = kernel.emit(f"tl.broadcast_to(rindex, {masked}.shape)")
             pair = kernel.emit(f"tl.reduce(({masked}, {positions}), 1, _ember_{kind})")
             return {kind: kernel.emit(f"{pair}[1][:, None]")}
-        # welford: two passes over registers (exact as Welford's, and cheaper)
+        # welford: two passes over registers (as exact as Welford's, and cheaper).  Eager's
+        # Welford makes the mean NaN once an infinity meets another value (inf - inf): so here.
         total = kernel.emit(f"tl.sum({masked}, 1)[:, None]")
-        mean = kernel.emit(f"{total} / rnumel")
+        infinite = kernel.emit(f"tl.max(tl.where(xmask & rmask, (tl.abs({value}) == float('inf')).to(tl.int8), 0), 1)"
+                               f"[:, None]")
+        mean = kernel.emit(f"tl.where({infinite} != 0, float('nan'), {total} / rnumel)")
         centered = kernel.emit(f"tl.where(xmask & rmask, {value} - {mean}, 0)")
         m2 = kernel.emit(f"tl.sum({centered} * {centered}, 1)[:, None]")
         return {"welford_mean": mean, "welford_m2": m2}
@@ -725,20 +741,26 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
         raise NotImplementedError("a scatter in a Triton kernel")
     if not all(isinstance(node.data, (Pointwise, Reduction)) for node in kernel.nodes):
         raise NotImplementedError("a Triton kernel of other loops")
-    results = []
-    nodes = list(kernel.nodes)
-    while nodes:
-        name = kernel.name if not results else f"{kernel.name}_{len(results)}"
+    def generate(nodes: list, name: str) -> list[TritonSource]:
         try:
-            results.append(TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64, maybe_empty).generate(name))
-            break
+            return [TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64, maybe_empty).generate(name)]
         except _Split as split:
             if split.position == 0:
-                raise NotImplementedError(f"a Triton kernel cannot start with {nodes[0].name}: {split}")
-            results.append(TritonKernel(nodes[:split.position], kernel.outer, buffer_dtypes, offsets,
-                                        int64, maybe_empty).generate(name))
-            nodes = nodes[split.position:]
-    return results
+                raise NotImplementedError(f"a Triton kernel cannot start with {nodes[0].name}: {split}") from None
+            head = generate(nodes[:split.position], name)
+            return head + generate(nodes[split.position:], f"{kernel.name}_{len(head)}")
+
+    return _renumbered(generate(list(kernel.nodes), kernel.name), kernel.name)
+
+
+def _renumbered(sources: list[TritonSource], base: str) -> list[TritonSource]:
+    """kernel3, kernel3_1, kernel3_2, ... in order (nested splits name them out of order)."""
+    for position, source in enumerate(sources):
+        name = base if position == 0 else f"{base}_{position}"
+        if source.name != name:
+            source.source = source.source.replace(f"def {source.name}(", f"def {name}(", 1)
+            source.name = name
+    return sources
 
 
 def kernel_file_text(source: str) -> str:

@@ -420,6 +420,20 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
     return outcome
 
 
+def _device_failure(namespace: dict, *runs) -> str | None:
+    """A device-side assert in eager's kernels (reported late, at a later call): the reason."""
+    if namespace.get("DEVICE", "cpu") == "cpu":
+        return None
+    for run in runs:
+        if run.error is not None and "device-side assert" in str(run.error):
+            return first_line(run.error)
+    try:
+        torch.cuda.synchronize()
+    except Exception as error:  # noqa: BLE001 - the context is gone: this worker is replaced
+        return first_line(error)
+    return None
+
+
 def run_program(program: Program, backends=("ember",), raise_capture_errors: bool = True) -> list[Outcome]:
     import ember
     namespace = load(program)
@@ -437,6 +451,11 @@ def run_program(program: Program, backends=("ember",), raise_capture_errors: boo
                                 ops=program.ops(), detail=f"not run on {namespace['DEVICE']}: eager raises on the "
                                 f"CPU ({first_line(dry.error)})") for backend in backends]
         eager, eager_again, reference = _eager_runs(program, namespace)
+        failed = _device_failure(namespace, eager, eager_again)
+        if failed:  # eager's own kernels asserted on the device (the CPU accepted the program)
+            return [Outcome(seed=program.seed, mode=program.mode, backend=backend, cls="eager_error",
+                            ops=program.ops(), detail=f"eager failed on {namespace['DEVICE']}: {failed}")
+                    for backend in backends]
         for backend in backends:
             begin = time.perf_counter()
             try:
