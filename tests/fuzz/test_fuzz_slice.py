@@ -24,6 +24,9 @@ SLICES = {
     # every size symbolic (dynamic=True): the symbolic AOT trace, kernels and wrapper
     "ember_dynamic": [("default", range(40, 70))] + [(mode, range(6, 9)) for mode in _MODES],
 }
+# Triton kernels under Triton's interpreter (the GPU code generator, on CPU tensors)
+if __import__("os").environ.get("TRITON_INTERPRET") == "1":
+    SLICES["ember_triton"] = [("default", range(0, 30))] + [(mode, range(0, 3)) for mode in _MODES]
 
 
 @pytest.mark.parametrize("backend", sorted(SLICES))
@@ -90,3 +93,25 @@ def test_dynamic_compiles_do_not_depend_on_earlier_ones():
     for outcome in outcomes:
         assert outcome.cls not in ("wrong", "crash"), \
             f"seed {outcome.seed}: {outcome.cls} {outcome.check}: {outcome.exception or outcome.detail}"
+
+
+# Programs the fuzzer found wrong or crashing with Triton kernels (on the GPU, or under Triton's
+# interpreter), each fixed; they run here under the interpreter (backend ember_triton):
+# a one-element load masked in dimensions its pointer lacks (183), logical_xor (183), kernels
+# split twice (3595), an index expression through a data-dependent index (2454), integer
+# literals out of their dtype's range (1336, 2073), eager's Welford mean of an infinity (3176),
+# booleans through maximum and 0-d loads (reductions 164).
+TRITON_REGRESSIONS = [("default", 183), ("default", 3595), ("default", 2454), ("default", 1336),
+                      ("default", 2073), ("default", 3176), ("reductions", 164), ("reductions", 311)]
+
+
+@pytest.mark.parametrize("mode,seed", TRITON_REGRESSIONS, ids=[f"{m}-{s}" for m, s in TRITON_REGRESSIONS])
+def test_triton_regressions(mode, seed):
+    pytest.importorskip("triton")
+    import os
+
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("the CPU graphs' Triton kernels run under Triton's interpreter only")
+    (outcome,) = run_program(generate(seed, mode), ("ember_triton",))
+    assert outcome.cls in ("ok", "eager_error", "ill_conditioned"), (outcome.cls, outcome.check, outcome.detail,
+                                                                     outcome.exception)
