@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import math
 import os
 from typing import Callable
 
@@ -268,6 +269,9 @@ class TritonOps:
         computed in float32."""
         if dtype in _LOW_PRECISION:
             value, dtype = float(torch.tensor(float(value), dtype=dtype)), torch.float32
+        if dtype.is_floating_point and float(value) == 0 and math.copysign(1.0, float(value)) < 0:
+            # (Triton's unary minus is 0 - x, which makes -0.0 of +0.0: x / -0.0 must be -inf for x > 0)
+            return self.kernel.emit(f"(tl.full({self.kernel.unit_shape}, 0.0, {TL_DTYPES[dtype]}) * -1.0)", dtype)
         return self.kernel.emit(f"tl.full({self.kernel.unit_shape}, {literal(value, dtype)}, {TL_DTYPES[dtype]})",
                                 dtype)
 
@@ -350,6 +354,9 @@ class TritonOps:
                 # booleans add as `or` and multiply as `and` (int1 arithmetic would wrap 1 + 1 to 0)
                 either = name in ("add", "maximum")
                 return kernel.emit(f"({args[0]} {'|' if either else '&'} {args[1]})", torch.bool)
+            if name == "neg" and dtypes[0] is not None and dtypes[0].is_floating_point:
+                # Triton's unary minus is 0 - x: -(+0.0) would be +0.0
+                return kernel.emit(f"({args[0]} * -1.0)", dtypes[0])
             if name in _PREDICATES:
                 result = torch.bool
             elif any(d is None for d in dtypes[1 if name == "where" else 0:]):
@@ -632,7 +639,7 @@ class _Reducer:
         total = kernel.emit(f"tl.sum({masked}, 1)[:, None]")
         infinite = kernel.emit(f"tl.max(tl.where(xmask & rmask, (tl.abs({value}) == float('inf')).to(tl.int8), 0), 1)"
                                f"[:, None]")
-        mean = kernel.emit(f"tl.where({infinite} != 0, float('nan'), {total} / rnumel)")
+        mean = kernel.emit(f"tl.where(({infinite} != 0) & (rnumel > 1), float('nan'), {total} / rnumel)")
         centered = kernel.emit(f"tl.where(xmask & rmask, {value} - {mean}, 0)")
         m2 = kernel.emit(f"tl.sum({centered} * {centered}, 1)[:, None]")
         return {"welford_mean": mean, "welford_m2": m2}
