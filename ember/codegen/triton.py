@@ -24,7 +24,8 @@ float32 and stored in their own dtype; values rounded where eager rounds.  Op sp
 Data-dependent indices (embedding, gather, x[idx]) are bounds-checked: an index out of range
 reads row 0 and sets a flag the wrapper turns into eager's IndexError after the graph ran.
 
-Not yet here (NotImplementedError: the graph runs as ATen calls): scatters.
+Scatters (index_put, scatter, embedding's backward) are two kernels: the base copy, then the
+updates (accumulating ones with atomic adds).
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ TRITON_OPS: dict[str, str] = {
     "logical_xor": "(({0} != 0) != ({1} != 0))",
     "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
     "where": "tl.where({0}, {1}, {2})",
-    "sign": "(({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype))",
+    "sign": "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)).to({0}.dtype)",
     "isinf": "(tl.abs({0}) == float('inf'))",
     # CUDA's libdevice (not in Triton's interpreter: kernels using these run on a GPU only)
     "tanh": "libdevice.tanh({0})", "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
@@ -289,6 +290,9 @@ class TritonOps:
 
     def to_dtype(self, value: str, dtype) -> str:
         if dtype in _LOW_PRECISION:  # round to the half type, compute on in float32
+            if self.kernel.value_dtypes.get(value) != torch.float32 and os.environ.get("TRITON_INTERPRET") == "1":
+                # (the interpreter converts float64 or integers to bfloat16 as if they were float32 bits)
+                value = self.kernel.emit(f"{value}.to(tl.float32)", torch.float32)
             return self.kernel.emit(f"{value}.to({TL_DTYPES[dtype]}).to(tl.float32)", torch.float32)
         if dtype == torch.bool:
             return self.kernel.emit(f"({value} != 0)", torch.bool)
@@ -502,6 +506,48 @@ class TritonKernel(KernelArguments):
             else:
                 self._pointwise(group)
         return self._finish(name)
+
+    def generate_scatter(self, name: str, phase: str) -> TritonSource:
+        """A Scatter node's two passes as two kernels, launched in order: "base" writes the
+        input's values over the output's ranges; "update" writes (or, accumulating, atomically
+        adds) each update at its data-dependent target.  Colliding plain writes land in an
+        undefined order, as in eager's CUDA kernels; the fuzzer's scatters write each place once."""
+        (node,) = self.nodes
+        data = node.data
+        ranges = data.out_ranges if phase == "base" else data.ranges
+        self.rnumel = None
+        self.persistent = False
+        xranges = squeeze(ranges)
+        self.xnumel = _numel(xranges)
+        self.kernel_scope = self.scope = _Scope(None)
+        self.dims = ("x",)
+        self.ops = TritonOps(self)
+        index_type = "tl.int64" if self.int64 else "tl.int32"
+        head = [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
+                f"xindex = xoffset + tl.arange(0, XBLOCK).to({index_type})", "xmask = xindex < xnumel"]
+        self.xvars = _unflatten("x", "xindex", xranges, head, self)
+        self.kernel_scope.lines += head
+        available = list(self.xvars)
+        index = [sympy.Integer(0) if size == 1 else available.pop(0) for size in ranges]
+        if phase == "base":
+            self.store(node, index, data.base(self.ops, index))
+            return self._finish(name)
+        target = data.target(self.ops, index)
+        value = data.inner_fn(self.ops, index)
+        if data.accumulate and node.dtype not in (torch.float32, torch.float64, torch.int32, torch.int64):
+            raise NotImplementedError(f"an accumulating scatter into {node.dtype} (no atomic add)")
+        address = node.layout.index(target)
+        direct, _ = self._dims_of(address)
+        text = self.tex(address) + ("" if "x" in direct else " + 0 * xindex")
+        value = self.emit(f"{value}.to({TL_DTYPES[node.dtype]})")
+        operation = "tl.atomic_add" if data.accumulate else "tl.store"
+        self.scope.lines.append(f"{operation}(out_ptr0 + {text}, {value}, xmask)")
+        source = self._finish(name)
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            # Triton's interpreter applies a block's atomic adds to one address once (numpy's
+            # fancy-index +=), and a block's colliding stores last-wins: one update per program
+            source.XBLOCK, source.num_warps = 1, 1
+        return source
 
     def _rvars_for(self, ranges: list) -> list:
         """Index variables over `ranges` from rindex, defined in the current scope (once per
@@ -744,8 +790,9 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
     nodes before it; named kernel3, kernel3_1, ..."""
     from ..lowering.ir import Scatter
 
-    if any(isinstance(node.data, Scatter) for node in kernel.nodes):
-        raise NotImplementedError("a scatter in a Triton kernel")
+    if any(isinstance(node.data, Scatter) for node in kernel.nodes):  # (a kernel of its own)
+        return [TritonKernel(list(kernel.nodes), [], buffer_dtypes, offsets, int64, maybe_empty).generate_scatter(
+            kernel.name if phase == "base" else f"{kernel.name}_1", phase) for phase in ("base", "update")]
     if not all(isinstance(node.data, (Pointwise, Reduction)) for node in kernel.nodes):
         raise NotImplementedError("a Triton kernel of other loops")
     def generate(nodes: list, name: str) -> list[TritonSource]:

@@ -171,3 +171,25 @@ def test_out_of_range_index_raises_like_eager(fn, index):
         function(table, index.to(DEVICE))
     good = torch.tensor([[1, 2]]).to(DEVICE) if index.dim() == 2 else torch.tensor([1, -2, 3]).to(DEVICE)
     torch.testing.assert_close(function(table, good), fn(table, good))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, i, v: x.index_put((i,), v, accumulate=True),
+    lambda x, i, v: x.index_put((i,), v),
+    lambda x, i, v: torch.scatter_add(x, 0, i[:, None].expand(-1, 4), v),
+])
+def test_scatter_base_then_updates(fn):
+    """index_put and scatter_add: the input copied, then the updates written (or atomically
+    added) at their data-dependent rows."""
+    x = torch.randn(10, 4)
+    index = torch.tensor([3, 1, 7, 9, 0])  # (distinct rows: colliding plain writes have no order on a GPU)
+    (graph,) = _run(fn, x, index, torch.randn(5, 4), tolerance={"atol": 1e-5, "rtol": 1e-5})
+    assert len(_kernels(graph)) >= 2
+
+
+def test_embedding_backward_accumulates():
+    """Embedding's backward adds the gradient rows of repeated indices: atomic adds."""
+    table = torch.randn(20, 8)
+    graphs = _run(lambda w, i: F.embedding(i, w) * 3, table, torch.tensor([[1, 2, 1], [19, 1, 0]]), backward=True,
+                  tolerance={"atol": 1e-5, "rtol": 1e-5})
+    assert "tl.atomic_add" in "".join(graphs[1].kernels.values())
