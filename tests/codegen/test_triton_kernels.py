@@ -110,7 +110,7 @@ def test_bias_gelu_after_matmul_is_one_kernel():
     (graph,) = _run(lambda x, w, b: F.gelu(x @ w + b), torch.randn(32, 64), torch.randn(64, 48), torch.randn(48),
                     tolerance={"atol": 1e-4, "rtol": 1e-4})
     (kernel,) = _kernels(graph)
-    assert "tl.erf" in kernel
+    assert "erf(" in kernel  # (tl.erf under the interpreter, libdevice.erf on a GPU)
 
 
 @pytest.mark.parametrize("name, fn", [

@@ -429,6 +429,7 @@ def _device_failure(namespace: dict, *runs) -> str | None:
             return first_line(run.error)
     try:
         torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").item()
     except Exception as error:  # noqa: BLE001 - the context is gone: this worker is replaced
         return first_line(error)
     return None
@@ -451,7 +452,7 @@ def run_program(program: Program, backends=("ember",), raise_capture_errors: boo
                                 ops=program.ops(), detail=f"not run on {namespace['DEVICE']}: eager raises on the "
                                 f"CPU ({first_line(dry.error)})") for backend in backends]
         eager, eager_again, reference = _eager_runs(program, namespace)
-        failed = _device_failure(namespace, eager, eager_again)
+        failed = _device_failure(namespace, eager, eager_again, reference)
         if failed:  # eager's own kernels asserted on the device (the CPU accepted the program)
             return [Outcome(seed=program.seed, mode=program.mode, backend=backend, cls="eager_error",
                             ops=program.ops(), detail=f"eager failed on {namespace['DEVICE']}: {failed}")
