@@ -1,0 +1,31 @@
+"""Small probes of ember's Triton path on the GPU machine (debugging aid; prints what differs)."""
+import torch
+
+import ember
+
+torch.manual_seed(0)
+
+
+def probe(name, fn, *args):
+    ember.reset()
+    try:
+        got = ember.compile(fn, backend="ember")(*args)
+        expected = fn(*args)
+        torch.cuda.synchronize()
+        ok = all(torch.equal(g, e) if not g.is_floating_point() else torch.allclose(g, e, atol=1e-5, rtol=1e-5)
+                 for g, e in zip(got if isinstance(got, tuple) else (got,),
+                                 expected if isinstance(expected, tuple) else (expected,)))
+        print(name, "ok" if ok else f"DIFFERS\n  got {got}\n  expected {expected}", flush=True)
+    except Exception as error:  # noqa: BLE001
+        print(name, "raised", type(error).__name__, str(error)[:200], flush=True)
+
+
+x64 = torch.randint(-5, 5, (4, 6), device="cuda")
+probe("int64 add", lambda x: x + 2, x64)
+probe("int64 view add", lambda x: x[1:].flatten() * 7, x64)
+probe("int64 clone", lambda x: x.clone().view(-1), x64)
+probe("int32 add", lambda x: x + 2, x64.int())
+probe("float add", lambda x: x + 2, x64.float())
+c = torch.randint(-8, 9, (6, 7, 3), device="cuda")[1:]
+probe("3811 core", lambda c: torch.add(c.expand(2, 5, 7, -1).select(1, -4), True, alpha=2), c)
+probe("3811 flatten", lambda c: torch.add(c.expand(2, 5, 7, -1).select(1, -4), True, alpha=2).flatten(1, 2), c)
