@@ -29,3 +29,16 @@ probe("float add", lambda x: x + 2, x64.float())
 c = torch.randint(-8, 9, (6, 7, 3), device="cuda")[1:]
 probe("3811 core", lambda c: torch.add(c.expand(2, 5, 7, -1).select(1, -4), True, alpha=2), c)
 probe("3811 flatten", lambda c: torch.add(c.expand(2, 5, 7, -1).select(1, -4), True, alpha=2).flatten(1, 2), c)
+import torch.nn.functional as F  # noqa: E402
+
+logits = torch.randn(2, 16, 50, device="cuda")
+labels = torch.randint(0, 50, (2, 16), device="cuda")
+probe("cross_entropy", lambda l, t: F.cross_entropy(l.view(-1, 50), t.view(-1)), logits, labels)
+import transformers  # noqa: E402
+
+cfg = transformers.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+                              vocab_size=500)
+bert = transformers.BertForMaskedLM(cfg).cuda().eval()
+ids = torch.randint(0, 500, (2, 16), device="cuda")
+probe("small bert loss", lambda i: bert(input_ids=i, labels=i).loss, ids)
+probe("small bert logits", lambda i: bert(input_ids=i).logits, ids)
