@@ -33,6 +33,8 @@ import torch.nn.functional as F  # noqa: E402
 
 logits = torch.randn(2, 16, 50, device="cuda")
 labels = torch.randint(0, 50, (2, 16), device="cuda")
+probe("log_softmax and view", lambda l, t: (l.view(-1, 50).log_softmax(-1), t.view(-1) + 0), logits, labels)
+probe("nll_loss of an input", lambda l, t: F.nll_loss(l.view(-1, 50), t.view(-1)), logits.log_softmax(-1), labels)
 probe("cross_entropy", lambda l, t: F.cross_entropy(l.view(-1, 50), t.view(-1)), logits, labels)
 import transformers  # noqa: E402
 
