@@ -6,7 +6,8 @@ eager's CPU kernel raises NotImplementedError ("softmax_lastdim_kernel_impl" not
 on real tensors once per signature (op, dtypes, ranks, other arguments):
 
 1. one-element tensors of the same dtypes and ranks, values 1, then with integer tensors 0
-   (class indices must be in range);
+   (class indices must be in range; on a GPU 0 first, where an index out of range is a
+   device-side assert, not an exception);
 2. if those raise, the same with tensors of the real shapes (an op may need consistent sizes:
    layer_norm's normalized_shape), where they are small enough to make.
 
@@ -78,6 +79,11 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
         return cached
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     fills = (1, 0) if any(_is_integer(t) for t in tensors) else (1,)
+    if any(t.device.type == "cuda" for t in tensors):
+        # On a GPU an index out of range is a device-side assert that ends the process's CUDA
+        # context (nll_loss's target 1 of one class): class indices 0 first (an integer division
+        # by 0 there gives garbage, not an error)
+        fills = tuple(reversed(fills))
     attempts = [(_tiny_shape, fill) for fill in fills]
     shapes = [_static_shape(t) for t in tensors]
     if all(shape is not None for shape in shapes) and sum(math.prod(shape) for shape in shapes) <= _REAL_SHAPES_LIMIT:
