@@ -21,6 +21,7 @@ def probe(name, fn, *args):
 
 
 x64 = torch.randint(-5, 5, (4, 6), device="cuda")
+probe("cpu scalar times cuda", lambda x, s: x * s + 1, x64.float(), torch.tensor(2.5))
 probe("int64 add", lambda x: x + 2, x64)
 probe("int64 view add", lambda x: x[1:].flatten() * 7, x64)
 probe("int64 clone", lambda x: x.clone().view(-1), x64)

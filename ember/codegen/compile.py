@@ -114,9 +114,13 @@ def _wrapper(backend, graph, scheduler, sources, functions):
 def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """A fw/bw compiler for AotCompiled: C++ for CPU graphs, Triton for CUDA graphs; graphs on
     other devices, or on several, run as they are."""
+    _copy_cpu_scalars_to_device(gm)
     devices = _device_types(gm)
     if len(devices) > 1:
-        log_fallbacks.debug("graph with tensors on %s: running it as ATen calls", ", ".join(sorted(devices)))
+        cpu = [f"{node.name} = {node.target}" for node in gm.graph.nodes
+               if any(isinstance(v, torch.Tensor) and v.device.type == "cpu" for v in _tensor_values(node))]
+        log_fallbacks.debug("graph with tensors on %s: running it as ATen calls (on the CPU: %s)",
+                            ", ".join(sorted(devices)), "; ".join(cpu[:4]))
         return gm.forward
     missing = missing_for(next(iter(devices), "cpu"))
     if missing:
@@ -146,14 +150,58 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         return gm.forward
 
 
-def _device_types(gm: torch.fx.GraphModule) -> set[str]:
+def _tensor_values(node: torch.fx.Node) -> list:
     from torch.utils import _pytree as pytree
 
-    return {value.device.type for node in gm.graph.nodes for value in pytree.tree_leaves(node.meta.get("val"))
-            if isinstance(value, torch.Tensor)}
+    return [value for value in pytree.tree_leaves(node.meta.get("val")) if isinstance(value, torch.Tensor)]
+
+
+def _device_types(gm: torch.fx.GraphModule) -> set[str]:
+    """The devices the graph computes on (CPU scalars that only a copy to the device reads
+    do not count: `_copy_cpu_scalars_to_device`)."""
+    devices = set()
+    for node in gm.graph.nodes:
+        if node.meta.get("ember_copied_to_device"):
+            continue
+        devices |= {value.device.type for value in _tensor_values(node)}
+    return devices
+
+
+def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> None:
+    """Eager lets a CPU scalar tensor (an input or a constant of one element) meet tensors on a
+    GPU; kernels on the GPU cannot read CPU memory: each such value gets one copy to the device
+    (an ATen call), which its users read instead."""
+    nodes = list(gm.graph.nodes)
+    values = {node: _tensor_values(node) for node in nodes}
+    targets = {v.device for vs in values.values() for v in vs if v.device.type != "cpu"}
+    if len(targets) != 1:
+        return
+    (device,) = targets
+    changed = False
+    for node in nodes:
+        if node.op not in ("placeholder", "get_attr") or node.meta.get("ember_copied_to_device"):
+            continue
+        value = node.meta.get("val")
+        if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.numel() != 1 or \
+                not node.users:
+            continue
+        fake_mode = getattr(value, "fake_mode", None)
+        if fake_mode is None:
+            continue
+        with gm.graph.inserting_after(node):
+            copy = gm.graph.call_function(torch.ops.aten._to_copy.default, (node,), {"device": device})
+        with fake_mode:
+            copy.meta["val"] = torch.ops.aten._to_copy.default(value, device=device)
+        copy.meta["stack_trace"] = node.meta.get("stack_trace")
+        node.replace_all_uses_with(copy, delete_user_cb=lambda user: user is not copy)
+        node.meta["ember_copied_to_device"] = True
+        changed = True
+    if changed:
+        gm.recompile()
 
 
 def _device_type(gm: torch.fx.GraphModule) -> str:
+    _copy_cpu_scalars_to_device(gm)
     devices = _device_types(gm)
     if len(devices) > 1:
         raise GraphNotSupported(f"tensors on {', '.join(sorted(devices))}")
