@@ -28,6 +28,7 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
     if padding_idx >= 0:
         keep = aten.ne.Scalar(flat_indices, padding_idx)
         keep = aten.unsqueeze.default(keep, 1)
-        flat_grad = aten.where.self(keep, flat_grad, aten.scalar_tensor.default(0.0, dtype=grad_output.dtype))
+        flat_grad = aten.where.self(keep, flat_grad, aten.scalar_tensor.default(
+            0.0, dtype=grad_output.dtype, device=grad_output.device))
     zeros = aten.new_zeros.default(grad_output, [num_weights, embedding_dim])
     return aten.index_put.default(zeros, [flat_indices], flat_grad, True)

@@ -37,7 +37,7 @@ def nll_loss_forward(x, target, weight, reduction, ignore_index):
     batched = x.dim() == 2
     safe_target = target
     valid = aten.ne.Scalar(target, ignore_index)
-    safe_target = aten.where.self(valid, target, aten.scalar_tensor.default(0, dtype=target.dtype))
+    safe_target = aten.where.self(valid, target, aten.scalar_tensor.default(0, dtype=target.dtype, device=target.device))
     if batched:
         picked = aten.gather.default(x, 1, aten.unsqueeze.default(safe_target, 1))
         picked = aten.squeeze.dim(picked, 1)
@@ -45,11 +45,11 @@ def nll_loss_forward(x, target, weight, reduction, ignore_index):
         picked = aten.gather.default(x, 0, aten.unsqueeze.default(safe_target, 0))
         picked = aten.squeeze.dim(picked, 0)
     losses = aten.neg.default(picked)
-    zero = aten.scalar_tensor.default(0.0, dtype=x.dtype)
+    zero = aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device)
     losses = aten.where.self(valid, losses, zero)
     total_weight = aten.sum.default(aten._to_copy.default(valid, dtype=x.dtype))
     if reduction == _NONE:
-        return losses, aten.scalar_tensor.default(0.0, dtype=x.dtype)
+        return losses, aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device)
     total = aten.sum.default(losses)
     if reduction == _MEAN:
         total = aten.div.Tensor(total, total_weight)
@@ -62,16 +62,16 @@ def nll_loss_backward(grad_output, x, target, weight, reduction, ignore_index, t
         return NotImplemented
     batched = x.dim() == 2
     valid = aten.ne.Scalar(target, ignore_index)
-    safe_target = aten.where.self(valid, target, aten.scalar_tensor.default(0, dtype=target.dtype))
+    safe_target = aten.where.self(valid, target, aten.scalar_tensor.default(0, dtype=target.dtype, device=target.device))
     grad = grad_output
     if reduction == _MEAN:
         grad = aten.div.Tensor(grad, total_weight)
     scale = aten.neg.default(grad)
     if reduction == _NONE:
-        scale = aten.where.self(valid, scale, aten.scalar_tensor.default(0.0, dtype=x.dtype))
+        scale = aten.where.self(valid, scale, aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device))
     else:
         scale = aten.where.self(valid, aten.expand.default(scale, list(target.shape)),
-                                aten.scalar_tensor.default(0.0, dtype=x.dtype))
+                                aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device))
     # A one-hot select rather than a scatter: pointwise, so it fuses into log_softmax's backward.
     dim = 1 if batched else 0
     classes = aten.arange.default(x.shape[dim], dtype=target.dtype, device=x.device)
