@@ -95,6 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", default="bert,gpt2,resnet50,vit")
     parser.add_argument("--modes", default="infer,train")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="a subset, for debugging (eager is the reference)")
     arguments = parser.parse_args()
     import torch
 
@@ -113,7 +114,7 @@ def main() -> None:
             run = step_function(model, inputs, loss_of, mode, torch)
             expected = output_of(run(model)).detach()
             row = {"case": f"{name} {mode}"}
-            for variant in VARIANTS:
+            for variant in arguments.variants.split(","):
                 model.zero_grad(set_to_none=True)
                 torch._dynamo.reset() if variant == "inductor" else None
                 ember.reset()
@@ -132,6 +133,9 @@ def main() -> None:
                     row[variant] = {"ms": statistics.median(samples), "spread": (min(samples), max(samples)),
                                     "cold": cold, "peak": peak, "error": error}
                 except Exception as failure:  # noqa: BLE001 - a failing variant is a row, not a crash
+                    import traceback
+
+                    traceback.print_exc()
                     row[variant] = {"failed": f"{type(failure).__name__}: {str(failure)[:120]}"}
                 print(name, mode, variant, row[variant], flush=True)
             rows.append(row)

@@ -258,6 +258,7 @@ class TritonOps:
                 raise _Split(kernel.position, f"{name} is read where this kernel holds no value of it")
             return value
         pointer = kernel.input_pointer(name)
+        kernel.note_contiguity(index)
         address, mask = kernel.address(index - kernel.offsets.get(name, 0), everywhere=name in kernel.maybe_empty)
         masked = f", {mask}, other=0" if mask else ""
         value = kernel.emit(f"tl.load({pointer} + {address}{masked})", kernel.buffer_dtypes.get(name))
@@ -396,6 +397,7 @@ class TritonKernel(KernelArguments):
         self.emitted: set[str] = set()
         self.value_dtypes: dict[str, torch.dtype] = {}  # temporary -> its dtype, where known
         self.index_checks: list[str] = []  # sites of bounds-checked indexing: oob_ptr[k] is site k
+        self.loads_along = {"x": 0, "r": 0}  # loads contiguous in the innermost x / r variable
         self.indirect_dims: dict[str, set[str]] = {}  # data-dependent index -> its block dimensions
 
     # -- text helpers -----------------------------------------------------------------------------
@@ -421,6 +423,17 @@ class TritonKernel(KernelArguments):
     @property
     def unit_shape(self) -> str:
         return "[1]" if self.rnumel is None else "[1, 1]"
+
+    def note_contiguity(self, index) -> None:
+        """Count loads whose address steps by one element with the innermost x or r variable."""
+        expr = sympy.expand(sympy.sympify(index))
+        symbols = sorted((s for s in expr.free_symbols if not is_size_symbol(s)), key=lambda s: s.name)
+        xs = [s for s in symbols if s.name.startswith("x") and s.name not in self.indirect_dims]
+        rs = [s for s in symbols if s.name.startswith("r") and s.name not in self.indirect_dims]
+        if rs and expr.coeff(rs[-1]) == 1:
+            self.loads_along["r"] += 1
+        elif xs and expr.coeff(xs[-1]) == 1:
+            self.loads_along["x"] += 1
 
     def _dims_of(self, expr) -> tuple[set[str], set[str]]:
         """The block dimensions an index spans: through x/r variables (its shape has them), and
@@ -641,7 +654,8 @@ class TritonKernel(KernelArguments):
         lines = [f"# {node.name}: {provenance(node)}" for node in self.nodes]
         lines += ["@triton.jit", f"def {name}({', '.join(parameters)}):"]
         lines += ["    " + line for line in self.kernel_scope.lines]
-        xblock, rblock, warps = _launch(self.xnumel, self.rnumel, self.persistent)
+        columns = self.loads_along["x"] > 0 and self.loads_along["r"] == 0
+        xblock, rblock, warps = _launch(self.xnumel, self.rnumel, self.persistent, columns)
         return TritonSource(name, "\n".join(lines) + "\n", list(self.inputs), list(self.outputs), symbols,
                             self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks))
 
@@ -770,10 +784,18 @@ def _unflatten(prefix: str, flat: str, ranges: list, lines: list[str], kernel: T
     return variables
 
 
-def _launch(xnumel, rnumel, persistent: bool) -> tuple[int, int | None, int]:
-    """Block sizes and warps: fixed choices for now (autotuning is issue 10's next step)."""
+def _launch(xnumel, rnumel, persistent: bool, columns: bool = False) -> tuple[int, int | None, int]:
+    """Block sizes and warps: fixed choices for now (autotuning is issue 10's next step).
+    `columns`: the loads walk memory along x, not along r (a bias gradient's sum over rows):
+    a block spans several outputs, so that neighbouring threads read neighbouring elements."""
     xnumel = sympy.sympify(xnumel)
     xcap = next_power_of_2(int(xnumel)) if xnumel.is_number else 1 << 20
+    if rnumel is not None and columns:
+        if persistent:
+            rblock = next_power_of_2(max(int(rnumel), 1))
+            xblock = max(1, min(32, xcap, 4096 // rblock))
+            return xblock, rblock, 8 if xblock * rblock >= 4096 else 4
+        return max(1, min(32, xcap)), 128, 4
     if rnumel is None:
         block = max(16, min(1024, xcap))
         return block, None, 4 if block >= 512 else 2 if block >= 128 else 1
