@@ -35,6 +35,8 @@ def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool =
     """An extern op's result with the strides the graph planned for, at its storage's start (ATen
     may choose other strides; a kernel reading it adds no offset).  A `view` (planned at an offset
     into its input's storage) may sit anywhere: kernels find it through `ptr`, from its data."""
+    if tensor is None:  # an output the op's meta function makes and its CUDA kernel leaves out
+        return None     # (cudnn attention's statistics without a backward)
     same_strides = all(a == b for a, b, n in zip(tensor.stride(), stride, size) if n != 1)
     if (view or tensor.storage_offset() == 0) and (same_strides or tensor.numel() <= 1):
         return tensor
