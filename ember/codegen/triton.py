@@ -191,6 +191,8 @@ def literal(value, dtype: torch.dtype) -> str:
         if value in (float("inf"), float("-inf")):
             return 'float("inf")' if value > 0 else '-float("inf")'
         return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):  # (eager's cast of it is the CPU's)
+        raise NotImplementedError(f"the constant {value} as {dtype}")
     value = int(value)
     if dtype in _INT_BITS:  # wrapped into the dtype's range, as a C cast wraps (-2 as uint8: 254)
         bits, signed = _INT_BITS[dtype]
