@@ -23,8 +23,14 @@ if [ -n "${FUZZ_SEEDS:-}" ]; then
     --report-from "$OUT/fuzz.jsonl" --report "$OUT/fuzz.md" 2>&1 | tail -40
   exit 0
 fi
-# GPU_PART: suite (the tests), bench (the GPU benchmarks), or both (default: suite, then bench)
+# GPU_PART: suite (the tests), bench (the GPU benchmarks), or both (default: suite, then bench);
+# opinfo: the OpInfo sweep on CUDA with backend ember (issue 10, acceptance 2), into $OUT
 PART=${GPU_PART:-all}
+if [ "$PART" = opinfo ]; then
+  timeout "${OPINFO_SECONDS:-540}" python3 -m tests.autograd.opinfo_report --device cuda --dtypes float32,bfloat16 \
+    --backend ember --out "$OUT/opinfo_cuda.md" 2>&1 | tail -30
+  exit 0
+fi
 if [ "$PART" != bench ]; then
   PYTHONUNBUFFERED=1 python3 -m pytest tests -n 8 -p no:cacheprovider -p no:benchmark "$@" 2>&1 | tee "$OUT/pytest.txt" | tail -60
 fi
