@@ -221,6 +221,11 @@ class TritonSource:
     RBLOCK: int | None
     num_warps: int
     index_checks: list[str] = dataclasses.field(default_factory=list)  # then one more argument: oob_ptr
+    grid_y: int = 1  # split reductions: programs along the reduction (each reduces one chunk)
+    # scratch tensors the wrapper allocates for this kernel and its followers: (name, numel, dtype),
+    # passed after the outputs
+    workspaces: list = dataclasses.field(default_factory=list)
+    constexprs: dict = dataclasses.field(default_factory=dict)  # more constexpr arguments (RCHUNK)
 
 
 class _Scope:
@@ -386,6 +391,8 @@ class TritonKernel(KernelArguments):
                  offsets: dict | None = None, int64: bool = False, maybe_empty: frozenset = frozenset()) -> None:
         self.nodes = nodes
         self.maybe_empty = maybe_empty  # buffers that may hold no element (a size 0)
+        self.split = 0  # > 0: reduce the rows in this many chunks, one program each (split_reduction)
+        self.partials: list = []  # split: (node, reduction kind, accumulator dtype) per workspace
         self.outer = list(outer)
         self.buffer_dtypes = buffer_dtypes
         self.offsets = offsets or {}  # buffer -> storage offset the graph planned (wrapper passes tensors)
@@ -508,6 +515,9 @@ class TritonKernel(KernelArguments):
                      f"rbase = tl.arange(0, RBLOCK)[None, :].to({index_type})"]
             if persistent:
                 head += ["rindex = rbase", "rmask = rindex < rnumel"]
+            if self.split:  # this program's chunk of the rows (RCHUNK: a multiple of RBLOCK)
+                head += [f"rstart = tl.program_id(1).to({index_type}) * RCHUNK",
+                         "rend = tl.minimum(rstart + RCHUNK, rnumel)"]
         self.xvars = _unflatten("x", "xindex", xranges, head, self)
         self.kernel_scope.lines += head
         self._rvars: dict[tuple, list] = {}
@@ -564,6 +574,36 @@ class TritonKernel(KernelArguments):
             source.XBLOCK, source.num_warps = 1, 1
         return source
 
+    def generate_combine(self, name: str, kind: str, acc_torch: torch.dtype, split: int, xranges: list) -> TritonSource:
+        """A split reduction's second pass: each output's `split` partial results (a workspace
+        [split, xnumel], the kernel's input) reduced and stored as the node stores its value."""
+        (node,) = self.nodes
+        self.rnumel = sympy.Integer(split)
+        self.persistent = True
+        self.xnumel = _numel(xranges)
+        self.kernel_scope = self.scope = _Scope(None)
+        self.ops = TritonOps(self)
+        index_type = "tl.int64" if self.int64 else "tl.int32"
+        head = [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
+                f"xindex = xoffset + tl.arange(0, XBLOCK)[:, None].to({index_type})", "xmask = xindex < xnumel",
+                f"rindex = tl.arange(0, RBLOCK)[None, :].to({index_type})", "rmask = rindex < rnumel"]
+        self.xvars = _unflatten("x", "xindex", xranges, head, self)
+        self.kernel_scope.lines += head
+        self.inputs.append("workspace")
+        self.dims = ("x", "r")
+        partial = self.emit("tl.load(in_ptr0 + rindex * xnumel + xindex, xmask & rmask, other=0)", acc_torch)
+        reduce = _Reducer(self, "any" if kind == "any" else "all" if kind == "all" else kind, TL_DTYPES[acc_torch],
+                          acc_torch)
+        result = reduce.whole(partial)[kind]
+        self.dims = ("x",)
+        if node.dtype != acc_torch:
+            result = self.emit(f"{result}.to({TL_DTYPES[node.dtype]})", node.dtype) if node.dtype != torch.bool \
+                else self.emit(f"({result} != 0)", torch.bool)
+        self.store(node, self._node_index(node, []), result)
+        source = self._finish(name)
+        source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
+        return source
+
     def _rvars_for(self, ranges: list) -> list:
         """Index variables over `ranges` from rindex, defined in the current scope (once per
         scope and ranges: equal ranges share variables, so their values match in registers)."""
@@ -585,7 +625,8 @@ class TritonKernel(KernelArguments):
             body()
         finally:
             loop, self.scope = self.scope, outer_scope
-        outer_scope.lines.append("for roffset in range(0, rnumel, RBLOCK):")
+        outer_scope.lines.append("for roffset in range(rstart, rend, RBLOCK):" if self.split else
+                                 "for roffset in range(0, rnumel, RBLOCK):")
         outer_scope.lines += ["    " + line for line in loop.lines]
 
     def _node_index(self, node: ComputedBuffer, inner_vars: list) -> list:
@@ -640,6 +681,12 @@ class TritonKernel(KernelArguments):
             members = [n for n in self.nodes if n.name in data.partner and n.name not in self.emitted]
         for member in members:
             result = results[member.data.spec.reduction_type] if kind.startswith("welford") else results[kind]
+            if self.split:  # this chunk's partial result, in the accumulator's dtype
+                slot = len(self.partials)
+                self.partials.append((member, kind, acc_torch))
+                self.scope.lines.append(f"tl.store(ws_ptr{slot} + tl.program_id(1) * xnumel + xindex, {result}, xmask)")
+                self.emitted.add(member.name)
+                continue
             if member.dtype != acc_torch:
                 result = self.emit(f"{result}.to({TL_DTYPES[member.dtype]})", member.dtype) \
                     if member.dtype != torch.bool else self.emit(f"({result} != 0)", torch.bool)
@@ -648,17 +695,21 @@ class TritonKernel(KernelArguments):
     def _finish(self, name: str) -> TritonSource:
         symbols = sorted(self.size_symbols | {s.name for e in (self.xnumel, self.rnumel or 0)
                                               for s in sympy.sympify(e).free_symbols if is_size_symbol(s)})
-        parameters = [f"in_ptr{k}" for k in range(len(self.inputs))] + \
-            [f"out_ptr{k}" for k in range(len(self.outputs))] + ["xnumel"] + \
+        outputs = [] if self.split else [f"out_ptr{k}" for k in range(len(self.outputs))]
+        parameters = [f"in_ptr{k}" for k in range(len(self.inputs))] + outputs + \
+            [f"ws_ptr{k}" for k in range(len(self.partials))] + ["xnumel"] + \
             (["rnumel"] if self.rnumel is not None else []) + symbols + \
             (["oob_ptr"] if self.index_checks else []) + ["XBLOCK: tl.constexpr"] + \
-            (["RBLOCK: tl.constexpr"] if self.rnumel is not None else [])
+            (["RBLOCK: tl.constexpr"] if self.rnumel is not None else []) + \
+            (["RCHUNK: tl.constexpr"] if self.split else [])
         lines = [f"# {node.name}: {provenance(node)}" for node in self.nodes]
         lines += ["@triton.jit", f"def {name}({', '.join(parameters)}):"]
         lines += ["    " + line for line in self.kernel_scope.lines]
         columns = self.loads_along["x"] > 0 and self.loads_along["r"] == 0
         xblock, rblock, warps = _launch(self.xnumel, self.rnumel, self.persistent, columns)
-        return TritonSource(name, "\n".join(lines) + "\n", list(self.inputs), list(self.outputs), symbols,
+        self.columns = columns
+        return TritonSource(name, "\n".join(lines) + "\n", list(self.inputs),
+                            [] if self.split else list(self.outputs), symbols,
                             self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks))
 
 
@@ -819,16 +870,66 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
             kernel.name if phase == "base" else f"{kernel.name}_1", phase) for phase in ("base", "update")]
     if not all(isinstance(node.data, (Pointwise, Reduction)) for node in kernel.nodes):
         raise NotImplementedError("a Triton kernel of other loops")
+    def make(nodes: list) -> TritonKernel:
+        return TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64, maybe_empty)
+
     def generate(nodes: list, name: str) -> list[TritonSource]:
         try:
-            return [TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64, maybe_empty).generate(name)]
+            first = make(nodes)
+            source = first.generate(name)
         except _Split as split:
             if split.position == 0:
                 raise NotImplementedError(f"a Triton kernel cannot start with {nodes[0].name}: {split}") from None
             head = generate(nodes[:split.position], name)
             return head + generate(nodes[split.position:], f"{kernel.name}_{len(head)}")
+        chunks = _split_count(first, source)
+        return _split_reduction(make, nodes, name, source, chunks) if chunks else [source]
 
     return _renumbered(generate(list(kernel.nodes), kernel.name), kernel.name)
+
+
+# Split reductions: rows this long, over too few outputs to fill the GPU, are reduced in chunks
+# by a grid of programs (outputs x chunks), then the chunks' partial results by a second kernel.
+SPLIT_MIN_RNUMEL = 4096
+SPLIT_PROGRAMS = 264  # about two programs per streaming multiprocessor of an H100
+_COMBINABLE = {"sum", "prod", "max", "min", "any", "all"}
+
+
+def _split_count(kernel: TritonKernel, source: TritonSource) -> int:
+    """How many chunks to reduce the rows in (0: no split)."""
+    if source.rnumel is None or kernel.persistent or kernel.index_checks:
+        return 0
+    rnumel, xnumel = sympy.sympify(source.rnumel), sympy.sympify(source.xnumel)
+    if not (rnumel.is_number and xnumel.is_number) or int(rnumel) < SPLIT_MIN_RNUMEL:
+        return 0
+    if not all(isinstance(node.data, Reduction) and node.data.spec.reduction_type in _COMBINABLE
+               for node in kernel.nodes):
+        return 0
+    programs = -(-int(xnumel) // source.XBLOCK)
+    if programs >= SPLIT_PROGRAMS // 2:
+        return 0
+    return max(2, min(64, SPLIT_PROGRAMS // programs, int(rnumel) // 1024))
+
+
+def _split_reduction(make, nodes: list, name: str, source: TritonSource, chunks: int) -> list[TritonSource]:
+    """The first pass (each program reduces one chunk of its outputs' rows into a workspace),
+    then one combining kernel per reduction."""
+    kernel = make(nodes)
+    kernel.split = chunks
+    stage = kernel.generate(name)
+    rblock = source.RBLOCK
+    stage.XBLOCK, stage.RBLOCK, stage.num_warps = source.XBLOCK, rblock, source.num_warps
+    per_chunk = -(-int(source.rnumel) // chunks)
+    stage.constexprs = {"RCHUNK": -(-per_chunk // rblock) * rblock}
+    stage.grid_y = chunks
+    xnumel = int(sympy.sympify(source.xnumel))
+    stage.workspaces = [(f"{name}_ws{k}", chunks * xnumel, acc) for k, (_, _, acc) in enumerate(kernel.partials)]
+    sources = [stage]
+    for k, (node, kind, acc) in enumerate(kernel.partials):
+        combine = make([node]).generate_combine(f"{name}_c{k}", kind, acc, chunks, kernel.outer)
+        combine.inputs = [stage.workspaces[k][0]]
+        sources.append(combine)
+    return sources
 
 
 def _renumbered(sources: list[TritonSource], base: str) -> list[TritonSource]:

@@ -47,7 +47,8 @@ class TritonLauncher:
 
     def __init__(self, function, source: TritonSource) -> None:
         self.function = function
-        self.constexprs = {"XBLOCK": source.XBLOCK, **({"RBLOCK": source.RBLOCK} if source.RBLOCK else {})}
+        self.constexprs = {"XBLOCK": source.XBLOCK, **({"RBLOCK": source.RBLOCK} if source.RBLOCK else {}),
+                           **source.constexprs}
         self.num_warps = source.num_warps
         self.path = getattr(function, "ember_path", "?")
 
@@ -123,22 +124,31 @@ class TritonBackend:
 
     def call_lines(self, wrapper, step: Kernel, kernel: TritonStep, launchers: list, own: set[str]) -> list[str]:
         lines = []
+        scratch = []
+        device = step.nodes[0].layout.device
         for source, launcher in zip(kernel.kernels, launchers):
             xnumel = sympy.sympify(source.xnumel)
             if xnumel.is_number and int(xnumel) == 0:
                 continue
+            for name, numel, dtype in source.workspaces:  # (a split reduction's partial results)
+                lines.append(f"{name} = torch.empty({numel}, dtype={dtype}, device='{device}')")
+                scratch.append(name)
             function = wrapper.ref(launcher, source.name)
             sizes = [python_size(source.xnumel)] + ([python_size(source.rnumel)] if source.rnumel is not None else [])
-            arguments = [*source.inputs, *source.outputs, *sizes, *source.size_args]
+            arguments = [*source.inputs, *source.outputs, *[w[0] for w in source.workspaces], *sizes,
+                         *source.size_args]
             if source.index_checks:
                 flags = wrapper.namespace.setdefault("index_flags", DeviceIndexFlags())
                 offset = flags.add(source.name, source.index_checks)
                 arguments.append(wrapper.ref(flags.view(offset, step.nodes[0].layout.device), "flags"))
             if xnumel.is_number:
-                grid = f"({-(-int(xnumel) // source.XBLOCK)},)"
+                grid = f"({-(-int(xnumel) // source.XBLOCK)},"
             else:
-                grid = f"((({python_size(xnumel)}) + {source.XBLOCK - 1}) // {source.XBLOCK},)"
+                grid = f"((({python_size(xnumel)}) + {source.XBLOCK - 1}) // {source.XBLOCK},"
+            grid += f" {source.grid_y})" if source.grid_y != 1 else ")"
             lines.append(f"{function}({grid}, {', '.join(arguments)})")
+        if scratch:
+            lines.append(f"del {', '.join(scratch)}")
         return lines
 
 

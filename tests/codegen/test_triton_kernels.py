@@ -193,3 +193,16 @@ def test_embedding_backward_accumulates():
     graphs = _run(lambda w, i: F.embedding(i, w) * 3, table, torch.tensor([[1, 2, 1], [19, 1, 0]]), backward=True,
                   tolerance={"atol": 1e-5, "rtol": 1e-5})
     assert "tl.atomic_add" in "".join(graphs[1].kernels.values())
+
+
+@pytest.mark.parametrize("shape, fn", [
+    ((9000, 24), lambda x: x.sum(0)),                                    # a bias gradient's column sum
+    ((9000, 24), lambda x: (x.amax(0), x.amin(0), (x > 3).any(0))),       # several, in one first pass
+    ((3, 9000), lambda x: x.sum(1)),                                      # long rows, few of them
+    ((9000,), lambda x: (x.sum(), (x > -9).all())),
+])
+def test_split_reductions(shape, fn):
+    """Long reductions over few outputs: a grid of (outputs, chunks) programs writes partial
+    results into a workspace, then a second kernel per reduction combines them."""
+    (graph,) = _run(fn, torch.randn(*shape), tolerance={"atol": 1e-3, "rtol": 1e-4})
+    assert "_ws0 = torch.empty(" in graph.wrapper and "RCHUNK" in "".join(graph.kernels.values())
