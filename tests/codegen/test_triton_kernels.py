@@ -206,3 +206,20 @@ def test_split_reductions(shape, fn):
     results into a workspace, then a second kernel per reduction combines them."""
     (graph,) = _run(fn, torch.randn(*shape), tolerance={"atol": 1e-3, "rtol": 1e-4})
     assert "_ws0 = torch.empty(" in graph.wrapper and "RCHUNK" in "".join(graph.kernels.values())
+
+
+def test_no_triton_means_aten_kernels_with_one_warning(monkeypatch):
+    """Without triton, graphs on CUDA tensors run as ATen calls, and ember says so once."""
+    import warnings
+
+    from ember.codegen import devices
+
+    monkeypatch.setattr(devices, "_triton_available", lambda: False)
+    devices._warn_no_triton.cache_clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert devices.missing_for("cuda") == "triton is not installed"
+        assert devices.missing_for("cuda") == "triton is not installed"
+    messages = [str(w.message) for w in caught if "triton is not installed" in str(w.message)]
+    assert len(messages) == 1 and "pip install triton" in messages[0]
+    devices._warn_no_triton.cache_clear()
