@@ -713,6 +713,12 @@ class TritonKernel(KernelArguments):
                             self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks))
 
 
+# One block reduced along r, for the reductions that combine elementwise
+_BLOCK_REDUCE = {"sum": "tl.sum({0}, 1)[:, None]", "max": "tl.reduce({0}, 1, _ember_max)[:, None]",
+                 "min": "tl.reduce({0}, 1, _ember_min)[:, None]", "prod": "tl.reduce({0}, 1, _ember_mul)[:, None]",
+                 "any": "(tl.max({0}, 1)[:, None] != 0)", "all": "(tl.min({0}, 1)[:, None] != 0)"}
+
+
 class _Reducer:
     """One reduction's code: whole (persistent: the row is one block) or init/update/finish
     (looped: [XBLOCK, RBLOCK] accumulators, reduced after the loop)."""
@@ -726,6 +732,10 @@ class _Reducer:
         self.identity = {"sum": "0", "prod": "1", "max": lowest, "argmax": lowest, "min": highest,
                          "argmin": highest, "any": "0", "all": "1", "welford_mean": "0", "welford_m2": "0"}[kind]
 
+    def _across(self, block: str) -> str:
+        """A [XBLOCK, RBLOCK] block (masked lanes at the identity) reduced along r: [XBLOCK, 1]."""
+        return self.kernel.emit(_BLOCK_REDUCE[self.kind].format(block))
+
     def _input(self, value: str) -> str:
         kernel = self.kernel
         if self.kind in ("any", "all"):
@@ -736,13 +746,8 @@ class _Reducer:
         kernel, kind = self.kernel, self.kind
         value = self._input(value)
         masked = kernel.emit(f"tl.where(xmask & rmask, {value}, {self.identity})")
-        if kind == "sum":
-            return {kind: kernel.emit(f"tl.sum({masked}, 1)[:, None]")}
-        if kind in ("max", "min", "prod"):
-            combine = {"max": "_ember_max", "min": "_ember_min", "prod": "_ember_mul"}[kind]
-            return {kind: kernel.emit(f"tl.reduce({masked}, 1, {combine})[:, None]")}
-        if kind in ("any", "all"):
-            return {kind: kernel.emit(f"({'tl.max' if kind == 'any' else 'tl.min'}({masked}, 1)[:, None] != 0)")}
+        if kind in _BLOCK_REDUCE:
+            return {kind: self._across(masked)}
         if kind in ("argmax", "argmin"):
             positions = kernel.emit(f"tl.broadcast_to(rindex, {masked}.shape)")
             pair = kernel.emit(f"tl.reduce(({masked}, {positions}), 1, _ember_{kind})")
@@ -794,13 +799,8 @@ class _Reducer:
 
     def finish(self) -> dict[str, str]:
         kernel, kind, acc = self.kernel, self.kind, self.name
-        if kind == "sum":
-            return {kind: kernel.emit(f"tl.sum({acc}, 1)[:, None]")}
-        if kind in ("max", "min", "prod"):
-            combine = {"max": "_ember_max", "min": "_ember_min", "prod": "_ember_mul"}[kind]
-            return {kind: kernel.emit(f"tl.reduce({acc}, 1, {combine})[:, None]")}
-        if kind in ("any", "all"):
-            return {kind: kernel.emit(f"({'tl.max' if kind == 'any' else 'tl.min'}({acc}, 1)[:, None] != 0)")}
+        if kind in _BLOCK_REDUCE:
+            return {kind: self._across(acc)}
         if kind in ("argmax", "argmin"):
             pair = kernel.emit(f"tl.reduce(({acc}, {acc}_index), 1, _ember_{kind})")
             return {kind: kernel.emit(f"{pair}[1][:, None]")}
@@ -892,7 +892,6 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
 # by a grid of programs (outputs x chunks), then the chunks' partial results by a second kernel.
 SPLIT_MIN_RNUMEL = 4096
 SPLIT_PROGRAMS = 264  # about two programs per streaming multiprocessor of an H100
-_COMBINABLE = {"sum", "prod", "max", "min", "any", "all"}
 
 
 def _split_count(kernel: TritonKernel, source: TritonSource) -> int:
@@ -902,7 +901,7 @@ def _split_count(kernel: TritonKernel, source: TritonSource) -> int:
     rnumel, xnumel = sympy.sympify(source.rnumel), sympy.sympify(source.xnumel)
     if not (rnumel.is_number and xnumel.is_number) or int(rnumel) < SPLIT_MIN_RNUMEL:
         return 0
-    if not all(isinstance(node.data, Reduction) and node.data.spec.reduction_type in _COMBINABLE
+    if not all(isinstance(node.data, Reduction) and node.data.spec.reduction_type in _BLOCK_REDUCE
                for node in kernel.nodes):
         return 0
     programs = -(-int(xnumel) // source.XBLOCK)
