@@ -399,18 +399,24 @@ def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int]
         value = node.meta.get("val")
         if node not in only_missing or not isinstance(value, torch.Tensor):
             continue
-        if not contiguous_without_guards(value):
-            continue
         if all(user in only_missing for user in node.users):
             continue
-        with graph.inserting_before(node):  # (sizes from the placeholders only)
-            try:
-                shape = [symbols.node_of(size) if isinstance(size, torch.SymInt) else size for size in value.shape]
-            except SymbolicSizeError:
-                continue  # (a size no input of the backward holds: the value stays as computed)
+        shape = None
+        if contiguous_without_guards(value):
+            with graph.inserting_before(node):  # (sizes from the placeholders only)
+                try:
+                    shape = [symbols.node_of(size) if isinstance(size, torch.SymInt) else size for size in value.shape]
+                except SymbolicSizeError:
+                    shape = None
         with graph.inserting_after(node):
-            zeros = graph.call_function(torch.ops.aten.zeros.default, (shape,),
-                                        {"dtype": value.dtype, "device": value.device})
+            if shape is None:
+                # (strided, or a size no input of the backward holds: zeros of the value's layout;
+                # the value is still computed, but what reads it sees zeros, not 0 * inf = NaN
+                # from a missing tangent: fuzz autograd 729)
+                zeros = graph.call_function(torch.ops.aten.zeros_like.default, (node,))
+            else:
+                zeros = graph.call_function(torch.ops.aten.zeros.default, (shape,),
+                                            {"dtype": value.dtype, "device": value.device})
         zeros.meta = {"val": value}
         node.replace_all_uses_with(zeros, delete_user_cb=lambda user: user not in only_missing and user is not zeros)
     graph.eliminate_dead_code()

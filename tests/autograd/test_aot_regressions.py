@@ -860,3 +860,27 @@ def test_a_view_made_before_a_write_to_its_input_is_regenerated_as_in_eager(back
     for fn in (before, after, returned_view):
         check(fn, leaf_view, backend)
         check(fn, lambda: (leaf(3, 4),), backend)
+
+
+def test_output_the_loss_does_not_use_gives_no_nan_through_a_transposed_gradient():
+    """Fuzz autograd 729: only the layer_norm output takes a gradient; the reciprocal's backward
+    (fed by the missing tangent alone) is 0 * inf = NaN at a zero, and its transposed gradient
+    (not contiguous) was kept instead of zeros: the leaf's gradient was NaN where eager's is finite."""
+    import torch.nn.functional as F
+
+    from ember.autograd import aot_function
+
+    def program(a, b):
+        v0 = a.t()
+        v1 = torch.reciprocal(v0)
+        v0[:, 4:4].clamp_(1e30)
+        return v1, F.layer_norm(v0, (7, 5), b, eps=1e-3)
+
+    def grad(function):
+        leaf = torch.tensor([[1.0], [3.0], [0.0], [2.0], [-1.0]]).expand(5, 7).requires_grad_()
+        b = torch.randn(7, 5, generator=torch.Generator().manual_seed(0))
+        function(leaf.clone(), b)[1].backward(torch.ones(7, 5))
+        return leaf.grad
+
+    compiled = aot_function(program, lambda gm, _: gm.forward, lambda gm, _: gm.forward)
+    torch.testing.assert_close(grad(compiled), grad(program))
