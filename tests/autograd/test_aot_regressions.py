@@ -884,3 +884,16 @@ def test_output_the_loss_does_not_use_gives_no_nan_through_a_transposed_gradient
 
     compiled = aot_function(program, lambda gm, _: gm.forward, lambda gm, _: gm.forward)
     torch.testing.assert_close(grad(compiled), grad(program))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_write_of_no_element_into_a_stride0_view(backend):
+    """Fuzz layout 902: `v[2:2] = b` into an as_strided view with stride 0 writes nothing, and
+    eager checks no overlap for it; the functionalized write-back copied into the overlapping
+    view and raised."""
+    def fn(a, b):
+        view = a.as_strided((4, 1, 3), (0, 2, 0), 7)
+        view[2:2] = b
+        return ~view, a.min()
+
+    check(fn, lambda: (torch.rand(12) < 0.5, torch.rand(0, 1, 3) < 0.5), backend)
