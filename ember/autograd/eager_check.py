@@ -128,6 +128,31 @@ def overlaps_itself(tensor: torch.Tensor) -> bool:
     return any(stride == 0 and size > 1 for size, stride in zip(tensor.shape, tensor.stride()))
 
 
+def elements_share_memory(tensor: torch.Tensor) -> bool:
+    """Do two of the tensor's elements sit at one place (any overlapping geometry, as
+    as_strided((3, 4, 2), (3, 2, 3)) makes)?  Symbolic geometries: not known, so False."""
+    dims = [(size, stride) for size, stride in zip(tensor.shape, tensor.stride()) if size != 1]
+    if any(not isinstance(n, int) for pair in dims for n in pair):
+        return False
+    if any(size == 0 for size, _ in dims):
+        return False
+    if any(stride == 0 for _, stride in dims):
+        return True
+    reach = 0
+    for size, stride in sorted(dims, key=lambda pair: abs(pair[1])):
+        if abs(stride) <= reach:
+            break
+        reach += (size - 1) * abs(stride)
+    else:
+        return False  # each stride steps past everything the smaller ones reach: distinct
+    if math.prod(size for size, _ in dims) > 1 << 16:
+        return True  # (too many to enumerate: assume they may)
+    positions = torch.zeros((), dtype=torch.int64)
+    for size, stride in dims:
+        positions = (positions.unsqueeze(-1) + torch.arange(size) * stride).flatten()
+    return positions.unique().numel() != positions.numel()
+
+
 def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str | None:
     """Why an in-place op that reads memory it writes cannot be traced, or None.
 

@@ -29,7 +29,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .eager_check import eager_accepts, eager_overlap_error, storage_key
+from .eager_check import eager_accepts, eager_overlap_error, elements_share_memory, storage_key
 from .eager_layout import with_eager_layout
 from .symbolic import SymbolicSizeError, SymbolNodes, dense_in_order, expr, hint
 from .symbolic_rules import symbolic_result
@@ -374,6 +374,10 @@ class AtenTracer(TorchDispatchMode):
             # A write of no element changes nothing (and eager checks no overlap for it: a copy
             # into an empty slice of a stride-0 view; fuzz layout 902): the op on the fakes only.
             return func(*args, **kwargs)
+        if isinstance(target, torch.Tensor) and elements_share_memory(target):
+            # eager writes such a view element by element, each write seen by the later reads of
+            # the same place; a functional op reads the old values (fuzz layout 5026)
+            raise TracingError(f"{func}: a write into a view whose elements share memory{self._where()}")
         args = _fill_defaults(func, args, kwargs)
         node_args = self._map_args(args)
         node_kwargs = self._map_args(kwargs)

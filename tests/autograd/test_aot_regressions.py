@@ -897,3 +897,16 @@ def test_write_of_no_element_into_a_stride0_view(backend):
         return ~view, a.min()
 
     check(fn, lambda: (torch.rand(12) < 0.5, torch.rand(0, 1, 3) < 0.5), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_write_into_a_view_whose_elements_overlap(backend):
+    """Fuzz layout 5026: index_add_ into as_strided((3, 4, 2), (3, 2, 3)) of an input, whose
+    elements share places: eager's writes see each other, a functional index_add does not.  The
+    graph runs as captured (eagerly) instead."""
+    def fn(c, index, e):
+        view = torch.as_strided(c, (3, 4, 2), (3, 2, 3))
+        view.index_add_(1, index, e)
+        return c * 2
+
+    check(fn, lambda: (torch.randn(1, 16, 1), torch.tensor([0, 3, 1, 3, 2]), torch.randn(3, 5, 2)), backend)
