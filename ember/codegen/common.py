@@ -1,4 +1,5 @@
-"""What the kernel generators (C++, Triton) share: naming a kernel's buffer arguments."""
+"""What the kernel generators (C++, Triton) share: naming a kernel's buffer arguments and its
+bounds-check sites."""
 from __future__ import annotations
 
 
@@ -8,6 +9,14 @@ class KernelArguments:
 
     inputs: list[str]
     outputs: list[str]
+    index_checks: list[str]  # sites of bounds-checked indexing, in order of first use
+
+    def index_check_site(self, site: str) -> int:
+        """The position of `site` among the kernel's bounds checks (its flag: a bit in C++, an
+        element of the flag buffer in Triton)."""
+        if site not in self.index_checks:
+            self.index_checks.append(site)
+        return self.index_checks.index(site)
 
     def input_pointer(self, name: str) -> str:
         if name in self.outputs:

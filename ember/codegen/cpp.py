@@ -325,9 +325,7 @@ class CppKernel(KernelArguments):
 
     def index_check_bit(self, site: str) -> int:
         """The bit of `ember_oob` that reports an out-of-range index at `site`."""
-        if site not in self.index_checks:
-            self.index_checks.append(site)
-        return 1 << min(self.index_checks.index(site), 62)
+        return 1 << min(self.index_check_site(site), 62)
 
     def index(self, expr) -> str:
         return self.c(expr, self.bounds)

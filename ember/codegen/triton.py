@@ -320,9 +320,7 @@ class TritonOps:
             lines.append(f"{name} = tl.where({name} < 0, {name} + {size_text}, {name})")
         lines.append(f"{name}_bad = ({name} < 0) | ({name} >= {size_text})")
         if ember_config.bounds_checks:
-            if site not in kernel.index_checks:
-                kernel.index_checks.append(site)
-            position = kernel.index_checks.index(site)
+            position = kernel.index_check_site(site)
             # (every lane holds the flag's address; the lanes inside the kernel's masks report)
             masks = " & ".join([f"{dim}mask" for dim in kernel.dims] + [f"({c})" for c in kernel.conditions])
             spread = "".join(f" + 0 * {dim}index" for dim in kernel.dims)
