@@ -45,6 +45,7 @@ class CompiledGraph:
     timings: dict[str, float]
     ir: Callable[[], str] = lambda: ""  # the loop-level IR as readable text (printed on demand)
     schedule: Callable[[], str] = lambda: ""  # the fused kernels and extern calls, in order
+    launchers: dict = dataclasses.field(default_factory=dict)  # kernel name -> what the backend built
 
     def __call__(self, *args):
         return self.call(*args)
@@ -80,7 +81,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGr
     if graph.fallback_counts and log_fallbacks.isEnabledFor(logging.DEBUG):
         log_fallbacks.debug("ATen fallbacks in this graph: %s", dict(graph.fallback_counts))
     return CompiledGraph(call, kernels, wrapper_source, dict(graph.fallback_counts), timings,
-                         ir=lambda: ir_text(graph), schedule=lambda: schedule_text(scheduler))
+                         ir=lambda: ir_text(graph), schedule=lambda: schedule_text(scheduler), launchers=functions)
 
 
 def _lower(gm: torch.fx.GraphModule) -> GraphLowering:

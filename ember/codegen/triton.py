@@ -226,6 +226,7 @@ class TritonSource:
     # passed after the outputs
     workspaces: list = dataclasses.field(default_factory=list)
     constexprs: dict = dataclasses.field(default_factory=dict)  # more constexpr arguments (RCHUNK)
+    pointer_dtypes: list | None = None  # on a GPU: the tensors' dtypes, for compiling ahead of the call
 
 
 class _Scope:
@@ -944,24 +945,43 @@ def kernel_file_text(source: str) -> str:
             + PRELUDE + "\n\n" + source)
 
 
+_LOADED: dict[str, Callable] = {}  # canonical kernel text -> its @triton.jit function, per process
+
+
+def canonical_kernel(source: str, name: str) -> tuple[str, str]:
+    """(canonical name, text): the kernel's function named by a hash of its code, without the
+    provenance comments.  Kernels that compute the same thing (a layer's kernels, repeated in every
+    layer) then share one Triton function: it compiles once, and a profile shows one name."""
+    code = source[source.index("@triton.jit"):]
+    unnamed = kernel_file_text(code.replace(f"def {name}(", "def _(", 1))  # (the prelude counts)
+    digest = hashlib.sha256(unnamed.encode()).hexdigest()[:16]
+    kind = "red" if "RBLOCK: tl.constexpr" in code else "poi"
+    canonical = f"ember_{kind}_{digest}"
+    return canonical, source.replace(f"def {name}(", f"def {canonical}(", 1)
+
+
 def load_kernel(source: str, name: str) -> Callable:
-    """The @triton.jit function `name` defined by `source`, imported from a file in ember's cache
-    (Triton reads a kernel's source from its file; the same source is written once)."""
+    """The @triton.jit function of the kernel `name` in `source`, imported from a file in ember's
+    cache (Triton reads a kernel's source from its file; each text is written once).  Named by its
+    code (canonical_kernel): one function per distinct kernel in this process."""
     from .cpp_build import cache_dir
 
+    canonical, source = canonical_kernel(source, name)
+    if canonical in _LOADED:
+        return _LOADED[canonical]
     text = kernel_file_text(source)
-    key = hashlib.sha256(text.encode()).hexdigest()[:20]
     folder = os.path.join(cache_dir(), "triton")
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"t_{key}.py")
+    path = os.path.join(folder, f"{canonical}.py")
     if not os.path.exists(path):
         partial = f"{path}.{os.getpid()}.tmp"
         with open(partial, "w") as handle:
             handle.write(text)
         os.replace(partial, path)  # (atomic: a concurrent process writes the same text)
-    spec = importlib.util.spec_from_file_location(f"ember_triton_{key}", path)
+    spec = importlib.util.spec_from_file_location(f"ember_triton_{canonical}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    function = getattr(module, name)
+    function = getattr(module, canonical)
     function.ember_path = path
+    _LOADED[canonical] = function
     return function

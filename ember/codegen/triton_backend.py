@@ -1,5 +1,6 @@
 """The GPU kernel backend: Triton kernels (triton.py), loaded from ember's cache folder and
-compiled by Triton on first launch; the wrapper passes tensors, sizes and a grid.
+compiled when the graph is built (on a GPU: in threads, see TritonLauncher); the wrapper passes
+tensors, sizes and a grid.
 
     kernel0[(cdiv(xnumel, XBLOCK),)](arg0, buf1, 8192, 768, XBLOCK=4, RBLOCK=1024, num_warps=8)
 
@@ -9,6 +10,7 @@ registers); they run in order.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Callable
 
 import sympy
@@ -42,26 +44,104 @@ class TritonStep:
 
 
 class TritonLauncher:
-    """Launches one kernel with its block sizes; a kernel Triton cannot compile raises
+    """Launches one kernel with its block sizes.
+
+    On a GPU the kernel is compiled when the graph is built (`precompile`, many kernels at once in
+    threads: Triton's compiler passes and ptxas run without the GIL), for arguments as the wrapper
+    passes them: tensors 16-byte aligned, sizes as the graph's.  A call with such arguments goes
+    straight to the compiled kernel's launcher; any other (a view at an odd offset, symbolic sizes)
+    goes through Triton's JIT, which compiles what it needs.  A kernel Triton cannot compile raises
     KernelCompileError naming its source file."""
 
-    def __init__(self, function, source: TritonSource) -> None:
+    def __init__(self, function, source: TritonSource, pointer_dtypes: list | None = None) -> None:
         self.function = function
         self.constexprs = {"XBLOCK": source.XBLOCK, **({"RBLOCK": source.RBLOCK} if source.RBLOCK else {}),
                            **source.constexprs}
         self.num_warps = source.num_warps
         self.path = getattr(function, "ember_path", "?")
+        # the arguments: pointers, then sizes, then the index flags' pointer (index checks)
+        self.pointer_dtypes = pointer_dtypes  # (None: not precompiled)
+        self.sizes = _static_sizes(source)
+        self.flags = bool(source.index_checks)
+        self.compiled = None
+        self.pending = None
+
+    def precompile(self) -> None:
+        """Starts compiling for the wrapper's arguments (inside triton's AsyncCompileMode)."""
+        if self.pointer_dtypes is None or self.sizes is None:
+            return
+        import torch
+        from triton.runtime.jit import MockTensor
+
+        arguments = [MockTensor(dtype) for dtype in self.pointer_dtypes] + list(self.sizes) + \
+            ([MockTensor(torch.int32)] if self.flags else [])
+        with _compile_errors(self.path):
+            self.pending = self.function.warmup(*arguments, grid=(1,), **self.constexprs, num_warps=self.num_warps)
+
+    def finish_precompile(self) -> None:
+        if self.pending is None:
+            return
+        pending, self.pending = self.pending, None
+        with _compile_errors(self.path):
+            kernel = pending.result() if hasattr(pending, "result") else pending
+        kernel._init_handles()  # (loads the module onto the device now, not at the first call)
+        self.compiled = kernel
+        self.tail = tuple(self.constexprs.values())
 
     def __call__(self, grid, *args):
-        try:
-            self.function[grid](*args, **self.constexprs, num_warps=self.num_warps)
-        except Exception as error:
-            from triton.compiler.errors import CompilationError
+        kernel = self.compiled
+        if kernel is not None and _direct_launch(args, len(self.pointer_dtypes), self.sizes):
+            import torch
 
-            if isinstance(error, CompilationError):
-                raise KernelCompileError(f"ember: Triton could not compile a generated kernel; its source is "
-                                         f"{self.path}:\n{error}") from error
-            raise
+            stream = torch.cuda.current_stream().cuda_stream
+            kernel.run(grid[0], grid[1] if len(grid) > 1 else 1, 1, stream, kernel.function, kernel.packed_metadata,
+                       None, None, None, *args, *self.tail)
+            return
+        with _compile_errors(self.path):
+            self.function[grid](*args, **self.constexprs, num_warps=self.num_warps)
+
+
+def _direct_launch(args: tuple, pointers: int, sizes: tuple) -> bool:
+    """Are these the arguments the kernel was compiled for (aligned tensors, the same sizes), with
+    no launch hooks (a profiler's) to call?"""
+    from triton import knobs
+
+    after = pointers + len(sizes)
+    if knobs.runtime.launch_enter_hook is not None or args[pointers:after] != sizes:
+        return False
+    return all(arg.data_ptr() % 16 == 0 for arg in args[:pointers]) and \
+        all(arg.data_ptr() % 16 == 0 for arg in args[after:])
+
+
+def _static_sizes(source: TritonSource) -> tuple | None:
+    """The kernel's integer arguments after its pointers (xnumel, rnumel) when they are numbers."""
+    if source.size_args:
+        return None
+    sizes = [sympy.sympify(source.xnumel)] + ([sympy.sympify(source.rnumel)] if source.rnumel is not None else [])
+    return tuple(int(size) for size in sizes) if all(size.is_number for size in sizes) else None
+
+
+class _compile_errors:
+    """Turns Triton's CompilationError into KernelCompileError naming the kernel's file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, trace) -> bool:
+        if error is None:
+            return False
+        from triton.compiler.errors import CompilationError
+
+        if isinstance(error, CompilationError):
+            raise KernelCompileError(f"ember: Triton could not compile a generated kernel; its source is "
+                                     f"{self.path}:\n{error}") from error
+        return False
+
+
+COMPILE_THREADS = min(16, os.cpu_count() or 1)
 
 
 class DeviceIndexFlags:
@@ -74,6 +154,7 @@ class DeviceIndexFlags:
         self.tensor = None
 
     def add(self, kernel: str, sites: list[str]) -> int:
+        self.sites += [("", "")] * (-len(self.sites) % 4)  # (each kernel's flags 16-byte aligned)
         offset = len(self.sites)
         self.sites += [(kernel, site) for site in sites]
         return offset
@@ -113,14 +194,24 @@ class TritonBackend:
         int64 = _needs_int64(graph)
         empty = _maybe_empty(graph)
         try:
-            return {step.name: TritonStep(triton_kernels(step, dtypes, offsets, int64, empty))
-                    for step in scheduler.steps if isinstance(step, Kernel)}
+            steps = {step.name: TritonStep(triton_kernels(step, dtypes, offsets, int64, empty))
+                     for step in scheduler.steps if isinstance(step, Kernel)}
         except NotImplementedError as reason:  # (the graph runs as ATen calls)
             raise GraphNotSupported(f"no Triton kernel for it yet: {reason}") from reason
+        if graph_device_type(scheduler) == "cuda":
+            for step in steps.values():
+                known = {**dtypes, **{name: _dtype(dtype) for kernel in step.kernels
+                                      for name, _, dtype in kernel.workspaces}}
+                for kernel in step.kernels:
+                    kernel.pointer_dtypes = [known[name] for name in [*kernel.inputs, *kernel.outputs]] + \
+                        [known[workspace[0]] for workspace in kernel.workspaces]
+        return steps
 
     def build(self, sources: dict[str, TritonStep]) -> dict[str, list[Callable]]:
-        return {name: [TritonLauncher(load_kernel(kernel.source, kernel.name), kernel) for kernel in step.kernels]
-                for name, step in sources.items()}
+        launchers = {name: [TritonLauncher(load_kernel(kernel.source, kernel.name), kernel, kernel.pointer_dtypes)
+                            for kernel in step.kernels] for name, step in sources.items()}
+        _precompile([launcher for group in launchers.values() for launcher in group])
+        return launchers
 
     def call_lines(self, wrapper, step: Kernel, kernel: TritonStep, launchers: list, own: set[str]) -> list[str]:
         lines = []
@@ -155,6 +246,35 @@ class TritonBackend:
     def final_lines(self, wrapper) -> list[str]:
         """After the last kernel: the index checks' verdict."""
         return ["index_flags.check()"] if "index_flags" in wrapper.namespace else []
+
+
+def graph_device_type(scheduler) -> str | None:
+    for step in scheduler.steps:
+        if isinstance(step, Kernel):
+            return step.nodes[0].layout.device.type
+    return None
+
+
+def _dtype(value):
+    import torch
+
+    return value if isinstance(value, torch.dtype) else getattr(torch, str(value).replace("torch.", ""))
+
+
+def _precompile(launchers: list[TritonLauncher]) -> None:
+    """Compiles the graph's kernels in threads, before its first call (on a GPU; the interpreter
+    has nothing to compile)."""
+    if os.environ.get("TRITON_INTERPRET") == "1" or not any(launcher.pointer_dtypes for launcher in launchers):
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    from triton.runtime._async_compile import AsyncCompileMode
+
+    with ThreadPoolExecutor(COMPILE_THREADS) as pool, AsyncCompileMode(pool, ignore_errors=True):
+        for launcher in launchers:
+            launcher.precompile()
+    for launcher in launchers:
+        launcher.finish_precompile()
 
 
 def _planned_offsets(graph) -> dict:

@@ -10,7 +10,8 @@ Input: the lowered graph's buffers (ComputedBuffers and extern calls) in creatio
    position (it runs in the same outer iteration, after the producer).  An extern call ends the
    current kernel.  Pointwise nodes with the same inner ranges share one inner loop, so a value
    stored there is reused by later nodes without a reload (vertical fusion); siblings over the
-   same ranges land in the same loop (horizontal fusion).  A node the current kernel cannot
+   same ranges land in the same loop (horizontal fusion).  A pointwise node does not join a kernel
+   whose outer loop is too short to spread its work (MIN_OUTER_ITERATIONS).  A node the current kernel cannot
    take joins an earlier kernel over the same outer loop that reads the same data, when that
    kernel runs after everything the node reads.  A scatter is a kernel of its own.
 3. Last uses: after which step each buffer can be freed.
@@ -198,6 +199,8 @@ class Scheduler:
         for member in nodes:
             if outer not in outer_candidates(member):
                 return False
+        if not isinstance(node.data, Reduction) and _serializes(outer, node):
+            return False
         if not outer and not reductions:
             return len({tuple(squeeze(n.data.ranges)) for n in nodes}) == 1
         # A consumer may read a kernel-mate's output only within the same outer iteration.
@@ -254,6 +257,23 @@ class Scheduler:
             if name not in output_names:
                 dying.setdefault(position, []).append(name)
         return dying
+
+
+# A pointwise node joins a kernel whose outer loop has fewer iterations than this only when its
+# inner loop is short: otherwise one program (one GPU block, one CPU thread) would walk all of
+# it.  (A BERT loss's full reduction, outer loop of 1, took in 48 copies of 6M elements each:
+# 390 ms on one H100 SM.)
+MIN_OUTER_ITERATIONS = 64
+MAX_SERIAL_INNER = 8192
+
+
+def _serializes(outer: list, node: ComputedBuffer) -> bool:
+    iterations = sympy.sympify(sympy.Mul(*outer)) if outer else sympy.Integer(1)
+    inner = inner_ranges(node, outer)
+    work = sympy.sympify(sympy.Mul(*inner)) if inner else sympy.Integer(1)
+    small_outer = iterations.is_number and int(iterations) < MIN_OUTER_ITERATIONS
+    long_inner = not work.is_number or int(work) > MAX_SERIAL_INNER
+    return small_outer and long_inner
 
 
 def _kernel_vars(node: ComputedBuffer, outer: list) -> dict:

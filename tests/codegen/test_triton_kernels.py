@@ -195,6 +195,25 @@ def test_embedding_backward_accumulates():
     assert "tl.atomic_add" in "".join(graphs[1].kernels.values())
 
 
+def test_contended_accumulating_scatter_runs_as_aten(monkeypatch):
+    """Many updates into few rows (BERT's token-type embedding: 8192 into 2) would serialize
+    atomic adds on a GPU: ATen's sorting kernel runs that embedding backward instead; a spread-out
+    one stays a Triton kernel."""
+    from ember.lowering import scatter
+
+    monkeypatch.setitem(scatter.ATOMIC_UPDATES_PER_ROW_LIMIT, DEVICE, 4)
+    for rows, updates, atomics in ((2, 32, False), (20, 6, True)):
+        function, graphs = ember_compiled(lambda w, i: F.embedding(i, w) * 3)
+        w = torch.randn(rows, 8, device=DEVICE, requires_grad=True)
+        i = torch.randint(0, rows, (updates,), device=DEVICE)
+        function(w, i).sum().backward()
+        expected = torch.zeros(rows, 8, device=DEVICE).index_add_(0, i, torch.full((updates, 8), 3.0, device=DEVICE))
+        torch.testing.assert_close(w.grad, expected)
+        backward = graphs[-1]
+        assert ("tl.atomic_add" in "".join(backward.kernels.values())) == atomics
+        assert any("index_put" in name for name in backward.fallbacks) != atomics, backward.fallbacks
+
+
 @pytest.mark.parametrize("shape, fn", [
     ((9000, 24), lambda x: x.sum(0)),                                    # a bias gradient's column sum
     ((9000, 24), lambda x: (x.amax(0), x.amin(0), (x > 3).any(0))),       # several, in one first pass
@@ -223,3 +242,45 @@ def test_no_triton_means_aten_kernels_with_one_warning(monkeypatch):
     messages = [str(w.message) for w in caught if "triton is not installed" in str(w.message)]
     assert len(messages) == 1 and "pip install triton" in messages[0]
     devices._warn_no_triton.cache_clear()
+
+
+def test_identical_kernels_share_one_compiled_function():
+    """Kernels with the same code (a layer's, in every layer) are one Triton function, named by a
+    hash of that code: Triton compiles it once."""
+    def layers(x):
+        for _ in range(3):
+            x = torch.sigmoid(x * 2 + 1) @ torch.ones(4, 4, device=x.device)
+        return x
+
+    (graph,) = _run(layers, torch.randn(8, 4), tolerance={"atol": 1e-5, "rtol": 1e-5})
+    functions = {id(launcher.function) for group in graph.launchers.values() for launcher in group}
+    names = {launcher.function.__name__ for group in graph.launchers.values() for launcher in group}
+    assert len(graph.launchers) >= 3 and len(functions) < len(graph.launchers), names
+    assert all(name.startswith("ember_poi_") for name in names)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="compiling ahead of the call needs a GPU")
+def test_kernels_compile_when_the_graph_is_built_and_launch_directly():
+    """On a GPU every kernel with static sizes is compiled at build time (in threads), and calls
+    with aligned tensors skip Triton's JIT dispatch; a misaligned view takes the JIT path and is
+    still right."""
+    (graph,) = _run(lambda x: (x * 2).softmax(-1), torch.randn(64, 300))
+    launchers = [launcher for group in graph.launchers.values() for launcher in group]
+    assert launchers and all(launcher.compiled is not None for launcher in launchers)
+    x = torch.randn(64 * 300 + 1, device="cuda")[1:].view(64, 300)  # (4 bytes past an aligned start)
+    function, _ = ember_compiled(lambda x: (x * 2).softmax(-1))
+    torch.testing.assert_close(function(x), (x * 2).softmax(-1))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="padding is for cuBLAS")
+def test_unaligned_matmul_runs_on_padded_operands(monkeypatch):
+    """A bf16 product whose rows are not 16 bytes apart (GPT-2's 50257-word head) runs on
+    zero-padded copies: the padding kernels appear, and the result is eager's."""
+    from ember.decomp import linear
+
+    monkeypatch.setattr(linear, "PAD_MIN_MACS", 0)
+    monkeypatch.setattr(linear, "PAD_MAX_GROWTH", 2.0)
+    a = torch.randn(64, 100, dtype=torch.bfloat16)
+    b = torch.randn(100, 50, dtype=torch.bfloat16)
+    (graph,) = _run(lambda a, b: a @ b, a, b, tolerance={"atol": 1e-2, "rtol": 1e-2})
+    assert graph.kernels and "aten.mm.default" in graph.fallbacks
