@@ -40,6 +40,7 @@ import sympy
 import torch
 
 from .. import config as ember_config
+from ..lowering.indexing import simplify_index
 from ..lowering.ir import ComputedBuffer, Pointwise, Reduction
 from ..lowering.printer import provenance
 from ..lowering.symbolic import is_size_symbol
@@ -260,6 +261,7 @@ class TritonOps:
 
     def load(self, name: str, index) -> str:
         kernel = self.kernel
+        index = kernel.simplified(index)
         if name in kernel.outputs:  # a kernel-mate's value: from registers, or the kernel splits
             value = kernel.scope.find("stored", (name, kernel.tex(index)))
             if value is None:
@@ -286,7 +288,7 @@ class TritonOps:
                                 dtype)
 
     def index_expr(self, expr, dtype) -> str:
-        expr = sympy.sympify(expr)
+        expr = self.kernel.simplified(expr)
         if expr.is_number:
             return self.constant(int(expr), dtype)
         text = self.kernel.tex(expr)
@@ -329,6 +331,7 @@ class TritonOps:
         lines.append(f"{name} = tl.where({name}_bad, 0, {name})")
         symbol = sympy.Symbol(name, integer=True, nonnegative=True)
         kernel.indirect_dims[name] = set(kernel.dims)
+        kernel.bounds[symbol] = sympy.sympify(size) - 1  # (checked, and 0 where it was not in range)
         return symbol
 
     def masked(self, mask: str, body: Callable, other, dtype) -> str:
@@ -407,12 +410,29 @@ class TritonKernel(KernelArguments):
         self.index_checks: list[str] = []  # sites of bounds-checked indexing: oob_ptr[k] is site k
         self.loads_along = {"x": 0, "r": 0}  # loads contiguous in the innermost x / r variable
         self.indirect_dims: dict[str, set[str]] = {}  # data-dependent index -> its block dimensions
+        self.bounds: dict = {}  # x/r variable -> its largest value (index simplification)
 
     # -- text helpers -----------------------------------------------------------------------------
     def tex(self, expr) -> str:
         expr = sympy.sympify(expr)
         self.size_symbols.update(s.name for s in expr.free_symbols if is_size_symbol(s))
         return texpr(expr)
+
+    def simplified(self, index):
+        """The index without the floors and mods its variables' ranges make idle (a view's
+        `(x2 + x1 // 512) % 512` with x1, x2 < 512 is x2): fewer integer divisions per element,
+        and the contiguity of the address shows."""
+        index = sympy.sympify(index)
+        if not self.bounds or not index.has(sympy.floor, sympy.Mod):
+            return index
+        bounds = {var: high for var, high in self.bounds.items() if var in index.free_symbols}
+        key = (index, tuple(sorted((var.name, high) for var, high in bounds.items())))
+        found = _SIMPLIFIED.get(key)
+        if found is None:
+            if len(_SIMPLIFIED) > 100_000:
+                _SIMPLIFIED.clear()
+            found = _SIMPLIFIED[key] = simplify_index(index, bounds)
+        return found
 
     def emit(self, expr: str, dtype: torch.dtype | None = None) -> str:
         """A temporary holding `expr` (reused where the same text was computed in scope); its
@@ -471,8 +491,9 @@ class TritonKernel(KernelArguments):
         return text, " & ".join(masks)
 
     def store(self, node: ComputedBuffer, index, value: str) -> None:
-        direct, _ = self._dims_of(node.layout.index(index))
-        text = self.tex(node.layout.index(index))
+        address = self.simplified(node.layout.index(index))
+        direct, _ = self._dims_of(address)
+        text = self.tex(address)
         for dim in self.dims:
             if dim not in direct:
                 text = f"{text} + 0 * {dim}index"
@@ -481,7 +502,7 @@ class TritonKernel(KernelArguments):
         self.scope.lines.append(f"tl.store(out_ptr{position} + {text}, {value}, {mask})")
         if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
             value = self.emit(f"{value}.to({TL_DTYPES[node.dtype]}).to(tl.float32)", torch.float32)
-        self.scope.stored[(node.name, self.tex(node.layout.index(index)))] = value
+        self.scope.stored[(node.name, self.tex(address))] = value
         self.emitted.add(node.name)
 
     # -- generation -------------------------------------------------------------------------------
@@ -829,6 +850,7 @@ def _unflatten(prefix: str, flat: str, ranges: list, lines: list[str], kernel: T
     definitions = []
     for position in range(len(ranges) - 1, -1, -1):
         var, size = variables[position], ranges[position]
+        kernel.bounds[var] = sympy.sympify(size) - 1
         part = flat if stride == 1 else f"({flat} // {kernel.tex(stride)})"
         definitions.append(f"{var.name} = {part}" + ("" if position == 0 else f" % {kernel.tex(size)}"))
         stride = stride * size
@@ -944,6 +966,8 @@ def kernel_file_text(source: str) -> str:
     return ("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
             + PRELUDE + "\n\n" + source)
 
+
+_SIMPLIFIED: dict = {}  # (index, its variables' bounds) -> simplified index
 
 _LOADED: dict[str, Callable] = {}  # canonical kernel text -> its @triton.jit function, per process
 

@@ -18,13 +18,31 @@ def addmm(bias, mat1, mat2, *, beta=1, alpha=1):
     return aten.add.Tensor(product, bias)
 
 
-# cuBLAS picks its fast (vectorized, tensor-core) kernels only when every matrix's rows start
-# 16 bytes apart: GPT-2's vocabulary of 50257 makes its LM head's three products 3-4x slower
-# (6.7 ms instead of ~1.6 on an H100, bf16).  Such products on a GPU run on zero-padded copies
-# (zeros add nothing to a dot product), and the result is the slice of the padded product.
-PAD_ALIGN = {torch.float16: 8, torch.bfloat16: 8, torch.float32: 4}  # elements in 16 bytes
+# cuBLAS picks its vectorized kernels only when every matrix's rows start at least 4 bytes
+# apart: GPT-2's vocabulary of 50257 makes its LM head's three bf16 products run "align1"
+# kernels, 4.3-6.7 ms each on an H100 where aligned ones take ~1.6.  Such products on a GPU run
+# on zero-padded copies (zeros add nothing to a dot product), padded in the operand's own memory
+# order (a transposed operand stays transposed: its copy is a plain row-major pad), and the
+# result is the slice of the padded product.  (BERT's 30522, rows 4 bytes apart, runs "align2"
+# kernels at 1.6 ms: the copies would cost what they save.)
+PAD_ALIGN = {torch.float16: 8, torch.bfloat16: 8}  # pad to 16 bytes ...
+PAD_WHEN = {torch.float16: 2, torch.bfloat16: 2}  # ... rows not a multiple of this many elements apart
 PAD_MIN_MACS = 2**28  # smaller products: the copies would cost more than they save
 PAD_MAX_GROWTH = 1.1  # padded operands at most this much larger
+
+
+def _transposed(matrix) -> bool:
+    return matrix.stride(0) == 1 and matrix.stride(1) != 1 and matrix.shape[0] > 1
+
+
+def _padded(matrix, pad_rows: int, pad_columns: int):
+    """The matrix with zero rows and columns appended, copied in its own memory order."""
+    if not (pad_rows or pad_columns):
+        return matrix
+    if _transposed(matrix):
+        flipped = aten.constant_pad_nd.default(aten.t.default(matrix), [0, pad_rows, 0, pad_columns])
+        return aten.t.default(flipped)
+    return aten.constant_pad_nd.default(matrix, [0, pad_columns, 0, pad_rows])
 
 
 @register(aten.mm.default)
@@ -36,17 +54,16 @@ def mm(a, b):
     if not all(isinstance(size, int) for size in sizes):
         return NotImplemented
     m, k, n = sizes
-    a_transposed = a.stride(0) == 1 and a.stride(1) != 1 and m > 1  # (its rows are m apart)
-    pad_m = (-m) % align if a_transposed else 0
-    pad_k, pad_n = (-k) % align, (-n) % align
-    if not (pad_m or pad_k or pad_n) or m * k * n < PAD_MIN_MACS or \
-            (m + pad_m) * (k + pad_k) * (n + pad_n) > PAD_MAX_GROWTH * m * k * n:
+    # the sizes that are row pitches: a's rows (k, or m when a is transposed), b's (n, or k), the
+    # product's (n)
+    pitches = {"n"} | ({"m"} if _transposed(a) else {"k"}) | ({"k"} if _transposed(b) else set())
+    odd = {name for name, size in zip("mkn", sizes) if name in pitches and size % PAD_WHEN[a.dtype]}
+    if not odd or m * k * n < PAD_MIN_MACS:
         return NotImplemented
-    if pad_m or pad_k:
-        a = aten.constant_pad_nd.default(a, [0, pad_k, 0, pad_m])
-    if pad_k or pad_n:
-        b = aten.constant_pad_nd.default(b, [0, pad_n, 0, pad_k])
-    product = aten.mm.default(a, b)
+    pad_m, pad_k, pad_n = ((-size) % align if name in odd else 0 for name, size in zip("mkn", sizes))
+    if (m + pad_m) * (k + pad_k) * (n + pad_n) > PAD_MAX_GROWTH * m * k * n:
+        return NotImplemented
+    product = aten.mm.default(_padded(a, pad_m, pad_k), _padded(b, pad_k, pad_n))
     return aten.slice.Tensor(aten.slice.Tensor(product, 0, 0, m), 1, 0, n)
 
 

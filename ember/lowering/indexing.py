@@ -105,10 +105,28 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
                     return None
                 total += high
                 continue
-            if coefficient < 0 or rest not in bounds:
+            if coefficient < 0:
                 return None
-            total += coefficient * bounds[rest]
+            if rest in bounds:
+                total += coefficient * bounds[rest]
+                continue
+            high = inner_upper(rest)
+            if high is None:
+                return None
+            total += coefficient * high
         return total
+
+    def inner_upper(term):
+        """The largest value of Mod(a, m) (m - 1) or floor(a / d) (floor(upper(a) / d))."""
+        if isinstance(term, sympy.Mod) and term.args[1].is_Integer and term.args[1] > 0:
+            return term.args[1] - 1
+        if isinstance(term, sympy.floor):
+            numerator, denominator = sympy.fraction(sympy.together(term.args[0]))
+            if denominator.is_Integer and denominator > 0:
+                high = upper(numerator)
+                if high is not None and sympy.sympify(high).is_number:
+                    return sympy.floor(sympy.sympify(high) / denominator)
+        return None
 
     def split(e, m):
         multiples, rest = sympy.Integer(0), sympy.Integer(0)
