@@ -69,8 +69,18 @@ def main() -> None:
     import torch
 
     import ember
+    from ember.codegen import compile as codegen_compile
 
     report = []
+    graph_timings: list[dict] = []
+    original = codegen_compile.compile_graph
+
+    def recording(gm, example_inputs):
+        result = original(gm, example_inputs)
+        graph_timings.append(result.timings)
+        return result
+
+    codegen_compile.compile_graph = recording
 
     path = os.path.join(folder, f"gpu_profile_{arguments.models.replace(',', '_')}.txt")
 
@@ -94,17 +104,35 @@ def main() -> None:
                 function = model if variant == "eager" else ember.compile(model, backend="ember")
                 say(f"\n=== {name} {mode} {variant} ===")
                 if variant != "eager":
+                    graph_timings.clear()
                     profiler = cProfile.Profile()
                     started = time.perf_counter()
                     profiler.enable()
                     run(function)
                     torch.cuda.synchronize()
                     profiler.disable()
-                    say(f"cold call: {time.perf_counter() - started:.1f} s")
+                    say(f"cold call: {time.perf_counter() - started:.1f} s (under cProfile)")
+                    totals = {}
+                    for timings in graph_timings:
+                        for stage, seconds in timings.items():
+                            totals[stage] = totals.get(stage, 0.0) + seconds
+                    say(f"{len(graph_timings)} graphs; codegen stages (s): " +
+                        ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in totals.items()))
                     text = io.StringIO()
                     pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(arguments.top)
-                    say("\n".join(line for line in text.getvalue().splitlines() if line.strip())[-6000:])
+                    say("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:8000])
                 table, wall, gpu, launches = kernel_table(run, function, torch, arguments.top)
+                if variant != "eager":  # where the host's time goes in a warm step
+                    profiler = cProfile.Profile()
+                    profiler.enable()
+                    for _ in range(STEPS):
+                        run(function)
+                    torch.cuda.synchronize()
+                    profiler.disable()
+                    text = io.StringIO()
+                    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(arguments.top)
+                    say("warm steps by own time:\n" + "\n".join(
+                        line for line in text.getvalue().splitlines() if line.strip())[:8000])
                 say(f"wall {wall:.2f} ms/step, GPU kernels {gpu:.2f} ms/step, {launches} launches/step")
                 say(table)
                 model.zero_grad(set_to_none=True)

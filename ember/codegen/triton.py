@@ -425,14 +425,7 @@ class TritonKernel(KernelArguments):
         index = sympy.sympify(index)
         if not self.bounds or not index.has(sympy.floor, sympy.Mod):
             return index
-        bounds = {var: high for var, high in self.bounds.items() if var in index.free_symbols}
-        key = (index, tuple(sorted((var.name, high) for var, high in bounds.items())))
-        found = _SIMPLIFIED.get(key)
-        if found is None:
-            if len(_SIMPLIFIED) > 100_000:
-                _SIMPLIFIED.clear()
-            found = _SIMPLIFIED[key] = simplify_index(index, bounds)
-        return found
+        return simplify_index(index, self.bounds)
 
     def emit(self, expr: str, dtype: torch.dtype | None = None) -> str:
         """A temporary holding `expr` (reused where the same text was computed in scope); its
@@ -966,8 +959,6 @@ def kernel_file_text(source: str) -> str:
     return ("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
             + PRELUDE + "\n\n" + source)
 
-
-_SIMPLIFIED: dict = {}  # (index, its variables' bounds) -> simplified index
 
 _LOADED: dict[str, Callable] = {}  # canonical kernel text -> its @triton.jit function, per process
 

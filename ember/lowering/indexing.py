@@ -310,6 +310,8 @@ def merge_nested_floors(expr: Expr) -> Expr:
             return sympy.floor(inner_numerator / (inner_denominator * denominator))
         return node
 
+    if not any(floor.args[0].has(sympy.floor) for floor in expr.atoms(sympy.floor)):
+        return expr  # (nothing nested: the common case, without sympy.together's cost)
     previous = None
     while previous != expr:
         previous = expr
@@ -317,8 +319,30 @@ def merge_nested_floors(expr: Expr) -> Expr:
     return expr
 
 
+_SIMPLIFIED: dict = {}  # (index, bounds of its variables) -> simplified, for indices of fixed sizes
+
+
 def simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
-    """Bounds-aware cleanup, then recombine c*Mod(x, m) + c*m*floor(x/m) into c*x."""
+    """Bounds-aware cleanup, then recombine c*Mod(x, m) + c*m*floor(x/m) into c*x.  Indices of
+    fixed sizes are remembered (a model's layers index alike); ones with size symbols are not
+    (what they simplify to depends on the graph's size guards)."""
+    expr = sympy.sympify(expr)
+    if expr.is_Atom:
+        return expr
+    if bounds:
+        bounds = {var: high for var, high in bounds.items() if var in expr.free_symbols}
+    if _has_size_symbols(expr) or any(not sympy.sympify(high).is_number for high in (bounds or {}).values()):
+        return _simplify_index(expr, bounds)
+    key = (expr, tuple(sorted((var.name, high) for var, high in bounds.items())) if bounds else ())
+    found = _SIMPLIFIED.get(key)
+    if found is None:
+        if len(_SIMPLIFIED) > 200_000:
+            _SIMPLIFIED.clear()
+        found = _SIMPLIFIED[key] = _simplify_index(expr, bounds)
+    return found
+
+
+def _simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
     if bounds:
         expr = simplify_with_bounds(sympy.sympify(expr), bounds)
     expr = sympy.expand(merge_nested_floors(sympy.sympify(expr)))
