@@ -46,8 +46,10 @@ from .backends import list_backends  # noqa: E402
 from .capture.errors import BackendCompilerFailed, CaptureError  # noqa: E402
 from .capture.runtime import counters  # noqa: E402
 from .capture.shapes import DynamicShapeError  # noqa: E402
+from .codegen.triton_backend import check_index_errors  # noqa: E402
 
 __all__ = [
+    "check_index_errors",
     "compile",
     "reset",
     "explain",

@@ -164,13 +164,16 @@ def test_indirect_indexing_embedding_gather_and_negative_indices():
 ])
 def test_out_of_range_index_raises_like_eager(fn, index):
     """An index outside the table raises IndexError (after the graph's kernels, which read row 0
-    instead: never memory outside the buffer); the flags are cleared, so a good call then works."""
+    instead: never memory outside the buffer; on a GPU at the next call once the GPU got there,
+    or at ember.check_index_errors()); the flags are cleared, so a good call then works."""
     table = torch.randn(50, 16).to(DEVICE)
     function, _ = ember_compiled(fn)
     with pytest.raises(IndexError, match="index out of bounds"):
         function(table, index.to(DEVICE))
+        ember.check_index_errors()
     good = torch.tensor([[1, 2]]).to(DEVICE) if index.dim() == 2 else torch.tensor([1, -2, 3]).to(DEVICE)
     torch.testing.assert_close(function(table, good), fn(table, good))
+    ember.check_index_errors()
 
 
 @pytest.mark.parametrize("fn", [
@@ -264,9 +267,14 @@ def test_kernels_compile_when_the_graph_is_built_and_launch_directly():
     """On a GPU every kernel with static sizes is compiled at build time (in threads), and calls
     with aligned tensors skip Triton's JIT dispatch; a misaligned view takes the JIT path and is
     still right."""
-    (graph,) = _run(lambda x: (x * 2).softmax(-1), torch.randn(64, 300))
-    launchers = [launcher for group in graph.launchers.values() for launcher in group]
+    function, graphs = ember_compiled(lambda x: (x * 2).softmax(-1))
+    x = torch.randn(64, 300, device="cuda")
+    function(x)
+    launchers = [launcher for group in graphs[0].launchers.values() for launcher in group]
     assert launchers and all(launcher.compiled is not None for launcher in launchers)
+    for launcher in launchers:
+        launcher.function = None  # (Triton's JIT path would now fail)
+    torch.testing.assert_close(function(x), (x * 2).softmax(-1))
     x = torch.randn(64 * 300 + 1, device="cuda")[1:].view(64, 300)  # (4 bytes past an aligned start)
     function, _ = ember_compiled(lambda x: (x * 2).softmax(-1))
     torch.testing.assert_close(function(x), (x * 2).softmax(-1))
