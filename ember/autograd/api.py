@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 from .. import logs
 from .eager_check import overlaps_itself
 from .joint import JointSpec, trace_joint
+from .cse import eliminate_common_subexpressions
 from .partition import Partition, partition_default, partition_min_cut
 from .runtime import CompiledPair, make_autograd_function, make_inference_function
 from ..capture.shapes import StaticShapesNeeded
@@ -188,6 +189,7 @@ class AotCompiled:
         return guard, runner
 
     def _compile_traced(self, joint: torch.fx.GraphModule, spec: JointSpec, flat_args: list) -> Callable:
+        eliminate_common_subexpressions(joint)
         self.last_joint = joint
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("joint graph:\n%s", joint.print_readable(print_output=False))

@@ -94,7 +94,7 @@ class TritonLauncher:
 
     def __call__(self, grid, *args):
         kernel = self.compiled
-        if kernel is not None and _direct_launch(args, len(self.pointer_dtypes), self.sizes):
+        if kernel is not None and _direct_launch(args, self.pointer_dtypes, self.sizes):
             import torch
 
             stream = _raw_stream(self.device)
@@ -105,17 +105,23 @@ class TritonLauncher:
             self.function[grid](*args, **self.constexprs, num_warps=self.num_warps)
 
 
-def _direct_launch(args: tuple, pointers: int, sizes: tuple) -> bool:
-    """Are these the arguments the kernel was compiled for (aligned tensors, the same sizes), with
-    no launch hooks (a profiler's) to call?"""
+def _direct_launch(args: tuple, dtypes: list, sizes: tuple) -> bool:
+    """Are these the arguments the kernel was compiled for (tensors of those dtypes, aligned, and
+    the same sizes), with no launch hooks (a profiler's) to call?"""
     from triton import knobs
 
+    pointers = len(dtypes)
     after = pointers + len(sizes)
-    if _hooked(knobs.runtime.launch_enter_hook) or _hooked(knobs.runtime.launch_exit_hook) or \
-            args[pointers:after] != sizes:
+    if not DIRECT_LAUNCH or _hooked(knobs.runtime.launch_enter_hook) or \
+            _hooked(knobs.runtime.launch_exit_hook) or args[pointers:after] != sizes:
         return False
-    return all(arg.data_ptr() % 16 == 0 for arg in args[:pointers]) and \
-        all(arg.data_ptr() % 16 == 0 for arg in args[after:])
+    for arg, dtype in zip(args, dtypes):
+        if arg.dtype is not dtype or arg.data_ptr() % 16:
+            return False
+    return all(arg.data_ptr() % 16 == 0 for arg in args[after:])
+
+
+DIRECT_LAUNCH = os.environ.get("EMBER_TRITON_DIRECT", "1") != "0"  # (0: every launch through Triton's JIT)
 
 
 def _raw_stream(device: int) -> int:

@@ -1,0 +1,104 @@
+"""Common-subexpression elimination on a functional ATen graph, before it is partitioned.
+
+Models repeat work that eager cannot share: each of BERT's 12 layers converts the same attention
+mask, so the traced graph holds 12 identical copies (4.4 ms a training step on an H100).  A node
+that applies the same pure op to the same inputs as an earlier node is replaced by it.
+
+Not merged: ops that mutate, draw random numbers or allocate uninitialized memory; graphs that
+hold any mutation (their order of effects is not only data flow); and a node whose value reaches
+a graph output (directly or through views): merged, two outputs eager returns as separate tensors
+would share memory.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+
+aten = torch.ops.aten
+
+_UNINITIALIZED = {aten.empty.memory_format, aten.empty_strided.default, aten.new_empty.default,
+                  aten.new_empty_strided.default, aten.empty_like.default}
+
+
+def _pure(node: torch.fx.Node) -> bool:
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem:
+        return True
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload) or target in _UNINITIALIZED:
+        return False
+    return not target._schema.is_mutable and torch.Tag.nondeterministic_seeded not in target.tags
+
+
+def _has_mutation(graph: torch.fx.Graph) -> bool:
+    return any(node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+               and node.target._schema.is_mutable for node in graph.nodes)
+
+
+def _reaching_outputs(graph: torch.fx.Graph) -> set:
+    """Nodes whose memory a graph output is (or is a view of)."""
+    reached: set = set()
+    pending = [arg for node in graph.nodes if node.op == "output" for arg in _nodes_in(node.args)]
+    while pending:
+        node = pending.pop()
+        if node in reached:
+            continue
+        reached.add(node)
+        target = node.target
+        is_view = node.target is operator.getitem or (isinstance(target, torch._ops.OpOverload) and target.is_view)
+        if is_view and node.args and isinstance(node.args[0], torch.fx.Node):
+            pending.append(node.args[0])
+    return reached
+
+
+def _nodes_in(value) -> list:
+    found: list = []
+    torch.fx.node.map_arg(value, found.append)
+    return found
+
+
+def _hashable(value):
+    """A key for an argument: scalars with their type (1, 1.0 and True compute differently) and
+    a float's sign (x * 0.0 and x * -0.0 differ in the sign of zero)."""
+    if isinstance(value, bool) or isinstance(value, int):
+        return (type(value), value)
+    if isinstance(value, float):
+        return (float, value, math.copysign(1.0, value))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def eliminate_common_subexpressions(gm: torch.fx.GraphModule) -> int:
+    """Merges duplicate pure nodes in place; returns how many were removed."""
+    graph = gm.graph
+    if _has_mutation(graph):
+        return 0
+    keep = _reaching_outputs(graph)
+    seen: dict = {}
+    removed = 0
+    for node in list(graph.nodes):
+        if not _pure(node):
+            continue
+        try:
+            key = (node.target, _hashable(node.args), _hashable(node.kwargs))
+            hash(key)
+        except TypeError:
+            continue
+        first = seen.get(key)
+        if first is None:
+            seen[key] = node
+            continue
+        if node in keep:
+            continue
+        node.replace_all_uses_with(first)
+        graph.erase_node(node)
+        removed += 1
+    if removed:
+        gm.recompile()
+    return removed

@@ -1,0 +1,68 @@
+"""Common-subexpression elimination on traced graphs (ember/autograd/cse.py)."""
+import torch
+
+from ember.autograd import aot_function
+from ember.autograd.cse import eliminate_common_subexpressions
+
+
+def _joint(fn, *args):
+    graphs = []
+
+    def compiler(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = aot_function(fn, compiler, compiler)
+    return compiled, graphs
+
+
+def _count(gm, name):
+    return sum(1 for n in gm.graph.nodes if n.op == "call_function" and name in str(n.target))
+
+
+def test_repeated_conversions_of_one_input_are_computed_once():
+    """Each 'layer' converts the same mask: one conversion remains; values and gradients as eager."""
+    def layers(x, mask):
+        for _ in range(4):
+            x = torch.tanh(x + mask.to(torch.float32) * 2)
+        return x
+
+    x = torch.randn(3, 5, requires_grad=True)
+    mask = torch.randn(3, 5, dtype=torch.float64)
+    compiled, graphs = _joint(layers, x, mask)
+    out = compiled(x, mask)
+    out.sum().backward()
+    expected_x = x.detach().clone().requires_grad_()
+    layers(expected_x, mask).sum().backward()
+    torch.testing.assert_close(out, layers(x.detach(), mask))
+    torch.testing.assert_close(x.grad, expected_x.grad)
+    assert _count(graphs[0], "_to_copy") == 1
+
+
+def test_outputs_are_never_merged_and_scalar_types_are_kept_apart():
+    """Two identical clones returned as outputs stay two tensors; `x + 1`, `x + 1.0`, `x * 0.0`
+    and `x * -0.0` are different computations."""
+    def fn(x):
+        return x.clone(), x.clone(), x + 1, x + 1.0, x * 0.0, x * -0.0
+
+    x = torch.tensor([1, -2, 3])
+    compiled, _ = _joint(fn, x)
+    a, b, c, d, e, f = compiled(x)
+    a.add_(5)
+    assert torch.equal(b, x) and a.data_ptr() != b.data_ptr()
+    assert c.dtype == torch.int64 and d.dtype == torch.float32
+    xf = torch.tensor([1.0, -2.0])
+    _, _, _, _, e, f = _joint(fn, xf)[0](xf)
+    assert torch.equal(torch.signbit(e), torch.tensor([False, True]))
+    assert torch.equal(torch.signbit(f), torch.tensor([True, False]))
+
+
+def test_graphs_with_mutations_are_left_alone():
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    a = g.call_function(torch.ops.aten.add.Tensor, (x, x))
+    b = g.call_function(torch.ops.aten.add.Tensor, (x, x))
+    g.call_function(torch.ops.aten.add_.Tensor, (a, b))
+    g.output((a,))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    assert eliminate_common_subexpressions(gm) == 0
