@@ -446,11 +446,14 @@ class TritonKernel(KernelArguments):
         return "[1]" if self.rnumel is None else "[1, 1]"
 
     def note_contiguity(self, index) -> None:
-        """Count loads whose address steps by one element with the innermost x or r variable."""
+        """Count loads whose address steps by one element with the innermost x or r variable
+        (in 2-D kernels, loads that span both)."""
         expr = sympy.expand(sympy.sympify(index))
         symbols = sorted((s for s in expr.free_symbols if not is_size_symbol(s)), key=lambda s: s.name)
         xs = [s for s in symbols if s.name.startswith("x") and s.name not in self.indirect_dims]
         rs = [s for s in symbols if s.name.startswith("r") and s.name not in self.indirect_dims]
+        if self.rnumel is not None and not (xs and rs):
+            return  # (a row's or a column's vector: the same elements for every block, cached)
         if rs and expr.coeff(rs[-1]) == 1:
             self.loads_along["r"] += 1
         elif xs and expr.coeff(xs[-1]) == 1:
@@ -531,14 +534,20 @@ class TritonKernel(KernelArguments):
             if self.split:  # this program's chunk of the rows (RCHUNK: a multiple of RBLOCK)
                 head += [f"rstart = tl.program_id(1).to({index_type}) * RCHUNK",
                          "rend = tl.minimum(rstart + RCHUNK, rnumel)"]
-        self.xvars = _unflatten("x", "xindex", xranges, head, self)
+        order = _store_order(self.nodes[0], xranges) if self.rnumel is None else None
+        if order is None:
+            self.xvars = _unflatten("x", "xindex", xranges, head, self)
+        else:  # xindex walks the first output's memory in order (neighbouring lanes, neighbouring bytes)
+            walked = _unflatten("x", "xindex", [xranges[d] for d in order], head, self)
+            self.xvars = [walked[order.index(d)] for d in range(len(xranges))]
         self.kernel_scope.lines += head
         self._rvars: dict[tuple, list] = {}
-        for group in groups:
+        for run in _shared_passes(groups, self.persistent):
+            group = run[0]
             self.position = positions[group.nodes[0].name]
             self.dims = ("x", "r") if group.reduction or group.inner else ("x",)
             if group.reduction:
-                self._reduction(group)
+                self._reductions(run)
             elif group.inner:
                 self._loop(group, lambda: self._pointwise(group))
             else:
@@ -655,43 +664,54 @@ class TritonKernel(KernelArguments):
             self.store(node, index, value)
 
     def _reduction(self, group: LoopGroup) -> None:
-        node = group.nodes[0]
-        if node.name in self.emitted:  # a Welford partner, stored with its mate
+        self._reductions([group])
+
+    def _reductions(self, groups: list[LoopGroup]) -> None:
+        """Reductions over the same rows in one pass (one loop: each element loaded once for
+        all of them)."""
+        states = []
+        for group in groups:
+            node = group.nodes[0]
+            if node.name in self.emitted:  # a Welford partner, stored with its mate
+                continue
+            data: Reduction = node.data
+            kind = data.spec.reduction_type
+            acc_torch = torch.bool if kind in ("any", "all") else \
+                torch.float32 if data.spec.src_dtype in _LOW_PRECISION else data.spec.src_dtype
+            states.append({"node": node, "kind": kind, "acc": acc_torch, "index": self._node_index(node, []),
+                           "reduce": _Reducer(self, kind, TL_DTYPES[acc_torch], acc_torch)})
+        if not states:
             return
-        data: Reduction = node.data
-        spec = data.spec
-        kind = spec.reduction_type
-        ranges = list(spec.reduction_ranges)
-        index = self._node_index(node, [])
-        acc_torch = torch.bool if kind in ("any", "all") else \
-            torch.float32 if spec.src_dtype in _LOW_PRECISION else spec.src_dtype
-        acc = TL_DTYPES[acc_torch]
-        reduce = _Reducer(self, kind, acc, acc_torch)
         outer_scope = self.scope
-        box: dict = {}
 
         def body():
-            rvars = self._rvars_for(squeeze(ranges))
-            available = list(rvars)
-            rindex = [sympy.Integer(0) if size == 1 else available.pop(0) for size in ranges]
-            value = data.inner_fn(self.ops, index, rindex)
-            box["value"] = value
-            if self.persistent:
-                box["results"] = reduce.whole(value)
-            else:
-                reduce.update(value)
+            for state in states:
+                ranges = list(state["node"].data.spec.reduction_ranges)
+                available = list(self._rvars_for(squeeze(ranges)))
+                rindex = [sympy.Integer(0) if size == 1 else available.pop(0) for size in ranges]
+                value = state["node"].data.inner_fn(self.ops, state["index"], rindex)
+                if self.persistent:
+                    state["results"] = state["reduce"].whole(value)
+                else:
+                    state["reduce"].update(value)
 
         if not self.persistent:
-            reduce.init(outer_scope)
-        self._loop(group, body)
-        results = box["results"] if self.persistent else reduce.finish()
+            for state in states:
+                state["reduce"].init(outer_scope)
+        self._loop(groups[0], body)
+        for state in states:
+            self._store_reduced(state)
+
+    def _store_reduced(self, state: dict) -> None:
+        node, kind, acc_torch = state["node"], state["kind"], state["acc"]
+        results = state["results"] if self.persistent else state["reduce"].finish()
         for result in results.values():
             self.value_dtypes[result] = torch.bool if kind in ("any", "all") else \
                 torch.int64 if kind in ("argmax", "argmin") else acc_torch
         self.dims = ("x",)  # results: one per row
         members = [node]
-        if kind in ("welford_mean", "welford_m2") and data.partner:
-            members = [n for n in self.nodes if n.name in data.partner and n.name not in self.emitted]
+        if kind in ("welford_mean", "welford_m2") and node.data.partner:
+            members = [n for n in self.nodes if n.name in node.data.partner and n.name not in self.emitted]
         for member in members:
             result = results[member.data.spec.reduction_type] if kind.startswith("welford") else results[kind]
             if self.split:  # this chunk's partial result, in the accumulator's dtype
@@ -849,6 +869,47 @@ def _unflatten(prefix: str, flat: str, ranges: list, lines: list[str], kernel: T
         stride = stride * size
     lines += reversed(definitions)
     return variables
+
+
+def _shared_passes(groups: list[LoopGroup], persistent: bool) -> list[list[LoopGroup]]:
+    """The kernel's loop groups, with neighbouring reductions over the same rows that do not read
+    each other's results joined into one run (one pass over the rows: a layer norm's weight and
+    bias gradients read the same inputs once).  Persistent kernels keep one group per run: their
+    values stay in registers anyway."""
+    from ..lowering.analysis import record
+
+    runs: list[list[LoopGroup]] = []
+    for group in groups:
+        last = runs[-1] if runs else None
+        if not persistent and last is not None and group.reduction and last[0].reduction and \
+                len(group.nodes) == 1 and _plain_reduction(group.nodes[0]) and \
+                all(_plain_reduction(g.nodes[0]) for g in last) and \
+                list(group.nodes[0].data.spec.reduction_ranges) == list(last[0].nodes[0].data.spec.reduction_ranges):
+            reads = {name for name, _ in record(group.nodes[0].data).loads}
+            if not reads & {g.nodes[0].name for g in last}:
+                last.append(group)
+                continue
+        runs.append([group])
+    return runs
+
+
+def _plain_reduction(node: ComputedBuffer) -> bool:
+    return isinstance(node.data, Reduction) and node.data.spec.reduction_type in _BLOCK_REDUCE
+
+
+def _store_order(node: ComputedBuffer, xranges: list) -> list | None:
+    """The dimensions of a pointwise kernel's range from largest to smallest stride of its first
+    output, when that is not their logical order (an output laid out transposed); None otherwise."""
+    from ..lowering.ir import Layout
+
+    layout, ranges = node.layout, list(node.data.ranges)
+    if not isinstance(layout, Layout) or len(layout.stride) != len(ranges):
+        return None
+    strides = [sympy.sympify(stride) for stride, size in zip(layout.stride, ranges) if size != 1]
+    if len(strides) != len(xranges) or not all(stride.is_number for stride in strides):
+        return None
+    order = sorted(range(len(strides)), key=lambda k: -int(strides[k]))
+    return order if order != list(range(len(strides))) else None
 
 
 def _launch(xnumel, rnumel, persistent: bool, columns: bool = False) -> tuple[int, int | None, int]:

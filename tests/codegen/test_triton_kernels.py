@@ -293,3 +293,23 @@ def test_unaligned_matmul_runs_on_padded_operands(monkeypatch):
     for fn in (lambda a, b: a @ b, lambda a, b: a.t().contiguous().t() @ b.t().contiguous().t()):
         (graph,) = _run(fn, a, b, tolerance={"atol": 1e-2, "rtol": 1e-2})
         assert graph.kernels and "aten.mm.default" in graph.fallbacks
+
+
+def test_pointwise_kernels_walk_the_output_in_memory_order():
+    """An output laid out transposed (eager keeps a transposed input's layout in pointwise ops)
+    is walked in memory order: neighbouring lanes store neighbouring elements."""
+    (graph,) = _run(lambda x: torch.exp(x.t()) * 2, torch.randn(5, 6))
+    text = "".join(graph.kernels.values())
+    assert "x1 = xindex % 6" in text and "tl.store(out_ptr0 + (x1 + (6 * x0))" in text, text
+
+
+@pytest.mark.parametrize("shape, dims", [((5000, 5), 0), ((5, 5000), 1), ((3, 1500, 3), (0, 1))])
+def test_reductions_over_the_same_rows_share_one_pass(shape, dims):
+    """Sibling reductions over long rows (a layer norm's weight and bias gradients) read their
+    inputs in one loop, not one loop each; results as eager's."""
+    def fn(x, y):
+        return (x * y).sum(dims), (x + y).amax(dims), x.sum(dims), (x > 0).any(dims)
+
+    (graph,) = _run(fn, torch.randn(*shape), torch.randn(*shape), tolerance={"atol": 1e-3, "rtol": 1e-4})
+    first = _kernels(graph)[0]
+    assert first.count("for roffset") == 1, first
