@@ -315,6 +315,9 @@ def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None) -> C
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         from ..decomp import core_decompositions
+        from .attention import contiguous_attention_masks
+
+        contiguous_attention_masks(gm)
 
         # A graph captured with dynamic sizes is traced with the same sizes symbolic; otherwise
         # capture's guards pin every input's metadata.
