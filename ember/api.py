@@ -183,13 +183,12 @@ def _without_wrapper_prefix(state_dict):
     return renamed
 
 
-# torch.compile's modes tune Inductor: CUDA graphs ("reduce-overhead") and autotuning
-# ("max-autotune").  ember has neither yet, so every mode compiles as "default"; the settings a
-# mode implies (ember.config names) go here.
+# torch.compile's modes: CUDA graphs ("reduce-overhead", "max-autotune") and autotuning
+# ("max-autotune"; ember has no autotuning yet); the settings a mode implies (ember.config names).
 MODE_SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
-    "reduce-overhead": {},
-    "max-autotune": {},
+    "reduce-overhead": {"cudagraphs": True},
+    "max-autotune": {"cudagraphs": True},
     "max-autotune-no-cudagraphs": {},
 }
 
@@ -233,8 +232,8 @@ def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynam
         both True and None.  Capture is symbolic; the backend still compiles each graph per
         concrete shape (its own cache, no recompile), and a function that reads a dynamic size
         into Python (`x.shape[0] // 2`) is captured with static shapes for now.
-    mode: one of torch.compile's modes, accepted for compatibility; on ember they all compile as
-        "default" (no CUDA graphs or autotuning yet; see MODE_SETTINGS).
+    mode: one of torch.compile's modes: "reduce-overhead" (and "max-autotune") replay compiled
+        GPU graphs as CUDA graphs (ember/runtime/cudagraphs.py); no autotuning yet (MODE_SETTINGS).
     options: ember.config settings (e.g. {"recompile_limit": 2, "capture_scalar_outputs": True}) in
         force while this function captures and compiles; unknown keys raise and list the known ones.
         Not together with `mode` (as in torch.compile).

@@ -53,6 +53,11 @@ class Config:
     # generator where there is no GPU; very slow.
     cpu_kernels: str = "cpp"
 
+    # ---- runtime ---------------------------------------------------------------------------
+    # Replay compiled CUDA graphs' wrappers as CUDA graphs (mode="reduce-overhead"): one launch
+    # instead of one per kernel; see ember/runtime/cudagraphs.py for when they are not used.
+    cudagraphs: bool = False
+
     def keys(self) -> list[str]:
         return [f.name for f in dataclasses.fields(self)]
 

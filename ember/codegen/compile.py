@@ -21,6 +21,7 @@ from typing import Callable
 
 import torch
 
+from .. import config as ember_config
 from .. import logs
 from ..lowering.graph import GraphLowering, GraphNotSupported
 from ..lowering.printer import ir_text, schedule_text
@@ -145,10 +146,19 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
     # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
     try:
-        return compile_graph(gm, example_inputs)
+        graph = compile_graph(gm, example_inputs)
     except GraphNotSupported as reason:
         log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
         return gm.forward
+    if ember_config.cudagraphs and devices == {"cuda"}:
+        from ..runtime.cudagraphs import CudaGraphRunner, why_not_graphs
+
+        reason = why_not_graphs(gm, graph.wrapper)
+        if reason is None:
+            graph.call = CudaGraphRunner(graph.call)
+        else:
+            log_fallbacks.debug("CUDA graphs off for this graph: %s", reason)
+    return graph
 
 
 def _tensor_values(node: torch.fx.Node) -> list:

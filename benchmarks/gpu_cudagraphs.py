@@ -1,0 +1,84 @@
+"""reduce-overhead on the GPU (issue 10, acceptance 5): a small MLP at batch 1, inference, in one
+run: eager, ember (default), ember mode="reduce-overhead", torch.compile mode="reduce-overhead".
+
+Per variant: microseconds per call measured on the host (N calls, then one synchronize: at batch
+1 the launches are the cost), median of ROUNDS rounds with the min-max spread, and the largest
+difference from eager's result.
+
+    python benchmarks/gpu_cudagraphs.py [--out DIR]
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from machine import ember_revision  # noqa: E402
+from output import take_out_option  # noqa: E402
+
+ROUNDS, CALLS, WIDTH, DEPTH = 7, 200, 256, 6
+
+
+def main() -> None:
+    folder = take_out_option()
+    import torch
+
+    import ember
+
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(DEPTH):
+        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.GELU()]
+    model = torch.nn.Sequential(*layers).cuda().eval()
+    inputs = [torch.randn(1, WIDTH, device="cuda") for _ in range(8)]
+    variants = {
+        "eager": model,
+        "ember": ember.compile(model, backend="ember"),
+        "ember reduce-overhead": ember.compile(model, backend="ember", mode="reduce-overhead"),
+        "inductor reduce-overhead": torch.compile(model, mode="reduce-overhead"),
+    }
+    rows = {}
+    with torch.no_grad():
+        expected = [model(x) for x in inputs]
+        for name, function in variants.items():
+            try:
+                for _ in range(3):
+                    for x in inputs:
+                        function(x)
+                error = max(float((function(x) - e).abs().max()) for x, e in zip(inputs, expected))
+                samples = []
+                for _ in range(ROUNDS):
+                    torch.cuda.synchronize()
+                    started = time.perf_counter()
+                    for k in range(CALLS):
+                        function(inputs[k % len(inputs)])
+                    torch.cuda.synchronize()
+                    samples.append((time.perf_counter() - started) / CALLS * 1e6)
+                rows[name] = (statistics.median(samples), min(samples), max(samples), error)
+            except Exception as failure:  # noqa: BLE001 - a failing variant is a row
+                rows[name] = f"failed: {type(failure).__name__}: {str(failure)[:100]}"
+            print(name, rows[name], flush=True)
+    eager = rows["eager"][0]
+    lines = [f"# reduce-overhead: MLP {DEPTH}x(Linear({WIDTH}, {WIDTH}) + GELU), batch 1, inference "
+             f"({datetime.date.today()}, {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+             f"ember {ember_revision()})", "",
+             f"Host microseconds per call ({CALLS} calls, then one synchronize), median of {ROUNDS} rounds "
+             "(min-max); speed-up over eager; largest difference from eager's result.", "",
+             "| variant | us per call | speed-up over eager | max abs difference |", "|---|---:|---:|---:|"]
+    for name, row in rows.items():
+        if isinstance(row, str):
+            lines.append(f"| {name} | {row} | | |")
+            continue
+        lines.append(f"| {name} | {row[0]:.1f} ({row[1]:.1f}-{row[2]:.1f}) | {eager / row[0]:.2f} | {row[3]:.1e} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(os.path.join(folder, "gpu_cudagraphs.md"), "w") as handle:
+        handle.write(text)
+
+
+if __name__ == "__main__":
+    main()

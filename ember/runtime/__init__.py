@@ -1,0 +1,1 @@
+"""Run-time wrappers around compiled graphs (CUDA graphs)."""

@@ -1,0 +1,169 @@
+"""CUDA graphs around a compiled graph's wrapper (`mode="reduce-overhead"`,
+`ember.config.cudagraphs`): the wrapper's kernel launches and extern calls recorded once, then
+replayed with one launch.  For small batches, where launching costs more than computing.
+
+    call 1       runs the wrapper as it is (compiles kernels, warms cuBLAS)
+    call 2       records it: the inputs as given (parameters keep their memory), a warm-up run on
+                 a side stream, then capture into a private memory pool
+    later calls  the same input addresses: replay.  An input at a new address (a fresh batch
+                 each call) is copied into a buffer of the graph from then on (recorded again
+                 once).  Outputs are copies: the next replay overwrites the graph's own.
+
+Graphs are not used (the wrapper runs as it is, the reason logged on the fallbacks channel) when
+an input is on the CPU, the graph draws random numbers (a replay would repeat them), it checks
+indices through host memory, an output is (a view of) an input or of another output, or inputs
+keep moving (more than MAX_RECORDINGS recordings).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from .. import logs
+
+log_fallbacks = logs.get("fallbacks")
+
+MAX_RECORDINGS = 4
+_POOL = None
+
+
+def _pool():
+    global _POOL
+    if _POOL is None:
+        _POOL = torch.cuda.graph_pool_handle()
+    return _POOL
+
+
+def why_not_graphs(gm: torch.fx.GraphModule, wrapper_source: str) -> str | None:
+    """A reason this compiled graph cannot be replayed as a CUDA graph (None: it can)."""
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and \
+                torch.Tag.nondeterministic_seeded in target.tags:
+            return f"it draws random numbers ({target}): a replay would repeat them"
+    if "index_flags" in wrapper_source:
+        return "its index checks report through host memory"
+    return None
+
+
+class CudaGraphRunner:
+    """Calls `call` (a compiled graph's wrapper) through a recorded CUDA graph; see the module."""
+
+    def __init__(self, call: Callable, name: str = "graph") -> None:
+        self.call = call
+        self.name = name
+        self.disabled: str | None = None
+        self.calls = 0
+        self.recordings = 0
+        self.graph = None
+        self.copied: set[int] = set()  # inputs copied into the graph's buffers
+        self.static_inputs: list = []
+        self.static_outputs = None
+        self.signature: list = []
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.disabled is not None:
+            return self.call(*args)
+        if self.calls == 1:
+            return self.call(*args)
+        reason = _unsupported_inputs(args)
+        if reason is not None:
+            return self._disable(reason, args)
+        if self.graph is None or not self._replayable(args):
+            if self.graph is not None:
+                self.copied |= {i for i, (arg, (_, pointer)) in enumerate(zip(args, self.signature))
+                                if isinstance(arg, torch.Tensor) and arg.data_ptr() != pointer}
+            if self.recordings >= MAX_RECORDINGS:
+                return self._disable(f"inputs changed address or metadata {self.recordings} times", args)
+            reason = self._record(args)
+            if reason is not None:
+                return self._disable(reason, args)
+        for index in self.copied:
+            self.static_inputs[index].copy_(args[index])
+        self.graph.replay()
+        return _copies(self.static_outputs)
+
+    # -- recording -------------------------------------------------------------------------------
+    def _record(self, args) -> str | None:
+        self.static_inputs = [torch.empty_strided(arg.size(), arg.stride(), dtype=arg.dtype, device=arg.device)
+                              .copy_(arg) if index in self.copied else arg for index, arg in enumerate(args)]
+        self.signature = [_meta(arg) for arg in self.static_inputs]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # (warm-up on a side stream, as torch asks before a capture)
+            self.call(*self.static_inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=_pool()):
+            outputs = self.call(*self.static_inputs)
+        self.recordings += 1
+        reason = _aliasing(outputs, self.static_inputs)
+        if reason is not None:
+            return reason
+        self.graph, self.static_outputs = graph, outputs
+        return None
+
+    def _replayable(self, args) -> bool:
+        if len(args) != len(self.signature):
+            return False
+        for index, (arg, (meta, pointer)) in enumerate(zip(args, self.signature)):
+            if _meta(arg)[0] != meta:
+                return False
+            if isinstance(arg, torch.Tensor) and index not in self.copied and arg.data_ptr() != pointer:
+                return False
+        return True
+
+    def _disable(self, reason: str, args):
+        self.disabled = reason
+        self.graph = self.static_outputs = None
+        self.static_inputs = []
+        log_fallbacks.debug("CUDA graphs off for %s: %s; its wrapper runs as it is", self.name, reason)
+        return self.call(*args)
+
+
+def _meta(value) -> tuple:
+    """(what a recording depends on, the data pointer) of one input."""
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.stride(), value.dtype, value.device), value.data_ptr()
+    return (type(value), value), None
+
+
+def _unsupported_inputs(args) -> str | None:
+    for arg in args:
+        if isinstance(arg, torch.Tensor) and arg.device.type != "cuda":
+            return f"an input lives on {arg.device}"
+    return None
+
+
+def _storages(values) -> list:
+    return [value.untyped_storage().data_ptr() for value in values if isinstance(value, torch.Tensor)]
+
+
+def _aliasing(outputs, inputs) -> str | None:
+    flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    produced = _storages(flat)
+    if len(set(produced)) != len(produced):
+        return "two outputs share memory"
+    if set(produced) & set(_storages(inputs)):
+        return "an output is (a view of) an input"
+    return None
+
+
+def _copies(outputs):
+    if isinstance(outputs, (list, tuple)):
+        return type(outputs)(_copy(output) for output in outputs)
+    return _copy(outputs)
+
+
+def _copy(value):
+    """A copy with the same storage offset and strides (the AOT runtime re-makes views of
+    outputs from them); the graph's own output is overwritten by the next replay."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    storage = value.untyped_storage()
+    raw = torch.empty(0, dtype=torch.uint8, device=value.device).set_(storage)
+    fresh = torch.empty(storage.nbytes(), dtype=torch.uint8, device=value.device).copy_(raw)
+    return torch.empty(0, dtype=value.dtype, device=value.device).set_(
+        fresh.untyped_storage(), value.storage_offset(), value.size(), value.stride())
