@@ -11,8 +11,12 @@ replayed with one launch.  For small batches, where launching costs more than co
 
 Graphs are not used (the wrapper runs as it is, the reason logged on the fallbacks channel) when
 an input is on the CPU, the graph draws random numbers (a replay would repeat them), it checks
-indices through host memory, an output is (a view of) an input or of another output, or inputs
-keep moving (more than MAX_RECORDINGS recordings).
+indices through host memory, an output is (a view of) an input or of another output, capturing
+fails (a host sync in the wrapper), or inputs keep moving (more than MAX_RECORDINGS recordings).
+
+Status (2026-11-24): written and tested on the CPU side only (settings, CPU graphs untouched);
+its GPU tests (tests/runtime/test_cudagraphs.py) and benchmarks/gpu_cudagraphs.py have not run
+on a GPU yet.
 """
 from __future__ import annotations
 
@@ -77,7 +81,11 @@ class CudaGraphRunner:
                                 if isinstance(arg, torch.Tensor) and arg.data_ptr() != pointer}
             if self.recordings >= MAX_RECORDINGS:
                 return self._disable(f"inputs changed address or metadata {self.recordings} times", args)
-            reason = self._record(args)
+            try:
+                reason = self._record(args)
+            except Exception as error:  # noqa: BLE001 - a wrapper that cannot be captured runs as it is
+                torch.cuda.synchronize()
+                reason = f"capturing it failed ({type(error).__name__}: {str(error)[:200]})"
             if reason is not None:
                 return self._disable(reason, args)
         for index in self.copied:
