@@ -16,10 +16,13 @@ from typing import Callable
 
 import sympy
 
+from .. import logs
 from ..lowering.indexing import python_size
 from ..lowering.ir import ComputedBuffer, Layout
 from ..scheduling.scheduler import Kernel
 from .triton import TritonSource, load_kernel, triton_kernels
+
+log_fallbacks = logs.get("fallbacks")
 
 INT32_LIMIT = 2**31 - 2**16  # larger offsets (with a block's overhang) index in int64
 
@@ -66,6 +69,7 @@ class TritonLauncher:
         self.flags = bool(source.index_checks)
         self.compiled = None
         self.pending = None
+        self.reported = False
 
     def precompile(self) -> None:
         """Starts compiling for the wrapper's arguments (inside triton's AsyncCompileMode)."""
@@ -101,8 +105,24 @@ class TritonLauncher:
             kernel.run(grid[0], grid[1] if len(grid) > 1 else 1, 1, stream, kernel.function, kernel.packed_metadata,
                        None, None, None, *args, *self.tail)
             return
+        if kernel is not None and not self.reported:
+            self.reported = True
+            _log_mismatch(self, args)
         with _compile_errors(self.path):
             self.function[grid](*args, **self.constexprs, num_warps=self.num_warps)
+
+
+def _log_mismatch(launcher: "TritonLauncher", args: tuple) -> None:
+    """Says once why a precompiled kernel took Triton's JIT path (a tensor of another dtype than
+    the graph declared for it would point at a lowering that mis-declares a buffer)."""
+    if not log_fallbacks.isEnabledFor(10):
+        return
+    found = [f"argument {k}: {arg.dtype} where {dtype} was declared" for k, (arg, dtype)
+             in enumerate(zip(args, launcher.pointer_dtypes)) if arg.dtype is not dtype]
+    found += [f"argument {k} at an address not 16-byte aligned" for k, arg in enumerate(args)
+              if hasattr(arg, "data_ptr") and arg.data_ptr() % 16]
+    log_fallbacks.debug("Triton kernel %s launched through the JIT: %s", launcher.path,
+                        "; ".join(found) or "sizes or launch hooks differ")
 
 
 def _direct_launch(args: tuple, dtypes: list, sizes: tuple) -> bool:
