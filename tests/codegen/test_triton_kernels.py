@@ -313,3 +313,18 @@ def test_reductions_over_the_same_rows_share_one_pass(shape, dims):
     (graph,) = _run(fn, torch.randn(*shape), torch.randn(*shape), tolerance={"atol": 1e-3, "rtol": 1e-4})
     first = _kernels(graph)[0]
     assert first.count("for roffset") == 1, first
+
+
+def test_crowded_embedding_backward_stays_atens_kernel(monkeypatch):
+    """Many indices into few rows (a token-type embedding): the backward stays ATen's
+    embedding_dense_backward (it sorts), not a scatter-add; gradients as eager's."""
+    from ember.decomp import linear
+
+    monkeypatch.setitem(linear.ATEN_EMBEDDING_BACKWARD, DEVICE, 4)
+    function, graphs = ember_compiled(lambda w, i: F.embedding(i, w) * 3)
+    w = torch.randn(2, 8, device=DEVICE, requires_grad=True)
+    i = torch.randint(0, 2, (4, 8), device=DEVICE)
+    function(w, i).sum().backward()
+    expected = torch.zeros(2, 8, device=DEVICE).index_add_(0, i.flatten(), torch.full((32, 8), 3.0, device=DEVICE))
+    torch.testing.assert_close(w.grad, expected)
+    assert any("embedding_dense_backward" in name for name in graphs[-1].fallbacks), graphs[-1].fallbacks
