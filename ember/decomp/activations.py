@@ -68,6 +68,24 @@ def silu_backward(grad, x):
     return downcast(result, dtype)
 
 
+@register(aten.tanh_backward.default)
+def tanh_backward(grad_output, output):
+    """grad * (1 - tanh^2), from tanh's output, computed in float32 for half inputs as eager's
+    kernel does (GPT-2's GELU: an ATen call that split the kernels around it)."""
+    if grad_output.is_complex() or output.is_complex():
+        return NotImplemented
+    dtype = torch.result_type(grad_output, output)
+    grad, out = upcast(grad_output, output)
+    if out.dtype == torch.float32:
+        # eager's kernels compute 1 - b*b as one fused multiply-add (rounded once): in float64,
+        # exactly rounded to float32, it is the same number
+        wide = aten._to_copy.default(out, dtype=torch.float64)
+        one_minus = aten._to_copy.default(aten.rsub.Scalar(aten.mul.Tensor(wide, wide), 1), dtype=torch.float32)
+    else:
+        one_minus = aten.rsub.Scalar(aten.mul.Tensor(out, out), 1)
+    return downcast(aten.mul.Tensor(grad, one_minus), dtype)
+
+
 @register(aten.threshold_backward.default)
 def threshold_backward(grad_output, x, threshold):
     """ReLU's backward: the gradient where the input is above the threshold, else 0."""

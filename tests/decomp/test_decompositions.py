@@ -16,6 +16,8 @@ CASES = {
     aten.gelu_backward.default: [((torch.randn(3, 4), x4), {}), ((torch.randn(3, 4), x4), {"approximate": "tanh"})],
     aten.silu.default: [((x4,), {})],
     aten.silu_backward.default: [((torch.randn(3, 4), x4), {})],
+    aten.tanh_backward.default: [((torch.randn(3, 4), torch.tanh(x4)), {}),
+                                 ((torch.randn(3, 4, dtype=torch.float64), torch.tanh(x4).double()), {})],
     aten._softmax.default: [((x4, 1, False), {}), ((x4, 0, False), {})],
     aten._log_softmax.default: [((x4, 1, False), {})],
     aten._softmax_backward_data.default: [((torch.randn(3, 4), torch.softmax(x4, 1), 1, torch.float32), {})],
@@ -122,6 +124,7 @@ LOW_PRECISION_CASES = {
     "gelu_tanh_backward": lambda x, g: (aten.gelu_backward.default, (g, x), {"approximate": "tanh"}),
     "silu": lambda x, g: (aten.silu.default, (x,), {}),
     "silu_backward": lambda x, g: (aten.silu_backward.default, (g, x), {}),
+    "tanh_backward": lambda x, g: (aten.tanh_backward.default, (g, torch.tanh(x)), {}),
     "softmax_backward": lambda x, g: (aten._softmax_backward_data.default,
                                       (g, torch.softmax(x.float(), 1).to(x.dtype), 1, x.dtype), {}),
 }
@@ -230,3 +233,15 @@ def test_norms_without_bias_give_eager_sign_of_zero(backend):
         got = ember.compile(program, backend=backend)(x, weight, channel_weight)
     for ours, eager in zip(got, expected):
         torch.testing.assert_close(ours, eager)
+
+
+def test_tanh_backward_rounds_one_minus_square_once_like_eager():
+    """Eager's kernel computes 1 - y*y as one fused multiply-add: the float32 decomposition gives
+    the same bits."""
+    torch.manual_seed(0)
+    grad, out = torch.randn(4096), torch.tanh(torch.randn(4096) * 2)
+    got = core_decompositions()[aten.tanh_backward.default](grad, out)
+    expected = aten.tanh_backward.default(grad, out)
+    if not torch.equal(expected, grad * (1 - out.double() ** 2).float()):
+        pytest.skip("eager's kernel on this CPU rounds y*y before subtracting (no FMA path)")
+    assert torch.equal(got, expected)
