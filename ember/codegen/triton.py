@@ -958,7 +958,17 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
             head = generate(nodes[:split.position], name)
             return head + generate(nodes[split.position:], f"{kernel.name}_{len(head)}")
         chunks = _split_count(first, source)
-        return _split_reduction(make, nodes, name, source, chunks) if chunks else [source]
+        if chunks:
+            return _split_reduction(make, nodes, name, source, chunks)
+        tail = _epilogue_start(nodes)
+        if tail is not None and source.rnumel is not None and not first.persistent:
+            # reductions that would split but for the pointwise nodes after them (a bias
+            # gradient's cast): the reductions split, the rest a kernel of its own
+            reductions = make(nodes[:tail])
+            if _split_count(reductions, reductions.generate(name)):
+                head = generate(nodes[:tail], name)
+                return head + generate(nodes[tail:], f"{kernel.name}_{len(head)}")
+        return [source]
 
     return _renumbered(generate(list(kernel.nodes), kernel.name), kernel.name)
 
@@ -979,10 +989,25 @@ def _split_count(kernel: TritonKernel, source: TritonSource) -> int:
     if not all(isinstance(node.data, Reduction) and node.data.spec.reduction_type in _BLOCK_REDUCE
                for node in kernel.nodes):
         return 0
+    from ..lowering.analysis import reads
+
+    names = {node.name for node in kernel.nodes}
+    if any(reads(node) & names for node in kernel.nodes):
+        return 0  # (a reduction of another's result, as softmax's sum of its max: a chunk lacks it)
     programs = -(-int(xnumel) // source.XBLOCK)
     if programs >= SPLIT_PROGRAMS // 2:
         return 0
     return max(2, min(64, SPLIT_PROGRAMS // programs, int(rnumel) // 1024))
+
+
+def _epilogue_start(nodes: list) -> int | None:
+    """Where the pointwise nodes after a kernel's reductions begin (reductions first, then only
+    pointwise nodes), or None."""
+    kinds = [isinstance(node.data, Reduction) for node in nodes]
+    if not kinds or not kinds[0] or all(kinds):
+        return None
+    tail = kinds.index(False)
+    return tail if not any(kinds[tail:]) else None
 
 
 def _split_reduction(make, nodes: list, name: str, source: TritonSource, chunks: int) -> list[TritonSource]:

@@ -222,6 +222,7 @@ def test_contended_accumulating_scatter_runs_as_aten(monkeypatch):
     ((9000, 24), lambda x: (x.amax(0), x.amin(0), (x > 3).any(0))),       # several, in one first pass
     ((3, 9000), lambda x: x.sum(1)),                                      # long rows, few of them
     ((9000,), lambda x: (x.sum(), (x > -9).all())),
+    ((9000, 24), lambda x: (x.sum(0) * 2).to(torch.float16)),             # a pointwise epilogue after it
 ])
 def test_split_reductions(shape, fn):
     """Long reductions over few outputs: a grid of (outputs, chunks) programs writes partial
@@ -328,3 +329,10 @@ def test_crowded_embedding_backward_stays_atens_kernel(monkeypatch):
     expected = torch.zeros(2, 8, device=DEVICE).index_add_(0, i.flatten(), torch.full((32, 8), 3.0, device=DEVICE))
     torch.testing.assert_close(w.grad, expected)
     assert any("embedding_dense_backward" in name for name in graphs[-1].fallbacks), graphs[-1].fallbacks
+
+
+def test_dependent_reductions_over_long_rows_are_not_split():
+    """A reduction of another's result (softmax's sum of exp(x - max)) cannot be reduced in
+    chunks: a chunk lacks the whole row's max; such a kernel stays unsplit, results as eager's."""
+    _run(lambda x: (x - x.amax(1, keepdim=True)).exp().sum(1), torch.randn(3, 9000),
+         tolerance={"atol": 1e-4, "rtol": 1e-4})
