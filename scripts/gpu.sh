@@ -24,11 +24,19 @@ if [ -n "${FUZZ_SEEDS:-}" ]; then
   exit 0
 fi
 # GPU_PART: suite (the tests), bench (the GPU benchmarks), or both (default: suite, then bench);
-# opinfo: the OpInfo sweep on CUDA with backend ember (issue 10, acceptance 2), into $OUT
+# opinfo: the OpInfo sweep on CUDA with backend ember (issue 10, acceptance 2), into $OUT;
+# models: issue 10's models (eager, Inductor, ember), two per call (the 600 s limit):
+#   GPU_PART=models MODELS=bert,gpt2 bash scripts/gpu.sh ; GPU_PART=models MODELS=resnet50,vit bash scripts/gpu.sh
+# bench: bandwidth (acceptance 4) and reduce-overhead (acceptance 5)
 PART=${GPU_PART:-all}
 if [ "$PART" = opinfo ]; then
   timeout "${OPINFO_SECONDS:-540}" python3 -m tests.autograd.opinfo_report --device cuda --dtypes float32,bfloat16 \
     --backend ember --out "$OUT/opinfo_cuda.md" 2>&1 | tail -30
+  exit 0
+fi
+if [ "$PART" = models ]; then
+  timeout "${MODELS_SECONDS:-580}" python3 benchmarks/gpu_models.py --models "${MODELS:-bert,gpt2}" --out "$OUT" 2>&1 \
+    | grep -E "^(bert|gpt2|resnet50|vit) |\||Geomean|Error" | cut -c1-400
   exit 0
 fi
 if [ "$PART" != bench ]; then
@@ -36,4 +44,6 @@ if [ "$PART" != bench ]; then
 fi
 if [ "$PART" != suite ]; then
   timeout "${BENCH_SECONDS:-200}" python3 benchmarks/gpu_bandwidth.py --out "$OUT" 2>&1 | tail -20
+  timeout 200 python3 benchmarks/gpu_cudagraphs.py --out "$OUT" 2>&1 | tail -12
 fi
+
