@@ -6,7 +6,8 @@ compiling costs, by function) and a warm step's kernels (by CUDA time), in one r
 Per case it prints: cold seconds and the top functions of the cold call by cumulative time
 (cProfile); then, for eager and ember, the wall time per step, the summed GPU kernel time per
 step (their difference is launch and Python overhead), kernel launches per step, and the top
-kernels by CUDA time.  The same tables go to DIR/gpu_profile_<models>.txt.
+kernels by CUDA time.  The same tables go to DIR/gpu_profile_<models>.txt, and the sources of each
+case's top ember kernels to DIR/gpu_profile_kernels_<model>_<mode>.txt.
 """
 from __future__ import annotations
 
@@ -56,6 +57,24 @@ def kernel_table(run, function, torch, top: int) -> tuple[str, float, float, int
     for name, (us, count) in rows:
         lines.append(f"{us / STEPS / 1e3:8.3f} {count // STEPS:6d}  {name[:110]}")
     return "\n".join(lines), wall, gpu, launches
+
+
+def save_kernel_sources(table: str, path: str, count: int = 12) -> None:
+    """The sources of the table's top ember kernels, in one file (read them without another run)."""
+    import re
+
+    from ember.codegen.cpp_build import cache_dir
+
+    names = re.findall(r"\b(ember_(?:red|poi)_[0-9a-f]+)\b", table)[:count]
+    parts = []
+    for kernel in names:
+        source = os.path.join(cache_dir(), "triton", f"{kernel}.py")
+        if os.path.exists(source):
+            with open(source) as handle:
+                text = handle.read()
+            parts.append(f"### {kernel}\n" + text[text.find("\n# buf"):])
+    with open(path, "w") as handle:
+        handle.write("\n\n".join(parts) + "\n")
 
 
 def main() -> None:
@@ -122,6 +141,8 @@ def main() -> None:
                     pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(arguments.top)
                     say("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:8000])
                 table, wall, gpu, launches = kernel_table(run, function, torch, arguments.top)
+                if variant != "eager":
+                    save_kernel_sources(table, os.path.join(folder, f"gpu_profile_kernels_{name}_{mode}.txt"))
                 if variant != "eager":  # where the host's time goes in a warm step
                     profiler = cProfile.Profile()
                     profiler.enable()
