@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from machine import ember_revision  # noqa: E402
-from output import take_out_option  # noqa: E402
+from output import take_out_option, write_table  # noqa: E402
 
 ROUNDS = 5
 
@@ -99,10 +99,7 @@ def main() -> None:
             cold = "" if variant == "eager" else f"{compiled[(name, variant)][1]:.1f}"
             lines.append(f"| {name} | {variant} | {ms:.3f} | {min(samples):.3f}-{max(samples):.3f} | {rate:.0f} | "
                          f"{rate / copy_rate:.0%} | {cold} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    with open(os.path.join(folder, "gpu_bandwidth.md"), "w") as handle:
-        handle.write(text)
+    write_table(folder, "gpu_bandwidth.md", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from machine import ember_revision  # noqa: E402
-from output import take_out_option  # noqa: E402
+from output import take_out_option, write_table  # noqa: E402
 
 ROUNDS, CALLS, WIDTH, DEPTH = 7, 200, 256, 6
 
@@ -74,10 +74,7 @@ def main() -> None:
             lines.append(f"| {name} | {row} | | |")
             continue
         lines.append(f"| {name} | {row[0]:.1f} ({row[1]:.1f}-{row[2]:.1f}) | {eager / row[0]:.2f} | {row[3]:.1e} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    with open(os.path.join(folder, "gpu_cudagraphs.md"), "w") as handle:
-        handle.write(text)
+    write_table(folder, "gpu_cudagraphs.md", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -31,3 +31,10 @@ def take_out_option(argv: list[str] | None = None) -> str:
     folder = os.path.abspath(os.path.expanduser(folder))
     os.makedirs(folder, exist_ok=True)
     return folder
+
+
+def write_table(folder: str, filename: str, text: str) -> None:
+    """Prints a benchmark's table and writes it to folder/filename."""
+    print(text)
+    with open(os.path.join(folder, filename), "w") as handle:
+        handle.write(text)

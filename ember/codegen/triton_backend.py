@@ -303,7 +303,7 @@ class TritonBackend:
             raise GraphNotSupported(f"no Triton kernel for it yet: {reason}") from reason
         if graph_device_type(scheduler) == "cuda":
             for step in steps.values():
-                known = {**dtypes, **{name: _dtype(dtype) for kernel in step.kernels
+                known = {**dtypes, **{name: dtype for kernel in step.kernels
                                       for name, _, dtype in kernel.workspaces}}
                 for kernel in step.kernels:
                     kernel.pointer_dtypes = [known[name] for name in [*kernel.inputs, *kernel.outputs]] + \
@@ -356,12 +356,6 @@ def graph_device_type(scheduler) -> str | None:
         if isinstance(step, Kernel):
             return step.nodes[0].layout.device.type
     return None
-
-
-def _dtype(value):
-    import torch
-
-    return value if isinstance(value, torch.dtype) else getattr(torch, str(value).replace("torch.", ""))
 
 
 def _precompile(launchers: list[TritonLauncher]) -> None:

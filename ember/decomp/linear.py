@@ -67,18 +67,19 @@ def mm(a, b):
     return aten.slice.Tensor(aten.slice.Tensor(product, 0, 0, m), 1, 0, n)
 
 
-# Devices where an embedding backward with many indices per row stays ATen's kernel (it sorts the
-# indices; the decomposition's scatter-add would serialize atomic adds on the few rows: BERT's
-# token-type embedding, 8192 indices into 2 rows, took 4 ms as ATen's generic index_put and 390
-# ms as atomics, against 0.1 ms for embedding_dense_backward).
-ATEN_EMBEDDING_BACKWARD = {"cuda": 64}  # device type -> indices per row above which
+# An embedding backward with many indices per row stays ATen's kernel where accumulating scatters
+# contend (lowering/scatter.py's table): ATen's sorts the indices, the decomposition's scatter-add
+# would serialize atomic adds on the few rows (BERT's token-type embedding, 8192 indices into 2
+# rows: 4 ms as ATen's generic index_put, 390 ms as atomics, 0.1 ms as embedding_dense_backward).
 
 
 @register(aten.embedding_dense_backward.default)
 def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
     if scale_grad_by_freq:
         return NotImplemented
-    limit = ATEN_EMBEDDING_BACKWARD.get(grad_output.device.type)
+    from ..lowering.scatter import ATOMIC_UPDATES_PER_ROW_LIMIT
+
+    limit = ATOMIC_UPDATES_PER_ROW_LIMIT.get(grad_output.device.type)
     if limit is not None and isinstance(indices.numel(), int) and isinstance(num_weights, int) and \
             indices.numel() > limit * max(num_weights, 1):
         return NotImplemented
