@@ -35,6 +35,12 @@ class Config:
     # Check each captured graph with torch.fx's linter before handing it to the backend.
     verify_graphs: bool = True
 
+    # ---- AOT autograd (before tracing) ---------------------------------------------------------
+    # Devices (comma-separated types) whose 2-D convolutions get their input and weight in
+    # channels-last memory order, which then carries through the graph (autograd/conv_layout.py):
+    # cuDNN's fast kernels are NHWC.  Empty: keep the program's memory order.
+    channels_last_convolutions: str = "cuda"
+
     # ---- lowering (ATen graph -> loop IR) ----------------------------------------------------
     # A lowering rule that crashes raises (True) instead of running its op as an ATen call:
     # the fallback keeps results right, but hides the bug; the test suite turns this on.

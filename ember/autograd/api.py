@@ -18,6 +18,7 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
+from .. import config as ember_config
 from .. import logs
 from .eager_check import overlaps_itself
 from .joint import JointSpec, trace_joint
@@ -316,8 +317,12 @@ def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None) -> C
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         from ..decomp import core_decompositions
         from .attention import contiguous_attention_masks
+        from .conv_layout import channels_last_convolutions
 
         contiguous_attention_masks(gm)
+        devices = tuple(d.strip() for d in ember_config.channels_last_convolutions.split(",") if d.strip())
+        if devices:
+            channels_last_convolutions(gm, devices)
 
         # A graph captured with dynamic sizes is traced with the same sizes symbolic; otherwise
         # capture's guards pin every input's metadata.

@@ -26,7 +26,7 @@ from torch.utils import _pytree as pytree
 from .. import logs
 from .eager_check import storage_key
 from .eager_formulas import EagerFormulas
-from .tracer import AtenTracer, TracingError
+from .tracer import AtenTracer, TracingError, _dense_order
 
 log_fallbacks = logs.get("fallbacks")
 
@@ -251,6 +251,8 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
             targets = [leaves[i] for i in grad_inputs]
             grads = list(torch.autograd.grad(
                 [candidates[i] for i in diff_outputs], targets, tangents, allow_unused=True))
+            grads = [_in_leaf_layout(grad, primals[i]) if args[i].is_leaf else grad
+                     for grad, i in zip(grads, grad_inputs)]
             grad_sources = _grad_sources([candidates[i] for i in diff_outputs], targets)
     output_nodes: list = []
     constant_outputs: dict[int, Any] = {}
@@ -291,6 +293,29 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         input_fakes=leaves if dynamic_dims else [],
     )
     return module, spec
+
+
+def _in_leaf_layout(grad, leaf: torch.Tensor):
+    """A leaf's gradient in the leaf's own strides (traced: the copy fuses with what makes the
+    gradient).  Autograd's AccumulateGrad would copy a gradient laid out otherwise into the leaf's
+    layout after the graph (a channels-last weight gradient of a contiguous weight,
+    autograd/conv_layout.py)."""
+    if not isinstance(grad, torch.Tensor) or grad.dtype != leaf.dtype or grad.layout != torch.strided or \
+            _symbolic(grad) or _symbolic(leaf) or grad.shape != leaf.shape or grad.stride() == leaf.stride():
+        return grad
+    order = _dense_order(leaf)
+    if order is None:
+        return grad
+    inverse = [0] * len(order)
+    for position, dim in enumerate(order):
+        inverse[dim] = position
+    aten = torch.ops.aten
+    copy = aten.clone.default(aten.permute.default(grad, order), memory_format=torch.contiguous_format)
+    return aten.permute.default(copy, inverse)
+
+
+def _symbolic(tensor: torch.Tensor) -> bool:
+    return any(isinstance(e, torch.SymInt) for e in (*tensor.shape, *tensor.stride()))
 
 
 def _grad_sources(outputs: list[torch.Tensor], leaves: list[torch.Tensor]) -> list[frozenset[int]]:

@@ -626,6 +626,48 @@ class TritonKernel(KernelArguments):
         source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
         return source
 
+    def generate_welford_combine(self, name: str, acc_torch: torch.dtype, split: int, xranges: list, rnumel: int,
+                                 rchunk: int) -> TritonSource:
+        """A split Welford's second pass: the chunks' means and m2s (workspaces [split, xnumel],
+        inputs 0 and 1) combined exactly (Chan et al.: each chunk weighted by its count, known
+        from its position), and both results stored."""
+        mean_node, m2_node = self.nodes
+        self.rnumel = sympy.Integer(split)
+        self.persistent = True
+        self.xnumel = _numel(xranges)
+        self.kernel_scope = self.scope = _Scope(None)
+        self.ops = TritonOps(self)
+        index_type = "tl.int64" if self.int64 else "tl.int32"
+        head = [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
+                f"xindex = xoffset + tl.arange(0, XBLOCK)[:, None].to({index_type})", "xmask = xindex < xnumel",
+                f"rindex = tl.arange(0, RBLOCK)[None, :].to({index_type})", "rmask = rindex < rnumel"]
+        self.xvars = _unflatten("x", "xindex", xranges, head, self)
+        self.kernel_scope.lines += head
+        self.inputs += ["workspace_mean", "workspace_m2"]
+        self.dims = ("x", "r")
+        acc = TL_DTYPES[acc_torch]
+        means = self.emit("tl.load(in_ptr0 + rindex * xnumel + xindex, xmask & rmask, other=0)", acc_torch)
+        m2s = self.emit("tl.load(in_ptr1 + rindex * xnumel + xindex, xmask & rmask, other=0)", acc_torch)
+        counts = self.emit(f"tl.minimum(tl.maximum({rnumel} - rindex * {rchunk}, 0), {rchunk}).to({acc})", acc_torch)
+        valid = self.emit(f"xmask & rmask & ({counts} > 0)", torch.bool)
+        total = self.emit(f"tl.sum(tl.where({valid}, {counts} * {means}, 0), 1)[:, None]", acc_torch)
+        # eager's Welford: an infinity meeting another value makes the mean NaN (inf - inf)
+        infinite = self.emit(f"tl.max(tl.where({valid}, (tl.abs({means}) == float('inf')).to(tl.int8), 0), 1)"
+                             f"[:, None]", torch.int8)
+        mean = self.emit(f"tl.where(({infinite} != 0) & ({rnumel} > 1), float('nan'), {total} / {rnumel})",
+                         acc_torch)
+        deviation = self.emit(f"tl.where({valid}, {means} - {mean}, 0)", acc_torch)
+        m2 = self.emit(f"tl.sum(tl.where({valid}, {m2s} + {counts} * {deviation} * {deviation}, 0), 1)[:, None]",
+                       acc_torch)
+        self.dims = ("x",)
+        for node, result in ((mean_node, mean), (m2_node, m2)):
+            if node.dtype != acc_torch:
+                result = self.emit(f"{result}.to({TL_DTYPES[node.dtype]})", node.dtype)
+            self.store(node, self._node_index(node, []), result)
+        source = self._finish(name)
+        source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
+        return source
+
     def _rvars_for(self, ranges: list) -> list:
         """Index variables over `ranges` from rindex, defined in the current scope (once per
         scope and ranges: equal ranges share variables, so their values match in registers)."""
@@ -960,14 +1002,10 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
         chunks = _split_count(first, source)
         if chunks:
             return _split_reduction(make, nodes, name, source, chunks)
-        tail = _epilogue_start(nodes)
-        if tail is not None and source.rnumel is not None and not first.persistent:
-            # reductions that would split but for the pointwise nodes after them (a bias
-            # gradient's cast): the reductions split, the rest a kernel of its own
-            reductions = make(nodes[:tail])
-            if _split_count(reductions, reductions.generate(name)):
-                head = generate(nodes[:tail], name)
-                return head + generate(nodes[tail:], f"{kernel.name}_{len(head)}")
+        cut = _cut_for_split(make, nodes, name) if source.rnumel is not None and not first.persistent else None
+        if cut is not None:
+            head = generate(nodes[:cut], name)
+            return head + generate(nodes[cut:], f"{kernel.name}_{len(head)}")
         return [source]
 
     return _renumbered(generate(list(kernel.nodes), kernel.name), kernel.name)
@@ -986,12 +1024,12 @@ def _split_count(kernel: TritonKernel, source: TritonSource) -> int:
     rnumel, xnumel = sympy.sympify(source.rnumel), sympy.sympify(source.xnumel)
     if not (rnumel.is_number and xnumel.is_number) or int(rnumel) < SPLIT_MIN_RNUMEL:
         return 0
-    if not all(isinstance(node.data, Reduction) and node.data.spec.reduction_type in _BLOCK_REDUCE
-               for node in kernel.nodes):
+    names = {node.name for node in kernel.nodes}
+    if not all(isinstance(node.data, Reduction) and (node.data.spec.reduction_type in _BLOCK_REDUCE or _paired_welford(
+            node, names)) for node in kernel.nodes):
         return 0
     from ..lowering.analysis import reads
 
-    names = {node.name for node in kernel.nodes}
     if any(reads(node) & names for node in kernel.nodes):
         return 0  # (a reduction of another's result, as softmax's sum of its max: a chunk lacks it)
     programs = -(-int(xnumel) // source.XBLOCK)
@@ -1000,14 +1038,36 @@ def _split_count(kernel: TritonKernel, source: TritonSource) -> int:
     return max(2, min(64, SPLIT_PROGRAMS // programs, int(rnumel) // 1024))
 
 
-def _epilogue_start(nodes: list) -> int | None:
-    """Where the pointwise nodes after a kernel's reductions begin (reductions first, then only
-    pointwise nodes), or None."""
+def _paired_welford(node, names: set) -> bool:
+    """A Welford mean or m2 whose mate is in the same kernel (their chunks combine together)."""
+    return node.data.spec.reduction_type in ("welford_mean", "welford_m2") and node.data.partner is not None and \
+        set(node.data.partner) <= names
+
+
+def _cut_for_split(make, nodes: list, name: str) -> int | None:
+    """Where to cut a kernel that does not split as a whole so that a run of its reductions can:
+    the pointwise nodes around them (a bias gradient's cast, batch norm's running statistics,
+    the product between two batch norms' backward sums) go to kernels of their own.  None: no
+    run of reductions would split."""
     kinds = [isinstance(node.data, Reduction) for node in nodes]
-    if not kinds or not kinds[0] or all(kinds):
-        return None
-    tail = kinds.index(False)
-    return tail if not any(kinds[tail:]) else None
+    start = 0
+    while start < len(nodes):
+        if not kinds[start]:
+            start += 1
+            continue
+        end = start
+        while end < len(nodes) and kinds[end]:
+            end += 1
+        if (start, end) != (0, len(nodes)):
+            run = make(nodes[start:end])
+            try:
+                splits = _split_count(run, run.generate(name))
+            except _Split:
+                splits = 0
+            if splits:
+                return start if start > 0 else end
+        start = end
+    return None
 
 
 def _split_reduction(make, nodes: list, name: str, source: TritonSource, chunks: int) -> list[TritonSource]:
@@ -1024,9 +1084,18 @@ def _split_reduction(make, nodes: list, name: str, source: TritonSource, chunks:
     xnumel = int(sympy.sympify(source.xnumel))
     stage.workspaces = [(f"{name}_ws{k}", chunks * xnumel, acc) for k, (_, _, acc) in enumerate(kernel.partials)]
     sources = [stage]
+    slots = {node.name: k for k, (node, _, _) in enumerate(kernel.partials)}
     for k, (node, kind, acc) in enumerate(kernel.partials):
-        combine = make([node]).generate_combine(f"{name}_c{k}", kind, acc, chunks, kernel.outer)
-        combine.inputs = [stage.workspaces[k][0]]
+        if not kind.startswith("welford"):
+            combine = make([node]).generate_combine(f"{name}_c{k}", kind, acc, chunks, kernel.outer)
+            combine.inputs = [stage.workspaces[k][0]]
+        elif node.data.spec.reduction_type == "welford_mean":  # (the pair's one combining kernel)
+            m2 = next(n for n, _, _ in kernel.partials if n.name in node.data.partner and n is not node)
+            combine = make([node, m2]).generate_welford_combine(
+                f"{name}_c{k}", acc, chunks, kernel.outer, int(source.rnumel), stage.constexprs["RCHUNK"])
+            combine.inputs = [stage.workspaces[k][0], stage.workspaces[slots[m2.name]][0]]
+        else:
+            continue
         sources.append(combine)
     return sources
 

@@ -95,21 +95,59 @@ class TritonLauncher:
         self.device = torch.cuda.current_device()
         self.compiled = kernel
         self.tail = tuple(self.constexprs.values())
+        self.stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+            (lambda device: torch.cuda.current_stream(device).cuda_stream)
+        self.launch, self.head = _launch_entry(kernel)
+        self.pointers = len(self.pointer_dtypes)
+        self.after_sizes = self.pointers + len(self.sizes)
 
     def __call__(self, grid, *args):
-        kernel = self.compiled
-        if kernel is not None and _direct_launch(args, self.pointer_dtypes, self.sizes):
-            import torch
-
-            stream = _raw_stream(self.device)
-            kernel.run(grid[0], grid[1] if len(grid) > 1 else 1, 1, stream, kernel.function, kernel.packed_metadata,
-                       None, None, None, *args, *self.tail)
+        if self.compiled is not None and DIRECT_LAUNCH and not _launch_hooks() and \
+                args[self.pointers:self.after_sizes] == self.sizes and _aligned_as_declared(args, self.pointer_dtypes) \
+                and (not self.flags or args[-1].data_ptr() % 16 == 0):
+            self.launch(grid[0], grid[1] if len(grid) > 1 else 1, 1, self.stream(self.device), *self.head, *args,
+                        *self.tail)
             return
-        if kernel is not None and not self.reported:
+        if self.compiled is not None and not self.reported:
             self.reported = True
             _log_mismatch(self, args)
         with _compile_errors(self.path):
             self.function[grid](*args, **self.constexprs, num_warps=self.num_warps)
+
+
+def _launch_entry(kernel) -> tuple[Callable, tuple]:
+    """(callable, the arguments between the stream and the kernel's own) for launching a compiled
+    kernel: Triton's C launcher itself where the kernel needs no scratch memory (one Python frame
+    less per launch, which adds up over a training step's ~1000 launches), else `kernel.run`."""
+    runner = kernel.run
+    launch = getattr(runner, "launch", None)
+    fields = ("launch_cooperative_grid", "launch_pdl", "global_scratch_size", "profile_scratch_size")
+    if launch is not None and all(hasattr(runner, f) for f in fields) and \
+            not runner.global_scratch_size and not runner.profile_scratch_size:
+        return launch, (kernel.function, runner.launch_cooperative_grid, runner.launch_pdl, None, None,
+                        kernel.packed_metadata, None, None, None)
+    return runner, (kernel.function, kernel.packed_metadata, None, None, None)
+
+
+_RUNTIME_KNOBS = None
+
+
+def _launch_hooks() -> bool:
+    """Is a launch hook set (a profiler's): then launches go through Triton, which calls it."""
+    global _RUNTIME_KNOBS
+    if _RUNTIME_KNOBS is None:
+        from triton import knobs
+
+        _RUNTIME_KNOBS = knobs.runtime
+    return _hooked(_RUNTIME_KNOBS.launch_enter_hook) or _hooked(_RUNTIME_KNOBS.launch_exit_hook)
+
+
+def _aligned_as_declared(args: tuple, dtypes: list) -> bool:
+    """Tensors of the declared dtypes, and every pointer 16-byte aligned (as compiled)."""
+    for arg, dtype in zip(args, dtypes):
+        if arg.dtype is not dtype or arg.data_ptr() % 16:
+            return False
+    return True
 
 
 def _log_mismatch(launcher: "TritonLauncher", args: tuple) -> None:
@@ -125,31 +163,7 @@ def _log_mismatch(launcher: "TritonLauncher", args: tuple) -> None:
                         "; ".join(found) or "sizes or launch hooks differ")
 
 
-def _direct_launch(args: tuple, dtypes: list, sizes: tuple) -> bool:
-    """Are these the arguments the kernel was compiled for (tensors of those dtypes, aligned, and
-    the same sizes), with no launch hooks (a profiler's) to call?"""
-    from triton import knobs
-
-    pointers = len(dtypes)
-    after = pointers + len(sizes)
-    if not DIRECT_LAUNCH or _hooked(knobs.runtime.launch_enter_hook) or \
-            _hooked(knobs.runtime.launch_exit_hook) or args[pointers:after] != sizes:
-        return False
-    for arg, dtype in zip(args, dtypes):
-        if arg.dtype is not dtype or arg.data_ptr() % 16:
-            return False
-    return all(arg.data_ptr() % 16 == 0 for arg in args[after:])
-
-
 DIRECT_LAUNCH = os.environ.get("EMBER_TRITON_DIRECT", "1") != "0"  # (0: every launch through Triton's JIT)
-
-
-def _raw_stream(device: int) -> int:
-    """The current CUDA stream's handle (what Triton's own launch path asks torch for)."""
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
 
 
 def _hooked(hook) -> bool:

@@ -200,6 +200,7 @@ class GraphLowering(torch.fx.Interpreter):
         from .analysis import op_count
 
         if isinstance(result, Pointwise) and result.realized is None:
+            result.preferred_layout = result.preferred_layout or _channels_last_layout(node.meta.get("val"))
             # A graph output is stored anyway: store it now, and its other readers load it.  It is
             # stored in eager's layout (the fake's, if dense), as is a value whose views are outputs
             # (their strides derive from it).
@@ -269,7 +270,8 @@ class GraphLowering(torch.fx.Interpreter):
         else:
             loops = value if isinstance(value, Pointwise) and (layout is None or value.realized is None) else \
                 Pointwise(value.device, value.dtype, value.get_size(), value.make_loader(), self.origin())
-            layout = layout or Layout.contiguous(loops.device, loops.dtype, loops.get_size())
+            layout = layout or getattr(value, "preferred_layout", None) or \
+                Layout.contiguous(loops.device, loops.dtype, loops.get_size())
             buffer = ComputedBuffer(self.new_name(), layout, loops)
         if layout.offset != 0:
             raise AssertionError(f"a buffer ember allocates must start at its storage's beginning: {layout}")
@@ -419,6 +421,20 @@ def _same_layout(a: Layout, b: Layout) -> bool:
     return len(a.size) == len(b.size) and all(equal(x, y) for x, y in zip(a.size, b.size)) \
         and equal(a.offset, b.offset) \
         and all(equal(x, y) for x, y, n in zip(a.stride, b.stride, a.size) if n != 1)
+
+
+def _channels_last_layout(value) -> Layout | None:
+    """The fake value's layout if it is channels-last (and not also contiguous), else None.
+
+    Eager's kernels keep channels-last order from input to output; ember stores such values so
+    too, or each convolution after one would transpose its input back (autograd/conv_layout.py)."""
+    if not isinstance(value, torch.Tensor) or value.dim() not in (4, 5) or value.is_contiguous() or \
+            any(isinstance(e, torch.SymInt) for e in (*value.shape, *value.stride())):
+        return None
+    memory_format = torch.channels_last if value.dim() == 4 else torch.channels_last_3d
+    if not value.is_contiguous(memory_format=memory_format):
+        return None
+    return _dense_layout(value)
 
 
 def _dense_layout(value) -> Layout | None:

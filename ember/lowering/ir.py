@@ -158,6 +158,9 @@ class Pointwise(Loops):
     and every reader (views included) loads from there instead of recomputing."""
 
     realized: "Buffer | None" = None
+    # Where it is stored when nothing asks for another layout: None (contiguous), or the
+    # channels-last layout eager gives it (lowering/graph.py).
+    preferred_layout: "Layout | None" = None
 
     def make_loader(self) -> Callable:
         if self.realized is not None:

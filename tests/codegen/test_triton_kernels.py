@@ -223,12 +223,34 @@ def test_contended_accumulating_scatter_runs_as_aten(monkeypatch):
     ((3, 9000), lambda x: x.sum(1)),                                      # long rows, few of them
     ((9000,), lambda x: (x.sum(), (x > -9).all())),
     ((9000, 24), lambda x: (x.sum(0) * 2).to(torch.float16)),             # a pointwise epilogue after it
+    ((9000, 24), lambda x: torch.var_mean(x * 3 + 1, 0)),                  # Welford: batch norm's statistics
+    ((4, 4500), lambda x: torch.var_mean(x, 1, correction=0)),             # (an uneven last chunk)
+    ((9000, 24), lambda x: torch.var_mean(torch.where(x > 2, float("inf"), x), 0)),  # eager's NaN
 ])
 def test_split_reductions(shape, fn):
     """Long reductions over few outputs: a grid of (outputs, chunks) programs writes partial
     results into a workspace, then a second kernel per reduction combines them."""
     (graph,) = _run(fn, torch.randn(*shape), tolerance={"atol": 1e-3, "rtol": 1e-4})
     assert "_ws0 = torch.empty(" in graph.wrapper and "RCHUNK" in "".join(graph.kernels.values())
+
+
+def test_batch_norm_training_over_channels_last_splits_its_reductions():
+    """Batch norm's statistics and its backward sums over a channels-last input (convolutions on
+    the GPU, autograd/conv_layout.py) reduce columns over few channels: they split, their
+    pointwise neighbours (running statistics, the products between the sums) in kernels of their
+    own."""
+    torch.manual_seed(0)
+    x = torch.randn(64, 8, 16, 16).to(memory_format=torch.channels_last)
+    weight, bias = torch.rand(8) + 0.5, torch.randn(8)
+
+    def norm(x, weight, bias):
+        mean, var = torch.zeros(8, device=x.device), torch.ones(8, device=x.device)
+        return F.batch_norm(x, mean, var, weight, bias, training=True) * 2
+
+    # (bias and weight gradients: sums of 16384 terms of about 2, summed in another order)
+    forward, backward = _run(norm, x, weight, bias, backward=True, tolerance={"atol": 1e-2, "rtol": 1e-4})
+    for graph in (forward, backward):
+        assert "_ws0 = torch.empty(" in graph.wrapper, graph.wrapper
 
 
 def test_no_triton_means_aten_kernels_with_one_warning(monkeypatch):

@@ -1,0 +1,100 @@
+"""Convolutions in channels-last memory order, before the captured graph is traced.
+
+cuDNN's fast convolution kernels work on NHWC tensors.  Given NCHW tensors (PyTorch's default
+order), it transposes the input to NHWC and its output back for every call: on an H100 these
+two copies were a quarter of ResNet-50's inference step.  This pass asks for the input and the
+weight of each 2-D convolution on the listed devices in channels-last order
+(`x.contiguous(memory_format=torch.channels_last)`, which costs nothing for a tensor already so
+laid out).  The values are unchanged; what changes is memory order, and it then carries through
+the graph as in eager: a convolution of channels-last tensors returns channels-last, pointwise
+ops keep their inputs' order (ember stores such values channels-last too, see
+`lowering/graph.py`), and convolution_backward returns its gradients in that order.  Graph
+outputs still leave in the strides the program gave them before this pass (`in_strides`), and
+leaves' gradients in the leaves' strides (autograd/joint.py).
+"""
+from __future__ import annotations
+
+import torch
+
+_CONV2D = {torch.conv2d, torch.nn.functional.conv2d}
+_INPUT, _WEIGHT = 0, 1
+_NAMES = {_INPUT: "input", _WEIGHT: "weight"}
+
+
+def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...]) -> int:
+    """Inserts channels-last conversions before 2-D convolutions' inputs and weights on
+    `devices`; returns how many convolutions it changed."""
+    changed = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in _CONV2D:
+            continue
+        touched = False
+        for position, name in _NAMES.items():
+            in_kwargs = name in node.kwargs
+            arg = node.kwargs[name] if in_kwargs else node.args[position] if len(node.args) > position else None
+            value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
+            if not isinstance(value, torch.Tensor) or value.dim() != 4 or value.device.type not in devices \
+                    or _has_symbols(value):
+                continue
+            with gm.graph.inserting_before(node):
+                copy = gm.graph.call_method("contiguous", (arg,), {"memory_format": torch.channels_last})
+            copy.meta["example_value"] = value.contiguous(memory_format=torch.channels_last)
+            for key in ("stack_trace", "source_fn"):
+                if key in node.meta:
+                    copy.meta[key] = node.meta[key]
+            if in_kwargs:
+                node.kwargs = {**node.kwargs, name: copy}
+            else:
+                node.args = (*node.args[:position], copy, *node.args[position + 1:])
+            touched = True
+        changed += touched
+    if changed:
+        _outputs_in_traced_strides(gm)
+        gm.recompile()
+    return changed
+
+
+def _outputs_in_traced_strides(gm: torch.fx.GraphModule) -> None:
+    """Each tensor output keeps the strides the captured program gave it (a caller sees eager's
+    layout; inside, the copy fuses with what computes the output)."""
+    output = next(node for node in gm.graph.nodes if node.op == "output")
+
+    def keep(arg):
+        value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
+        if not isinstance(value, torch.Tensor) or value.layout != torch.strided or _has_symbols(value) or \
+                _dense_order(tuple(value.shape), tuple(value.stride())) is None:
+            return arg
+        with gm.graph.inserting_before(output):
+            kept = gm.graph.call_function(in_strides, (arg, tuple(value.stride())))
+        kept.meta["example_value"] = value
+        return kept
+
+    output.args = torch.fx.node.map_arg(output.args, keep)
+
+
+def in_strides(tensor: torch.Tensor, stride: tuple) -> torch.Tensor:
+    """`tensor`, or a copy of it with `stride` (dense) where its strides differ from those (in a
+    dimension longer than 1)."""
+    if not isinstance(tensor, torch.Tensor) or tensor.dim() != len(stride) or all(
+            a == b for a, b, n in zip(tensor.stride(), stride, tensor.shape) if n != 1):
+        return tensor
+    order = _dense_order(tuple(tensor.shape), stride)
+    inverse = [0] * len(order)
+    for position, dim in enumerate(order):
+        inverse[dim] = position
+    return tensor.permute(order).contiguous().permute(inverse)
+
+
+def _dense_order(shape: tuple, stride: tuple) -> list[int] | None:
+    """Dimensions from outermost to innermost if `stride` lays `shape` out densely, else None."""
+    order = sorted(range(len(shape)), key=lambda d: (-stride[d], -shape[d]))
+    expected = 1
+    for dim in reversed(order):
+        if shape[dim] != 1 and stride[dim] != expected:
+            return None
+        expected *= shape[dim]
+    return order
+
+
+def _has_symbols(value: torch.Tensor) -> bool:
+    return any(isinstance(size, torch.SymInt) for size in (*value.shape, *value.stride()))
