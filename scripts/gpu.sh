@@ -30,8 +30,17 @@ fi
 # bench: bandwidth (acceptance 4) and reduce-overhead (acceptance 5)
 PART=${GPU_PART:-all}
 if [ "$PART" = opinfo ]; then
-  timeout "${OPINFO_SECONDS:-540}" python3 -m tests.autograd.opinfo_report --device cuda --dtypes float32,bfloat16 \
-    --backend ember --out "$OUT/opinfo_cuda.md" 2>&1 | tail -30
+  # one process per dtype and direction, side by side: an op whose eager kernel asserts on the
+  # device ends only its own process's CUDA context
+  for dtype in float32 bfloat16; do
+    for kind in forward backward; do
+      timeout "${OPINFO_SECONDS:-500}" python3 -m tests.autograd.opinfo_report --device cuda --dtypes $dtype \
+        --kinds $kind --backend ember --out "$OUT/opinfo_cuda_${dtype}_${kind}.md" > "$OUT/opinfo_${dtype}_${kind}.log" 2>&1 &
+    done
+  done
+  wait
+  grep -h "^| [a-z0-9]* | [a-z]* | [0-9]" "$OUT"/opinfo_cuda_*.md
+  grep -h "Stopped at" "$OUT"/opinfo_cuda_*.md
   exit 0
 fi
 if [ "$PART" = models ]; then

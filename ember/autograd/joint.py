@@ -166,7 +166,11 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     """`dynamic_dims`: input position -> dims whose sizes are symbols (dynamic shapes); other
     sizes are constants.  A ShapeEnv also gives data-dependent outputs (nonzero, masked_select,
     item) unbacked symbolic sizes so tracing can go on past them."""
-    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    # An op without a meta kernel is run by FakeTensorMode for real on zero-filled tensors (its
+    # "fallback"): harmless on the CPU (an error is caught), but on a GPU an index kernel's
+    # device-side assert kills the process's CUDA context (lu's backward, unpacking zero pivots).
+    on_device = any(isinstance(a, torch.Tensor) and a.device.type != "cpu" for a in args)
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_fallback_kernels=not on_device)
     primals, leaves = _fakes(fake_mode, args, dynamic_dims or {})
     # The same tensor passed twice is one input: later occurrences get no node and no gradient.
     first_seen: dict[int, int] = {}

@@ -128,6 +128,9 @@ class OutputGraph:
         self._last_placeholder = node
         if fake is None:
             fake = self.fake_mode.from_tensor(real, static_shapes=True)
+        if real.device.type != "cpu":
+            # (no op without a meta kernel run for real on zero-filled device tensors: see joint.py)
+            self.fake_mode.allow_fallback_kernels = False
         node.meta["example_value"] = fake
         node.meta["source"] = source.expr()
         if dims:

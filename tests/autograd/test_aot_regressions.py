@@ -910,3 +910,28 @@ def test_write_into_a_view_whose_elements_overlap(backend):
         return c * 2
 
     check(fn, lambda: (torch.randn(1, 16, 1), torch.tensor([0, 3, 1, 3, 2]), torch.randn(3, 5, 2)), backend)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a CUDA context to lose")
+def test_no_real_kernel_on_zero_filled_device_fakes():
+    """OpInfo lu backward on CUDA: an op without a meta kernel (unpacking LU pivots) was run by
+    FakeTensorMode for real on zero-filled tensors while the joint graph was traced; zero pivots
+    index out of range, and the CUDA kernel's device-side assert ended the process's context.
+    On a device, fakes never fall back to real kernels; the results are eager's."""
+    from ember.autograd import aot_function
+
+    x = torch.randn(3, 5, device="cuda")
+
+    def fn(a):
+        lu, pivots = torch.linalg.lu_factor(a)
+        return lu * 2
+
+    compiled = aot_function(fn, lambda gm, _: gm.forward, lambda gm, _: gm.forward)
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    try:
+        compiled(ours).sum().backward()
+    except Exception:  # noqa: BLE001 - refusing to trace is fine; corrupting the context is not
+        pass
+    fn(theirs).sum().backward()
+    torch.cuda.synchronize()
+    assert theirs.grad is not None

@@ -168,3 +168,38 @@ def test_identity_lookups_in_input_containers_are_guarded():
             expected, got = _lookup(table, members, probe), compiled(table, members, probe)
             torch.testing.assert_close(got[0], expected[0])
             assert got[1:] == expected[1:]
+
+
+def test_jiterator_kernels_break_the_graph_and_run_eagerly(caplog):
+    """A jiterator function compiles and launches its CUDA kernel outside the dispatcher: captured,
+    it would run on fake tensors and hand their null pointers to the GPU.  It breaks the graph
+    and runs on the real tensors (without a GPU: with eager's own error)."""
+    import pytest
+
+    import ember
+
+    square_plus = torch.cuda.jiterator._create_jit_fn("template <typename T> T f(T x) { return x * x + x; }")
+
+    def fn(x):
+        return square_plus(x.sin()) * 2
+
+    graphs = []
+
+    def spy(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    x = torch.randn(8, device="cuda" if torch.cuda.is_available() else "cpu")
+    ember.reset()
+    compiled = ember.compile(fn, backend=spy)
+    with caplog.at_level("DEBUG", logger="ember.graph_breaks"):
+        if torch.cuda.is_available():
+            torch.testing.assert_close(compiled(x), fn(x))
+        else:
+            with pytest.raises(AssertionError, match="only supported on CUDA"):
+                compiled(x)
+    messages = "\n".join(r.getMessage() for r in caplog.records if r.name == "ember.graph_breaks")
+    assert "torch.cuda.jiterator" in messages and "not captured" in messages, messages  # not run on fakes
+    # the graph before the break holds the sin; the jiterator call ran in Python
+    assert [n.target for n in graphs[0].graph.nodes if n.op == "call_method"] == ["sin"]
+    assert not any("jit" in str(n.target).lower() for g in graphs for n in g.graph.nodes)

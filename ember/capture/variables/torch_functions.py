@@ -34,9 +34,14 @@ _BREAKING = {
     torch.save: "file I/O",
     torch.load: "file I/O",
 }
+if hasattr(torch._C, "_cuda_jiterator_compile_and_launch_kernel"):
+    _BREAKING[torch._C._cuda_jiterator_compile_and_launch_kernel] = "a jiterator kernel launches outside the dispatcher"
 _BREAKING_MODULES = ("torch.jit", "torch.utils.checkpoint", "torch.distributed", "torch.cuda.graphs",
                      "torch.profiler", "torch.autograd.profiler", "torch.testing", "torch.func",
-                     "torch._functorch", "torch.utils.data", "torch.hub", "torch.onnx", "torch.export")
+                     "torch._functorch", "torch.utils.data", "torch.hub", "torch.onnx", "torch.export",
+                     # compiles and launches its CUDA kernel itself, outside the dispatcher: on fake
+                     # tensors it would hand their null pointers to the GPU (and kill the context)
+                     "torch.cuda.jiterator")
 # torch's setters of global state (torch.set_float32_matmul_precision, torch._C._set_*, ...).
 _GLOBAL_SETTER_PREFIXES = ("set_", "_set_")
 # Functions whose answer during capture is fixed.
