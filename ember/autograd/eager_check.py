@@ -6,10 +6,14 @@ eager's CPU kernel raises NotImplementedError ("softmax_lastdim_kernel_impl" not
 on real tensors once per signature (op, dtypes, ranks, other arguments):
 
 1. one-element tensors of the same dtypes and ranks, values 1, then with integer tensors 0
-   (class indices must be in range; on a GPU 0 first, where an index out of range is a
-   device-side assert, not an exception);
+   (class indices must be in range);
 2. if those raise, the same with tensors of the real shapes (an op may need consistent sizes:
    layer_norm's normalized_shape), where they are small enough to make.
+
+On a GPU, a signature with integer tensors is tried on the CPU instead: made-up integers may
+index out of range (LU pivots are 1-based, class indices must be below the class count), and
+there that is a device-side assert that ends the process's CUDA context.  The CPU kernels take
+the same dtypes but for a few GPU-only half-precision paths (then the op stays one ATen call).
 
 Only when every try raises does eager reject the op.  A wrong "rejects" is safe for the callers
 (they keep the op as one ATen call, which then raises or not as eager does); a wrong "accepts"
@@ -40,7 +44,7 @@ def _is_integer(tensor: torch.Tensor) -> bool:
     return not (tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool)
 
 
-def _real(value, shape_of, integer_fill):
+def _real(value, shape_of, integer_fill, on_host: bool = False):
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         # a size argument (slice_backward's input_sizes): its value in the trace, unguarded
         hint = value.node.hint
@@ -48,7 +52,7 @@ def _real(value, shape_of, integer_fill):
     if not isinstance(value, torch.Tensor):
         return value
     fill = integer_fill if _is_integer(value) else 1
-    return torch.full(shape_of(value), fill, dtype=value.dtype, device=value.device)
+    return torch.full(shape_of(value), fill, dtype=value.dtype, device="cpu" if on_host else value.device)
 
 
 def _tiny_shape(tensor: torch.Tensor) -> list[int]:
@@ -78,12 +82,9 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
     if cached is not None:
         return cached
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    fills = (1, 0) if any(_is_integer(t) for t in tensors) else (1,)
-    if any(t.device.type == "cuda" for t in tensors):
-        # On a GPU an index out of range is a device-side assert that ends the process's CUDA
-        # context (nll_loss's target 1 of one class): class indices 0 first (an integer division
-        # by 0 there gives garbage, not an error)
-        fills = tuple(reversed(fills))
+    integers = any(_is_integer(t) for t in tensors)
+    fills = (1, 0) if integers else (1,)
+    on_host = integers and any(t.device.type != "cpu" for t in tensors)  # (see the module's doc)
     attempts = [(_tiny_shape, fill) for fill in fills]
     shapes = [_static_shape(t) for t in tensors]
     if all(shape is not None for shape in shapes) and sum(math.prod(shape) for shape in shapes) <= _REAL_SHAPES_LIMIT:
@@ -91,11 +92,14 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
     tiny_only = len(attempts) == len(fills)
     accepted = False
     seeded = torch.Tag.nondeterministic_seeded in getattr(func, "tags", ())
-    cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
+    cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"}) if not on_host else []
     with _disable_current_modes(), torch.no_grad(), torch.random.fork_rng(devices=cuda, enabled=seeded):
         for shape_of, integer_fill in attempts:
             try:
-                real_args, real_kwargs = pytree.tree_map(lambda v: _real(v, shape_of, integer_fill), (args, kwargs))
+                real_args, real_kwargs = pytree.tree_map(lambda v: _real(v, shape_of, integer_fill, on_host),
+                                                         (args, kwargs))
+                if on_host:
+                    real_kwargs = {k: ("cpu" if k == "device" and v is not None else v) for k, v in real_kwargs.items()}
                 func(*real_args, **real_kwargs)
             except Exception:  # noqa: BLE001 - any refusal counts; the next try may still run
                 continue
@@ -182,6 +186,8 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
         return "a write into memory the op also reads, with symbolic sizes"
     real_storages: dict = {}
     real: dict = {}
+    # (made-up integers on a GPU could index out of range: a device-side assert; see eager_accepts)
+    host = any(_is_integer(t) for t in tensors) and any(t.device.type != "cpu" for t in tensors)
     with _disable_current_modes(), torch.no_grad():
         try:
             for tensor in tensors:
@@ -190,8 +196,9 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
                 if nbytes > 4 * _REAL_SHAPES_LIMIT:
                     return None
                 if key not in real_storages:
-                    real_storages[key] = torch.zeros(nbytes, dtype=torch.uint8, device=tensor.device).untyped_storage()
-                real[id(tensor)] = torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(
+                    real_storages[key] = torch.zeros(nbytes, dtype=torch.uint8,
+                                                     device="cpu" if host else tensor.device).untyped_storage()
+                real[id(tensor)] = torch.empty(0, dtype=tensor.dtype, device="cpu" if host else tensor.device).set_(
                     real_storages[key], tensor.storage_offset(), tensor.shape, tensor.stride())
             real_args, real_kwargs = pytree.tree_map(
                 lambda v: real[id(v)] if isinstance(v, torch.Tensor) else v, (args, kwargs))

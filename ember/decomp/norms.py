@@ -191,3 +191,18 @@ def batch_norm_with_update(x, weight, bias, running_mean, running_var, momentum,
 def batch_norm_no_update(x, weight, bias, running_mean, running_var, momentum, eps):
     out, mean, invstd = native_batch_norm(x, weight, bias, running_mean, running_var, False, momentum, eps)
     return out, mean, invstd, aten.empty.memory_format([0], dtype=torch.uint8, device=x.device)
+
+
+@register(aten.cudnn_batch_norm.default)
+def cudnn_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """cuDNN's batch norm (what F.batch_norm picks for some CUDA inputs): the same statistics; its
+    reserve space is only ever read by cudnn_batch_norm_backward, decomposed below."""
+    out, mean, invstd = native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
+    return out, mean, invstd, aten.empty.memory_format([0], dtype=torch.uint8, device=x.device)
+
+
+@register(aten.cudnn_batch_norm_backward.default)
+def cudnn_batch_norm_backward(x, grad_out, weight, running_mean, running_var, save_mean, save_invstd, eps, reserve):
+    """(cuDNN's backward is only recorded for training: it reads the batch statistics.)"""
+    return native_batch_norm_backward(grad_out, x, weight, running_mean, running_var, save_mean, save_invstd,
+                                      True, eps, [True, True, True])
