@@ -55,6 +55,13 @@ def _real(value, shape_of, integer_fill, on_host: bool = False):
     return torch.full(shape_of(value), fill, dtype=value.dtype, device="cpu" if on_host else value.device)
 
 
+def _has_host_kernel(func) -> bool:
+    """Can the op run on CPU tensors at all (cuDNN's cannot: those are tried where they live)?"""
+    name = func.name() if hasattr(func, "name") else ""
+    return any(torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
+               for key in ("CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd")) if name else False
+
+
 def _tiny_shape(tensor: torch.Tensor) -> list[int]:
     return [1] * tensor.dim()
 
@@ -84,7 +91,7 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     integers = any(_is_integer(t) for t in tensors)
     fills = (1, 0) if integers else (1,)
-    on_host = integers and any(t.device.type != "cpu" for t in tensors)  # (see the module's doc)
+    on_host = integers and any(t.device.type != "cpu" for t in tensors) and _has_host_kernel(func)  # (module doc)
     attempts = [(_tiny_shape, fill) for fill in fills]
     shapes = [_static_shape(t) for t in tensors]
     if all(shape is not None for shape in shapes) and sum(math.prod(shape) for shape in shapes) <= _REAL_SHAPES_LIMIT:
@@ -187,7 +194,8 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
     real_storages: dict = {}
     real: dict = {}
     # (made-up integers on a GPU could index out of range: a device-side assert; see eager_accepts)
-    host = any(_is_integer(t) for t in tensors) and any(t.device.type != "cpu" for t in tensors)
+    host = any(_is_integer(t) for t in tensors) and any(t.device.type != "cpu" for t in tensors) and \
+        _has_host_kernel(func)
     with _disable_current_modes(), torch.no_grad():
         try:
             for tensor in tensors:
