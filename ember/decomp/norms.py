@@ -89,7 +89,10 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
 
 def _stats_dtype(x, *params):
     """Eager keeps batch-norm statistics in the parameters' dtype (float32 running stats of a
-    float16 input stay float32), else in the input's."""
+    float16 input stay float32), else in the input's; its CUDA kernels save them in float32
+    for a float16 or bfloat16 input whatever the parameters'."""
+    if x.device.type == "cuda" and x.dtype in (torch.float16, torch.bfloat16):
+        return torch.float32
     return next((p.dtype for p in params if p is not None), x.dtype)
 
 

@@ -245,3 +245,19 @@ def test_tanh_backward_rounds_one_minus_square_once_like_eager():
     if not torch.equal(expected, grad * (1 - out.double() ** 2).float()):
         pytest.skip("eager's kernel on this CPU rounds y*y before subtracting (no FMA path)")
     assert torch.equal(got, expected)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA's batch-norm kernel")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_batch_norm_statistics_dtype_on_cuda(dtype):
+    """OpInfo native_batch_norm bfloat16 on CUDA: eager's kernel saves the mean and inverse
+    standard deviation in float32 for a half-precision input (its CPU kernel in the input's or
+    the parameters' dtype)."""
+    decomposition = core_decompositions()[torch.ops.aten.native_batch_norm.default]
+    x = torch.randn(4, 3, 5, device="cuda", dtype=dtype)
+    weight, bias = torch.ones(3, device="cuda", dtype=dtype), torch.zeros(3, device="cuda", dtype=dtype)
+    expected = torch.ops.aten.native_batch_norm.default(x, weight, bias, None, None, True, 0.1, 1e-5)
+    got = decomposition(x, weight, bias, None, None, True, 0.1, 1e-5)
+    assert [t.dtype for t in got] == [t.dtype for t in expected]
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b, atol=2e-2, rtol=2e-2)
