@@ -16,7 +16,18 @@ from __future__ import annotations
 
 import torch
 
+from .. import logs
+
+log_fallbacks = logs.get("fallbacks")
+
 _CONV2D = {torch.conv2d, torch.nn.functional.conv2d}
+# Uses whose result depends on memory order, not only on values: under channels-last they
+# would fail (`view`) or answer otherwise (`stride`) than in the program as written.
+_STRIDE_SENSITIVE = {"view", "view_as", "stride", "is_contiguous", "data_ptr", "storage_offset", "untyped_storage",
+                     "as_strided", "unfold", "set_", "resize_", "resize_as_"}
+# Uses that return a view or a copy depending on memory order: only a later in-place write can
+# tell which (through the view it reaches the source, through a copy it does not).
+_ALIAS_SENSITIVE = {"reshape", "reshape_as", "flatten", "contiguous"}
 _INPUT, _WEIGHT = 0, 1
 _NAMES = {_INPUT: "input", _WEIGHT: "weight"}
 
@@ -24,9 +35,16 @@ _NAMES = {_INPUT: "input", _WEIGHT: "weight"}
 def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...]) -> int:
     """Inserts channels-last conversions before 2-D convolutions' inputs and weights on
     `devices`; returns how many convolutions it changed."""
+    convolutions = {node for node in gm.graph.nodes if node.op == "call_function" and node.target in _CONV2D}
+    if not convolutions:
+        return 0
+    reason = _order_sensitive_use(gm, convolutions)
+    if reason is not None:
+        log_fallbacks.debug("convolutions left in the program's memory order: %s", reason)
+        return 0
     changed = 0
     for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in _CONV2D:
+        if node not in convolutions:
             continue
         touched = False
         for position, name in _NAMES.items():
@@ -52,6 +70,41 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...
         _outputs_in_traced_strides(gm)
         gm.recompile()
     return changed
+
+
+def _order_sensitive_use(gm: torch.fx.GraphModule, convolutions: set) -> str | None:
+    """Why a convolution's result, or anything computed from it, must keep the program's memory
+    order (a use whose result depends on it), or None."""
+    derived: set = set()
+    mutations: list[int] = []
+    for position, node in enumerate(gm.graph.nodes):
+        if node in convolutions or any(arg in derived for arg in node.all_input_nodes):
+            derived.add(node)
+            if _writes_in_place(node):
+                mutations.append(position)
+    for position, node in enumerate(gm.graph.nodes):
+        if node in convolutions or not any(arg in derived for arg in node.all_input_nodes):
+            continue
+        name = _name(node)
+        if name in _STRIDE_SENSITIVE:
+            return f"{name} of a value computed from a convolution"
+        if name in _ALIAS_SENSITIVE and any(later > position for later in mutations):
+            return f"{name} of a value computed from a convolution, written in place later"
+    return None
+
+
+def _name(node: torch.fx.Node) -> str:
+    if node.op == "call_method":
+        return node.target
+    if node.op == "call_function":
+        return getattr(node.target, "__name__", "")
+    return ""
+
+
+def _writes_in_place(node: torch.fx.Node) -> bool:
+    name = _name(node)
+    return (name.endswith("_") and not name.startswith("_")) or name in ("setitem", "__setitem__") or \
+        node.kwargs.get("inplace") is True
 
 
 def _outputs_in_traced_strides(gm: torch.fx.GraphModule) -> None:

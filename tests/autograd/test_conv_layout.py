@@ -77,3 +77,26 @@ def test_off_by_default_on_cpu():
         compiled, graphs = _compiled(model)
         compiled(torch.randn(1, 3, 6, 6))
     assert "channels" not in graphs[0].wrapper and "(108, 1, 18, 3)" not in graphs[0].wrapper
+
+
+def test_programs_that_depend_on_memory_order_keep_it():
+    """Fuzz conv 3: `.view(-1)` of a convolution's result works on eager's NCHW tensor and fails
+    on a channels-last one; a reshape written through in place afterwards reaches the source only
+    when it is a view.  Such graphs keep the program's memory order (the pass leaves them)."""
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 3, 5, 5), torch.randn(4, 3, 3, 3)
+
+    def flat(x, w):
+        return torch.nn.functional.conv2d(x, w).relu().view(-1)
+
+    def written(x, w):
+        y = torch.nn.functional.conv2d(x, w)
+        y.reshape(-1)[:3].add_(1.0)
+        return y
+
+    for fn in (flat, written):
+        with ember.config.patch(channels_last_convolutions="cpu"):
+            compiled, graphs = _compiled(fn)
+            out = compiled(x, w)
+        torch.testing.assert_close(out, fn(x, w))
+        assert "channels" not in graphs[0].wrapper and "(75, 1, 15, 3)" not in graphs[0].wrapper

@@ -46,6 +46,9 @@ def _abs_twin(func, args, kwargs):
         return func(args[0].abs(), args[1].abs())
     if func is aten.addmm.default:
         return aten.addmm.default(args[0].abs(), args[1].abs(), args[2].abs())
+    if func is aten.convolution.default:  # (a sum of products per output, as a product's)
+        bias = args[2].abs() if args[2] is not None else None
+        return func(args[0].abs(), args[1].abs(), bias, *args[3:], **kwargs)
     if func in (aten.sum.default, aten.sum.dim_IntList, aten.nansum.default, aten.mean.default,
                 aten.mean.dim, aten.cumsum.default):
         return func(torch.nan_to_num(args[0].abs(), nan=0.0), *args[1:], **kwargs)
@@ -59,6 +62,7 @@ def _abs_twin(func, args, kwargs):
 _NORMS = (aten.native_layer_norm.default,)
 _STATISTICS = (aten.var.correction, aten.std.correction, aten.var_mean.correction, aten.std_mean.correction)
 _SQUARE_LIMIT = torch.finfo(torch.float32).max ** 0.5
+_FLOAT32_MAX = torch.finfo(torch.float32).max
 _SQUARES_SUM_LIMIT = torch.finfo(torch.float32).max / 4
 
 
@@ -403,6 +407,14 @@ class ConditionWatch(TorchDispatchMode):
         if isinstance(result, torch.Tensor) and (
                 func in _LIBM or (func in _VALUE_KEEPING and args and self._from_libm(args[0]))):
             self.from_libm[result] = True
+        if func in (aten.native_batch_norm.default, aten._native_batch_norm_legit.default,
+                    aten._native_batch_norm_legit_functional.default) and \
+                isinstance(args[1], torch.Tensor) and bool((args[1].detach().double().abs() > _SQUARE_LIMIT).any()):
+            # a weight beyond sqrt(float32 max): its products with the normalized values and the
+            # gradients reach float32's limit, finite or inf by the order of the multiplications
+            # (conv 125: eager's backward kernel -2.1e38, a decomposition's -inf)
+            self.ill_conditioned = True
+            return result
         try:
             if self._amplifies_noise(func, args, result, kwargs) or (
                     func in _REMAINDERS and (_subnormal_divisor(args) or (
@@ -483,11 +495,23 @@ class ConditionWatch(TorchDispatchMode):
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result
+        if func is aten.convolution_backward.default:
+            try:  # its gradients are sums of products too: past float32's largest value, see below
+                twins = func(args[0].abs(), args[1].abs(), args[2].abs(), *args[3:], **kwargs)
+                self.ill_conditioned = any(t is not None and bool((t.double() > _FLOAT32_MAX).any()) for t in twins)
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
+            return result
         try:
             scale = _abs_twin(func, args, kwargs)
         except Exception:  # noqa: BLE001 - a watch must never change the run
             return result
         if scale is not None and scale.numel():
+            if bool((scale.double() > _FLOAT32_MAX).any()):
+                # |terms| adding past float32's largest value: a partial sum overflows or not by
+                # the order of the additions (conv 167: channels-last gave -inf, eager -1.4e38)
+                self.ill_conditioned = True
+                return result
             bound = ACCUMULATION_EPS * scale.double()
             size = result.detach().double().abs()
             finite = torch.isfinite(bound) & torch.isfinite(size)

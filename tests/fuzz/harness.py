@@ -463,8 +463,10 @@ def run_program(program: Program, backends=("ember",), raise_capture_errors: boo
                 # A lowering that crashes is a bug to fix, not an ATen fallback to hide behind.
                 # "ember_triton": Triton kernels (Triton's interpreter on CPU tensors) for CPU graphs
                 kernels = "triton" if "_triton" in backend else "cpp"
+                # mode "conv": channels-last convolutions on the CPU too (by default only on CUDA)
+                layout = "cpu,cuda" if program.mode == "conv" else ember.config.channels_last_convolutions
                 with ember.config.patch(raise_capture_errors=raise_capture_errors, raise_lowering_errors=True,
-                                        cpu_kernels=kernels):
+                                        cpu_kernels=kernels, channels_last_convolutions=layout):
                     outcome = classify(program, backend, namespace, eager, eager_again, reference)
             except Exception as error:  # noqa: BLE001 - a failure of the harness around ember
                 outcome = Outcome(seed=program.seed, mode=program.mode, backend=backend, cls="crash",

@@ -38,10 +38,10 @@ class Mode:
 
 FAMILIES = ("unary", "binary", "compare", "logical", "bitwise", "where", "clamp", "convert", "reduce",
             "softmax", "norm", "view", "join", "index", "scatter", "matmul", "cumsum", "inplace", "alias",
-            "factory", "narrow", "strided")
+            "factory", "narrow", "strided", "conv")
 # Families added after the first runs: drawn only by modes that name them, so that the programs
 # of existing seeds (and the expected failures keyed by seed) stay the same.
-LATER_FAMILIES = ("narrow", "strided")
+LATER_FAMILIES = ("narrow", "strided", "conv")
 
 DEFAULT_FAMILY_WEIGHTS = {
     "unary": 12, "binary": 16, "compare": 4, "logical": 2, "bitwise": 2, "where": 3, "clamp": 2,
@@ -122,6 +122,17 @@ MODES = {
         family_weights={"strided": 14, "binary": 12, "unary": 6, "view": 8, "reduce": 6, "inplace": 3,
                         "join": 2, "where": 2},
         layout_weights={"contiguous": 30, "permuted": 30, "strided": 12, "offset": 12, "expanded": 6}),
+    # Convolution nets with channels-last convolutions on the CPU (the harness turns them on for
+    # this mode): conv2d, batch norm with running statistics, pooling, then pointwise ops,
+    # reductions, views and in-place writes of channels-last values; gradients of the weights.
+    "conv": Mode(
+        "conv",
+        family_weights={"conv": 20, "unary": 6, "binary": 10, "reduce": 6, "view": 6, "inplace": 4, "alias": 2,
+                        "softmax": 2, "where": 2},
+        dtype_weights={torch.float32: 30, torch.float64: 4},
+        layout_weights={"contiguous": 50, "permuted": 20, "strided": 8, "offset": 8},
+        sizes=(1, 2, 3, 4, 5, 6, 8), size_weights=(4, 8, 8, 8, 6, 6, 4), rank_weights=(0, 2, 4, 6, 30),
+        grad_prob=0.5, n_ops=(2, 10)),
     # embedding/gather/index with out-of-range indices, index_put/scatter/index_add.
     "index": Mode(
         "index",

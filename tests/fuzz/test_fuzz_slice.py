@@ -17,7 +17,7 @@ from .generator import generate
 from .harness import run_program
 
 # (mode, seeds) per backend: kept under a minute on 2 cores once ember's kernel cache is warm.
-_MODES = ("reductions", "intmath", "special", "lowp", "autograd", "inplace", "index", "layout")
+_MODES = ("reductions", "intmath", "special", "lowp", "autograd", "inplace", "index", "layout", "conv")
 SLICES = {
     "aot_eager": [("default", range(0, 40))] + [(mode, range(0, 4)) for mode in _MODES],
     "ember": [("default", range(0, 40))] + [(mode, range(0, 6)) for mode in _MODES],
