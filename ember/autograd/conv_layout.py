@@ -140,13 +140,10 @@ def in_strides(tensor: torch.Tensor, stride: tuple) -> torch.Tensor:
 
 def _dense_order(shape: tuple, stride: tuple) -> list[int] | None:
     """Dimensions from outermost to innermost if `stride` lays `shape` out densely, else None."""
+    from .symbolic import dense_in_order
+
     order = sorted(range(len(shape)), key=lambda d: (-stride[d], -shape[d]))
-    expected = 1
-    for dim in reversed(order):
-        if shape[dim] != 1 and stride[dim] != expected:
-            return None
-        expected *= shape[dim]
-    return order
+    return order if dense_in_order(list(shape), list(stride), order) else None
 
 
 def _has_symbols(value: torch.Tensor) -> bool:

@@ -596,10 +596,9 @@ class TritonKernel(KernelArguments):
             source.XBLOCK, source.num_warps = 1, 1
         return source
 
-    def generate_combine(self, name: str, kind: str, acc_torch: torch.dtype, split: int, xranges: list) -> TritonSource:
-        """A split reduction's second pass: each output's `split` partial results (a workspace
-        [split, xnumel], the kernel's input) reduced and stored as the node stores its value."""
-        (node,) = self.nodes
+    def _combine_head(self, split: int, xranges: list) -> None:
+        """A combining kernel's start: one persistent block over the `split` partial results of
+        each output (rows of the workspace [split, xnumel])."""
         self.rnumel = sympy.Integer(split)
         self.persistent = True
         self.xnumel = _numel(xranges)
@@ -611,6 +610,12 @@ class TritonKernel(KernelArguments):
                 f"rindex = tl.arange(0, RBLOCK)[None, :].to({index_type})", "rmask = rindex < rnumel"]
         self.xvars = _unflatten("x", "xindex", xranges, head, self)
         self.kernel_scope.lines += head
+
+    def generate_combine(self, name: str, kind: str, acc_torch: torch.dtype, split: int, xranges: list) -> TritonSource:
+        """A split reduction's second pass: each output's `split` partial results (a workspace
+        [split, xnumel], the kernel's input) reduced and stored as the node stores its value."""
+        (node,) = self.nodes
+        self._combine_head(split, xranges)
         self.inputs.append("workspace")
         self.dims = ("x", "r")
         partial = self.emit("tl.load(in_ptr0 + rindex * xnumel + xindex, xmask & rmask, other=0)", acc_torch)
@@ -632,17 +637,7 @@ class TritonKernel(KernelArguments):
         inputs 0 and 1) combined exactly (Chan et al.: each chunk weighted by its count, known
         from its position), and both results stored."""
         mean_node, m2_node = self.nodes
-        self.rnumel = sympy.Integer(split)
-        self.persistent = True
-        self.xnumel = _numel(xranges)
-        self.kernel_scope = self.scope = _Scope(None)
-        self.ops = TritonOps(self)
-        index_type = "tl.int64" if self.int64 else "tl.int32"
-        head = [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
-                f"xindex = xoffset + tl.arange(0, XBLOCK)[:, None].to({index_type})", "xmask = xindex < xnumel",
-                f"rindex = tl.arange(0, RBLOCK)[None, :].to({index_type})", "rmask = rindex < rnumel"]
-        self.xvars = _unflatten("x", "xindex", xranges, head, self)
-        self.kernel_scope.lines += head
+        self._combine_head(split, xranges)
         self.inputs += ["workspace_mean", "workspace_m2"]
         self.dims = ("x", "r")
         acc = TL_DTYPES[acc_torch]
