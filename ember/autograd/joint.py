@@ -100,6 +100,10 @@ class OutputAlias:
     # from its base: for a leaf view of a base that does not require grad, eager's gradient
     # stops there; fuzz autograd 3050).
     before_write: bool = False
+    # A detached view that eager's in-place op then made require grad (`v = x.detach();
+    # v.mul_(w)` with w requiring grad; fuzz inplace 7320): the graph also returns its value,
+    # and the runtime writes that into the view differentiably, so it requires grad as eager's.
+    refill: bool = False
 
 
 def _fakes(fake_mode: FakeTensorMode, args: list, dynamic_dims: dict[int, tuple[int, ...]]) -> tuple[list, list]:
@@ -224,7 +228,8 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         # outside it, and get their gradients through what they view), then the new values of
         # mutated inputs (the primal objects themselves: in-place ops changed them); those
         # written with grad that require grad get tangents.
-        forward_values = [None if i in aliases else out for i, out in enumerate(flat_outputs)] + bases
+        forward_values = [None if i in aliases and not aliases[i].refill else out
+                          for i, out in enumerate(flat_outputs)] + bases
         candidates = forward_values + [primals[index] if index in written_with_grad else None
                                        for index, _ in mutated]
         diff_outputs = [
@@ -261,7 +266,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     output_nodes: list = []
     constant_outputs: dict[int, Any] = {}
     for index, out in enumerate(forward_values):
-        if index in aliases:
+        if index in aliases and not aliases[index].refill:
             output_nodes.append(None)
         elif isinstance(out, torch.Tensor):
             output_nodes.append(tracer.node_of(out))
@@ -398,6 +403,10 @@ def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer
             alias = OutputAlias("input", source, ())  # the input itself (x.float() of a float x): eager returns it
         else:
             alias = _alias("input", source, out, primals[source], leaves[source], requires_grad[index], tracer)
+            if not isinstance(alias, str) and requires_grad[index] and alias.chain and \
+                    any(step[0] is torch.ops.aten.detach.default for step in alias.chain):
+                alias = dataclasses.replace(alias, refill=True) if _non_overlapping(out) else \
+                    "a detached view that requires grad, whose elements share memory"
             made = tracer.created_version.get(id(out))
             if not isinstance(alias, str) and made is not None and made < tracer.version.get(id(root), 0):
                 alias = dataclasses.replace(alias, before_write=True)

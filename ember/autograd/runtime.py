@@ -149,7 +149,8 @@ def _describe_layout_of(node: torch.fx.Node, value) -> None:
 def _returned_outputs(spec: JointSpec) -> list[int]:
     """Forward outputs the graph hands back as tensors (constants, copies and views are filled in later)."""
     return [i for i in range(spec.num_fw_outputs)
-            if i not in spec.constant_outputs and i not in spec.output_copies and i not in spec.output_aliases]
+            if i not in spec.constant_outputs and i not in spec.output_copies and
+            (i not in spec.output_aliases or spec.output_aliases[i].refill)]
 
 
 def _own_memory(values: list, indices: list[int], spec: JointSpec, args) -> list:
@@ -501,11 +502,14 @@ def _make_views(spec: JointSpec, flat: list, requires_grad: list[bool], args, ma
             flat[alias.source] = _with_layout(flat[alias.source], alias)
             fixed.add(alias.source)
     for index, alias in spec.output_aliases.items():
+        value = flat[index]  # (a refill alias: the graph's value of it)
         if index in made:
             flat[index] = made[index]
-            continue
-        source = args[alias.source] if alias.kind == "input" else flat[alias.source]
-        flat[index] = _view_of(source, alias, requires_grad[index])
+        else:
+            source = args[alias.source] if alias.kind == "input" else flat[alias.source]
+            flat[index] = _view_of(source, alias, requires_grad[index])
+        if alias.refill and isinstance(value, torch.Tensor) and value.requires_grad and torch.is_grad_enabled():
+            flat[index].copy_(value)  # the same values, written as autograd records it: eager's view requires grad
 
 
 def _with_layout(base: torch.Tensor, alias) -> torch.Tensor:

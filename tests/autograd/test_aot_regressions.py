@@ -935,3 +935,21 @@ def test_no_real_kernel_on_zero_filled_device_fakes():
     fn(theirs).sum().backward()
     torch.cuda.synchronize()
     assert theirs.grad is not None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_detached_view_written_with_a_grad_input_requires_grad(backend):
+    """Fuzz inplace 7320: `v = a.detach(); v.mul_(w)` with w requiring grad: eager's v requires
+    grad (the in-place op's history) and shares a's memory.  The runtime re-made it as a.detach()
+    after the write-back, which does not require grad; now the graph's value is written into that
+    view differentiably, so it requires grad, its gradient reaches w, and a gets none."""
+    def fn(a, w):
+        v = a.detach()
+        v.mul_(w)
+        return v
+
+    check(fn, lambda: (leaf(3), leaf(3)), backend)
+
+    a, w = leaf(3), leaf(3)
+    out = ember.compile(fn, backend=backend)(a, w)
+    assert out.requires_grad and out.data_ptr() == a.data_ptr()
