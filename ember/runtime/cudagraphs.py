@@ -68,10 +68,13 @@ class CudaGraphRunner:
 
     def __call__(self, *args):
         self.calls += 1
-        if self.disabled is not None:
+        if self.disabled is not None or self.calls == 1:
             return self.call(*args)
-        if self.calls == 1:
-            return self.call(*args)
+        if self.graph is not None and self._replayable(args):  # (the common case, checked first)
+            for index in self.copied:
+                self.static_inputs[index].copy_(args[index])
+            self.graph.replay()
+            return _copies(self.static_outputs)
         reason = _unsupported_inputs(args)
         if reason is not None:
             return self._disable(reason, args)
@@ -114,12 +117,19 @@ class CudaGraphRunner:
         return None
 
     def _replayable(self, args) -> bool:
+        """Same metadata as recorded (a CPU tensor differs in device), and every input not copied
+        in at its recorded address.  (Runs at each call: one pass, no tuples built.)"""
         if len(args) != len(self.signature):
             return False
+        copied = self.copied
         for index, (arg, (meta, pointer)) in enumerate(zip(args, self.signature)):
-            if _meta(arg)[0] != meta:
-                return False
-            if isinstance(arg, torch.Tensor) and index not in self.copied and arg.data_ptr() != pointer:
+            if isinstance(arg, torch.Tensor):
+                shape, stride, dtype, device = meta
+                if arg.dtype is not dtype or arg.shape != shape or arg.stride() != stride or arg.device != device:
+                    return False
+                if index not in copied and arg.data_ptr() != pointer:
+                    return False
+            elif meta != (type(arg), arg):
                 return False
         return True
 
@@ -171,6 +181,9 @@ def _copy(value):
     if not isinstance(value, torch.Tensor):
         return value
     storage = value.untyped_storage()
+    if value.storage_offset() == 0 and value.is_contiguous() and \
+            storage.nbytes() == value.numel() * value.element_size():
+        return value.clone()  # (the whole storage, contiguous: one allocation and one copy)
     raw = torch.empty(0, dtype=torch.uint8, device=value.device).set_(storage)
     fresh = torch.empty(storage.nbytes(), dtype=torch.uint8, device=value.device).copy_(raw)
     return torch.empty(0, dtype=value.dtype, device=value.device).set_(
