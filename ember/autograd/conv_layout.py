@@ -36,7 +36,7 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...
     """Inserts channels-last conversions before 2-D convolutions' inputs and weights on
     `devices`; returns how many convolutions it changed."""
     convolutions = {node for node in gm.graph.nodes if node.op == "call_function" and node.target in _CONV2D}
-    if not convolutions:
+    if not any(_device_of(node) in devices for node in convolutions):
         return 0
     reason = _order_sensitive_use(gm, convolutions)
     if reason is not None:
@@ -144,6 +144,12 @@ def _dense_order(shape: tuple, stride: tuple) -> list[int] | None:
 
     order = sorted(range(len(shape)), key=lambda d: (-stride[d], -shape[d]))
     return order if dense_in_order(list(shape), list(stride), order) else None
+
+
+def _device_of(node: torch.fx.Node) -> str | None:
+    arg = node.kwargs.get("input", node.args[0] if node.args else None)
+    value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
+    return value.device.type if isinstance(value, torch.Tensor) else None
 
 
 def _has_symbols(value: torch.Tensor) -> bool:
