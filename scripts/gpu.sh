@@ -28,6 +28,7 @@ fi
 # models: issue 10's models (eager, Inductor, ember), two per call (the 600 s limit):
 #   GPU_PART=models MODELS=bert,gpt2 bash scripts/gpu.sh ; GPU_PART=models MODELS=resnet50,vit bash scripts/gpu.sh
 # bench: bandwidth (acceptance 4) and reduce-overhead (acceptance 5)
+# quick: the GPU tests of recently changed code and the reduce-overhead benchmark
 PART=${GPU_PART:-all}
 if [ "$PART" = opinfo ]; then
   # one process per dtype and direction, side by side: an op whose eager kernel asserts on the
@@ -41,6 +42,13 @@ if [ "$PART" = opinfo ]; then
   wait
   grep -h "^| [a-z0-9]* | [a-z]* | [0-9]" "$OUT"/opinfo_cuda_*.md
   grep -h "Stopped at" "$OUT"/opinfo_cuda_*.md
+  exit 0
+fi
+if [ "$PART" = quick ]; then
+  # the GPU-only tests of the code that changed most recently, then reduce-overhead (a short first call)
+  timeout 300 python3 -m pytest tests/runtime tests/codegen/test_triton_kernels.py tests/decomp \
+    tests/autograd/test_conv_layout.py tests/autograd/test_aot_regressions.py -q -x -p no:cacheprovider 2>&1 | tail -15
+  timeout 200 python3 benchmarks/gpu_cudagraphs.py --out "$OUT" 2>&1 | tail -8
   exit 0
 fi
 if [ "$PART" = models ]; then
