@@ -30,6 +30,16 @@ SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16,
                     torch.int16, torch.int8, torch.uint8, torch.bool}
 
 
+def _static_numel(sizes) -> int | None:
+    total = 1
+    for size in sizes:
+        size = sympy.sympify(size)
+        if not size.is_Integer:
+            return None
+        total *= int(size)
+    return total
+
+
 def _layout_of(value: torch.Tensor) -> Layout:
     """The fake's layout; symbolic sizes/strides (SymInts) become sympy expressions."""
     return Layout(value.device, value.dtype, [expr_of(s) for s in value.shape],
@@ -56,6 +66,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.traced_symbolic: set[str] = set()  # inputs whose fakes had SymInt sizes (checked at each call)
         self.shape_env = None  # the ShapeEnv of the inputs' symbols (its guards are checked at each call)
         self.constants: dict[str, torch.Tensor] = {}
+        self._sizes_by_name: dict[str, int | None] = {}  # _buffer_sizes' memo
         self.extern_calls: list[ExternCall] = []
         self.outputs: list[Any] = []
         self.fallback_counts: collections.Counter = collections.Counter()
@@ -206,10 +217,42 @@ class GraphLowering(torch.fx.Interpreter):
             # (their strides derive from it).
             if _feeds_output(node):
                 self.store(result, _dense_layout(node.meta.get("val")))
-            elif len(node.users) > 1 and (op_count(result) > self.RECOMPUTE_LIMIT
-                                          or node in self._compared_with_extremum):
+            elif len(node.users) > 1 and (node in self._compared_with_extremum or (
+                    op_count(result) > self.RECOMPUTE_LIMIT and not self._reads_only_small(result))):
                 self.store(result)
         return result
+
+    # A value that reads only tensors this many times smaller than itself (broadcast operands:
+    # a loss's one-hot gradient from its targets, a mask from a row of lengths) is recomputed
+    # in each reader however many operations it takes, up to this many: storing it would write
+    # and re-read a tensor of its full size (GPT-2's nll_loss gradient: 1.6 GB in float32).
+    SMALL_READ_RATIO = 8
+    RECOMPUTE_LIMIT_SMALL_READS = 24
+
+    def _reads_only_small(self, value: Pointwise) -> bool:
+        from .analysis import op_count, record
+
+        size = _static_numel(value.get_size())
+        if size is None or size == 0 or op_count(value) > self.RECOMPUTE_LIMIT_SMALL_READS:
+            return False
+        sizes = self._buffer_sizes()
+        for name, _ in record(value).loads:
+            read = sizes.get(name)
+            if not isinstance(read, int) or read * self.SMALL_READ_RATIO > size:
+                return False
+        return True
+
+    def _buffer_sizes(self) -> dict:
+        """Element counts of the buffers and inputs so far, by name (None where symbolic)."""
+        known = self._sizes_by_name
+        for buffer in [*self.inputs, *self.buffers]:
+            name = getattr(buffer, "name", None)
+            if name is not None and name not in known:
+                layout = getattr(buffer, "layout", None)
+                known[name] = _static_numel(layout.size) if layout is not None else None
+        for name, tensor in self.constants.items():
+            known.setdefault(name, tensor.numel())
+        return known
 
     def realize(self, value: IRNode) -> IRNode:
         """Make `value` live in memory: a Buffer, or a strided view of one.

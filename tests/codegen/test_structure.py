@@ -102,3 +102,19 @@ def test_every_stage_dumps_with_aten_node_and_user_line():
         assert "aten.sin.default" in text or "aten.cos.default" in text, text
         assert "test_structure.py:" in text and "return y.cos()" in text, text
     assert "def inner_fn(i0, i1):" in graph.ir() and "ops.sin(" in graph.ir()
+
+
+def test_cross_entropy_gradient_is_not_stored_as_a_one_hot_tensor():
+    """nll_loss's gradient (zeros with -1/n at each target) reads only the targets and two
+    scalars: each reader recomputes it rather than storing a tensor of the logits' size (GPT-2's
+    vocabulary made that 1.6 GB written and read twice per step)."""
+    logits = torch.randn(64, 1000, requires_grad=True)
+    target = torch.randint(0, 1000, (64,))
+    (loss), graphs = run(lambda x, t: torch.nn.functional.cross_entropy(x.sin(), t), logits, target)
+    loss.backward()
+    expected = logits.detach().clone().requires_grad_()
+    torch.nn.functional.cross_entropy(expected.sin(), target).backward()
+    torch.testing.assert_close(logits.grad, expected.grad)
+    backward = graphs[-1]
+    full_size = [line for line in backward.wrapper.splitlines() if "empty_strided" in line and "(64, 1000)" in line]
+    assert len(full_size) == 1, backward.wrapper  # the gradient itself, nothing else of its size
