@@ -66,3 +66,21 @@ def test_graphs_with_mutations_are_left_alone():
     g.output((a,))
     gm = torch.fx.GraphModule(torch.nn.Module(), g)
     assert eliminate_common_subexpressions(gm) == 0
+
+
+def test_a_double_transpose_is_its_input_so_its_pads_merge():
+    """pad(g) and pad(t(t(g))) (the padded LM-head products' gradient) are one pad; a double
+    transpose that is an output stays a separate view."""
+    def fn(g, w):
+        first = torch.nn.functional.pad(g, (0, 3)) @ w
+        second = torch.nn.functional.pad(g.t().t(), (0, 3)) * 2
+        return first, second.sum(), g.t().t()
+
+    g, w = torch.randn(4, 5), torch.randn(8, 2)
+    compiled, graphs = _joint(fn, g, w)
+    first, total, view = compiled(g, w)
+    expected = fn(g, w)
+    torch.testing.assert_close(first, expected[0])
+    torch.testing.assert_close(total, expected[1])
+    assert torch.equal(view, g) and view._base is g or view.data_ptr() == g.data_ptr()
+    assert _count(graphs[0], "constant_pad_nd") == 1
