@@ -1,0 +1,181 @@
+"""Compiling a graph's Triton kernels in worker processes.
+
+Threads alone left cold compiles GIL-bound: Triton's front end (Python walking the kernel's AST)
+and its MLIR passes held the interpreter, so a training graph's ~250 kernels took ~25 s to build
+on a 16-core GPU host.  Workers compile the kernels into Triton's on-disk cache; the parent then
+compiles each kernel as before (`TritonLauncher.precompile`), which finds it there.
+
+How a kernel's compile is handed over: the parent runs Triton's own warm-up for the wrapper's
+arguments with `knobs.runtime.jit_cache_hook` set, which receives the specialization Triton
+would compile (signature, constants, alignment attributes, options, as JSON) and skips
+compiling; a worker rebuilds the same source from that data, as `JITFunction.preload` does, and
+compiles it for the parent's GPU target.  Workers need no GPU and never touch CUDA (ptxas runs
+from Triton's wheel).  A kernel a worker fails on is compiled by the parent, which reports the
+error with the kernel's path.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+
+from .. import logs
+
+log_perf = logs.get("perf")
+
+# Worker processes for cold compiles: 0 turns them off (threads only).  EMBER_COMPILE_WORKERS
+# overrides; the default leaves one core to the parent.
+COMPILE_WORKERS = int(os.environ.get("EMBER_COMPILE_WORKERS", max(0, min(32, (os.cpu_count() or 1) - 1))))
+MIN_KERNELS = 8  # fewer kernels than this compile in the parent's threads (no hand-over cost)
+WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "triton_worker.py")
+
+
+def workers_enabled() -> bool:
+    return COMPILE_WORKERS > 0 and os.environ.get("TRITON_INTERPRET") != "1"
+
+
+class Worker:
+    """One compile process, started from its own script: Python's multiprocessing would import
+    the parent's __main__ in each (a benchmark's: torch, transformers; seconds per worker)."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([sys.executable, WORKER_SCRIPT], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+
+    def run(self, job: list) -> str:
+        self.process.stdin.write(json.dumps(job) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        return answer.rstrip("\n") if answer else "the worker exited"
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.alive():
+            self.process.stdin.close()
+            self.process.terminate()
+
+
+_workers: list[Worker] = []
+_lock = threading.Lock()
+_stop_at_exit = []
+
+
+def _pool(count: int) -> list[Worker]:
+    """The process-wide workers (started on first use, restarted if one died)."""
+    with _lock:
+        _workers[:] = [worker for worker in _workers if worker.alive()]
+        if not _stop_at_exit:
+            _stop_at_exit.append(atexit.register(shutdown))
+        while len(_workers) < count:
+            _workers.append(Worker())
+        return list(_workers[:count])
+
+
+def shutdown() -> None:
+    with _lock:
+        for worker in _workers:
+            worker.stop()
+        _workers.clear()
+
+
+def run_jobs(jobs: list[list], count: int | None = None) -> list[str]:
+    """Each job's answer ("ok" or the error), the jobs spread over the workers."""
+    workers = _pool(min(count or COMPILE_WORKERS, len(jobs)))
+    pending: queue.Queue = queue.Queue()
+    for position, job in enumerate(jobs):
+        pending.put((position, job))
+    answers = ["not run"] * len(jobs)
+
+    def serve(worker: Worker) -> None:
+        while True:
+            try:
+                position, job = pending.get_nowait()
+            except queue.Empty:
+                return
+            answers[position] = worker.run(job)
+
+    threads = [threading.Thread(target=serve, args=(worker,), daemon=True) for worker in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers
+
+
+def specializations(launchers: list) -> list[tuple[str, str, str]]:
+    """(kernel file, function name, specialization JSON) for each distinct compile the launchers'
+    warm-ups would do, found without compiling."""
+    from triton import knobs
+
+    found: dict[str, tuple[str, str, str]] = {}
+
+    def capture(*, key, fn, compile, **_):
+        function = fn.jit_function
+        data = compile["specialization_data"]
+        found.setdefault(function.ember_path + data, (function.ember_path, function.fn.__name__, data))
+        return True  # (skip compiling here)
+
+    previous = knobs.runtime.jit_cache_hook
+    knobs.runtime.jit_cache_hook = capture
+    try:
+        for launcher in launchers:
+            try:
+                launcher.precompile()
+            except Exception:  # noqa: BLE001 (the parent's own compile reports it)
+                pass
+            launcher.pending = None
+    finally:
+        knobs.runtime.jit_cache_hook = previous
+    return list(found.values())
+
+
+def compile_in_workers(launchers: list) -> None:
+    """Fills Triton's cache with the launchers' kernels, compiled in the worker processes."""
+    if not workers_enabled() or len(launchers) < MIN_KERNELS:
+        return
+    from triton.runtime.driver import driver
+
+    target = driver.active.get_current_target()
+    jobs = [[path, name, data, [target.backend, target.arch, target.warp_size]]
+            for path, name, data in specializations(launchers)]
+    answers = run_jobs(jobs)
+    failed = [answer for answer in answers if answer != "ok"]
+    if failed:
+        log_perf.debug("%d of %d kernels failed in the compile workers (the parent compiles them): %s",
+                       len(failed), len(jobs), failed[0])
+
+
+class CacheCounter:
+    """Counts Triton's compiles that found their kernel in the cache and those that did not
+    (how well the workers' hand-over worked), while installed as the compilation listener."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+        self.misses = 0
+
+    def __call__(self, *, cache_hit: bool, **_) -> None:
+        if cache_hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+
+    def __enter__(self) -> "CacheCounter":
+        from triton import knobs
+
+        self.previous = knobs.compilation.listener
+        knobs.compilation.listener = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from triton import knobs
+
+        knobs.compilation.listener = self.previous
+
+
+last_counts: dict[str, int] = {}  # the last graph's {"hits", "misses", "kernels"} (tests read it)
