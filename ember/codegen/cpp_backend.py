@@ -67,5 +67,8 @@ class CppBackend:
         return [f"{function}({', '.join([*arguments, f'{flag}.address'])})",
                 f"if {flag}.cell.value: {flag}.raise_error({step.name!r}, {sites})"]
 
+    def initial_lines(self, wrapper) -> list[str]:
+        return []
+
     def final_lines(self, wrapper) -> list[str]:
         return []  # (each kernel's checks are read right after it)

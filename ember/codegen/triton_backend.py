@@ -23,6 +23,7 @@ from ..scheduling.scheduler import Kernel
 from .triton import TritonSource, load_kernel, triton_kernels
 
 log_fallbacks = logs.get("fallbacks")
+log_perf = logs.get("perf")
 
 INT32_LIMIT = 2**31 - 2**16  # larger offsets (with a block's overhang) index in int64
 
@@ -164,6 +165,24 @@ def _log_mismatch(launcher: "TritonLauncher", args: tuple) -> None:
 
 
 DIRECT_LAUNCH = os.environ.get("EMBER_TRITON_DIRECT", "1") != "0"  # (0: every launch through Triton's JIT)
+
+
+def direct_launches(*inputs) -> bool:
+    """May a graph call launch its kernels directly: no launch hook set (a profiler's; those
+    launches go through Triton, which calls it), and these inputs 16-byte aligned as compiled."""
+    if not DIRECT_LAUNCH or _launch_hooks():
+        return False
+    for tensor in inputs:
+        if tensor.data_ptr() % 16:
+            return False
+    return True
+
+
+def _raw_stream():
+    import torch
+
+    return getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+        (lambda device: torch.cuda.current_stream(device).cuda_stream)
 
 
 def _hooked(hook) -> bool:
@@ -315,13 +334,11 @@ class TritonBackend:
                      for step in scheduler.steps if isinstance(step, Kernel)}
         except NotImplementedError as reason:  # (the graph runs as ATen calls)
             raise GraphNotSupported(f"no Triton kernel for it yet: {reason}") from reason
-        if graph_device_type(scheduler) == "cuda":
-            for step in steps.values():
-                known = {**dtypes, **{name: dtype for kernel in step.kernels
-                                      for name, _, dtype in kernel.workspaces}}
-                for kernel in step.kernels:
-                    kernel.pointer_dtypes = [known[name] for name in [*kernel.inputs, *kernel.outputs]] + \
-                        [known[workspace[0]] for workspace in kernel.workspaces]
+        for step in steps.values():
+            known = {**dtypes, **{name: dtype for kernel in step.kernels for name, _, dtype in kernel.workspaces}}
+            for kernel in step.kernels:
+                kernel.pointer_dtypes = [known[name] for name in [*kernel.inputs, *kernel.outputs]] + \
+                    [known[workspace[0]] for workspace in kernel.workspaces]
         return steps
 
     def build(self, sources: dict[str, TritonStep]) -> dict[str, list[Callable]]:
@@ -354,11 +371,58 @@ class TritonBackend:
             else:
                 grid = f"((({python_size(xnumel)}) + {source.XBLOCK - 1}) // {source.XBLOCK},"
             grid += f" {source.grid_y})" if source.grid_y != 1 else ")"
-            lines.append(f"{function}({grid}, {', '.join(arguments)})")
+            checked = f"{function}({grid}, {', '.join(arguments)})"
+            direct = self._direct_call(wrapper, launcher, source, arguments, own)
+            lines += [f"if {direct[0]}: {direct[1]}", f"else: {checked}"] if direct else [checked]
         if scratch:
             lines.append(f"del {', '.join(scratch)}")
         return lines
 
+
+    def _direct_call(self, wrapper, launcher: "TritonLauncher", source: TritonSource, arguments: list,
+                     own: set[str]) -> tuple[str, str] | None:
+        """(condition, call) that launches the precompiled kernel through Triton's C launcher with
+        no Python in between, where what `TritonLauncher.__call__` checks at each launch is known
+        now: sizes (static), the pointers' dtypes and alignment (buffers the wrapper allocates;
+        constants).  Graph inputs are checked once per call (`direct`, the first lines) and
+        extern results where the condition reads them."""
+        if not DIRECT_LAUNCH or launcher.compiled is None or launcher.sizes is None or source.size_args:
+            return None
+        sizes = [source.xnumel] + ([source.rnumel] if source.rnumel is not None else [])
+        if tuple(int(sympy.sympify(size)) for size in sizes) != launcher.sizes:
+            return None
+        inputs = {buffer.name for buffer in wrapper.graph.inputs}
+        conditions = ["direct"]
+        pointers = [*source.inputs, *source.outputs]
+        for name, dtype in zip(pointers, launcher.pointer_dtypes):
+            if name in own:
+                continue
+            if name in inputs:
+                wrapper.direct_inputs.add(name)
+            elif name in wrapper.graph.constants:
+                tensor = wrapper.graph.constants[name]
+                if tensor.dtype is not dtype or tensor.data_ptr() % 16:
+                    return None
+            else:  # an extern op's result
+                conditions.append(f"{name}.data_ptr() % 16 == 0 and {name}.dtype is {wrapper.ref(dtype, 'dtype')}")
+        device = launcher.device
+        wrapper.direct_streams.add(device)
+        run, head, tail = (wrapper.ref(launcher.launch, f"{source.name}_run"), wrapper.ref(launcher.head, "head"),
+                           wrapper.ref(launcher.tail, "tail"))
+        x, y = -(-launcher.sizes[0] // source.XBLOCK), source.grid_y
+        call = f"{run}({x}, {y}, 1, stream{device}, *{head}, {', '.join(arguments)}, *{tail})"
+        return " and ".join(conditions), call
+
+    def initial_lines(self, wrapper) -> list[str]:
+        """Before the first kernel: may kernels launch directly this call (no launch hooks, the
+        inputs they read 16-byte aligned), and each device's current stream."""
+        if not wrapper.direct_streams:
+            return []
+        wrapper.namespace["direct_launches"] = direct_launches
+        wrapper.namespace["raw_stream"] = _raw_stream()
+        inputs = sorted(wrapper.direct_inputs)
+        return [f"direct = direct_launches({''.join(name + ', ' for name in inputs)})",
+                *(f"stream{device} = raw_stream({device})" for device in sorted(wrapper.direct_streams))]
 
     def final_lines(self, wrapper) -> list[str]:
         """After the last kernel: the index checks' verdict."""
@@ -381,11 +445,19 @@ def _precompile(launchers: list[TritonLauncher]) -> None:
 
     from triton.runtime._async_compile import AsyncCompileMode
 
-    with ThreadPoolExecutor(COMPILE_THREADS) as pool, AsyncCompileMode(pool, ignore_errors=True):
+    from . import triton_pool
+
+    triton_pool.compile_in_workers(launchers)  # (into Triton's cache: the compiles below find them)
+    with triton_pool.CacheCounter() as counts:
+        with ThreadPoolExecutor(COMPILE_THREADS) as pool, AsyncCompileMode(pool, ignore_errors=True):
+            for launcher in launchers:
+                launcher.precompile()
         for launcher in launchers:
-            launcher.precompile()
-    for launcher in launchers:
-        launcher.finish_precompile()
+            launcher.finish_precompile()
+    triton_pool.last_counts.clear()
+    triton_pool.last_counts.update(hits=counts.hits, misses=counts.misses, kernels=len(launchers))
+    log_perf.debug("Triton kernels: %d, %d found in the cache, %d compiled here", len(launchers), counts.hits,
+                   counts.misses)
 
 
 def _planned_offsets(graph) -> dict:

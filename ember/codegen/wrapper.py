@@ -98,6 +98,8 @@ class WrapperCodegen:
         self.namespace: dict[str, Any] = {"torch": torch, "empty_strided": torch.empty_strided,
                                           "ptr": pointer, "ensure_layout": ensure_layout}
         self.lines: list[str] = []
+        self.direct_inputs: set[str] = set()  # (backends that check inputs once per call)
+        self.direct_streams: set = set()
         self._offsets: dict[str, int] | None = None
 
     def ref(self, value: Any, hint: str) -> str:
@@ -158,6 +160,7 @@ class WrapperCodegen:
         reuse = self._plan_reuse()
         reused_sources = set(reuse.values())
         own = {buffer.name for step in self.steps if isinstance(step, Kernel) for buffer in step.nodes}
+        start = len(self.lines)
         for position, step in enumerate(self.steps):
             if isinstance(step, Kernel):
                 for node in step.nodes:
@@ -175,6 +178,7 @@ class WrapperCodegen:
                     if name not in graph.constants and name not in reused_sources]  # constants are globals
             if dead:
                 self.lines.append(f"del {', '.join(dead)}")
+        self.lines[start:start] = self.backend.initial_lines(self)  # (knows what the kernels read)
         self.lines.extend(self.backend.final_lines(self))
         results = ", ".join(self.expr(value) for value in graph.outputs)
         self.lines.append(f"return ({results}{',' if len(graph.outputs) == 1 else ''})")

@@ -303,6 +303,50 @@ def test_kernels_compile_when_the_graph_is_built_and_launch_directly():
     torch.testing.assert_close(function(x), (x * 2).softmax(-1))
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the real launcher runs (the test above)")
+def test_direct_launch_lines_call_the_launcher_with_grid_stream_and_arguments(monkeypatch):
+    """The wrapper's direct launches (Triton's C launcher, no Python frame in between), with a
+    stand-in launcher that runs the kernel through the interpreter: every launch of an aligned
+    call goes there, with extern results checked where read; a misaligned input sends the
+    whole call through the checked path; the results are eager's either way."""
+    from ember.codegen import triton_backend
+
+    direct_calls = []
+
+    def launch(grid_x, grid_y, grid_z, stream, launcher, *args):
+        if stream == "the wrapper's":
+            direct_calls.append(launcher)
+        launcher.function[(grid_x, grid_y)](*args, **launcher.constexprs, num_warps=launcher.num_warps)
+
+    def fake_precompile(launchers):
+        for launcher in launchers:
+            if launcher.pointer_dtypes is not None and launcher.sizes is not None:
+                launcher.compiled, launcher.device = "stand-in", 0
+                launcher.launch, launcher.head, launcher.tail = launch, (launcher,), ()
+                launcher.pointers = len(launcher.pointer_dtypes)
+                launcher.after_sizes = launcher.pointers + len(launcher.sizes)
+                launcher.stream = lambda device: "the launcher's own"
+
+    monkeypatch.setattr(triton_backend, "_precompile", fake_precompile)
+    monkeypatch.setattr(triton_backend, "_raw_stream", lambda: (lambda device: "the wrapper's"))
+
+    def fn(x, w):
+        return ((x @ w) * 2).softmax(-1) + x.sum(), (x * 3).amax(0)
+
+    x, w = torch.randn(64, 48), torch.randn(48, 300)
+    function, graphs = ember_compiled(fn)
+    for ours, theirs in zip(function(x, w), fn(x, w)):
+        torch.testing.assert_close(ours, theirs)
+    wrapper = graphs[0].wrapper
+    assert "direct = direct_launches(" in wrapper and ".data_ptr() % 16 == 0" in wrapper, wrapper
+    launches = wrapper.count("else: ")
+    assert launches >= 2 and len(direct_calls) == launches, wrapper
+    misaligned = torch.randn(64 * 48 + 1)[1:].view(64, 48)
+    for ours, theirs in zip(function(misaligned, w), fn(misaligned, w)):
+        torch.testing.assert_close(ours, theirs)
+    assert len(direct_calls) == launches
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="padding is for cuBLAS")
 def test_unaligned_matmul_runs_on_padded_operands(monkeypatch):
     """A bf16 product whose rows are not 16 bytes apart (GPT-2's 50257-word head) runs on
