@@ -176,10 +176,17 @@ def _own_memory(values: list, indices: list[int], spec: JointSpec, args) -> list
 
 def _write_back(spec: JointSpec, args, new_values, skip=()) -> None:
     """Mutated inputs get their new values (what eager's in-place ops did to them)."""
+    pairs = [(args[index], value) for position, (index, value) in enumerate(zip(spec.mutated_inputs, new_values))
+             if position not in skip]
     with torch.no_grad():
-        for position, (index, value) in enumerate(zip(spec.mutated_inputs, new_values)):
-            if position not in skip:
-                args[index].copy_(value)
+        if len(pairs) > 1 and all(target.shape == value.shape and target.device == value.device
+                                  for target, value in pairs):
+            # one call for all (a ResNet-50 training step writes 159 batch-norm statistics: one
+            # multi-tensor kernel per dtype instead of 159 copies, each a Python call and a launch)
+            torch._foreach_copy_([target for target, _ in pairs], [value for _, value in pairs])
+            return
+        for target, value in pairs:
+            target.copy_(value)
 
 
 def _before_writes(spec: JointSpec, args, saved: list) -> list:
