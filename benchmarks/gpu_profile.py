@@ -4,7 +4,7 @@ compiling costs, by function) and a warm step's kernels (by CUDA time), in one r
     python benchmarks/gpu_profile.py --models bert,gpt2 --modes train [--top 30] [--out DIR]
 
 Per case it prints: cold seconds and the top functions of the cold call by cumulative time
-(cProfile); then, for eager and ember, the wall time per step, the summed GPU kernel time per
+(cProfile); then, for eager, ember (and Inductor with --variants eager,inductor,ember), the wall time per step, the summed GPU kernel time per
 step (their difference is launch and Python overhead), kernel launches per step, and the top
 kernels by CUDA time.  The same tables go to DIR/gpu_profile_<models>.txt, and the sources of each
 case's top ember kernels to DIR/gpu_profile_kernels_<model>_<mode>.txt.
@@ -120,9 +120,12 @@ def main() -> None:
             run = step_function(model, inputs, loss_of, mode, torch)
             for variant in arguments.variants.split(","):
                 ember.reset()
-                function = model if variant == "eager" else ember.compile(model, backend="ember")
+                if variant == "inductor":  # the side-by-side reference (kernel times, launches)
+                    torch._dynamo.reset()
+                function = model if variant == "eager" else torch.compile(model) if variant == "inductor" \
+                    else ember.compile(model, backend="ember")
                 say(f"\n=== {name} {mode} {variant} ===")
-                if variant != "eager":
+                if variant == "ember":
                     graph_timings.clear()
                     profiler = cProfile.Profile()
                     started = time.perf_counter()
@@ -141,9 +144,9 @@ def main() -> None:
                     pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(arguments.top)
                     say("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:8000])
                 table, wall, gpu, launches = kernel_table(run, function, torch, arguments.top)
-                if variant != "eager":
+                if variant == "ember":
                     save_kernel_sources(table, os.path.join(folder, f"gpu_profile_kernels_{name}_{mode}.txt"))
-                if variant != "eager":  # where the host's time goes in a warm step
+                if variant == "ember":  # where the host's time goes in a warm step
                     profiler = cProfile.Profile()
                     profiler.enable()
                     for _ in range(STEPS):
