@@ -26,6 +26,21 @@ from machine import ember_revision  # noqa: E402
 from output import take_out_option  # noqa: E402
 
 ROUNDS, ITERATIONS, WARMUP = 3, 10, 3
+
+
+def fresh_compile_caches() -> str:
+    """Empty on-disk caches for this run (Triton's, Inductor's, ember's), so that "cold" means cold
+    for both compilers even on a machine that ran them before; EMBER_BENCH_WARM_CACHES=1 keeps
+    the usual ones (to measure a second process's start)."""
+    import tempfile
+
+    if os.environ.get("EMBER_BENCH_WARM_CACHES") == "1":
+        return "warm caches"
+    root = tempfile.mkdtemp(prefix="ember-bench-caches-")
+    for variable, folder in (("TRITON_CACHE_DIR", "triton"), ("TORCHINDUCTOR_CACHE_DIR", "inductor"),
+                             ("EMBER_CACHE_DIR", "ember")):
+        os.environ[variable] = os.path.join(root, folder)
+    return f"fresh caches in {root}"
 VARIANTS = ("eager", "inductor", "ember")
 
 
@@ -97,6 +112,7 @@ def main() -> None:
     parser.add_argument("--modes", default="infer,train")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="a subset, for debugging (eager is the reference)")
     arguments = parser.parse_args()
+    print(fresh_compile_caches(), flush=True)  # (before torch and triton read their settings)
     import torch
 
     import ember

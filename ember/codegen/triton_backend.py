@@ -447,7 +447,11 @@ def _precompile(launchers: list[TritonLauncher]) -> None:
 
     from . import triton_pool
 
+    import time
+
+    started = time.perf_counter()
     triton_pool.compile_in_workers(launchers)  # (into Triton's cache: the compiles below find them)
+    handed_over = time.perf_counter()
     with triton_pool.CacheCounter() as counts:
         with ThreadPoolExecutor(COMPILE_THREADS) as pool, AsyncCompileMode(pool, ignore_errors=True):
             for launcher in launchers:
@@ -455,9 +459,12 @@ def _precompile(launchers: list[TritonLauncher]) -> None:
         for launcher in launchers:
             launcher.finish_precompile()
     triton_pool.last_counts.clear()
-    triton_pool.last_counts.update(hits=counts.hits, misses=counts.misses, kernels=len(launchers))
-    log_perf.debug("Triton kernels: %d, %d found in the cache, %d compiled here", len(launchers), counts.hits,
-                   counts.misses)
+    finished = time.perf_counter()
+    triton_pool.last_counts.update(hits=counts.hits, misses=counts.misses, kernels=len(launchers),
+                                   workers_s=handed_over - started, parent_s=finished - handed_over)
+    log_perf.debug("Triton kernels: %d launchers, %d compiles found in the cache, %d compiled here; %.1f s in "
+                   "the workers, %.1f s in this process", len(launchers), counts.hits, counts.misses,
+                   handed_over - started, finished - handed_over)
 
 
 def _planned_offsets(graph) -> dict:

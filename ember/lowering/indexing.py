@@ -37,7 +37,27 @@ def flatten(index: Sequence[Expr], size: Sequence[Expr]) -> Expr:
     return sum((var * stride for var, stride, dim in zip(index, strides, size) if dim != 1), sympy.Integer(0))
 
 
+_UNFLATTENED: dict = {}  # (flat index, sizes) -> per-dimension indices, for fixed sizes
+
+
 def unflatten(flat: Expr, size: Sequence[Expr]) -> list[Expr]:
+    """The per-dimension indices of a flat (row-major) index.  Remembered for fixed sizes: every
+    load through a reshape calls this, and a model's layers reshape alike (sympy's floor and Mod
+    constructors made it most of a transformer's lowering time)."""
+    size = tuple(size)
+    key = (flat, size)
+    found = _UNFLATTENED.get(key)
+    if found is not None:
+        return list(found)
+    result = _unflatten(flat, size)
+    if not any(_has_size_symbols(sympy.sympify(e)) for e in (flat, *size)):
+        if len(_UNFLATTENED) > 100_000:
+            _UNFLATTENED.clear()
+        _UNFLATTENED[key] = tuple(result)
+    return result
+
+
+def _unflatten(flat: Expr, size: Sequence[Expr]) -> list[Expr]:
     strides = contiguous_strides(size)
     if any(dim == 0 for dim in size):
         return [sympy.Integer(0)] * len(size)  # no element: the index is never evaluated
