@@ -36,8 +36,28 @@ def compile_kernel(path: str, name: str, data: str, target: list) -> str:
     options = {key: tuple(value) if isinstance(value, list) else value for key, value in payload["options"].items()}
     gpu = GPUTarget(*target)
     options = make_backend(gpu).parse_options(options)
-    compile(ASTSource(function, signature, constants, attrs), target=gpu, options=options.__dict__)
+    source = ASTSource(function, signature, constants, attrs)
+    kernel = compile(source, target=gpu, options=options.__dict__)
+    if gpu.backend == "cuda":
+        _build_launcher(function, source, kernel)
     return name
+
+
+def _build_launcher(function, source, kernel) -> None:
+    """Builds the kernel's C launcher into Triton's cache as the parent's first use would (gcc,
+    ~0.5 s per signature).  An optimization only: where this Triton builds it otherwise, or
+    loading it fails here (no libcuda), the parent builds or loads its own."""
+    try:
+        from triton.backends.nvidia.driver import include_dirs, libraries, library_dirs, make_launcher
+        from triton.runtime.build import compile_module_from_src
+
+        constants = {(function.arg_names.index(key),) if isinstance(key, str) else key: value
+                     for key, value in source.constants.items()}
+        text = make_launcher(constants, dict(source.signature), getattr(kernel.metadata, "tensordesc_meta", None))
+        compile_module_from_src(src=text, name="__triton_launcher", library_dirs=library_dirs(),
+                                include_dirs=include_dirs, libraries=libraries)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _tuples(value):
