@@ -96,10 +96,56 @@ def view_reindex(old_size: Sequence[Expr], new_size: Sequence[Expr]):
 
         return squeeze_like
 
+    groups = _view_groups(old_size, new_size)
+    if groups is not None:
+        def grouped(index):
+            result = [sympy.Integer(0)] * len(old_size)
+            for old_dims, new_dims in groups:
+                flat = flatten([index[k] for k in new_dims], [new_size[k] for k in new_dims])
+                parts = [flat] if len(old_dims) == 1 else unflatten(flat, [old_size[k] for k in old_dims])
+                for k, part in zip(old_dims, parts):
+                    result[k] = part
+            return result
+
+        return grouped
+
     def reindex(index):
         return unflatten(flatten(index, new_size), old_size)
 
     return reindex
+
+
+def _view_groups(old_size: Sequence[Expr], new_size: Sequence[Expr]):
+    """For fixed sizes: the view as runs of old dims and new dims with equal products ([768] ->
+    [12, 64]; [12, 64] -> [768]; size-1 dims left out), each reindexed on its own.  A split then
+    needs no floor or Mod at all, and no index is rebuilt from the whole flat offset (sympy's
+    floor and Mod of such sums were most of a transformer's lowering).  None where a size is
+    symbolic or zero (the whole-offset path)."""
+    sizes = [sympy.sympify(s) for s in (*old_size, *new_size)]
+    if not all(s.is_Integer and int(s) > 0 for s in sizes):
+        return None
+    old_dims = [k for k, s in enumerate(old_size) if int(s) != 1]
+    new_dims = [k for k, s in enumerate(new_size) if int(s) != 1]
+    groups, i, j = [], 0, 0
+    while i < len(old_dims) and j < len(new_dims):
+        old_group, new_group = [old_dims[i]], [new_dims[j]]
+        old_product, new_product = int(old_size[old_dims[i]]), int(new_size[new_dims[j]])
+        i, j = i + 1, j + 1
+        while old_product != new_product:
+            if old_product < new_product:
+                if i == len(old_dims):
+                    return None
+                old_group.append(old_dims[i])
+                old_product *= int(old_size[old_dims[i]])
+                i += 1
+            else:
+                if j == len(new_dims):
+                    return None
+                new_group.append(new_dims[j])
+                new_product *= int(new_size[new_dims[j]])
+                j += 1
+        groups.append((old_group, new_group))
+    return groups if i == len(old_dims) and j == len(new_dims) else None
 
 
 def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:

@@ -826,3 +826,47 @@ def test_var_mean_over_every_dim_sums_in_double_as_eager():
     x = torch.tensor([2147483646.0, 1.0, -2147483647.0] + [0.0] * 97)
     assert_like_eager(lambda x: torch.var_mean(x, unbiased=False)[1], x)
     assert_like_eager(lambda x: torch.var_mean(x.reshape(4, 25), (0, 1))[1] * 2, x)
+
+
+def test_views_reindex_by_runs_of_dims_with_equal_products():
+    """A view of fixed sizes reindexes each run of dims on its own: splitting [768] into [12, 64]
+    is 64*i + j with no floor or Mod, and every element maps where reshape puts it (checked
+    against numpy for many shape pairs, size-1 dims anywhere)."""
+    import itertools
+    import random
+
+    import numpy as np
+    import sympy
+
+    from ember.lowering.indexing import _view_groups, view_reindex
+
+    i, j, k = sympy.symbols("i j k", integer=True, nonnegative=True)
+    assert view_reindex([2, 768], [2, 12, 64])([i, j, k]) == [i, 64 * j + k]
+    assert _view_groups([2, 64, 12, 64], [128, 768]) == [([0, 1], [0]), ([2, 3], [1])]
+    assert _view_groups([6, 4], [4, 6]) == [([0, 1], [0, 1])]
+    assert _view_groups([sympy.Symbol("s0", integer=True, positive=True), 4], [4, 2, 2]) is None
+
+    random.seed(0)
+
+    def shapes(n):
+        found = []
+        for _ in range(16):
+            dims, left = [], n
+            while left > 1:
+                d = random.choice([x for x in range(1, left + 1) if left % x == 0])
+                dims.append(d)
+                left //= d
+            if random.random() < 0.3:
+                dims.insert(random.randrange(len(dims) + 1), 1)
+            found.append(dims or [1])
+        return found
+
+    for n in (24, 36):
+        candidates = shapes(n)
+        for old, new in itertools.product(candidates[:6], candidates[6:12]):
+            reindex = view_reindex(old, new)
+            source = np.arange(n).reshape(old)
+            target = source.reshape(new)
+            for index in itertools.product(*[range(d) for d in new]):
+                mapped = tuple(int(e) for e in reindex([sympy.Integer(v) for v in index]))
+                assert source[mapped] == target[index], (old, new, index)
