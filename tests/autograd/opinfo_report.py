@@ -40,6 +40,7 @@ def main() -> None:
              f"torch {torch.__version__})", "", "| dtype | direction | pass | fail | n/a | pass rate |",
              "|---|---|---:|---:|---:|---:|"]
     failures = []
+    passed: dict = collections.defaultdict(set)  # (dtype, kind) -> ops that passed
     started = time.perf_counter()
     for dtype_name in arguments.dtypes.split(","):
         opinfo_sweep.DTYPE[0] = getattr(torch, dtype_name)
@@ -55,6 +56,8 @@ def main() -> None:
                         counts["fail"] += 1
                         break
                 counts[result if result in ("pass", "n/a") else "fail"] += 1
+                if result == "pass":
+                    passed[(dtype_name, kind)].add(name)
             ran = counts["pass"] + counts["fail"]
             rate = counts["pass"] / ran if ran else 0.0
             lines.append(f"| {dtype_name} | {kind} | {counts['pass']} | {counts['fail']} | {counts['n/a']} | "
@@ -62,11 +65,36 @@ def main() -> None:
             print(lines[-1], f"({time.perf_counter() - started:.0f} s)", flush=True)
     lines += ["", "| dtype | direction | op | reason |", "|---|---|---|---|"]
     lines += [f"| {d} | {k} | {n} | {r.replace('|', '/')} |" for d, k, n, r in failures]
+    verdict = _against_expected(arguments.device, failures, passed)
+    lines += verdict
     text = "\n".join(lines) + "\n"
     if arguments.out:
         with open(arguments.out, "w") as handle:
             handle.write(text)
     print(text[:3000])
+    print("\n".join(verdict))
+    if any(line.startswith("Unexpected failure") for line in verdict):
+        sys.exit(1)
+
+
+def _against_expected(device: str, failures: list, passed: dict) -> list[str]:
+    """The run against the expected-failures list of this torch version (CUDA only)."""
+    if device != "cuda":
+        return []
+    from opinfo_expected_failures_cuda import expected_failures
+
+    lines = [""]
+    for key in sorted({(d, k) for d, k, _, _ in failures} | set(passed)):
+        expected = expected_failures(torch.__version__, *key)
+        if expected is None:
+            return ["", f"No CUDA expected-failures list for torch {torch.__version__}: nothing compared."]
+        failed = {name for d, k, name, _ in failures if (d, k) == key}
+        lines += [f"Unexpected failure: {key[0]} {key[1]} {name}" for name in sorted(failed - set(expected))]
+        lines += [f"Unexpected pass (take it off the list): {key[0]} {key[1]} {name}"
+                  for name in sorted(passed[key] & set(expected))]
+    if len(lines) == 1:
+        lines.append(f"Every failure is on the expected list for torch {torch.__version__}.")
+    return lines
 
 
 if __name__ == "__main__":

@@ -105,3 +105,17 @@ def test_opinfo_sweep(results, backend, kind):
     assert not new_failures, f"ops that fail and are not in the expected-failures list: {new_failures}"
     assert not now_passing, f"expected failures that now pass (remove them from the list): {now_passing}"
     assert passed / total >= TARGETS[(backend, kind)]
+
+
+def test_cuda_expected_failures_name_real_ops_for_every_swept_case():
+    """The CUDA list (checked against a GPU run by opinfo_report) names OpInfo entries that exist,
+    for each dtype and direction the GPU sweep runs, under each torch version it keeps."""
+    import opinfo_expected_failures_cuda as cuda
+
+    names = {f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name for op in op_db}
+    assert cuda.expected_failures("2.11.0+cu130", "float32", "forward") is not None
+    assert cuda.expected_failures("9.9.0", "float32", "forward") is None
+    for lists in cuda.EXPECTED.values():
+        assert set(lists) == {(d, k) for d in ("float32", "bfloat16") for k in ("forward", "backward")}
+        for failing in lists.values():
+            assert set(failing) <= names, set(failing) - names
