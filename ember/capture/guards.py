@@ -25,6 +25,10 @@ from .source_text import comment
 from .sources import CLOSURE, GLOBALS, Source
 
 
+_STEP = re.compile(r"\[(?:'[^']*'|\"[^\"]*\"|-?\d+)\]|\.[A-Za-z_]\w*")  # a subscript or an attribute
+_LAST_STEP = re.compile(r"(?:\[(?:'[^']*'|\"[^\"]*\"|-?\d+)\]|\.[A-Za-z_]\w*)$")
+
+
 @dataclasses.dataclass(frozen=True)
 class Guard:
     expr: str
@@ -224,11 +228,21 @@ class GuardSet:
         walked once per call, not once per guard.  Guards run in order and stop at the first
         failure, so a local is always bound before a later guard reads it."""
         exprs = [guard.expr for guard in guards]
+        # Which expressions hold each last step of a path (`['encoder']`, `.weight`): a path is
+        # looked for only there (a model's ~1600 paths times ~1400 guards made this quadratic).
+        # Rewriting an expression below only removes text or repeats a path's, so the index stays
+        # a superset of each path's readers.
+        holders: dict[str, list[int]] = {}
+        for i, expr in enumerate(exprs):
+            for step in set(_STEP.findall(expr)):
+                holders.setdefault(step, []).append(i)
         shared = 0
         for path in sorted(self._paths, key=len, reverse=True):  # longest first: prefixes nest
             pattern = re.compile(r"(?<![\w.'\"])" + re.escape(path) + r"(?![\w'\"])")
+            last = _LAST_STEP.search(path)
+            candidates = holders.get(last.group(0), []) if last else range(len(exprs))
             # (a plain substring test first: the regex only confirms the few candidates)
-            users = [i for i, expr in enumerate(exprs) if path in expr and pattern.search(expr)]
+            users = [i for i in candidates if path in exprs[i] and pattern.search(exprs[i])]
             if len(users) < 2:
                 continue
             local = f"__ember_p{shared}"
