@@ -275,6 +275,38 @@ def _layer_norm_backward_cancels(args) -> bool:
     return bool((bound[finite] > SENSITIVE_RELATIVE_LIMIT * result.abs()[finite] + floor).any())
 
 
+def _batch_norm_backward_cancels(args) -> bool:
+    """batch_norm's gradients in training are sums that cancel by construction: the weight's,
+    sum(dy * xhat), is 0 in exact arithmetic when dy comes from another batch_norm over the same
+    channels (it removes every component along xhat), and the input's, w * invstd * (dy -
+    mean(dy) - xhat * mean(dy * xhat)), like layer_norm's.  Each against its rounding bound (conv
+    7934: two batch_norms in a row, the first one's weight gradient is eager 3.8e-6, ember
+    -1.6e-4, exactly -5e-13)."""
+    dy, x, weight, _, _, mean, invstd, train = (a.detach().double() if isinstance(a, torch.Tensor) else a
+                                               for a in args[:8])
+    if not train or not isinstance(mean, torch.Tensor) or not isinstance(invstd, torch.Tensor) or x.dim() < 2:
+        return False
+    dims = [0, *range(2, x.dim())]
+    shape = [1, -1] + [1] * (x.dim() - 2)
+    xhat = (x - mean.view(shape)) * invstd.view(shape)
+    # (the weight's sum adds up terms that carry dy's own rounding, independent errors: its
+    # bound grows with the square root of the count of terms)
+    count = x.numel() // max(x.shape[1], 1)
+    checks = [((dy * xhat).sum(dims), math.sqrt(count) * (dy * xhat).abs().sum(dims))]
+    g = dy * weight.view(shape) if isinstance(weight, torch.Tensor) else dy
+    checks.append((g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True),
+                   g.abs() + g.abs().mean(dims, keepdim=True) + xhat.abs() * (g * xhat).abs().mean(dims, keepdim=True)))
+    for result, terms in checks:
+        bound = ACCUMULATION_EPS * terms
+        finite = torch.isfinite(bound) & torch.isfinite(result)
+        if not bool(finite.any()):
+            continue
+        floor = ATOL * max(1.0, float(result.abs()[finite].median()))
+        if bool((bound[finite] > SENSITIVE_RELATIVE_LIMIT * result.abs()[finite] + floor).any()):
+            return True
+    return False
+
+
 # Fmod/remainder by a subnormal divisor, or with a quotient beyond the dtype's range (-9e307
 # fmod 1e-30: special 1733): ATen's vectorized lanes (a - trunc(a / b) * b) give NaN, its scalar
 # tail (and any exact implementation) the remainder, so eager disagrees with itself by position.
@@ -434,6 +466,12 @@ class ConditionWatch(TorchDispatchMode):
                     noise = self.abs_noise[args[0]].double()
                     self.abs_noise[result[1]] = noise.amax(dim=dims, keepdim=bool(kwargs.get("keepdim", False))) \
                         if dims else noise
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
+            return result
+        if func is aten.native_batch_norm_backward.default:
+            try:
+                self.ill_conditioned = _batch_norm_backward_cancels(args)
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result

@@ -306,3 +306,25 @@ def test_max_of_opposite_zeros_is_ill_defined():
     zeros = torch.zeros(8, dtype=torch.float64)
     assert _watched(lambda a, b: torch.maximum(a, b), zeros, torch.tensor([-0.0], dtype=torch.float64))
     assert not _watched(lambda a, b: torch.maximum(a, b), zeros, torch.tensor([0.0], dtype=torch.float64))
+
+
+def test_a_batch_norm_weight_gradient_that_cancels_is_ill_conditioned():
+    """Two training batch_norms in a row: the first one's weight gradient is 0 in exact arithmetic
+    (the second removes every component along its normalized input), so whatever float32 leaves
+    is rounding (conv 7934).  One batch_norm under a random loss is ordinary."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, 5, 5, generator=g)
+    w = torch.randn(3, generator=g).requires_grad_()
+    upstream = torch.randn(4, 3, 5, 5, generator=g)
+
+    def twice(x, w):
+        y = torch.nn.functional.batch_norm(x, None, None, w, None, training=True)
+        z = torch.nn.functional.batch_norm(y, None, None, None, None, training=True)
+        (z * upstream).sum().backward()
+
+    def once(x, w):
+        y = torch.nn.functional.batch_norm(x, None, None, w, None, training=True)
+        (y * upstream).sum().backward()
+
+    assert _watched(twice, x, w)
+    assert not _watched(once, x, w.detach().clone().requires_grad_())
