@@ -267,6 +267,12 @@ def _layer_norm_backward_cancels(args) -> bool:
     xhat = (x - mean) * rstd
     terms = g.abs() + g.abs().mean(dims, keepdim=True) + xhat.abs() * (g * xhat).abs().mean(dims, keepdim=True)
     result = g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True)
+    return _beyond_tolerance(result, terms)
+
+
+def _beyond_tolerance(result, terms) -> bool:
+    """Is the rounding bound of `result` (a sum of `terms`' sizes) beyond what the comparison
+    tolerates at its size?"""
     bound = ACCUMULATION_EPS * terms
     finite = torch.isfinite(bound) & torch.isfinite(result)
     if not bool(finite.any()):
@@ -296,15 +302,11 @@ def _batch_norm_backward_cancels(args) -> bool:
     g = dy * weight.view(shape) if isinstance(weight, torch.Tensor) else dy
     checks.append((g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True),
                    g.abs() + g.abs().mean(dims, keepdim=True) + xhat.abs() * (g * xhat).abs().mean(dims, keepdim=True)))
-    for result, terms in checks:
-        bound = ACCUMULATION_EPS * terms
-        finite = torch.isfinite(bound) & torch.isfinite(result)
-        if not bool(finite.any()):
-            continue
-        floor = ATOL * max(1.0, float(result.abs()[finite].median()))
-        if bool((bound[finite] > SENSITIVE_RELATIVE_LIMIT * result.abs()[finite] + floor).any()):
-            return True
-    return False
+    return any(_beyond_tolerance(result, terms) for result, terms in checks)
+
+
+_NORM_BACKWARD_CANCELS = {aten.native_batch_norm_backward.default: _batch_norm_backward_cancels,
+                          aten.native_layer_norm_backward.default: _layer_norm_backward_cancels}
 
 
 # Fmod/remainder by a subnormal divisor, or with a quotient beyond the dtype's range (-9e307
@@ -469,15 +471,9 @@ class ConditionWatch(TorchDispatchMode):
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result
-        if func is aten.native_batch_norm_backward.default:
+        if func in _NORM_BACKWARD_CANCELS:
             try:
-                self.ill_conditioned = _batch_norm_backward_cancels(args)
-            except Exception:  # noqa: BLE001 - a watch must never change the run
-                pass
-            return result
-        if func is aten.native_layer_norm_backward.default:
-            try:
-                self.ill_conditioned = _layer_norm_backward_cancels(args)
+                self.ill_conditioned = _NORM_BACKWARD_CANCELS[func](args)
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result
