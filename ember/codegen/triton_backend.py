@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 import weakref
 from typing import Callable
 
@@ -378,7 +379,6 @@ class TritonBackend:
             lines.append(f"del {', '.join(scratch)}")
         return lines
 
-
     def _direct_call(self, wrapper, launcher: "TritonLauncher", source: TritonSource, arguments: list,
                      own: set[str]) -> tuple[str, str] | None:
         """(condition, call) that launches the precompiled kernel through Triton's C launcher with
@@ -446,8 +446,6 @@ def _precompile(launchers: list[TritonLauncher]) -> None:
     from triton.runtime._async_compile import AsyncCompileMode
 
     from . import triton_pool
-
-    import time
 
     started = time.perf_counter()
     triton_pool.compile_in_workers(launchers)  # (into Triton's cache: the compiles below find them)

@@ -84,8 +84,16 @@ def shutdown() -> None:
         _workers.clear()
 
 
+_jobs_lock = threading.Lock()  # (graphs compiled in two threads take turns: one job per worker at a time)
+
+
 def run_jobs(jobs: list[list], count: int | None = None) -> list[str]:
     """Each job's answer ("ok" or the error), the jobs spread over the workers."""
+    with _jobs_lock:
+        return _run_jobs(jobs, count)
+
+
+def _run_jobs(jobs: list[list], count: int | None) -> list[str]:
     workers = _pool(min(count or COMPILE_WORKERS, len(jobs)))
     pending: queue.Queue = queue.Queue()
     for position, job in enumerate(jobs):
