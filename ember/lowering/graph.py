@@ -66,7 +66,8 @@ class GraphLowering(torch.fx.Interpreter):
         self.traced_symbolic: set[str] = set()  # inputs whose fakes had SymInt sizes (checked at each call)
         self.shape_env = None  # the ShapeEnv of the inputs' symbols (its guards are checked at each call)
         self.constants: dict[str, torch.Tensor] = {}
-        self._sizes_by_name: dict[str, int | None] = {}  # _buffer_sizes' memo
+        self._sizes_by_name: dict[str, int | None] = {}  # _size_of's memo
+        self._sized_buffers = 0  # how many of self.buffers _size_of has looked at
         self.extern_calls: list[ExternCall] = []
         self.outputs: list[Any] = []
         self.fallback_counts: collections.Counter = collections.Counter()
@@ -235,24 +236,30 @@ class GraphLowering(torch.fx.Interpreter):
         size = _static_numel(value.get_size())
         if size is None or size == 0 or op_count(value) > self.RECOMPUTE_LIMIT_SMALL_READS:
             return False
-        sizes = self._buffer_sizes()
         for name, _ in record(value).loads:
-            read = sizes.get(name)
+            read = self._size_of(name)
             if not isinstance(read, int) or read * self.SMALL_READ_RATIO > size:
                 return False
         return True
 
-    def _buffer_sizes(self) -> dict:
-        """Element counts of the buffers and inputs so far, by name (None where symbolic)."""
+    def _size_of(self, name: str) -> int | None:
+        """A buffer's, input's or constant's element count by name (None where symbolic).  The
+        buffers are indexed as they come (from where the last look ended; all of them again only
+        for a name not found, as after a fallback dropped some)."""
         known = self._sizes_by_name
-        for buffer in [*self.inputs, *self.buffers]:
-            name = getattr(buffer, "name", None)
-            if name is not None and name not in known:
-                layout = getattr(buffer, "layout", None)
-                known[name] = _static_numel(layout.size) if layout is not None else None
-        for name, tensor in self.constants.items():
-            known.setdefault(name, tensor.numel())
-        return known
+        if name not in known:
+            start = 0 if self._sized_buffers > len(self.buffers) else self._sized_buffers
+            for rescan in (False, True):
+                for buffer in [*self.inputs, *self.buffers[0 if rescan else start:]]:
+                    layout = getattr(buffer, "layout", None)
+                    if getattr(buffer, "name", None) is not None and layout is not None:
+                        known.setdefault(buffer.name, _static_numel(layout.size))
+                self._sized_buffers = len(self.buffers)
+                if name in known or name in self.constants:
+                    break
+            if name in self.constants:
+                known[name] = self.constants[name].numel()
+        return known.get(name)
 
     def realize(self, value: IRNode) -> IRNode:
         """Make `value` live in memory: a Buffer, or a strided view of one.
