@@ -59,6 +59,10 @@ class Config:
     # generator where there is no GPU; very slow.
     cpu_kernels: str = "cpp"
 
+    # Triton kernels that move enough memory time a few block sizes and warp counts when their
+    # graph is built and keep the fastest (codegen/triton_tune.py); choices are cached on disk.
+    autotune: bool = True
+
     # ---- runtime ---------------------------------------------------------------------------
     # Replay compiled CUDA graphs' wrappers as CUDA graphs (mode="reduce-overhead"): one launch
     # instead of one per kernel; see ember/runtime/cudagraphs.py for when they are not used.

@@ -228,6 +228,11 @@ class TritonSource:
     workspaces: list = dataclasses.field(default_factory=list)
     constexprs: dict = dataclasses.field(default_factory=dict)  # more constexpr arguments (RCHUNK)
     pointer_dtypes: list | None = None  # on a GPU: the tensors' dtypes, for compiling ahead of the call
+    pointer_numels: list | None = None  # elements each pointer reaches (None: not known statically)
+    # which block sizes the kernel's code allows (triton_tune.py): "flat" (pointwise), "rows" /
+    # "columns" (looped reductions), "rows_persistent" / "columns_persistent" (RBLOCK holds the
+    # whole row), "fixed" (scatters with atomics, combining kernels: as generated)
+    tuning: str = "fixed"
 
 
 class _Scope:
@@ -590,6 +595,7 @@ class TritonKernel(KernelArguments):
         operation = "tl.atomic_add" if data.accumulate else "tl.store"
         self.scope.lines.append(f"{operation}(out_ptr0 + {text}, {value}, xmask)")
         source = self._finish(name)
+        source.tuning = "fixed"  # (atomic adds: a block's size changes which updates collide)
         if os.environ.get("TRITON_INTERPRET") == "1":
             # Triton's interpreter applies a block's atomic adds to one address once (numpy's
             # fancy-index +=), and a block's colliding stores last-wins: one update per program
@@ -629,6 +635,7 @@ class TritonKernel(KernelArguments):
         self.store(node, self._node_index(node, []), result)
         source = self._finish(name)
         source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
+        source.tuning = "fixed"
         return source
 
     def generate_welford_combine(self, name: str, acc_torch: torch.dtype, split: int, xranges: list, rnumel: int,
@@ -661,6 +668,7 @@ class TritonKernel(KernelArguments):
             self.store(node, self._node_index(node, []), result)
         source = self._finish(name)
         source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
+        source.tuning = "fixed"
         return source
 
     def _rvars_for(self, ranges: list) -> list:
@@ -778,9 +786,11 @@ class TritonKernel(KernelArguments):
         columns = self.loads_along["x"] > 0 and self.loads_along["r"] == 0
         xblock, rblock, warps = _launch(self.xnumel, self.rnumel, self.persistent, columns)
         self.columns = columns
+        tuning = "flat" if self.rnumel is None else ("columns" if columns else "rows") + \
+            ("_persistent" if self.persistent else "")
         return TritonSource(name, "\n".join(lines) + "\n", list(self.inputs),
                             [] if self.split else list(self.outputs), symbols,
-                            self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks))
+                            self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks), tuning=tuning)
 
 
 # One block reduced along r, for the reductions that combine elementwise

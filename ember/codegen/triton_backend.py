@@ -21,6 +21,7 @@ from .. import logs
 from ..lowering.indexing import python_size
 from ..lowering.ir import ComputedBuffer, Layout
 from ..scheduling.scheduler import Kernel
+from . import triton_tune
 from .triton import TritonSource, load_kernel, triton_kernels
 
 log_fallbacks = logs.get("fallbacks")
@@ -335,17 +336,61 @@ class TritonBackend:
                      for step in scheduler.steps if isinstance(step, Kernel)}
         except NotImplementedError as reason:  # (the graph runs as ATen calls)
             raise GraphNotSupported(f"no Triton kernel for it yet: {reason}") from reason
+        extents = _extents(graph, scheduler)
         for step in steps.values():
             known = {**dtypes, **{name: dtype for kernel in step.kernels for name, _, dtype in kernel.workspaces}}
             for kernel in step.kernels:
                 kernel.pointer_dtypes = [known[name] for name in [*kernel.inputs, *kernel.outputs]] + \
                     [known[workspace[0]] for workspace in kernel.workspaces]
+                kernel.pointer_numels = [extents.get(name) for name in [*kernel.inputs, *kernel.outputs]] + \
+                    [int(numel) if isinstance(numel, int) or sympy.sympify(numel).is_number else None
+                     for _, numel, _ in kernel.workspaces]
         return steps
 
     def build(self, sources: dict[str, TritonStep]) -> dict[str, list[Callable]]:
-        launchers = {name: [TritonLauncher(load_kernel(kernel.source, kernel.name), kernel, kernel.pointer_dtypes)
-                            for kernel in step.kernels] for name, step in sources.items()}
-        _precompile([launcher for group in launchers.values() for launcher in group])
+        """Each kernel's launcher, compiled.  Kernels worth tuning compile each launch candidate
+        too and keep the fastest (triton_tune.py); kernels of the same code and sizes (a model's
+        layers) are timed once."""
+        device_name = _device_name(sources)
+        launchers, trials, followers, extra = {}, {}, [], []
+        for name, step in sources.items():
+            launchers[name] = []
+            for position, kernel in enumerate(step.kernels):
+                function = load_kernel(kernel.source, kernel.name)
+                launches = triton_tune.candidates(kernel) if device_name and triton_tune.worth_tuning(kernel) else []
+                key = triton_tune.key(kernel, device_name) if len(launches) > 1 else None
+                known = triton_tune.recorded(key, launches) if key else None
+                if known is not None:
+                    triton_tune.apply(kernel, known)
+                    key = None
+                launchers[name].append(TritonLauncher(function, kernel, kernel.pointer_dtypes))
+                if key in trials:
+                    followers.append((name, position, key))
+                elif key is not None:
+                    variants = [kernel] + [triton_tune.variant(kernel, launch) for launch in launches[1:]]
+                    group = [launchers[name][-1]] + [TritonLauncher(function, source, kernel.pointer_dtypes)
+                                                     for source in variants[1:]]
+                    trials[key] = (name, position, launches, variants, group)
+                    extra += group[1:]
+        _precompile([launcher for group in launchers.values() for launcher in group] + extra)
+        chosen, started, default_us, chosen_us = {}, time.perf_counter(), 0.0, 0.0
+        for key, (name, position, launches, variants, group) in trials.items():
+            times = triton_tune.measure(group, variants, sources[name])
+            best = triton_tune.fastest(times)
+            default_us, chosen_us = default_us + times[0], chosen_us + times[best]
+            chosen[key] = (launches[best], group[best])
+            triton_tune.apply(sources[name].kernels[position], launches[best])
+            launchers[name][position] = group[best]
+            triton_tune.report(sources[name].kernels[position], key, launches, times, best)
+        for name, position, key in followers:
+            triton_tune.apply(sources[name].kernels[position], chosen[key][0])
+            launchers[name][position] = chosen[key][1]
+        if trials:
+            log_perf.debug("autotune: %d kernels timed in %.2f s, %d kept another launch than the default; "
+                           "%.0f us per launch of each at the defaults, %.0f us as chosen", len(trials),
+                           time.perf_counter() - started, sum(c[0] != t[2][0] for c, t in
+                                                              zip(chosen.values(), trials.values())),
+                           default_us, chosen_us)
         return launchers
 
     def call_lines(self, wrapper, step: Kernel, kernel: TritonStep, launchers: list, own: set[str]) -> list[str]:
@@ -429,6 +474,16 @@ class TritonBackend:
         return ["index_flags.check()"] if "index_flags" in wrapper.namespace else []
 
 
+def _device_name(sources: dict[str, TritonStep]) -> str | None:
+    """The GPU the kernels run on, by name (autotuning's records are per GPU); None where no
+    kernel is timed (the interpreter, unless a test times kernels there)."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return "interpreter" if triton_tune.ON_INTERPRETER else None
+    import torch
+
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else None
+
+
 def graph_device_type(scheduler) -> str | None:
     for step in scheduler.steps:
         if isinstance(step, Kernel):
@@ -463,6 +518,24 @@ def _precompile(launchers: list[TritonLauncher]) -> None:
     log_perf.debug("Triton kernels: %d launchers, %d compiles found in the cache, %d compiled here; %.1f s in "
                    "the workers, %.1f s in this process", len(launchers), counts.hits, counts.misses,
                    handed_over - started, finished - handed_over)
+
+
+def _extents(graph, scheduler) -> dict:
+    """Elements each buffer's pointer reaches (its offset included), where the sizes are known:
+    the scratch tensors autotuning runs kernels on are this large."""
+    extents = {}
+    for buffer in [*graph.inputs, *graph.buffers, *scheduler.kept]:
+        layout = getattr(buffer, "layout", None)
+        if not isinstance(layout, Layout):
+            continue
+        extent = sympy.sympify(layout.offset + sum(((size - 1) * abs(stride) for size, stride in
+                                                    zip(layout.size, layout.stride)), sympy.Integer(0)) + 1)
+        if extent.is_number and all(sympy.sympify(size).is_number for size in layout.size):
+            extents[buffer.name] = 0 if any(int(size) == 0 for size in layout.size) else int(extent)
+    for name, tensor in graph.constants.items():
+        extents[name] = tensor.storage_offset() + sum((size - 1) * abs(stride) for size, stride in
+                                                      zip(tensor.shape, tensor.stride())) + 1
+    return extents
 
 
 def _planned_offsets(graph) -> dict:
