@@ -373,11 +373,13 @@ class TritonBackend:
                     trials[key] = (name, position, launches, variants, group)
                     extra += group[1:]
         _precompile([launcher for group in launchers.values() for launcher in group] + extra)
-        chosen, started, default_us, chosen_us = {}, time.perf_counter(), 0.0, 0.0
+        chosen, started, gains = {}, time.perf_counter(), {}
         for key, (name, position, launches, variants, group) in trials.items():
             times = triton_tune.measure(group, variants, sources[name])
             best = triton_tune.fastest(times)
-            default_us, chosen_us = default_us + times[0], chosen_us + times[best]
+            kind = gains.setdefault(sources[name].kernels[position].tuning, [0, 0, 0.0, 0.0])
+            kind[0], kind[1], kind[2], kind[3] = kind[0] + 1, kind[1] + (best != 0), kind[2] + times[0], \
+                kind[3] + times[best]
             chosen[key] = (launches[best], group[best])
             triton_tune.apply(sources[name].kernels[position], launches[best])
             launchers[name][position] = group[best]
@@ -386,11 +388,10 @@ class TritonBackend:
             triton_tune.apply(sources[name].kernels[position], chosen[key][0])
             launchers[name][position] = chosen[key][1]
         if trials:
-            log_perf.debug("autotune: %d kernels timed in %.2f s, %d kept another launch than the default; "
-                           "%.0f us per launch of each at the defaults, %.0f us as chosen", len(trials),
-                           time.perf_counter() - started, sum(c[0] != t[2][0] for c, t in
-                                                              zip(chosen.values(), trials.values())),
-                           default_us, chosen_us)
+            log_perf.debug("autotune: %d kernels timed in %.2f s; per kind, kernels / changed / us at the "
+                           "defaults -> as chosen (one launch of each): %s", len(trials), time.perf_counter() - started,
+                           ", ".join(f"{kind} {n} / {changed} / {before:.0f} -> {after:.0f}"
+                                     for kind, (n, changed, before, after) in sorted(gains.items())))
         return launchers
 
     def call_lines(self, wrapper, step: Kernel, kernel: TritonStep, launchers: list, own: set[str]) -> list[str]:

