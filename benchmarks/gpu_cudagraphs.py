@@ -5,7 +5,9 @@ Per variant: microseconds per call measured on the host (N calls, then one synch
 1 the launches are the cost), median of ROUNDS rounds with the min-max spread, and the largest
 difference from eager's result.
 
-    python benchmarks/gpu_cudagraphs.py [--out DIR]
+    python benchmarks/gpu_cudagraphs.py [--out DIR] [--profile]
+
+--profile: then where ember reduce-overhead's host time goes (cProfile, by own time).
 """
 from __future__ import annotations
 
@@ -75,6 +77,19 @@ def main() -> None:
             continue
         lines.append(f"| {name} | {row[0]:.1f} ({row[1]:.1f}-{row[2]:.1f}) | {eager / row[0]:.2f} | {row[3]:.1e} |")
     write_table(folder, "gpu_cudagraphs.md", "\n".join(lines) + "\n")
+    if "--profile" in sys.argv:
+        import cProfile
+        import pstats
+
+        function = variants["ember reduce-overhead"]
+        with torch.no_grad():
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for k in range(2000):
+                function(inputs[k % len(inputs)])
+            torch.cuda.synchronize()
+            profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(22)
 
 
 if __name__ == "__main__":

@@ -176,6 +176,8 @@ def _own_memory(values: list, indices: list[int], spec: JointSpec, args) -> list
 
 def _write_back(spec: JointSpec, args, new_values, skip=()) -> None:
     """Mutated inputs get their new values (what eager's in-place ops did to them)."""
+    if not spec.mutated_inputs:
+        return
     pairs = [(args[index], value) for position, (index, value) in enumerate(zip(spec.mutated_inputs, new_values))
              if position not in skip]
     with torch.no_grad():
@@ -450,6 +452,25 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
     returned = _returned_outputs(spec)
 
     early = _made_before_writes(spec)
+    if not num_mutated and not early and not spec.constant_outputs and not spec.output_copies and \
+            not spec.output_aliases and returned == list(range(spec.num_user_outputs)) == list(range(num_outputs)):
+        # (the common case: the graph's outputs are the user's, nothing to write back or re-make;
+        # fewer Python steps per call matter at batch 1, under CUDA graphs)
+        out_spec, no_grad = spec.out_spec, torch._C._set_grad_enabled
+
+        def run_plain(*args):
+            if torch.is_grad_enabled():
+                no_grad(False)
+                try:
+                    results = forward(*args)
+                finally:
+                    no_grad(True)
+            else:
+                results = forward(*args)
+            return results[0] if leaf else pytree.tree_unflatten(results[:num_outputs], out_spec)
+
+        leaf = out_spec.is_leaf()
+        return run_plain
 
     def run(*args):
         made = {index: _input_view(spec, index, alias, args) for index, alias in early.items()} if early else None

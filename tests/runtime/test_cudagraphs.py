@@ -66,3 +66,19 @@ def test_graphs_that_cannot_replay_run_as_they_are():
     x = torch.ones(1000, device="cuda")
     first, second = fn(x), fn(x)
     assert not torch.equal(first, second)
+
+
+def test_the_replay_check_compares_metadata_and_the_addresses_not_copied_in():
+    """The per-call check a recording writes out (CPU tensors stand in: it only reads metadata)."""
+    from ember.runtime.cudagraphs import _input_check, _meta
+
+    weight, batch = torch.randn(4, 4), torch.randn(2, 4)
+    check = _input_check([_meta(weight), _meta(batch), _meta(3)], copied={1})
+    assert check([weight, torch.randn(2, 4), 3])  # (input 1 is copied in: any address)
+    assert not check([weight.clone(), batch, 3])  # (input 0 moved)
+    assert not check([weight, torch.randn(3, 4), 3])
+    assert not check([weight, torch.randn(4, 2).t(), 3])
+    assert not check([weight, batch.double(), 3])
+    assert not check([weight, batch, 4])
+    assert not check([weight, batch, 3.0])
+    assert not check([weight, batch])
