@@ -155,10 +155,16 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
         reason = why_not_graphs(gm, graph.wrapper)
         if reason is None:
-            graph.call = CudaGraphRunner(graph.call)
+            graph.call = CudaGraphRunner(graph.call, static=not any(_symbolic(value) for value in example_inputs))
         else:
             log_fallbacks.debug("CUDA graphs off for this graph: %s", reason)
     return graph
+
+
+def _symbolic(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return any(isinstance(n, torch.SymInt) for n in (*value.shape, *value.stride()))
+    return isinstance(value, (torch.SymInt, torch.SymFloat))
 
 
 def _tensor_values(node: torch.fx.Node) -> list:

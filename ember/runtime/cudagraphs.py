@@ -54,9 +54,13 @@ def why_not_graphs(gm: torch.fx.GraphModule, wrapper_source: str) -> str | None:
 class CudaGraphRunner:
     """Calls `call` (a compiled graph's wrapper) through a recorded CUDA graph; see the module."""
 
-    def __init__(self, call: Callable, name: str = "graph") -> None:
+    def __init__(self, call: Callable, name: str = "graph", static: bool = False) -> None:
         self.call = call
         self.name = name
+        # static: the graph has no symbolic sizes, so its callers (capture's guards, or the AOT
+        # layer's key) hand it inputs of the metadata it was compiled for; a replay then only
+        # needs the addresses checked
+        self.static = static
         self.disabled: str | None = None
         self.calls = 0
         self.recordings = 0
@@ -114,7 +118,7 @@ class CudaGraphRunner:
         if reason is not None:
             return reason
         self.graph, self.static_outputs = graph, outputs
-        self._replayable = _input_check(self.signature, self.copied)
+        self._replayable = _input_check(self.signature, self.copied, self.static)
         return None
 
     def _replayable(self, args) -> bool:  # (before a recording: nothing replays)
@@ -135,11 +139,11 @@ def _meta(value) -> tuple:
     return (type(value), value), None
 
 
-def _input_check(signature: list, copied: set) -> Callable:
+def _input_check(signature: list, copied: set, static: bool = False) -> Callable:
     """A function of the call's inputs: do they have the recorded metadata (a CPU tensor differs
-    in device), and is every input not copied in at its recorded address?  Written out as one
-    expression per input: it runs at every call, where a loop over a batch-1 MLP's 13 inputs
-    cost about as much as the replay."""
+    in device; not checked for a `static` graph, whose callers pin it), and is every input not
+    copied in at its recorded address?  Written out as one expression per input: it runs at
+    every call, where a loop over a batch-1 MLP's 13 inputs cost about as much as the replay."""
     namespace: dict = {"Tensor": torch.Tensor}
     terms = [f"len(args) == {len(signature)}"]
     for index, (meta, pointer) in enumerate(signature):
@@ -148,6 +152,10 @@ def _input_check(signature: list, copied: set) -> Callable:
             namespace[f"dtype{index}"] = dtype
             device_index = -1 if device.type != "cuda" else \
                 device.index if device.index is not None else torch.cuda.current_device()
+            if static:
+                if index not in copied:
+                    terms.append(f"args[{index}].data_ptr() == {pointer}")
+                continue
             term = (f"(a := args[{index}]).dtype is dtype{index} and a.get_device() == {device_index} and "
                     f"a.shape == {shape!r} and a.stride() == {stride!r}")
             if index not in copied:

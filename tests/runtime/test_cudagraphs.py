@@ -82,3 +82,7 @@ def test_the_replay_check_compares_metadata_and_the_addresses_not_copied_in():
     assert not check([weight, batch, 4])
     assert not check([weight, batch, 3.0])
     assert not check([weight, batch])
+    static = _input_check([_meta(weight), _meta(batch), _meta(3)], copied={1}, static=True)
+    assert static([weight, torch.randn(2, 4), 3])
+    assert not static([weight.clone(), batch, 3])  # (a graph without symbolic sizes: addresses only)
+    assert not static([weight, batch, 4])
