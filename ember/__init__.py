@@ -47,6 +47,7 @@ from .capture.errors import BackendCompilerFailed, CaptureError  # noqa: E402
 from .capture.runtime import counters  # noqa: E402
 from .capture.shapes import DynamicShapeError  # noqa: E402
 from .codegen.triton_backend import check_index_errors  # noqa: E402
+from . import compiled_autograd  # noqa: E402
 
 __all__ = [
     "check_index_errors",

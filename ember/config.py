@@ -14,6 +14,8 @@ import contextlib
 import dataclasses
 import functools
 import os
+import sys
+import types
 from typing import Any, Iterator
 
 
@@ -62,6 +64,11 @@ class Config:
     # Triton kernels that move enough memory time a few block sizes and warp counts when their
     # graph is built and keep the fastest (codegen/triton_tune.py); choices are cached on disk.
     autotune: bool = True
+
+    # ---- compiled autograd --------------------------------------------------------------------
+    # Backward calls made inside ember.compile'd functions run as one captured, compiled graph
+    # (ember/compiled_autograd), compiled with the enclosing call's backend.
+    compiled_autograd: bool = False
 
     # ---- runtime ---------------------------------------------------------------------------
     # Replay compiled CUDA graphs' wrappers as CUDA graphs (mode="reduce-overhead"): one launch
@@ -170,3 +177,19 @@ def _load_environment() -> None:
 
 
 _load_environment()
+
+
+class _ConfigModule(types.ModuleType):
+    """`ember.config.name = value` sets the setting (checked, as `set`); a name that is neither
+    a setting nor one of this module's own raises instead of being silently ignored."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _field_types():
+            set(**{name: value})
+        elif name in self.__dict__ or name.startswith("__"):
+            super().__setattr__(name, value)
+        else:
+            raise AttributeError(f"ember.config has no setting {name!r}; the settings are: {', '.join(_config.keys())}")
+
+
+sys.modules[__name__].__class__ = _ConfigModule

@@ -23,6 +23,7 @@ CHANNELS = (
     "ir",  # each graph's loop-level IR (buffers and their loop bodies)
     "schedule",  # fused kernels and extern calls, in order
     "output_code",  # generated kernels and wrappers
+    "compiled_autograd",  # each captured backward's reason ("new autograd node", "changed shapes"), its graph, fallbacks
     "autotune",  # each tuned Triton kernel's launch configurations, their times and the choice
 )
 

@@ -226,6 +226,7 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
                 saved = _before_writes(spec, args, saved)
             _write_back(spec, args, values[num_outputs:], skip=set(grad_mutations))
             _save(ctx, saved)
+            ctx.ember_tensor_inputs = [isinstance(arg, torch.Tensor) for arg in args]
             if spec.shape_env is not None:  # (symbolic sizes: a missing tangent's zeros take these)
                 ctx.tangent_shapes = [tuple(values[i].shape) for i in spec.diff_outputs]
             outputs = _own_memory([values[i] for i in returned], returned, spec, args)
@@ -244,6 +245,15 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             tangents = [grad_outputs[position_of[index]] if index in position_of else None
                         for index in spec.diff_outputs]  # (a copy's gradient arrives through its original)
             return (None, *_run_backward(pair, ctx, tangents))
+
+        @staticmethod
+        def ember_traceable_backward(ctx, tracer, *grad_outputs):
+            """The backward as ATen ops for compiled autograd's tracer: the gradients of the
+            tensor inputs (the node's edges), in order."""
+            tangents = [grad_outputs[position_of[index]] if index in position_of else None
+                        for index in spec.diff_outputs]
+            grads = _traced_backward(pair, ctx, tangents, tracer)
+            return [grad for grad, tensor in zip(grads, ctx.ember_tensor_inputs) if tensor]
 
     class MutationFunction(torch.autograd.Function):
         """The new values of inputs written in place, differentiable with respect to the inputs
@@ -343,6 +353,38 @@ def _run_backward(pair: CompiledPair, ctx, tangents: list) -> list:
     grads = backward(*saved, *tangents)
     # An input no given output reaches gets None, as in eager, where autograd never
     # reaches it; one that is reached gets its gradient even when that is zeros.
+    for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
+        result[index] = grad if sources & given else None
+    return result
+
+
+_traced_regions: dict[int, int] = {}  # id(pair) -> k: its ops are named aot{k}_ in captured backwards
+
+
+def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
+    """`_run_backward` for compiled autograd: the backward graph run op by op under its tracer
+    (ember's compiled kernels would be opaque to it), missing tangents as zeros."""
+    from ..compiled_autograd.tracer import CannotCapture, run_graph_traced
+
+    spec = pair.spec
+    if pair.backward_graph is None:
+        raise CannotCapture("an ember region kept no backward graph")
+    saved_tensors = ctx.saved_tensors
+    tensors = iter(saved_tensors)
+    others = iter(ctx.saved_other)
+    saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
+    given = {position for position, tangent in enumerate(tangents) if tangent is not None}
+    result: list = [None] * spec.num_primals
+    if not given:
+        return result
+    if ctx.saved_versions is not None:
+        _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, None)
+    shapes = getattr(ctx, "tangent_shapes", None) or [fake.shape for fake in pair.tangent_fakes]
+    tangents = [tangent.contiguous() if tangent is not None else
+                torch.zeros(shape, dtype=fake.dtype, device=fake.device)
+                for tangent, fake, shape in zip(tangents, pair.tangent_fakes, shapes)]
+    region = _traced_regions.setdefault(id(pair), len(_traced_regions))
+    grads = run_graph_traced(tracer, pair.backward_graph, [*saved, *tangents], f"aot{region}_")
     for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
         result[index] = grad if sources & given else None
     return result

@@ -67,6 +67,8 @@ def is_impure(node: torch.fx.Node) -> bool:
         name = getattr(target, "__name__", "")
         if name.endswith("_") and not name.endswith("__"):
             return True
+        if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
+            return True  # (torch.ops.aten.add_.Tensor(a, b), its result unused: a is still written)
         if "out" in node.kwargs:
             return True
     return False

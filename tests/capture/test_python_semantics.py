@@ -6,6 +6,8 @@ import collections.abc
 import pytest
 import torch
 
+import ember
+
 from capture_helpers import assert_matches_eager
 
 
@@ -203,3 +205,16 @@ def test_jiterator_kernels_break_the_graph_and_run_eagerly(caplog):
     # the graph before the break holds the sin; the jiterator call ran in Python
     assert [n.target for n in graphs[0].graph.nodes if n.op == "call_method"] == ["sin"]
     assert not any("jit" in str(n.target).lower() for g in graphs for n in g.graph.nodes)
+
+
+def test_a_mutating_aten_overload_whose_result_is_unused_still_writes():
+    """torch.ops.aten.add_.Tensor(a, b) with its result dropped (compiled autograd's graphs add
+    into `.grad` this way): the write is a side effect, not dead code."""
+    def f(a, b):
+        torch.ops.aten.add_.Tensor(a, b * 2)
+        return ()
+
+    for backend in ("eager", "aot_eager", "ember"):
+        a, b = torch.zeros(3), torch.ones(3)
+        ember.compile(f, backend=backend)(a, b)
+        assert torch.equal(a, torch.full((3,), 2.0)), backend

@@ -1,0 +1,164 @@
+"""Compiled autograd: the whole backward pass captured when it runs, hooks included, as one
+graph, and compiled (seed 002, ember's take on torch's compiled autograd).
+
+    with ember.compiled_autograd.enable(ember.compile(backend="ember")):
+        loss.backward()            # one captured graph, whatever graph breaks the forward had
+
+    ember.config.compiled_autograd = True     # backward calls inside ember.compile'd functions
+    ember.compile(lambda: loss.backward())()
+
+A backward under it walks the autograd graph from the roots, traces each node's backward (the
+ATen ops of built-in nodes, ember's compiled regions inlined as `aot{k}_` ops, Python
+Functions' backward), the tensor hooks (as calls in the graph), and the accumulation into
+`.grad` into one FX graph; compiles it with the compiler function; runs it (engine.py).  Graphs
+are cached by the autograd graph's structure and metadata; `EMBER_LOGS=compiled_autograd` prints
+each capture's reason ("new autograd node", "changed shapes") and graph.  What cannot be captured
+(module full backward hooks, tensors that retain their grad, create_graph, `inputs=`,
+torch.autograd.grad) runs in autograd's own engine, the reason logged.
+
+Not seen: hooks registered on autograd nodes directly (`grad_fn.register_hook`, other than
+through module backward hooks), and a graph's saved tensors stay until the graph is freed
+(autograd's engine frees them after a backward without retain_graph).
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import weakref
+from typing import Callable, Iterator
+
+import torch
+
+from .. import logs
+from .engine import CompiledAutograd, graph_text
+from .tracer import call_hook
+
+log = logs.get("compiled_autograd")
+
+_state = threading.local()
+_ORIGINAL_BACKWARD = torch.autograd.backward
+_by_compiler: "weakref.WeakKeyDictionary | dict" = {}
+
+
+def _stack() -> list:
+    if not hasattr(_state, "stack"):
+        _state.stack = []
+    return _state.stack
+
+
+@contextlib.contextmanager
+def enable(compiler_fn: Callable | None = None) -> Iterator[CompiledAutograd]:
+    """Backward calls in this block (`.backward()`, `torch.autograd.backward`) run as captured
+    graphs compiled by `compiler_fn` (a function of an FX GraphModule that returns a callable,
+    such as `ember.compile(backend="ember")`; None runs the graph as it is).  Yields the
+    CompiledAutograd, whose `stats` count captures, cache hits and fallbacks."""
+    engine = CompiledAutograd(compiler_fn)
+    _stack().append(engine)
+    try:
+        yield engine
+    finally:
+        _stack().pop()
+
+
+def active() -> CompiledAutograd | None:
+    stack = _stack()
+    if stack:
+        return stack[-1]
+    from .. import config
+
+    if config.get("compiled_autograd") and _inside_compiled_call():
+        return _config_engine()
+    return None
+
+
+def _config_engine() -> CompiledAutograd:
+    """The engine `ember.config.compiled_autograd` uses: graphs compiled by ember.compile with
+    the enclosing call's backend."""
+    backend = _enclosing_backend() or "ember"
+    engine = _by_compiler.get(backend)
+    if engine is None:
+        from ..api import compile as ember_compile
+
+        engine = CompiledAutograd(lambda gm: ember_compile(gm, backend=backend))
+        _by_compiler[backend] = engine
+    return engine
+
+
+def _frames():
+    frame = sys._getframe(1)
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _inside_compiled_call() -> bool:
+    return _enclosing_backend() is not None
+
+
+def _enclosing_backend() -> str | None:
+    from ..capture.runtime import CodeRunner
+
+    runner_code = CodeRunner.__call__.__code__
+    for frame in _frames():
+        if frame.f_code is runner_code:
+            context = getattr(frame.f_locals.get("self"), "context", None)
+            return getattr(context, "backend_name", None) or "ember"
+    return None
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """torch.autograd.backward, captured where compiled autograd is on (see the module)."""
+    engine = active()
+    if engine is None or create_graph or inputs is not None or grad_variables is not None:
+        if engine is not None:
+            engine._fallback("create_graph, inputs= or grad_variables= given")
+        return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
+    roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    given = [grad_tensors] if isinstance(grad_tensors, torch.Tensor) or grad_tensors is None else list(grad_tensors)
+    if len(given) == 1 and len(roots) > 1 and given[0] is None:
+        given = [None] * len(roots)
+    if len(given) != len(roots) or any(not root.requires_grad for root in roots) or \
+            any(grad is not None and not isinstance(grad, torch.Tensor) for grad in given):
+        return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
+    grads = []
+    for root, grad in zip(roots, given):
+        if grad is None:
+            if root.numel() != 1:  # (the engine raises its own error)
+                return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
+            grad = torch.ones_like(root, memory_format=torch.preserve_format)
+        grads.append(grad.detach())
+    with torch.no_grad():
+        if engine.backward(roots, grads):
+            return None
+    return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
+
+
+# -- what autograd's Python API does not show of a node: noted when it is registered ---------------
+_ORIGINAL_REGISTER_HOOK = torch.Tensor.register_hook
+_ORIGINAL_RETAIN_GRAD = torch.Tensor.retain_grad
+
+
+def _register_hook(self, hook):
+    handle = _ORIGINAL_REGISTER_HOOK(self, hook)
+    if self.grad_fn is not None and self._backward_hooks is not None:
+        self.grad_fn.metadata.setdefault("ember_tensor_hooks", {})[self.output_nr] = self._backward_hooks
+    return handle
+
+
+def _retain_grad(self):
+    _ORIGINAL_RETAIN_GRAD(self)
+    if self.grad_fn is not None:
+        self.grad_fn.metadata["ember_retains_grad"] = True
+
+
+def install() -> None:
+    torch.autograd.backward = backward
+    torch.Tensor.register_hook = _register_hook
+    torch.Tensor.retain_grad = _retain_grad
+
+
+install()
+
+__all__ = ["enable", "active", "backward", "call_hook", "graph_text", "CompiledAutograd"]

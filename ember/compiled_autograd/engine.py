@@ -1,0 +1,266 @@
+"""One backward call, captured: walk, key, trace on a cache miss, compile, run, accumulate.
+
+    loss.backward()
+      walk       the nodes the engine would run, in its order (walk.py)
+      key        node kinds and types, their edges, saved values' metadata, hooks per site,
+                 leaves' `.grad` (None or its metadata), the root gradients' metadata
+      miss       trace the nodes into one FX graph (nodes.py, tracer.py), compile it with the
+                 compiler function; logged: "new autograd node" or "changed shapes"
+      run        the graph on this call's inputs (root gradients, saved tensors, existing
+                 `.grad`s, hooks); new gradients become `.grad`, existing ones were added to in
+                 the graph; then post-accumulate-grad hooks run
+Anything the capture cannot take (CannotCapture) runs in autograd's own engine, reason logged.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Callable
+
+import torch
+
+from .. import logs
+from .nodes import RULES, kind_of, node_key
+from .tracer import BackwardTracer, CannotCapture, InputSource
+from .walk import describe, gradient_edge, nodes_in_order
+
+log = logs.get("compiled_autograd")
+
+
+@dataclasses.dataclass
+class Entry:
+    graph: torch.fx.GraphModule
+    compiled: Callable
+    sources: list[InputSource]
+    hook_sites: list[tuple]  # (node position, "pre" output number | "leaf", index in that dict)
+    new_grads: list[int]  # node positions of the AccumulateGrads whose gradient the graph returns
+    takes_hooks: bool
+    types: tuple  # the nodes' type names (for recompile reasons)
+
+
+@dataclasses.dataclass
+class Stats:
+    captures: int = 0  # graphs traced and compiled
+    hits: int = 0
+    fallbacks: int = 0
+    reasons: list = dataclasses.field(default_factory=list)
+
+
+class CompiledAutograd:
+    """The captured backwards of one compiler function, cached by key."""
+
+    def __init__(self, compiler_fn: Callable | None) -> None:
+        self.compiler_fn = compiler_fn
+        self.entries: dict[tuple, Entry] = {}
+        self.stats = Stats()
+
+    def backward(self, tensors: list, grads: list) -> bool:
+        """Runs the backward of `tensors` with `grads` (root gradients, made); False where it
+        could not be captured (nothing was changed: the caller runs autograd's engine)."""
+        roots = [gradient_edge(tensor) for tensor in tensors]
+        try:
+            order = nodes_in_order([node for node, _ in roots])
+            key = _key(order, roots, grads)
+        except CannotCapture as reason:
+            return self._fallback(str(reason))
+        entry = self.entries.get(key)
+        if entry is None:
+            reason = self._reason(order)
+            log.debug("Cache miss due to %s", reason)
+            try:
+                entry = self._capture(order, roots, grads)
+            except CannotCapture as why:
+                return self._fallback(str(why))
+            self.entries[key] = entry
+            self.stats.captures += 1
+            self.stats.reasons.append(reason)
+        else:
+            self.stats.hits += 1
+        try:
+            inputs = [_fetch(source, order, grads) for source in entry.sources]
+        except CannotCapture as why:
+            return self._fallback(str(why))
+        if entry.takes_hooks:
+            inputs.append(_hooks(entry.hook_sites, order))
+        results = entry.compiled(*inputs)
+        for position, grad in zip(entry.new_grads, results):
+            _set_grad(order[position].variable, grad, inputs)
+        for node in order:
+            if type(node).__name__ == "AccumulateGrad":
+                variable = node.variable
+                for hook in (getattr(variable, "_post_accumulate_grad_hooks", None) or {}).values():
+                    hook(variable)
+        return True
+
+    def _fallback(self, reason: str) -> bool:
+        self.stats.fallbacks += 1
+        log.debug("not captured, autograd's engine runs this backward: %s", reason)
+        return False
+
+    def _reason(self, order: list) -> str:
+        types = tuple(type(node).__name__ for node in order)
+        if not self.entries:
+            return f"new autograd node: {types[0] if types else 'none'} (node 0)"
+        for entry in self.entries.values():
+            if entry.types == types:
+                return "changed shapes (or saved values) of the same autograd nodes"
+        best = max((sum(1 for a, b in zip(entry.types, types) if a == b), entry.types)
+                   for entry in self.entries.values())[1]
+        for position, name in enumerate(types):
+            if position >= len(best) or best[position] != name:
+                return f"new autograd node: {name} (node {position})"
+        return f"new autograd graph ({len(types)} nodes)"
+
+    # -- capture ---------------------------------------------------------------------------------------
+    def _capture(self, order: list, roots: list, grads: list) -> Entry:
+        tracer = BackwardTracer()
+        position_of = {node: position for position, node in enumerate(order)}
+        buffers: dict = {}
+        for index, ((node, number), grad) in enumerate(zip(roots, grads)):
+            tracer.placeholder(grad, InputSource("root", index), f"grad_{index}")
+            _add(tracer, buffers, node, number, grad)
+        hook_sites, new_grads, accumulations = [], [], []
+        with tracer:
+            for position, node in enumerate(order):
+                tracer.origin = f"{type(node).__name__} (node {position})"
+                inputs = buffers.pop(node, {})
+                kind = kind_of(node)
+                for number, hooks in sorted(_tensor_hooks(node).items()):
+                    for index, hook in enumerate(hooks.values()):
+                        if number in inputs:
+                            inputs[number] = tracer.call_hook(hook, inputs[number], "tensor_pre_hook")
+                            hook_sites.append((position, number, index))
+                if kind == "accumulate":
+                    self._accumulate(tracer, node, position, inputs.get(0), hook_sites, new_grads, accumulations)
+                    continue
+                if kind == "module_hooks":
+                    raise CannotCapture("module full backward hooks are not captured yet")
+                count = len(node._input_metadata)
+                results = RULES[kind](tracer, node, position, [inputs.get(k) for k in range(count)])
+                edges = node.next_functions
+                if len(results) != len(edges):
+                    raise CannotCapture(f"{type(node).__name__} gave {len(results)} gradients for {len(edges)} inputs")
+                for (next_node, number), grad in zip(edges, results):
+                    if next_node is None or grad is None:
+                        continue
+                    if next_node not in position_of:
+                        raise CannotCapture(f"{type(node).__name__} feeds a node outside the walk")
+                    grad = _validated(grad, next_node._input_metadata[number], tracer.origin)
+                    _add(tracer, buffers, next_node, number, grad)
+        for old, grad in accumulations:  # (in place, as the engine adds to an existing .grad)
+            tracer.graph.call_function(torch.ops.aten.add_.Tensor, (old, tracer.node_of(grad)), name="accumulate_grad_")
+        tracer.graph.output(tuple(tracer.node_of(grad) for _, grad in new_grads))
+        graph = torch.fx.GraphModule(torch.nn.Module(), tracer.graph, class_name="CompiledAutograd")
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("captured backward graph:\n%s", graph_text(graph))
+        compiled = self.compiler_fn(graph) if self.compiler_fn is not None else graph
+        return Entry(graph, compiled, list(tracer.sources), hook_sites, [position for position, _ in new_grads],
+                     tracer.hooks_node is not None, tuple(type(node).__name__ for node in order))
+
+    def _accumulate(self, tracer, node, position: int, grad, hook_sites: list, new_grads: list,
+                    accumulations: list) -> None:
+        if grad is None:
+            return
+        variable = node.variable
+        for index, hook in enumerate((variable._backward_hooks or {}).values()):
+            grad = tracer.call_hook(hook, grad, "tensor_pre_hook")
+            hook_sites.append((position, "leaf", index))
+        if variable.grad is None:
+            new_grads.append((position, grad))
+        else:
+            if variable.grad.is_sparse or grad.is_sparse:
+                raise CannotCapture("sparse gradients are not captured")
+            old = tracer.placeholder(variable.grad, InputSource("grad", position), f"n{position}_grad")
+            accumulations.append((old, grad))
+
+
+def _add(tracer: BackwardTracer, buffers: dict, node, number: int, grad) -> None:
+    slot = buffers.setdefault(node, {})
+    slot[number] = grad if number not in slot else tracer.add(slot[number], grad)
+
+
+def _validated(grad: torch.Tensor, metadata, origin: str) -> torch.Tensor:
+    """As the engine checks each gradient a node returns: summed to its input's shape where
+    broadcasting made it larger, cast to its dtype."""
+    shape = tuple(metadata.shape)
+    if tuple(grad.shape) != shape:
+        try:
+            grad = grad.sum_to_size(shape)
+        except RuntimeError:
+            raise CannotCapture(f"{origin}'s gradient {tuple(grad.shape)} does not reduce to {shape}") from None
+    if grad.dtype != metadata.dtype:
+        grad = grad.to(metadata.dtype)
+    if grad.device != metadata.device:
+        raise CannotCapture(f"{origin}'s gradient is on {grad.device}, its input on {metadata.device}")
+    return grad
+
+
+def _tensor_hooks(node) -> dict:
+    """Hooks registered on non-leaf tensors this node made (Tensor.register_hook, noted in the
+    node's metadata by __init__.py): {output number: the tensor's hooks dict}."""
+    return node.metadata.get("ember_tensor_hooks", {}) if node.metadata else {}
+
+
+def _key(order: list, roots: list, grads: list) -> tuple:
+    position_of = {node: position for position, node in enumerate(order)}
+    parts = [tuple((position_of[node], number, describe(grad)) for (node, number), grad in zip(roots, grads))]
+    for node in order:
+        kind = kind_of(node)
+        metadata = node.metadata or {}
+        if metadata.get("ember_retains_grad"):
+            raise CannotCapture(f"a tensor {type(node).__name__} made retains its grad (retain_grad)")
+        hooks = tuple((number, len(hooks)) for number, hooks in sorted(_tensor_hooks(node).items()))
+        if kind == "accumulate":
+            variable = node.variable
+            parts.append((kind, describe(variable), describe(variable.grad), hooks,
+                          len(variable._backward_hooks or {})))
+            continue
+        edges = tuple((position_of.get(next_node, -1), number) if next_node is not None else None
+                      for next_node, number in node.next_functions)
+        parts.append((kind, type(node).__name__, edges, hooks, node_key(node, kind)))
+    return tuple(parts)
+
+
+def _fetch(source: InputSource, order: list, grads: list):
+    if source.kind == "root":
+        return grads[source.node]
+    node = order[source.node]
+    if source.kind == "saved":
+        value = getattr(node, source.name)
+        return value[source.item] if source.item >= 0 else value
+    if source.kind == "ctx":
+        return node.saved_tensors[source.item]
+    if source.kind == "grad":
+        return node.variable.grad
+    raise AssertionError(source)
+
+
+def _hooks(sites: list, order: list) -> list:
+    hooks = []
+    for position, where, index in sites:
+        node = order[position]
+        table = node.variable._backward_hooks if where == "leaf" else _tensor_hooks(node)[where]
+        hooks.append(list(table.values())[index])
+    return hooks
+
+
+def _set_grad(variable: torch.Tensor, grad: torch.Tensor, inputs: list) -> None:
+    """A new `.grad`, laid out as the engine lays it out: the graph's result where it is the
+    variable's layout and memory of its own, else a copy in the variable's layout."""
+    shares = any(isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() ==
+                 grad.untyped_storage().data_ptr() for value in inputs)
+    if shares or grad.stride() != variable.stride() or grad._base is not None or grad.requires_grad:
+        grad = torch.empty_like(variable).copy_(grad.detach())
+    variable.grad = grad
+
+
+def graph_text(graph: torch.fx.GraphModule) -> str:
+    """The captured graph's code with the autograd node each op came from, as comments."""
+    lines, origin = [], None
+    for node in graph.graph.nodes:
+        here = node.meta.get("ember_origin")
+        if here and here != origin:
+            lines.append(f"    # {here}")
+            origin = here
+        lines.append("    " + node.format_node())
+    return "\n".join(lines)

@@ -1,0 +1,167 @@
+"""Recording a backward pass as one FX graph of ATen ops.
+
+The backward runs for real, once, under `BackwardTracer` (a TorchDispatchMode): each ATen op a
+node's backward dispatches becomes a graph node, its arguments looked up by the identity of the
+tensors that flow in.  A tensor the graph did not compute is one of the backward's inputs (the
+root gradients, a node's saved values, a leaf's `.grad`): the rule that knows where it comes
+from registers it as a placeholder together with how to fetch it at the next backward
+(`InputSource`).  A tensor nobody registered makes the capture fail (`CannotCapture`), and
+autograd's own engine runs that backward instead.
+
+Hooks are not run while tracing: the graph calls them (`call_hook`), and the trace continues
+with a stand-in of the hook's input (values are thrown away; only the ops matter).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+
+class CannotCapture(Exception):
+    """This backward cannot be captured; autograd's engine runs it (the message says why)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSource:
+    """Where a graph input comes from at each backward, relative to the walk's node list:
+    ("root", k) the k-th root gradient, ("saved", node, attribute, item) a built-in node's saved
+    tensor, ("ctx", node, k) a Python Function's k-th saved tensor, ("grad", node) an
+    AccumulateGrad variable's `.grad`."""
+
+    kind: str
+    node: int = -1
+    name: str = ""
+    item: int = -1
+
+
+def call_hook(hooks: list, index: int, grad):
+    """A tensor hook's call in the captured graph: its result, or the gradient it left as it was."""
+    result = hooks[index](grad)
+    return grad if result is None else result
+
+
+class BackwardTracer(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.graph = torch.fx.Graph()
+        self.values: dict[int, tuple[torch.Tensor, torch.fx.Node]] = {}  # id(tensor) -> (tensor, node)
+        self.sources: list[InputSource] = []
+        self.placeholders: list[torch.fx.Node] = []
+        self.hooks: list[Callable] = []
+        self.hooks_node: torch.fx.Node | None = None
+        self.prefix = ""  # e.g. "aot0_": nodes of ember's compiled backward 0
+        self.origin = ""  # the autograd node being traced (a comment in the dump)
+        self.name_hint: str | None = None
+        self.resolve: Callable[[torch.Tensor], torch.fx.Node | None] = lambda tensor: None
+
+    # -- inputs ----------------------------------------------------------------------------------------
+    def placeholder(self, tensor: torch.Tensor, source: InputSource, name: str) -> torch.fx.Node:
+        with self._before_ops():
+            node = self.graph.placeholder(name)
+        node.meta["ember_source"] = source
+        node.meta["val"] = tensor
+        self.sources.append(source)
+        self.placeholders.append(node)
+        self.values[id(tensor)] = (tensor, node)
+        return node
+
+    def hooks_input(self) -> torch.fx.Node:
+        if self.hooks_node is None:
+            with self._before_ops():
+                self.hooks_node = self.graph.placeholder("hooks")
+        return self.hooks_node
+
+    def _before_ops(self):
+        last = self.placeholders[-1] if self.placeholders else None
+        if self.hooks_node is not None:
+            return self.graph.inserting_before(self.hooks_node)
+        if last is not None:
+            return self.graph.inserting_after(last)
+        first = next(iter(self.graph.nodes), None)
+        return self.graph.inserting_before(first) if first is not None else self.graph.inserting_after(None)
+
+    def node_of(self, tensor: torch.Tensor) -> torch.fx.Node:
+        known = self.values.get(id(tensor))
+        if known is not None and known[0] is tensor:
+            return known[1]
+        node = self.resolve(tensor)
+        if node is None:
+            raise CannotCapture(f"{self.origin or 'the backward'} reads a tensor ({tuple(tensor.shape)}, "
+                                f"{tensor.dtype}) that is neither a saved value nor computed in the backward")
+        self.values[id(tensor)] = (tensor, node)
+        return node
+
+    def bind(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
+        self.values[id(tensor)] = (tensor, node)
+
+    # -- ops -------------------------------------------------------------------------------------------
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.ops.aten._local_scalar_dense.default:
+            raise CannotCapture(f"{self.origin or 'the backward'} reads a tensor's value on the host (.item())")
+        node_args, node_kwargs = pytree.tree_map_only(torch.Tensor, self.node_of, (args, kwargs))
+        out = func(*args, **kwargs)
+        node = self.graph.call_function(func, tuple(node_args), dict(node_kwargs), name=self._name(func))
+        node.meta["ember_origin"] = self.origin
+        if isinstance(out, torch.Tensor):
+            self.bind(out, node)
+        elif isinstance(out, (tuple, list)):
+            for index, item in enumerate(out):
+                if isinstance(item, torch.Tensor):
+                    self.bind(item, self.graph.call_function(_getitem, (node, index), name=f"{node.name}_{index}"))
+        # (an op writing into an argument leaves the tensor object as it was: its value is now the
+        # op's result, so later reads see the write)
+        if func._schema.is_mutable:
+            for argument, value in zip(func._schema.arguments, args):
+                if argument.alias_info is not None and argument.alias_info.is_write and isinstance(value, torch.Tensor):
+                    self.bind(value, node)
+        return out
+
+    def _name(self, func) -> str:
+        base = self.name_hint or func.__name__.split(".")[0]
+        return self.prefix + base
+
+    # -- graph-level calls ----------------------------------------------------------------------------
+    def call_hook(self, hook: Callable, grad: torch.Tensor, kind: str) -> torch.Tensor:
+        """`hook(grad)` as a call in the graph; the trace goes on with a stand-in of grad."""
+        self.hooks.append(hook)
+        node = self.graph.call_function(call_hook, (self.hooks_input(), len(self.hooks) - 1, self.node_of(grad)),
+                                        name=f"call_{kind}")
+        node.meta["ember_origin"] = self.origin
+        with _disable_current_modes():
+            stand_in = grad.view_as(grad)
+        self.bind(stand_in, node)
+        return stand_in
+
+    def add(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Two gradient contributions summed (the engine's input buffer)."""
+        return torch.ops.aten.add.Tensor(a, b)
+
+
+def _getitem(value, index):
+    return value[index]
+
+
+def run_graph_traced(tracer: BackwardTracer, gm: torch.fx.GraphModule, args: list, prefix: str) -> Any:
+    """Runs `gm` node by node under the tracer, naming each recorded op `prefix` + its node's name
+    (ember's compiled backward graphs: `aot0_mul_3` is `mul_3` of backward graph 0)."""
+
+    class Named(torch.fx.Interpreter):
+        def run_node(self, node):
+            tracer.name_hint = node.name
+            try:
+                return super().run_node(node)
+            finally:
+                tracer.name_hint = None
+
+    previous = tracer.prefix
+    tracer.prefix = prefix
+    try:
+        return Named(gm).run(*args)
+    finally:
+        tracer.prefix = previous
+
