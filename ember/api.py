@@ -272,8 +272,12 @@ def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynam
 
 
 def reset() -> None:
-    """Forget every cached capture (all compiled functions recompile on their next call)."""
+    """Forget every cached capture (all compiled functions recompile on their next call) and every
+    captured backward (compiled autograd)."""
     reset_all()
+    from . import compiled_autograd
+
+    compiled_autograd.reset()
 
 
 @dataclasses.dataclass

@@ -246,6 +246,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
                         for index in spec.diff_outputs]  # (a copy's gradient arrives through its original)
             return (None, *_run_backward(pair, ctx, tangents))
 
+        ember_pair = pair
+
         @staticmethod
         def ember_traceable_backward(ctx, tracer, *grad_outputs):
             """The backward as ATen ops for compiled autograd's tracer: the gradients of the
@@ -364,12 +366,15 @@ _traced_regions: dict[int, int] = {}  # id(pair) -> k: its ops are named aot{k}_
 def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
     """`_run_backward` for compiled autograd: the backward graph run op by op under its tracer
     (ember's compiled kernels would be opaque to it), missing tangents as zeros."""
-    from ..compiled_autograd.tracer import CannotCapture, run_graph_traced
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    from ..compiled_autograd.tracer import CannotCapture, InputSource, run_graph_traced
 
     spec = pair.spec
     if pair.backward_graph is None:
         raise CannotCapture("an ember region kept no backward graph")
-    saved_tensors = ctx.saved_tensors
+    with _disable_current_modes():  # (unpacking runs ops that are not the backward's)
+        saved_tensors = ctx.saved_tensors
     tensors = iter(saved_tensors)
     others = iter(ctx.saved_other)
     saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
@@ -384,7 +389,8 @@ def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
                 torch.zeros(shape, dtype=fake.dtype, device=fake.device)
                 for tangent, fake, shape in zip(tangents, pair.tangent_fakes, shapes)]
     region = _traced_regions.setdefault(id(pair), len(_traced_regions))
-    grads = run_graph_traced(tracer, pair.backward_graph, [*saved, *tangents], f"aot{region}_")
+    grads = run_graph_traced(tracer, pair.backward_graph, [*saved, *tangents], f"aot{region}_",
+                             lambda target: InputSource("attr", tracer.position, target))
     for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
         result[index] = grad if sources & given else None
     return result

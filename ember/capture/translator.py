@@ -383,12 +383,17 @@ class _Expr(Source):
         return self.text
 
 
+# ember functions that compiled code calls as if they were the user's, and capture inlines
+# (compiled autograd's call_hook: the hook it calls is the user's)
+TRACEABLE_EMBER_CODE: set = set()
+
+
 def _is_ember_internal(code: types.CodeType) -> bool:
     import os
 
     import ember
 
-    return code.co_filename.startswith(os.path.dirname(ember.__file__))
+    return code.co_filename.startswith(os.path.dirname(ember.__file__)) and code not in TRACEABLE_EMBER_CODE
 
 
 class InliningTranslator(Translator):

@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 import torch
 
 from .. import logs
-from .engine import CompiledAutograd, graph_text
+from .engine import CACHE, CompiledAutograd, graph_text
 from .tracer import call_hook
 
 log = logs.get("compiled_autograd")
@@ -59,6 +59,12 @@ def enable(compiler_fn: Callable | None = None) -> Iterator[CompiledAutograd]:
         yield engine
     finally:
         _stack().pop()
+
+
+def reset() -> None:
+    """Forgets every captured backward (ember.reset() calls this)."""
+    CACHE.clear()
+    _by_compiler.clear()
 
 
 def active() -> CompiledAutograd | None:
@@ -154,6 +160,9 @@ def _retain_grad(self):
 
 
 def install() -> None:
+    from ..capture.translator import TRACEABLE_EMBER_CODE
+
+    TRACEABLE_EMBER_CODE.add(call_hook.__code__)  # (capture inlines it, and the user's hook in it)
     torch.autograd.backward = backward
     torch.Tensor.register_hook = _register_hook
     torch.Tensor.retain_grad = _retain_grad
@@ -161,4 +170,4 @@ def install() -> None:
 
 install()
 
-__all__ = ["enable", "active", "backward", "call_hook", "graph_text", "CompiledAutograd"]
+__all__ = ["enable", "active", "reset", "backward", "call_hook", "graph_text", "CompiledAutograd"]

@@ -46,12 +46,17 @@ class Stats:
     reasons: list = dataclasses.field(default_factory=list)
 
 
+# Captured backwards by key, for every compiler function (as torch's compiled autograd: the
+# compiler function compiles what misses); `ember.reset()` empties it.
+CACHE: dict[tuple, Entry] = {}
+
+
 class CompiledAutograd:
-    """The captured backwards of one compiler function, cached by key."""
+    """Runs backward calls as captured graphs, compiled by `compiler_fn` on a cache miss."""
 
     def __init__(self, compiler_fn: Callable | None) -> None:
         self.compiler_fn = compiler_fn
-        self.entries: dict[tuple, Entry] = {}
+        self.entries = CACHE
         self.stats = Stats()
 
     def backward(self, tensors: list, grads: list) -> bool:
@@ -65,7 +70,7 @@ class CompiledAutograd:
             return self._fallback(str(reason))
         entry = self.entries.get(key)
         if entry is None:
-            reason = self._reason(order)
+            reason = self._reason(order, key)
             log.debug("Cache miss due to %s", reason)
             try:
                 entry = self._capture(order, roots, grads)
@@ -97,13 +102,13 @@ class CompiledAutograd:
         log.debug("not captured, autograd's engine runs this backward: %s", reason)
         return False
 
-    def _reason(self, order: list) -> str:
+    def _reason(self, order: list, key: tuple) -> str:
         types = tuple(type(node).__name__ for node in order)
         if not self.entries:
             return f"new autograd node: {types[0] if types else 'none'} (node 0)"
-        for entry in self.entries.values():
+        for known, entry in self.entries.items():
             if entry.types == types:
-                return "changed shapes (or saved values) of the same autograd nodes"
+                return _difference(known, key, types)
         best = max((sum(1 for a, b in zip(entry.types, types) if a == b), entry.types)
                    for entry in self.entries.values())[1]
         for position, name in enumerate(types):
@@ -123,6 +128,7 @@ class CompiledAutograd:
         with tracer:
             for position, node in enumerate(order):
                 tracer.origin = f"{type(node).__name__} (node {position})"
+                tracer.position = position
                 inputs = buffers.pop(node, {})
                 kind = kind_of(node)
                 for number, hooks in sorted(_tensor_hooks(node).items()):
@@ -172,6 +178,22 @@ class CompiledAutograd:
                 raise CannotCapture("sparse gradients are not captured")
             old = tracer.placeholder(variable.grad, InputSource("grad", position), f"n{position}_grad")
             accumulations.append((old, grad))
+
+
+def _difference(known: tuple, key: tuple, types: tuple) -> str:
+    """Why `key` missed an entry of the same node types: the first part that differs."""
+    if known[0] != key[0]:
+        return "changed shapes: the root gradients' sizes or dtypes"
+    for position, (old, new) in enumerate(zip(known[1:], key[1:])):
+        if old == new:
+            continue
+        if old[0] == "accumulate" and (old[2] is None) != (new[2] is None):
+            state = "now has a .grad" if new[2] is not None else "has no .grad now"
+            return f"the leaf of {types[position]} (node {position}) {state}"
+        if old[0] == "accumulate" and old[3:] != new[3:] or old[0] != "accumulate" and old[3] != new[3]:
+            return f"changed hooks at {types[position]} (node {position})"
+        return f"changed shapes at {types[position]} (node {position})"
+    return "changed shapes"
 
 
 def _add(tracer: BackwardTracer, buffers: dict, node, number: int, grad) -> None:
@@ -232,6 +254,11 @@ def _fetch(source: InputSource, order: list, grads: list):
         return node.saved_tensors[source.item]
     if source.kind == "grad":
         return node.variable.grad
+    if source.kind == "attr":  # (a tensor an ember region's backward graph holds)
+        value = node._forward_cls.ember_pair.backward_graph
+        for part in source.name.split("."):
+            value = getattr(value, part)
+        return value
     raise AssertionError(source)
 
 

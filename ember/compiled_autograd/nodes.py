@@ -12,6 +12,7 @@ AccumulateGrad nodes are the engine's (engine.py): the gradient into `.grad`, wi
 from __future__ import annotations
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from .tracer import BackwardTracer, CannotCapture, InputSource
 from .walk import describe, saved_names
@@ -46,14 +47,16 @@ def node_key(node, kind: str) -> tuple:
 
 def _saved(node, name: str):
     try:
-        return getattr(node, name)
+        with _disable_current_modes():  # (unpacking may run ops: not the backward's)
+            return getattr(node, name)
     except RuntimeError as error:  # ("Trying to backward through the graph a second time ...")
         raise CannotCapture(f"{type(node).__name__}'s saved values are gone ({str(error).splitlines()[0]})") from None
 
 
 def _ctx_saved(node) -> tuple:
     try:
-        return tuple(node.saved_tensors)
+        with _disable_current_modes():
+            return tuple(node.saved_tensors)
     except RuntimeError as error:
         raise CannotCapture(f"{type(node).__name__}'s saved values are gone ({str(error).splitlines()[0]})") from None
 
@@ -69,8 +72,9 @@ def _matcher(tracer: BackwardTracer, candidates: list, label: str):
                                        and candidate.stride() == tensor.stride() and candidate.dtype == tensor.dtype
                                        and candidate.device == tensor.device):
                 if source not in made:
-                    made[source] = tracer.placeholder(candidate, source, f"{label}_{source.name.lstrip('_')}"
-                                                      if source.name else label)
+                    name = "_".join(part for part in (label, source.name.lstrip("_"),
+                                                      str(source.item) if source.item >= 0 else "") if part)
+                    made[source] = tracer.placeholder(candidate, source, name)
                 return made[source]
         return None
 
@@ -124,7 +128,7 @@ def trace_ember(tracer: BackwardTracer, node, position: int, grads: list) -> tup
     opaque to the tracer)."""
     saved = _ctx_saved(node)
     candidates = [(tensor, InputSource("ctx", position, "", k)) for k, tensor in enumerate(saved)]
-    tracer.resolve = _matcher(tracer, candidates, "saved")
+    tracer.resolve = _matcher(tracer, candidates, f"n{position}_saved")
     try:
         with torch.no_grad():
             return tuple(node._forward_cls.ember_traceable_backward(node, tracer, *grads))

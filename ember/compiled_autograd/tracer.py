@@ -14,6 +14,7 @@ with a stand-in of the hook's input (values are thrown away; only the ops matter
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any, Callable
 
 import torch
@@ -30,7 +31,8 @@ class InputSource:
     """Where a graph input comes from at each backward, relative to the walk's node list:
     ("root", k) the k-th root gradient, ("saved", node, attribute, item) a built-in node's saved
     tensor, ("ctx", node, k) a Python Function's k-th saved tensor, ("grad", node) an
-    AccumulateGrad variable's `.grad`."""
+    AccumulateGrad variable's `.grad`, ("attr", node, target) a tensor an ember region's backward
+    graph holds."""
 
     kind: str
     node: int = -1
@@ -55,6 +57,7 @@ class BackwardTracer(TorchDispatchMode):
         self.hooks_node: torch.fx.Node | None = None
         self.prefix = ""  # e.g. "aot0_": nodes of ember's compiled backward 0
         self.origin = ""  # the autograd node being traced (a comment in the dump)
+        self.position = -1  # its position in the walk
         self.name_hint: str | None = None
         self.resolve: Callable[[torch.Tensor], torch.fx.Node | None] = lambda tensor: None
 
@@ -104,6 +107,9 @@ class BackwardTracer(TorchDispatchMode):
         if func is torch.ops.aten._local_scalar_dense.default:
             raise CannotCapture(f"{self.origin or 'the backward'} reads a tensor's value on the host (.item())")
         node_args, node_kwargs = pytree.tree_map_only(torch.Tensor, self.node_of, (args, kwargs))
+        # (devices as strings: the graph's code then needs no torch.device calls, which capture
+        # would have to trace)
+        node_args, node_kwargs = pytree.tree_map_only(torch.device, str, (node_args, node_kwargs))
         out = func(*args, **kwargs)
         node = self.graph.call_function(func, tuple(node_args), dict(node_kwargs), name=self._name(func))
         node.meta["ember_origin"] = self.origin
@@ -112,7 +118,7 @@ class BackwardTracer(TorchDispatchMode):
         elif isinstance(out, (tuple, list)):
             for index, item in enumerate(out):
                 if isinstance(item, torch.Tensor):
-                    self.bind(item, self.graph.call_function(_getitem, (node, index), name=f"{node.name}_{index}"))
+                    self.bind(item, self.graph.call_function(operator.getitem, (node, index), name=f"{node.name}_{index}"))
         # (an op writing into an argument leaves the tensor object as it was: its value is now the
         # op's result, so later reads see the write)
         if func._schema.is_mutable:
@@ -142,13 +148,11 @@ class BackwardTracer(TorchDispatchMode):
         return torch.ops.aten.add.Tensor(a, b)
 
 
-def _getitem(value, index):
-    return value[index]
-
-
-def run_graph_traced(tracer: BackwardTracer, gm: torch.fx.GraphModule, args: list, prefix: str) -> Any:
+def run_graph_traced(tracer: BackwardTracer, gm: torch.fx.GraphModule, args: list, prefix: str,
+                     attribute_source: Callable[[str], InputSource]) -> Any:
     """Runs `gm` node by node under the tracer, naming each recorded op `prefix` + its node's name
-    (ember's compiled backward graphs: `aot0_mul_3` is `mul_3` of backward graph 0)."""
+    (ember's compiled backward graphs: `aot0_mul_3` is `mul_3` of backward graph 0).  Tensors the
+    graph holds as attributes become inputs (`attribute_source(target)`: where to fetch them)."""
 
     class Named(torch.fx.Interpreter):
         def run_node(self, node):
@@ -157,6 +161,14 @@ def run_graph_traced(tracer: BackwardTracer, gm: torch.fx.GraphModule, args: lis
                 return super().run_node(node)
             finally:
                 tracer.name_hint = None
+
+        def get_attr(self, target, args, kwargs):
+            value = super().get_attr(target, args, kwargs)
+            if isinstance(value, torch.Tensor):
+                known = tracer.values.get(id(value))
+                if known is None or known[0] is not value:
+                    tracer.placeholder(value, attribute_source(target), prefix + target.replace(".", "_"))
+            return value
 
     previous = tracer.prefix
     tracer.prefix = prefix

@@ -218,3 +218,16 @@ def test_a_mutating_aten_overload_whose_result_is_unused_still_writes():
         a, b = torch.zeros(3), torch.ones(3)
         ember.compile(f, backend=backend)(a, b)
         assert torch.equal(a, torch.full((3,), 2.0)), backend
+
+
+def test_torch_ops_is_not_taken_for_a_disabled_function():
+    """torch.ops answers any attribute with a namespace, `_ember_disabled` included: only a
+    True flag marks an ember.disable'd function."""
+    getattr(torch.ops, "_ember_disabled", None)  # (what an earlier check leaves behind)
+
+    def f(a):
+        return (a + torch.ops.aten.zeros.default([2, 3], dtype=torch.float32, device="cpu"),)
+
+    ember.reset()
+    explained = ember.explain(f)(torch.ones(2, 3))
+    assert explained.graph_break_count == 0, explained.break_reasons

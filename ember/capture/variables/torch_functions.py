@@ -100,7 +100,7 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
 
     if value is ember.graph_break:
         return GraphBreakVariable()
-    if getattr(value, "_ember_disabled", False):
+    if getattr(value, "_ember_disabled", False) is True:  # (`is True`: torch.ops makes a namespace of any name)
         return DisabledFunctionVariable(value)
     if getattr(value, "_torchdynamo_disable", False) is True:
         # torch.compiler.disable; torch._dynamo also wraps optimizers' _init_group this way once

@@ -1,0 +1,230 @@
+"""Compiled autograd (issue 11): the whole backward captured at run time as one graph, seed 002's
+examples, hooks, accumulation, recompile reasons and fallbacks, against eager's gradients."""
+import logging
+
+import pytest
+import torch
+
+import ember
+from ember.autograd.api import aot_backend
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    ember.reset()
+    yield
+    ember.reset()
+
+
+def _counting_backend(counts: dict):
+    """aot_eager with the backward graphs it compiles counted."""
+    def backward(gm, example_inputs):
+        counts["backward"] = counts.get("backward", 0) + 1
+        return gm.forward
+
+    return aot_backend(lambda gm, example_inputs: gm.forward, backward)
+
+
+def _counting_compiler(counts: dict, backend="aot_eager"):
+    def compiler(gm):
+        counts["captured"] = counts.get("captured", 0) + 1
+        counts["graph"] = gm
+        return ember.compile(gm, backend=backend)
+
+    return compiler
+
+
+def test_seed_graph_breaks_give_three_backward_graphs_and_one_with_compiled_autograd():
+    counts = {}
+
+    def fn(x):
+        temp = x + 10
+        ember.graph_break()
+        temp = temp + 10
+        ember.graph_break()
+        return temp.sum()
+
+    f = ember.compile(fn, backend=_counting_backend(counts))
+    x = torch.randn(10, 10, requires_grad=True)
+    loss = f(x)
+    loss.backward(retain_graph=True)
+    assert counts["backward"] == 3
+    expected, x.grad = x.grad.clone(), None
+    with ember.compiled_autograd.enable(_counting_compiler(counts)) as engine:
+        loss.backward()
+    assert counts["backward"] == 3  # (no region's own backward ran)
+    assert counts["captured"] == 1 and engine.stats.captures == 1
+    names = [node.name for node in counts["graph"].graph.nodes if node.op == "call_function"]
+    assert any(name.startswith("aot") for name in names), names
+    torch.testing.assert_close(x.grad, expected)
+
+
+def test_seed_hook_is_in_the_captured_graph_and_in_grad():
+    counts = {}
+    f = ember.compile(lambda x: x.sum(), backend="aot_eager")
+    x = torch.randn(10, 10, requires_grad=True)
+    x.register_hook(lambda grad: grad + 10)
+    loss = f(x)
+    with ember.compiled_autograd.enable(_counting_compiler(counts)):
+        loss.backward()
+    assert any(node.op == "call_function" and "hook" in node.name for node in counts["graph"].graph.nodes)
+    torch.testing.assert_close(x.grad, torch.full((10, 10), 11.0))
+
+
+def test_seed_recompiles_for_new_nodes_and_changed_shapes_and_no_more(caplog):
+    ember.logs.enable("compiled_autograd")
+    caplog.set_level(logging.DEBUG, logger="ember.compiled_autograd")
+    with ember.config.patch(compiled_autograd=True):
+        x = torch.randn(10, requires_grad=True)
+        for op in [torch.add, torch.sub, torch.mul, torch.div]:
+            loss = op(x, x).sum()
+            ember.compile(lambda: loss.backward(), backend="eager")()
+        misses = [r.getMessage() for r in caplog.records if "Cache miss" in r.getMessage()]
+        assert len(misses) == 4, misses  # as in the tutorial: one per op
+        for name in ("SubBackward0", "MulBackward0", "DivBackward0"):
+            assert any(f"new autograd node: {name}" in m for m in misses), misses
+        reference = torch.ones(10) * 2 + 2 * x.detach()  # add: 2, sub: 0, mul: 2x, div: 0
+        torch.testing.assert_close(x.grad, reference)
+        caplog.clear()
+        for size in [10, 100, 10]:
+            x = torch.randn(size, size, requires_grad=True)
+            loss = x.sum()
+            ember.compile(lambda: loss.backward(), backend="eager")()
+            torch.testing.assert_close(x.grad, torch.ones(size, size))
+        misses = [r.getMessage() for r in caplog.records if "Cache miss" in r.getMessage()]
+        assert len(misses) == 2 and "changed shapes" in misses[1], misses  # (10 again: a cache hit)
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
+                               torch.nn.Linear(16, 4))
+
+
+def _hooked(model, calls):
+    model[0].weight.register_hook(lambda g: g * 2)  # a leaf's tensor hook
+    model[3].bias.register_post_accumulate_grad_hook(lambda p: calls.append(float(p.grad.sum())))
+    return model
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "ember"])
+def test_mlp_with_hooks_accumulates_over_two_backwards_as_eager(backend):
+    eager_calls, our_calls = [], []
+    reference, ours = _hooked(_mlp(), eager_calls), _hooked(_mlp(), our_calls)
+    compiled = ember.compile(ours, backend=backend)
+    x = torch.randn(5, 8)
+    engine = ember.compiled_autograd.CompiledAutograd(None)
+    for _ in range(2):  # (no zero_grad: the second backward adds to .grad)
+        reference(x).pow(2).sum().backward()
+        out = compiled(x)
+        hidden = out * 1  # a non-leaf tensor's hook, registered on the compiled output
+        hidden.register_hook(lambda g: g * 3)
+        with ember.compiled_autograd.enable(lambda gm: ember.compile(gm, backend=backend)) as engine:
+            hidden.pow(2).sum().backward()
+        assert engine.stats.captures == 1 and engine.stats.fallbacks == 0, engine.stats
+    for (name, a), b in zip(reference.named_parameters(), ours.parameters()):
+        torch.testing.assert_close(b.grad, a.grad * 3, rtol=1e-4, atol=1e-5, msg=name)
+    assert len(our_calls) == 2 and our_calls == pytest.approx([c * 3 for c in eager_calls], rel=1e-4)
+
+
+def test_a_user_autograd_function_is_traced_with_its_saved_tensors():
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, grad):
+            (a,) = ctx.saved_tensors
+            return 2 * a * grad
+
+    x = torch.randn(6, requires_grad=True)
+    with ember.compiled_autograd.enable(None) as engine:
+        for _ in range(2):
+            Square.apply(x).sum().backward()
+    assert engine.stats.fallbacks == 0 and engine.stats.hits == 0 and engine.stats.captures == 2
+    torch.testing.assert_close(x.grad, 4 * x.detach())
+
+
+def test_what_it_cannot_capture_runs_in_autograds_engine_with_a_reason(caplog):
+    ember.logs.enable("compiled_autograd")
+    caplog.set_level(logging.DEBUG, logger="ember.compiled_autograd")
+    model = _mlp()
+    seen = []
+    model[3].register_full_backward_hook(lambda module, grad_in, grad_out: seen.append(1))
+    x = torch.randn(5, 8)
+    reference = _mlp()
+    reference(x).sum().backward()
+    with ember.compiled_autograd.enable(None) as engine:
+        model(x).sum().backward()
+        y = model[0](x)
+        y.retain_grad()
+        y.sum().backward()
+    assert engine.stats.fallbacks == 2 and seen == [1]
+    assert y.grad is not None
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "module full backward hooks" in messages and "retains its grad" in messages
+    torch.testing.assert_close(model[3].weight.grad, reference[3].weight.grad)
+
+
+def test_capture_leaves_the_users_tensors_as_they_were_when_it_falls_back():
+    """Tracing runs each node's backward for real; a fallback midway leaves no .grad written."""
+    class Opaque(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.extra = a.detach() * 0 + 1  # (a tensor on ctx: not captured)
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * ctx.extra
+
+    x = torch.randn(4, requires_grad=True)
+    x.grad = torch.ones(4)
+    with ember.compiled_autograd.enable(None) as engine:
+        (Opaque.apply(x * 2)).sum().backward()
+    assert engine.stats.fallbacks == 1
+    torch.testing.assert_close(x.grad, torch.full((4,), 3.0))
+
+
+def test_config_switch_names_unknown_settings():
+    with pytest.raises(AttributeError, match="no setting 'compiled_autgrad'"):
+        ember.config.compiled_autgrad = True
+    ember.config.compiled_autograd = True
+    try:
+        assert ember.config.get("compiled_autograd") is True
+    finally:
+        ember.config.compiled_autograd = False
+
+
+def test_small_bert_with_hooks_under_the_ember_backend_matches_eager():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0)
+
+    def make(calls):
+        torch.manual_seed(0)
+        model = transformers.BertForMaskedLM(config)
+        model.bert.embeddings.word_embeddings.weight.register_hook(lambda g: g * 0.5)
+        model.cls.predictions.transform.dense.bias.register_post_accumulate_grad_hook(
+            lambda p: calls.append(float(p.grad.norm())))
+        return model
+
+    eager_calls, our_calls = [], []
+    reference, ours = make(eager_calls), make(our_calls)
+    compiled = ember.compile(ours, backend="ember")
+    ids, labels = torch.randint(0, 100, (2, 16)), torch.randint(0, 100, (2, 16))
+    for _ in range(2):  # (the second adds to .grad)
+        reference(input_ids=ids, labels=labels).loss.backward()
+        loss = compiled(input_ids=ids, labels=labels).loss
+        scaled = loss * 1
+        scaled.register_hook(lambda g: g * 2)  # (a non-leaf hook: every gradient doubles)
+        with ember.compiled_autograd.enable(lambda gm: ember.compile(gm, backend="ember")) as engine:
+            scaled.backward()
+        assert engine.stats.captures == 1 and engine.stats.fallbacks == 0, engine.stats
+    for (name, a), b in zip(reference.named_parameters(), ours.parameters()):
+        if a.grad is not None:
+            torch.testing.assert_close(b.grad, a.grad * 2, rtol=1e-4, atol=1e-5, msg=name)
+    assert our_calls == pytest.approx([2 * c for c in eager_calls], rel=1e-4)
