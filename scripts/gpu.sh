@@ -29,6 +29,7 @@ fi
 #   GPU_PART=models MODELS=bert,gpt2 bash scripts/gpu.sh ; GPU_PART=models MODELS=resnet50,vit bash scripts/gpu.sh
 # bench: bandwidth (acceptance 4) and reduce-overhead (acceptance 5)
 # quick: the GPU tests of recently changed code and the reduce-overhead benchmark
+# autograd: compiled autograd's tests on the GPU and its BERT backward benchmark (issue 11)
 PART=${GPU_PART:-all}
 if [ "$PART" = opinfo ]; then
   # one process per dtype and direction, side by side: an op whose eager kernel asserts on the
@@ -51,6 +52,14 @@ if [ "$PART" = quick ]; then
   timeout 300 python3 -m pytest tests/runtime tests/codegen/test_triton_kernels.py tests/decomp \
     tests/autograd/test_conv_layout.py tests/autograd/test_aot_regressions.py -q -x -p no:cacheprovider 2>&1 | tail -15
   timeout 200 python3 benchmarks/gpu_cudagraphs.py --out "$OUT" 2>&1 | tail -8
+  exit 0
+fi
+if [ "$PART" = autograd ]; then
+  # compiled autograd (issue 11): its tests with Triton kernels, then the BERT backward benchmark
+  timeout 200 python3 -m pytest tests/compiled_autograd tests/runtime tests/codegen/test_triton_tune.py -q \
+    -p no:cacheprovider 2>&1 | tail -5
+  timeout "${AUTOGRAD_SECONDS:-380}" python3 benchmarks/compiled_autograd_bert.py --device cuda --out "$OUT" 2>&1 \
+    | grep -v "^WARNING" | tail -14
   exit 0
 fi
 if [ "$PART" = models ]; then

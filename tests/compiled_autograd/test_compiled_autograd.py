@@ -8,6 +8,8 @@ import torch
 import ember
 from ember.autograd.api import aot_backend
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # (on the GPU machine: Triton kernels)
+
 
 @pytest.fixture(autouse=True)
 def _fresh():
@@ -110,9 +112,9 @@ def _hooked(model, calls):
 @pytest.mark.parametrize("backend", ["aot_eager", "ember"])
 def test_mlp_with_hooks_accumulates_over_two_backwards_as_eager(backend):
     eager_calls, our_calls = [], []
-    reference, ours = _hooked(_mlp(), eager_calls), _hooked(_mlp(), our_calls)
+    reference, ours = _hooked(_mlp().to(DEVICE), eager_calls), _hooked(_mlp().to(DEVICE), our_calls)
     compiled = ember.compile(ours, backend=backend)
-    x = torch.randn(5, 8)
+    x = torch.randn(5, 8, device=DEVICE)
     engine = ember.compiled_autograd.CompiledAutograd(None)
     for _ in range(2):  # (no zero_grad: the second backward adds to .grad)
         reference(x).pow(2).sum().backward()
@@ -213,9 +215,9 @@ def test_small_bert_with_hooks_under_the_ember_backend_matches_eager():
         return model
 
     eager_calls, our_calls = [], []
-    reference, ours = make(eager_calls), make(our_calls)
+    reference, ours = make(eager_calls).to(DEVICE), make(our_calls).to(DEVICE)
     compiled = ember.compile(ours, backend="ember")
-    ids, labels = torch.randint(0, 100, (2, 16)), torch.randint(0, 100, (2, 16))
+    ids, labels = torch.randint(0, 100, (2, 16), device=DEVICE), torch.randint(0, 100, (2, 16), device=DEVICE)
     for _ in range(2):  # (the second adds to .grad)
         reference(input_ids=ids, labels=labels).loss.backward()
         loss = compiled(input_ids=ids, labels=labels).loss
