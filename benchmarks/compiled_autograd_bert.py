@@ -13,6 +13,7 @@ CPU: a small BERT (4 layers, hidden 256, batch 8 x 128) in float32.  CUDA: bert-
 from __future__ import annotations
 
 import datetime
+import gc
 import os
 import statistics
 import sys
@@ -104,6 +105,13 @@ def main() -> None:
         except Exception as failure:  # noqa: BLE001 - a failing variant is a row
             rows[name] = f"failed: {type(failure).__name__}: {str(failure)[:160]}"
         print(name, rows[name], flush=True)
+        # (the next variant starts from an empty GPU: nothing of this one's models or graphs stays)
+        model = function = loss = grads = None
+        ember.reset()
+        torch._dynamo.reset()
+        gc.collect()
+        if device == "cuda":
+            torch.cuda.empty_cache()
     machine = torch.cuda.get_device_name() if device == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     lines = [f"# Backward of BertForMaskedLM with and without compiled autograd ({datetime.date.today()}, {machine}, "
              f"torch {torch.__version__}, ember {ember_revision()})", "",

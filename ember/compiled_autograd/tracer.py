@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -50,7 +51,11 @@ class BackwardTracer(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.graph = torch.fx.Graph()
-        self.values: dict[int, tuple[torch.Tensor, torch.fx.Node]] = {}  # id(tensor) -> (tensor, node)
+        # id(tensor) -> (weak reference to it, its node): a value dies when the backward drops it
+        # (holding every intermediate would take the whole backward's memory at once), and a
+        # dead entry cannot match a new tensor at the same id
+        self.values: dict[int, tuple[weakref.ref, torch.fx.Node]] = {}
+        self.kept: list[torch.Tensor] = []  # inputs (saved values, root gradients): alive anyway
         self.sources: list[InputSource] = []
         self.placeholders: list[torch.fx.Node] = []
         self.hooks: list[Callable] = []
@@ -66,10 +71,10 @@ class BackwardTracer(TorchDispatchMode):
         with self._before_ops():
             node = self.graph.placeholder(name)
         node.meta["ember_source"] = source
-        node.meta["val"] = tensor
         self.sources.append(source)
         self.placeholders.append(node)
-        self.values[id(tensor)] = (tensor, node)
+        self.kept.append(tensor)
+        self.bind(tensor, node)
         return node
 
     def hooks_input(self) -> torch.fx.Node:
@@ -89,17 +94,17 @@ class BackwardTracer(TorchDispatchMode):
 
     def node_of(self, tensor: torch.Tensor) -> torch.fx.Node:
         known = self.values.get(id(tensor))
-        if known is not None and known[0] is tensor:
+        if known is not None and known[0]() is tensor:
             return known[1]
         node = self.resolve(tensor)
         if node is None:
             raise CannotCapture(f"{self.origin or 'the backward'} reads a tensor ({tuple(tensor.shape)}, "
                                 f"{tensor.dtype}) that is neither a saved value nor computed in the backward")
-        self.values[id(tensor)] = (tensor, node)
+        self.bind(tensor, node)
         return node
 
     def bind(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
-        self.values[id(tensor)] = (tensor, node)
+        self.values[id(tensor)] = (weakref.ref(tensor), node)
 
     # -- ops -------------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -166,7 +171,7 @@ def run_graph_traced(tracer: BackwardTracer, gm: torch.fx.GraphModule, args: lis
             value = super().get_attr(target, args, kwargs)
             if isinstance(value, torch.Tensor):
                 known = tracer.values.get(id(value))
-                if known is None or known[0] is not value:
+                if known is None or known[0]() is not value:
                     tracer.placeholder(value, attribute_source(target), prefix + target.replace(".", "_"))
             return value
 
