@@ -95,6 +95,15 @@ class CompiledPair:
                 self._pruned[key] = (compiled, reads)
         return self._pruned[key]
 
+    def pruned_graph(self, returned: frozenset[int], given: frozenset[int]) -> torch.fx.GraphModule:
+        """`backward_for`'s graph, not compiled (compiled autograd runs it op by op)."""
+        key = ("graph", returned, given)
+        with self._lock:
+            if key not in self._pruned:
+                graph = _without_missing_tangents(self.backward_graph.graph, returned, given)
+                self._pruned[key] = torch.fx.GraphModule(self.backward_graph, graph, class_name="BackwardGraph")
+        return self._pruned[key]
+
     @functools.cached_property
     def tangent_fakes(self) -> list:
         """Each tangent's fake value (an output the loss does not use gets zeros of its shape)."""
@@ -384,12 +393,14 @@ def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
         return result
     if ctx.saved_versions is not None:
         _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, None)
-    shapes = getattr(ctx, "tangent_shapes", None) or [fake.shape for fake in pair.tangent_fakes]
-    tangents = [tangent.contiguous() if tangent is not None else
-                torch.zeros(shape, dtype=fake.dtype, device=fake.device)
-                for tangent, fake, shape in zip(tangents, pair.tangent_fakes, shapes)]
+    if len(given) < len(tangents):  # (as _run_backward: the graph of what the given tangents reach)
+        returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
+        graph = pair.pruned_graph(returned, frozenset(given))
+    else:
+        graph = pair.backward_graph
+    tangents = [tangent.contiguous() if tangent is not None else None for tangent in tangents]
     region = _traced_regions.setdefault(id(pair), len(_traced_regions))
-    grads = run_graph_traced(tracer, pair.backward_graph, [*saved, *tangents], f"aot{region}_",
+    grads = run_graph_traced(tracer, graph, [*saved, *tangents], f"aot{region}_",
                              lambda target: InputSource("attr", tracer.position, target))
     for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
         result[index] = grad if sources & given else None

@@ -81,15 +81,15 @@ class CompiledAutograd:
             self.stats.reasons.append(reason)
         else:
             self.stats.hits += 1
-        try:
-            inputs = [_fetch(source, order, grads) for source in entry.sources]
-        except CannotCapture as why:
-            return self._fallback(str(why))
+        unpacked: dict = {}  # node position -> its ctx.saved_tensors (unpacked once per backward)
+        inputs = [_fetch(source, order, grads, unpacked) for source in entry.sources]
         if entry.takes_hooks:
             inputs.append(_hooks(entry.hook_sites, order))
         results = entry.compiled(*inputs)
-        for position, grad in zip(entry.new_grads, results):
-            _set_grad(order[position].variable, grad, inputs)
+        if entry.new_grads:
+            storages = {value.untyped_storage().data_ptr() for value in inputs if isinstance(value, torch.Tensor)}
+            for position, grad in zip(entry.new_grads, results):
+                _set_grad(order[position].variable, grad, storages)
         for node in order:
             if type(node).__name__ == "AccumulateGrad":
                 variable = node.variable
@@ -243,7 +243,7 @@ def _key(order: list, roots: list, grads: list) -> tuple:
     return tuple(parts)
 
 
-def _fetch(source: InputSource, order: list, grads: list):
+def _fetch(source: InputSource, order: list, grads: list, unpacked: dict):
     if source.kind == "root":
         return grads[source.node]
     node = order[source.node]
@@ -251,7 +251,10 @@ def _fetch(source: InputSource, order: list, grads: list):
         value = getattr(node, source.name)
         return value[source.item] if source.item >= 0 else value
     if source.kind == "ctx":
-        return node.saved_tensors[source.item]
+        saved = unpacked.get(source.node)
+        if saved is None:
+            saved = unpacked[source.node] = node.saved_tensors
+        return saved[source.item]
     if source.kind == "grad":
         return node.variable.grad
     if source.kind == "attr":  # (a tensor an ember region's backward graph holds)
@@ -271,11 +274,10 @@ def _hooks(sites: list, order: list) -> list:
     return hooks
 
 
-def _set_grad(variable: torch.Tensor, grad: torch.Tensor, inputs: list) -> None:
+def _set_grad(variable: torch.Tensor, grad: torch.Tensor, input_storages: set) -> None:
     """A new `.grad`, laid out as the engine lays it out: the graph's result where it is the
     variable's layout and memory of its own, else a copy in the variable's layout."""
-    shares = any(isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() ==
-                 grad.untyped_storage().data_ptr() for value in inputs)
+    shares = grad.untyped_storage().data_ptr() in input_storages
     if shares or grad.stride() != variable.stride() or grad._base is not None or grad.requires_grad:
         grad = torch.empty_like(variable).copy_(grad.detach())
     variable.grad = grad

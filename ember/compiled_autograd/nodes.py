@@ -37,7 +37,10 @@ def node_key(node, kind: str) -> tuple:
     by metadata, other values as they are) and, for Python Functions, ctx's plain attributes."""
     if kind == "builtin":
         return tuple((name, describe(_saved(node, name))) for name in saved_names(node))
-    if kind in ("ember", "python"):
+    if kind == "ember":  # (its backward reads the saved values, saved_other and tangent_shapes)
+        return tuple(describe(t) for t in _ctx_saved(node)), describe(getattr(node, "saved_other", None)), \
+            describe(getattr(node, "tangent_shapes", None)), describe(getattr(node, "saved_layout", None))
+    if kind == "python":
         tensors = tuple(describe(t) for t in _ctx_saved(node))
         plain = tuple(sorted((k, describe(v)) for k, v in vars(node).items() if not k.startswith("_")
                              and not isinstance(v, torch.Tensor)))
