@@ -73,6 +73,9 @@ def main() -> None:
         "torch.compile": (lambda m: torch.compile(m), contextlib.nullcontext),
         "torch.compile + compiled autograd": (lambda m: torch.compile(m), torch_compiled_autograd),
     }
+    if os.environ.get("EMBER_BENCH_VARIANTS"):  # e.g. "eager,ember + compiled autograd" (eager first: the reference)
+        chosen = [name.strip() for name in os.environ["EMBER_BENCH_VARIANTS"].split(",")]
+        variants = {name: variants[name] for name in chosen}
     reference_grads = None
     rows = {}
     for name, (wrap, backward_context) in variants.items():
