@@ -192,8 +192,18 @@ def _difference(known: tuple, key: tuple, types: tuple) -> str:
             return f"the leaf of {types[position]} (node {position}) {state}"
         if old[0] == "accumulate" and old[3:] != new[3:] or old[0] != "accumulate" and old[3] != new[3]:
             return f"changed hooks at {types[position]} (node {position})"
-        return f"changed shapes at {types[position]} (node {position})"
+        return f"changed shapes at {types[position]} (node {position}): {_first_change(old, new)}"
     return "changed shapes"
+
+
+def _first_change(old, new, path: str = "") -> str:
+    """Where two parts of a key first differ, and how (for the recompile reason)."""
+    if isinstance(old, tuple) and isinstance(new, tuple) and len(old) == len(new) and \
+            not (old and old[0] == "tensor"):
+        for index, (a, b) in enumerate(zip(old, new)):
+            if a != b:
+                return _first_change(a, b, f"{path}[{index}]")
+    return f"{path or 'value'} was {str(old)[:120]}, now {str(new)[:120]}"
 
 
 def _add(tracer: BackwardTracer, buffers: dict, node, number: int, grad) -> None:

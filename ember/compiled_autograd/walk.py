@@ -27,10 +27,13 @@ def nodes_in_order(roots: list) -> list:
             if next_node is not None:
                 dependencies[next_node] = dependencies.get(next_node, 0) + 1
                 stack.append(next_node)
+    # ties (every AccumulateGrad has the same sequence number) go by discovery order, which
+    # the graph's structure fixes: the same structure walks in the same order every call
+    found = {node: index for index, node in enumerate(reachable)}
     ready = []
     for node in dict.fromkeys(root for root in roots if root is not None):
         if dependencies.get(node, 0) == 0:
-            heapq.heappush(ready, (-_sequence(node), id(node), node))
+            heapq.heappush(ready, (-_sequence(node), found[node], node))
     order = []
     while ready:
         _, _, node = heapq.heappop(ready)
@@ -40,7 +43,7 @@ def nodes_in_order(roots: list) -> list:
                 continue
             dependencies[next_node] -= 1
             if dependencies[next_node] == 0:
-                heapq.heappush(ready, (-_sequence(next_node), id(next_node), next_node))
+                heapq.heappush(ready, (-_sequence(next_node), found[next_node], next_node))
     if len(order) != len(reachable):
         raise RuntimeError("ember compiled autograd: the autograd graph has a node no root reaches first")
     return order

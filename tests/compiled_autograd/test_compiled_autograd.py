@@ -230,3 +230,20 @@ def test_small_bert_with_hooks_under_the_ember_backend_matches_eager():
         if a.grad is not None:
             torch.testing.assert_close(b.grad, a.grad * 2, rtol=1e-4, atol=1e-5, msg=name)
     assert our_calls == pytest.approx([2 * c for c in eager_calls], rel=1e-4)
+
+
+def test_the_walk_orders_nodes_the_same_way_every_call():
+    """AccumulateGrad nodes share one sequence number: ties go by the structure, not by where
+    the node objects happen to live (which made bert-base recapture at random on the GPU)."""
+    from ember.compiled_autograd.walk import nodes_in_order
+
+    model = _mlp()
+    orders = []
+    for _ in range(5):
+        loss = model(torch.randn(3, 8)).sum()
+        parameters = {id(p): name for name, p in model.named_parameters()}
+        orders.append([parameters.get(id(getattr(node, "variable", None)), type(node).__name__)
+                       for node in nodes_in_order([loss.grad_fn])])
+        garbage = [torch.randn(4) for _ in range(50)]  # (moves where the next nodes are allocated)
+        del garbage
+    assert all(order == orders[0] for order in orders), orders
