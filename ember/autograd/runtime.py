@@ -342,14 +342,10 @@ def _run_backward(pair: CompiledPair, ctx, tangents: list) -> list:
             "ember: double backward through a compiled region is not supported; compute the "
             "higher-order gradient outside ember.compile, or call torch.autograd.grad without "
             "create_graph=True")
-    saved_tensors = ctx.saved_tensors
-    tensors = iter(saved_tensors)
-    others = iter(ctx.saved_other)
-    saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
+    saved_tensors, saved = _saved_values(ctx)
     given = {position for position, tangent in enumerate(tangents) if tangent is not None}
-    result: list = [None] * spec.num_primals
     if not given:
-        return result
+        return [None] * spec.num_primals
     shapes = getattr(ctx, "tangent_shapes", None) or [fake.shape for fake in pair.tangent_fakes]
     tangents = [tangent.contiguous() if tangent is not None else
                 torch.zeros(shape, dtype=fake.dtype, device=fake.device)
@@ -361,9 +357,21 @@ def _run_backward(pair: CompiledPair, ctx, tangents: list) -> list:
         backward, reads = pair.backward(saved), None
     if ctx.saved_versions is not None:
         _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
-    grads = backward(*saved, *tangents)
-    # An input no given output reaches gets None, as in eager, where autograd never
-    # reaches it; one that is reached gets its gradient even when that is zeros.
+    return _input_gradients(spec, backward(*saved, *tangents), given)
+
+
+def _saved_values(ctx) -> tuple:
+    """(ctx.saved_tensors, the saved values in the graph's order: tensors and others)."""
+    saved_tensors = ctx.saved_tensors
+    tensors = iter(saved_tensors)
+    others = iter(ctx.saved_other)
+    return saved_tensors, [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
+
+
+def _input_gradients(spec: JointSpec, grads, given: set) -> list:
+    """Each input's gradient: None for one no given output reaches (as in eager, where autograd
+    never reaches it); one that is reached gets its gradient even when that is zeros."""
+    result: list = [None] * spec.num_primals
     for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
         result[index] = grad if sources & given else None
     return result
@@ -373,8 +381,8 @@ _traced_regions: dict[int, int] = {}  # id(pair) -> k: its ops are named aot{k}_
 
 
 def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
-    """`_run_backward` for compiled autograd: the backward graph run op by op under its tracer
-    (ember's compiled kernels would be opaque to it), missing tangents as zeros."""
+    """`_run_backward` for compiled autograd: the backward graph (pruned to what the given
+    tangents reach) run op by op under its tracer; ember's compiled kernels would be opaque to it."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     from ..compiled_autograd.tracer import CannotCapture, InputSource, run_graph_traced
@@ -383,28 +391,24 @@ def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
     if pair.backward_graph is None:
         raise CannotCapture("an ember region kept no backward graph")
     with _disable_current_modes():  # (unpacking runs ops that are not the backward's)
-        saved_tensors = ctx.saved_tensors
-    tensors = iter(saved_tensors)
-    others = iter(ctx.saved_other)
-    saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_layout]
+        saved_tensors, saved = _saved_values(ctx)
     given = {position for position, tangent in enumerate(tangents) if tangent is not None}
-    result: list = [None] * spec.num_primals
     if not given:
-        return result
-    if ctx.saved_versions is not None:
-        _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, None)
+        return [None] * spec.num_primals
     if len(given) < len(tangents):  # (as _run_backward: the graph of what the given tangents reach)
         returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
         graph = pair.pruned_graph(returned, frozenset(given))
+        placeholders = [node for node in graph.graph.nodes if node.op == "placeholder"]
+        reads = frozenset(k for k, node in enumerate(placeholders[:pair.num_saved]) if node.users)
     else:
-        graph = pair.backward_graph
+        graph, reads = pair.backward_graph, None
+    if ctx.saved_versions is not None:  # (the error eager raises, from the backward's own check)
+        _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
     tangents = [tangent.contiguous() if tangent is not None else None for tangent in tangents]
     region = _traced_regions.setdefault(id(pair), len(_traced_regions))
     grads = run_graph_traced(tracer, graph, [*saved, *tangents], f"aot{region}_",
                              lambda target: InputSource("attr", tracer.position, target))
-    for index, grad, sources in zip(spec.grad_inputs, grads, spec.grad_sources):
-        result[index] = grad if sources & given else None
-    return result
+    return _input_gradients(spec, grads, given)
 
 
 class _SavedValues:
