@@ -13,8 +13,7 @@ Functions' backward), the tensor hooks (as calls in the graph), and the accumula
 `.grad` into one FX graph; compiles it with the compiler function; runs it (engine.py).  Graphs
 are cached by the autograd graph's structure and metadata; `EMBER_LOGS=compiled_autograd` prints
 each capture's reason ("new autograd node", "changed shapes") and graph.  What cannot be captured
-(module full backward hooks, tensors that retain their grad, create_graph, `inputs=`,
-torch.autograd.grad) runs in autograd's own engine, the reason logged.
+(tensors that retain their grad, create_graph, `inputs=`, torch.autograd.grad) runs in autograd's own engine, the reason logged.
 
 Not seen: hooks registered on autograd nodes directly (`grad_fn.register_hook`, other than
 through module backward hooks), and a graph's saved tensors stay until the graph is freed
@@ -29,10 +28,11 @@ import weakref
 from typing import Callable, Iterator
 
 import torch
+import torch.utils.hooks
 
 from .. import logs
 from .engine import CACHE, CompiledAutograd, graph_text
-from .tracer import call_hook
+from .tracer import call_hook, call_module_hooks, call_module_pre_hooks
 
 log = logs.get("compiled_autograd")
 
@@ -159,11 +159,29 @@ def _retain_grad(self):
         self.grad_fn.metadata["ember_retains_grad"] = True
 
 
+_ORIGINAL_APPLY_ON_TENSORS = torch.utils.hooks.BackwardHook._apply_on_tensors
+
+
+def _apply_on_tensors(self, fn, args):
+    """nn.Module full backward hooks: their BackwardHookFunctionBackward node noted, with the
+    BackwardHook and which side of the module it sits on (the hooks it registers on the node
+    cannot be listed from Python)."""
+    side = "input" if "setup_input_hook" in getattr(fn, "__qualname__", "") else "output"
+
+    def noting(grad_fn):
+        fn(grad_fn)
+        grad_fn.metadata.setdefault("ember_module_hooks", []).append((side, self))
+
+    return _ORIGINAL_APPLY_ON_TENSORS(self, noting, args)
+
+
 def install() -> None:
     from ..capture.translator import TRACEABLE_EMBER_CODE
 
-    TRACEABLE_EMBER_CODE.add(call_hook.__code__)  # (capture inlines it, and the user's hook in it)
+    for function in (call_hook, call_module_hooks, call_module_pre_hooks):
+        TRACEABLE_EMBER_CODE.add(function.__code__)  # (capture inlines it, and the user's hook in it)
     torch.autograd.backward = backward
+    torch.utils.hooks.BackwardHook._apply_on_tensors = _apply_on_tensors
     torch.Tensor.register_hook = _register_hook
     torch.Tensor.retain_grad = _retain_grad
 

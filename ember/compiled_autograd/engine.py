@@ -21,7 +21,7 @@ import torch
 
 from .. import logs
 from .nodes import RULES, kind_of, node_key
-from .tracer import BackwardTracer, CannotCapture, InputSource
+from .tracer import BackwardTracer, CannotCapture, InputSource, call_module_hooks, call_module_pre_hooks
 from .walk import describe, gradient_edge, nodes_in_order
 
 log = logs.get("compiled_autograd")
@@ -125,6 +125,7 @@ class CompiledAutograd:
             tracer.placeholder(grad, InputSource("root", index), f"grad_{index}")
             _add(tracer, buffers, node, number, grad)
         hook_sites, new_grads, accumulations = [], [], []
+        module_outputs: dict = {}  # id(BackwardHook) -> its module's output gradients, as traced
         with tracer:
             for position, node in enumerate(order):
                 tracer.origin = f"{type(node).__name__} (node {position})"
@@ -139,10 +140,12 @@ class CompiledAutograd:
                 if kind == "accumulate":
                     self._accumulate(tracer, node, position, inputs.get(0), hook_sites, new_grads, accumulations)
                     continue
-                if kind == "module_hooks":
-                    raise CannotCapture("module full backward hooks are not captured yet")
                 count = len(node._input_metadata)
-                results = RULES[kind](tracer, node, position, [inputs.get(k) for k in range(count)])
+                if kind == "module_hooks":
+                    results = _module_hooks(tracer, node, position, [inputs.get(k) for k in range(count)],
+                                            hook_sites, module_outputs)
+                else:
+                    results = RULES[kind](tracer, node, position, [inputs.get(k) for k in range(count)])
                 edges = node.next_functions
                 if len(results) != len(edges):
                     raise CannotCapture(f"{type(node).__name__} gave {len(results)} gradients for {len(edges)} inputs")
@@ -206,6 +209,33 @@ def _first_change(old, new, path: str = "") -> str:
     return f"{path or 'value'} was {str(old)[:120]}, now {str(new)[:120]}"
 
 
+def _module_hooks(tracer: BackwardTracer, node, position: int, grads: list, hook_sites: list,
+                  module_outputs: dict) -> list:
+    """A BackwardHookFunctionBackward node (nn.Module full backward hooks): on a module's outputs,
+    its pre-hooks (their gradients kept for the other side); on its inputs, its hooks, given the
+    outputs' gradients.  The node itself passes gradients through."""
+    noted = node.metadata.get("ember_module_hooks")
+    if not noted or len(noted) != 1:
+        raise CannotCapture("module backward hooks registered where ember did not see them")
+    side, state = noted[0]
+    if side == "output":
+        if state.input_tensors_index is None:
+            raise CannotCapture("a module backward hook whose module's inputs need no gradient")
+        likes = [None] * state.n_outputs
+        for slot, grad in zip(state.output_tensors_index, grads):
+            likes[slot] = grad
+        packed = tracer.call_tuple(call_module_pre_hooks, state, (), grads, likes, "module_pre_hook")
+        hook_sites.append((position, "module", 0))
+        module_outputs[id(state)] = packed
+        return [packed[slot] for slot in state.output_tensors_index]
+    if id(state) not in module_outputs:  # (no gradient came through the outputs: eager's hook returns)
+        return grads
+    results = tracer.call_tuple(call_module_hooks, state, (len(grads),), [*grads, *module_outputs.pop(id(state))],
+                                grads, "module_hook")
+    hook_sites.append((position, "module", 0))
+    return results
+
+
 def _add(tracer: BackwardTracer, buffers: dict, node, number: int, grad) -> None:
     slot = buffers.setdefault(node, {})
     slot[number] = grad if number not in slot else tracer.add(slot[number], grad)
@@ -249,6 +279,10 @@ def _key(order: list, roots: list, grads: list) -> tuple:
             continue
         edges = tuple((position_of.get(next_node, -1), number) if next_node is not None else None
                       for next_node, number in node.next_functions)
+        if kind == "module_hooks":
+            hooks = hooks + tuple((side, state.n_inputs, state.n_outputs, tuple(state.input_tensors_index or ()),
+                                   tuple(state.output_tensors_index or ()), len(state.user_hooks),
+                                   len(state.user_pre_hooks)) for side, state in metadata.get("ember_module_hooks", ()))
         parts.append((kind, type(node).__name__, edges, hooks, node_key(node, kind)))
     return tuple(parts)
 
@@ -279,6 +313,9 @@ def _hooks(sites: list, order: list) -> list:
     hooks = []
     for position, where, index in sites:
         node = order[position]
+        if where == "module":
+            hooks.append(node.metadata["ember_module_hooks"][index][1])
+            continue
         table = node.variable._backward_hooks if where == "leaf" else _tensor_hooks(node)[where]
         hooks.append(list(table.values())[index])
     return hooks

@@ -6,7 +6,7 @@
     ember's compiled      the region's backward FX graph runs op by op, its nodes named `aot{k}_...`
       region              (k: the region), its saved values inputs
     Python Function       its `backward` runs on the traced gradients; `ctx.saved_tensors` are inputs
-    module backward hooks not captured yet: the backward runs in autograd's engine
+    module backward hooks the module's pre-hooks and hooks as calls (engine.py `_module_hooks`)
 AccumulateGrad nodes are the engine's (engine.py): the gradient into `.grad`, with the leaf's hooks.
 """
 from __future__ import annotations

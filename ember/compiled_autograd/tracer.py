@@ -47,6 +47,38 @@ def call_hook(hooks: list, index: int, grad):
     return grad if result is None else result
 
 
+def call_module_pre_hooks(hooks: list, index: int, *grads):
+    """A module's full backward pre-hooks (torch.utils.hooks.BackwardHook `hooks[index]`) on the
+    gradients of its outputs: the gradients of every output (None for non-tensors), as the hooks
+    left them."""
+    state = hooks[index]
+    grad_outputs = tuple(state._pack_with_none(state.output_tensors_index, grads, state.n_outputs))
+    for hook in state.user_pre_hooks:
+        result = hook(state.module, grad_outputs)
+        if result is not None:
+            if len(result) != len(grad_outputs):
+                raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got {len(result)}, "
+                                   f"but expected {len(grad_outputs)}")
+            grad_outputs = tuple(result)
+    return grad_outputs
+
+
+def call_module_hooks(hooks: list, index: int, count: int, *grads):
+    """A module's full backward hooks on the gradients of its inputs (`grads[:count]`, one per
+    tensor input) and outputs (`grads[count:]`, every output): the tensor inputs' gradients."""
+    state = hooks[index]
+    grad_inputs = tuple(state._pack_with_none(state.input_tensors_index, grads[:count], state.n_inputs))
+    grad_outputs = tuple(grads[count:])
+    for hook in state.user_hooks:
+        result = hook(state.module, grad_inputs, grad_outputs)
+        if result is not None:
+            if len(result) != len(grad_inputs):
+                raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(result)}, but "
+                                   f"expected {len(grad_inputs)}")
+            grad_inputs = tuple(result)
+    return tuple(grad_inputs[i] for i in state.input_tensors_index)
+
+
 class BackwardTracer(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
@@ -147,6 +179,26 @@ class BackwardTracer(TorchDispatchMode):
             stand_in = grad.view_as(grad)
         self.bind(stand_in, node)
         return stand_in
+
+    def call_tuple(self, function: Callable, hook, head: tuple, arguments: list, likes: list, kind: str) -> list:
+        """`function(hooks, i, *head, *arguments)` in the graph, returning a tuple; the trace goes
+        on with a stand-in of `likes[k]` for its item k (None where that is None)."""
+        self.hooks.append(hook)
+        values = [self.node_of(a) if isinstance(a, torch.Tensor) else a for a in arguments]
+        node = self.graph.call_function(function, (self.hooks_input(), len(self.hooks) - 1, *head, *values),
+                                        name=f"call_{kind}")
+        node.meta["ember_origin"] = self.origin
+        results = []
+        for position, like in enumerate(likes):
+            if not isinstance(like, torch.Tensor):
+                results.append(None)
+                continue
+            with _disable_current_modes():
+                stand_in = like.view_as(like)
+            self.bind(stand_in, self.graph.call_function(operator.getitem, (node, position),
+                                                         name=f"{node.name}_{position}"))
+            results.append(stand_in)
+        return results
 
     def add(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Two gradient contributions summed (the engine's input buffer)."""
