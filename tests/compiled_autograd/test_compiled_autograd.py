@@ -235,6 +235,8 @@ def test_small_bert_with_hooks_under_the_ember_backend_matches_eager():
         model.bert.embeddings.word_embeddings.weight.register_hook(lambda g: g * 0.5)
         model.cls.predictions.transform.dense.bias.register_post_accumulate_grad_hook(
             lambda p: calls.append(float(p.grad.norm())))
+        model.bert.encoder.layer[1].output.register_full_backward_hook(lambda module, grad_in, grad_out: (
+            grad_in[0] * 1.5, *grad_in[1:]))
         return model
 
     eager_calls, our_calls = [], []
