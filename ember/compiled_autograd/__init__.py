@@ -13,7 +13,7 @@ Functions' backward), the tensor hooks (as calls in the graph), and the accumula
 `.grad` into one FX graph; compiles it with the compiler function; runs it (engine.py).  Graphs
 are cached by the autograd graph's structure and metadata; `EMBER_LOGS=compiled_autograd` prints
 each capture's reason ("new autograd node", "changed shapes") and graph.  What cannot be captured
-(tensors that retain their grad, create_graph, `inputs=`, torch.autograd.grad) runs in autograd's own engine, the reason logged.
+(tensors that retain their grad, create_graph, `inputs=`) runs in autograd's own engine, the reason logged.
 
 Not seen: hooks registered on autograd nodes directly (`grad_fn.register_hook`, other than
 through module backward hooks), and a graph's saved tensors stay until the graph is freed
@@ -117,6 +117,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
              inputs=None):
     """torch.autograd.backward, captured where compiled autograd is on (see the module)."""
     engine = active()
+    if engine is not None and any(_traced(t) for t in ([tensors] if isinstance(tensors, torch.Tensor) else tensors)):
+        engine = None  # (a backward during ember's own tracing)
     if engine is None or create_graph or inputs is not None or grad_variables is not None:
         if engine is not None:
             engine._fallback("create_graph, inputs= or grad_variables= given")
@@ -139,6 +141,47 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if engine.backward(roots, grads):
             return None
     return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
+
+
+_ORIGINAL_GRAD = torch.autograd.grad
+
+
+def _traced(tensor) -> bool:
+    """A fake tensor (ember tracing a joint graph): autograd's engine handles it."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(tensor, FakeTensor)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """torch.autograd.grad, captured where compiled autograd is on (see the module)."""
+    engine = active()
+    arguments = (outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs, allow_unused,
+                 is_grads_batched, materialize_grads)
+    single = isinstance(inputs, torch.Tensor)
+    roots = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+    targets = [inputs] if single else list(inputs) if isinstance(inputs, (list, tuple)) else None
+    if engine is None or create_graph or is_grads_batched or targets is None or \
+            any(not isinstance(t, torch.Tensor) or not t.requires_grad or _traced(t) for t in [*roots, *targets]):
+        return _ORIGINAL_GRAD(*arguments)  # (ember's own tracing of a joint graph lands here: fakes)
+    given = [grad_outputs] if isinstance(grad_outputs, torch.Tensor) or grad_outputs is None else list(grad_outputs)
+    if len(given) == 1 and len(roots) > 1 and given[0] is None:
+        given = [None] * len(roots)
+    if len(given) != len(roots) or any(g is None and r.numel() != 1 for g, r in zip(given, roots)):
+        return _ORIGINAL_GRAD(*arguments)
+    grads = [torch.ones_like(r, memory_format=torch.preserve_format) if g is None else g.detach()
+             for g, r in zip(given, roots)]
+    with torch.no_grad():
+        results = engine.backward(roots, grads, inputs=targets)
+    if results is False:
+        return _ORIGINAL_GRAD(*arguments)
+    if any(result is None for result in results):
+        if materialize_grads:
+            results = [torch.zeros_like(t) if r is None else r for r, t in zip(results, targets)]
+        elif not allow_unused:  # (autograd's own error, from its own engine)
+            return _ORIGINAL_GRAD(*arguments)
+    return tuple(results)
 
 
 # -- what autograd's Python API does not show of a node: noted when it is registered ---------------
@@ -181,6 +224,7 @@ def install() -> None:
     for function in (call_hook, call_module_hooks, call_module_pre_hooks):
         TRACEABLE_EMBER_CODE.add(function.__code__)  # (capture inlines it, and the user's hook in it)
     torch.autograd.backward = backward
+    torch.autograd.grad = grad
     torch.utils.hooks.BackwardHook._apply_on_tensors = _apply_on_tensors
     torch.Tensor.register_hook = _register_hook
     torch.Tensor.retain_grad = _retain_grad
@@ -188,4 +232,4 @@ def install() -> None:
 
 install()
 
-__all__ = ["enable", "active", "reset", "backward", "call_hook", "graph_text", "CompiledAutograd"]
+__all__ = ["enable", "active", "reset", "backward", "grad", "call_hook", "graph_text", "CompiledAutograd"]

@@ -36,6 +36,7 @@ class Entry:
     new_grads: list[int]  # node positions of the AccumulateGrads whose gradient the graph returns
     takes_hooks: bool
     types: tuple  # the nodes' type names (for recompile reasons)
+    found: dict = dataclasses.field(default_factory=dict)  # grad(): input position -> its output slot
 
 
 @dataclasses.dataclass
@@ -59,13 +60,21 @@ class CompiledAutograd:
         self.entries = CACHE
         self.stats = Stats()
 
-    def backward(self, tensors: list, grads: list) -> bool:
+    def backward(self, tensors: list, grads: list, inputs: list | None = None):
         """Runs the backward of `tensors` with `grads` (root gradients, made); False where it
-        could not be captured (nothing was changed: the caller runs autograd's engine)."""
+        could not be captured (nothing was changed: the caller runs autograd's engine).  With
+        `inputs` (torch.autograd.grad): nothing is accumulated, and the result is the list of
+        their gradients (None where none reached them)."""
         roots = [gradient_edge(tensor) for tensor in tensors]
+        targets = [gradient_edge(tensor) for tensor in inputs] if inputs is not None else None
         try:
             order = nodes_in_order([node for node, _ in roots])
+            if targets is not None:
+                order = _toward(order, targets)
             key = _key(order, roots, grads)
+            if targets is not None:
+                position_of = {node: position for position, node in enumerate(order)}
+                key = (key, tuple((position_of.get(node, -1), number) for node, number in targets))
         except CannotCapture as reason:
             return self._fallback(str(reason))
         entry = self.entries.get(key)
@@ -73,7 +82,7 @@ class CompiledAutograd:
             reason = self._reason(order, key)
             log.debug("Cache miss due to %s", reason)
             try:
-                entry = self._capture(order, roots, grads)
+                entry = self._capture(order, roots, grads, targets)
             except CannotCapture as why:
                 return self._fallback(str(why))
             self.entries[key] = entry
@@ -86,6 +95,9 @@ class CompiledAutograd:
         if entry.takes_hooks:
             inputs.append(_hooks(entry.hook_sites, order))
         results = entry.compiled(*inputs)
+        if targets is not None:
+            return [results[k] if k in entry.found else None for k in range(len(targets))] if entry.found else \
+                [None] * len(targets)
         if entry.new_grads:
             storages = {value.untyped_storage().data_ptr() for value in inputs if isinstance(value, torch.Tensor)}
             for position, grad in zip(entry.new_grads, results):
@@ -117,8 +129,12 @@ class CompiledAutograd:
         return f"new autograd graph ({len(types)} nodes)"
 
     # -- capture ---------------------------------------------------------------------------------------
-    def _capture(self, order: list, roots: list, grads: list) -> Entry:
+    def _capture(self, order: list, roots: list, grads: list, targets: list | None = None) -> Entry:
         tracer = BackwardTracer()
+        wanted: dict = {}  # (node, input number) -> positions in `targets` (torch.autograd.grad)
+        for index, edge in enumerate(targets or ()):
+            wanted.setdefault(edge, []).append(index)
+        found: dict = {}
         position_of = {node: position for position, node in enumerate(order)}
         buffers: dict = {}
         for index, ((node, number), grad) in enumerate(zip(roots, grads)):
@@ -137,8 +153,18 @@ class CompiledAutograd:
                         if number in inputs:
                             inputs[number] = tracer.call_hook(hook, inputs[number], "tensor_pre_hook")
                             hook_sites.append((position, number, index))
+                if kind == "accumulate" and (node.variable._backward_hooks or {}) and 0 in inputs:
+                    for index, hook in enumerate(node.variable._backward_hooks.values()):
+                        inputs[0] = tracer.call_hook(hook, inputs[0], "tensor_pre_hook")
+                        hook_sites.append((position, "leaf", index))
+                if targets is not None:
+                    for number, grad in inputs.items():
+                        for index in wanted.get((node, number), ()):
+                            found[index] = grad
+                    if kind == "accumulate" or not any(next_node in position_of for next_node, _ in node.next_functions):
+                        continue  # (grad(): nothing accumulates, and what feeds no input does not run)
                 if kind == "accumulate":
-                    self._accumulate(tracer, node, position, inputs.get(0), hook_sites, new_grads, accumulations)
+                    self._accumulate(tracer, node, position, inputs.get(0), new_grads, accumulations)
                     continue
                 count = len(node._input_metadata)
                 if kind == "module_hooks":
@@ -153,27 +179,30 @@ class CompiledAutograd:
                     if next_node is None or grad is None:
                         continue
                     if next_node not in position_of:
+                        if targets is not None:
+                            continue  # (grad(): a node that feeds none of the inputs)
                         raise CannotCapture(f"{type(node).__name__} feeds a node outside the walk")
                     grad = _validated(grad, next_node._input_metadata[number], tracer.origin)
                     _add(tracer, buffers, next_node, number, grad)
         for old, grad in accumulations:  # (in place, as the engine adds to an existing .grad)
             tracer.graph.call_function(torch.ops.aten.add_.Tensor, (old, tracer.node_of(grad)), name="accumulate_grad_")
-        tracer.graph.output(tuple(tracer.node_of(grad) for _, grad in new_grads))
+        if targets is not None:
+            found = {index: grad for index, grad in found.items() if grad is not None}
+            tracer.graph.output(tuple(tracer.node_of(found[index]) for index in sorted(found)))
+        else:
+            tracer.graph.output(tuple(tracer.node_of(grad) for _, grad in new_grads))
         graph = torch.fx.GraphModule(torch.nn.Module(), tracer.graph, class_name="CompiledAutograd")
         if log.isEnabledFor(logging.DEBUG):
             log.debug("captured backward graph:\n%s", graph_text(graph))
         compiled = self.compiler_fn(graph) if self.compiler_fn is not None else graph
         return Entry(graph, compiled, list(tracer.sources), hook_sites, [position for position, _ in new_grads],
-                     tracer.hooks_node is not None, tuple(type(node).__name__ for node in order))
+                     tracer.hooks_node is not None, tuple(type(node).__name__ for node in order),
+                     {index: slot for slot, index in enumerate(sorted(found))} if targets is not None else {})
 
-    def _accumulate(self, tracer, node, position: int, grad, hook_sites: list, new_grads: list,
-                    accumulations: list) -> None:
+    def _accumulate(self, tracer, node, position: int, grad, new_grads: list, accumulations: list) -> None:
         if grad is None:
             return
         variable = node.variable
-        for index, hook in enumerate((variable._backward_hooks or {}).values()):
-            grad = tracer.call_hook(hook, grad, "tensor_pre_hook")
-            hook_sites.append((position, "leaf", index))
         if variable.grad is None:
             new_grads.append((position, grad))
         else:
@@ -207,6 +236,16 @@ def _first_change(old, new, path: str = "") -> str:
             if a != b:
                 return _first_change(a, b, f"{path}[{index}]")
     return f"{path or 'value'} was {str(old)[:120]}, now {str(new)[:120]}"
+
+
+def _toward(order: list, targets: list) -> list:
+    """The nodes torch.autograd.grad runs: those from which an input's node is reached."""
+    target_nodes = {node for node, _ in targets}
+    feeds: set = set()
+    for node in reversed(order):
+        if node in target_nodes or any(next_node in feeds for next_node, _ in node.next_functions):
+            feeds.add(node)
+    return [node for node in order if node in feeds]
 
 
 def _module_hooks(tracer: BackwardTracer, node, position: int, grads: list, hook_sites: list,

@@ -272,3 +272,26 @@ def test_the_walk_orders_nodes_the_same_way_every_call():
         garbage = [torch.randn(4) for _ in range(50)]  # (moves where the next nodes are allocated)
         del garbage
     assert all(order == orders[0] for order in orders), orders
+
+
+def test_autograd_grad_is_captured_without_touching_grad():
+    model = _mlp()
+    x = torch.randn(5, 8, requires_grad=True)
+    calls = []
+    x.register_hook(lambda g: calls.append(1) or g * 2)
+    expected = torch.autograd.grad(model(x).pow(2).sum(), [x, model[0].weight, model[3].bias])
+    compiled = ember.compile(model, backend="aot_eager")
+    with ember.compiled_autograd.enable(None) as engine:
+        for _ in range(2):
+            got = torch.autograd.grad(compiled(x).pow(2).sum(), [x, model[0].weight, model[3].bias])
+            for a, b in zip(got, expected):
+                torch.testing.assert_close(a, b)
+        hidden = model[0](x)
+        (partial,) = torch.autograd.grad(model[3](model[2](model[1](hidden))).sum(), hidden)
+    assert engine.stats.captures == 2 and engine.stats.hits == 1 and engine.stats.fallbacks == 0, engine.stats
+    torch.testing.assert_close(partial, torch.autograd.grad(model[3](model[2](model[1](hidden))).sum(), hidden)[0])
+    assert all(p.grad is None for p in model.parameters()) and x.grad is None
+    assert len(calls) == 3  # (x's hook: eager's call and the two captured ones)
+    with ember.compiled_autograd.enable(None):  # (an input the outputs do not reach: autograd's own error)
+        with pytest.raises(RuntimeError, match="appears to not have been used"):
+            torch.autograd.grad(model(x).sum(), [x, torch.randn(2, requires_grad=True)])
