@@ -119,9 +119,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     engine = active()
     if engine is not None and any(_traced(t) for t in ([tensors] if isinstance(tensors, torch.Tensor) else tensors)):
         engine = None  # (a backward during ember's own tracing)
-    if engine is None or create_graph or inputs is not None or grad_variables is not None:
+    targets = None
+    if inputs is not None:
+        targets = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+        if not targets or not all(isinstance(t, torch.Tensor) and t.is_leaf and t.requires_grad for t in targets) \
+                or len({id(t) for t in targets}) != len(targets):
+            targets = None
+            if engine is not None:
+                engine._fallback("backward(inputs=...) with an input that is not a distinct leaf requiring grad")
+            engine = None
+    if engine is None or create_graph or grad_variables is not None:
         if engine is not None:
-            engine._fallback("create_graph, inputs= or grad_variables= given")
+            engine._fallback("create_graph or grad_variables given")
         return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
     roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
     given = [grad_tensors] if isinstance(grad_tensors, torch.Tensor) or grad_tensors is None else list(grad_tensors)
@@ -138,9 +147,29 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             grad = torch.ones_like(root, memory_format=torch.preserve_format)
         grads.append(grad.detach())
     with torch.no_grad():
-        if engine.backward(roots, grads):
-            return None
+        if targets is None:
+            if engine.backward(roots, grads):
+                return None
+        else:  # backward(inputs=leaves): their gradients, as grad() computes them, accumulated here
+            results = engine.backward(roots, grads, inputs=targets)
+            if results is not False:
+                _accumulate_into(targets, results)
+                return None
     return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
+
+
+def _accumulate_into(leaves: list, grads: list) -> None:
+    """As AccumulateGrad: a new `.grad` (a copy in the leaf's layout where the gradient is not
+    one of its own), or added in place to the existing one; then post-accumulate-grad hooks."""
+    for leaf, grad in zip(leaves, grads):
+        if grad is None:
+            continue
+        if leaf.grad is None:
+            leaf.grad = torch.empty_like(leaf).copy_(grad)
+        else:
+            leaf.grad.add_(grad)
+        for hook in (getattr(leaf, "_post_accumulate_grad_hooks", None) or {}).values():
+            hook(leaf)
 
 
 _ORIGINAL_GRAD = torch.autograd.grad
@@ -202,7 +231,8 @@ def _retain_grad(self):
         self.grad_fn.metadata["ember_retains_grad"] = True
 
 
-_ORIGINAL_APPLY_ON_TENSORS = torch.utils.hooks.BackwardHook._apply_on_tensors
+# (a torch without it: module backward hooks are then not seen, and such backwards fall back)
+_ORIGINAL_APPLY_ON_TENSORS = getattr(getattr(torch.utils.hooks, "BackwardHook", None), "_apply_on_tensors", None)
 
 
 def _apply_on_tensors(self, fn, args):
@@ -225,7 +255,8 @@ def install() -> None:
         TRACEABLE_EMBER_CODE.add(function.__code__)  # (capture inlines it, and the user's hook in it)
     torch.autograd.backward = backward
     torch.autograd.grad = grad
-    torch.utils.hooks.BackwardHook._apply_on_tensors = _apply_on_tensors
+    if _ORIGINAL_APPLY_ON_TENSORS is not None:
+        torch.utils.hooks.BackwardHook._apply_on_tensors = _apply_on_tensors
     torch.Tensor.register_hook = _register_hook
     torch.Tensor.retain_grad = _retain_grad
 

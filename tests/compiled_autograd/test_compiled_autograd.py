@@ -295,3 +295,19 @@ def test_autograd_grad_is_captured_without_touching_grad():
     with ember.compiled_autograd.enable(None):  # (an input the outputs do not reach: autograd's own error)
         with pytest.raises(RuntimeError, match="appears to not have been used"):
             torch.autograd.grad(model(x).sum(), [x, torch.randn(2, requires_grad=True)])
+
+
+def test_backward_with_inputs_accumulates_only_into_those_leaves():
+    reference, ours = _mlp(), _mlp()
+    x = torch.randn(5, 8)
+    for model in (reference, ours):
+        model[3].bias.grad = torch.ones(4)
+    reference(x).pow(2).sum().backward(inputs=[reference[0].weight, reference[3].bias])
+    with ember.compiled_autograd.enable(None) as engine:
+        ours(x).pow(2).sum().backward(inputs=[ours[0].weight, ours[3].bias])
+    assert engine.stats.fallbacks == 0 and engine.stats.captures == 1
+    for (name, a), b in zip(reference.named_parameters(), ours.parameters()):
+        if a.grad is None:
+            assert b.grad is None, name
+        else:
+            torch.testing.assert_close(b.grad, a.grad, msg=name)
