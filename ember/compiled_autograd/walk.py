@@ -75,4 +75,6 @@ def describe(value):
         return tuple(describe(item) for item in value)
     if isinstance(value, (int, float, bool, str, type(None), torch.dtype, torch.device, torch.Size)):
         return value
-    return (type(value).__name__,)  # (an object: its type)
+    # (another object, e.g. a memory format: by its repr, so that a different value is another
+    # key; one whose repr names its address never matches, and recaptures: slow, never wrong)
+    return (type(value).__name__, repr(value))
