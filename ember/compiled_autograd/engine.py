@@ -71,10 +71,7 @@ class CompiledAutograd:
             order = nodes_in_order([node for node, _ in roots])
             if targets is not None:
                 order = _toward(order, targets)
-            key = _key(order, roots, grads)
-            if targets is not None:
-                position_of = {node: position for position, node in enumerate(order)}
-                key = (key, tuple((position_of.get(node, -1), number) for node, number in targets))
+            key = _key(order, roots, grads, targets)
         except CannotCapture as reason:
             return self._fallback(str(reason))
         entry = self.entries.get(key)
@@ -96,8 +93,7 @@ class CompiledAutograd:
             inputs.append(_hooks(entry.hook_sites, order))
         results = entry.compiled(*inputs)
         if targets is not None:
-            return [results[k] if k in entry.found else None for k in range(len(targets))] if entry.found else \
-                [None] * len(targets)
+            return [results[entry.found[k]] if k in entry.found else None for k in range(len(targets))]
         if entry.new_grads:
             storages = {value.untyped_storage().data_ptr() for value in inputs if isinstance(value, torch.Tensor)}
             for position, grad in zip(entry.new_grads, results):
@@ -215,7 +211,7 @@ class CompiledAutograd:
 def _difference(known: tuple, key: tuple, types: tuple) -> str:
     """Why `key` missed an entry of the same node types: the first part that differs."""
     if known[0] != key[0]:
-        return "changed shapes: the root gradients' sizes or dtypes"
+        return "changed shapes: the root gradients' sizes or dtypes, or the inputs asked for"
     for position, (old, new) in enumerate(zip(known[1:], key[1:])):
         if old == new:
             continue
@@ -302,9 +298,11 @@ def _tensor_hooks(node) -> dict:
     return node.metadata.get("ember_tensor_hooks", {}) if node.metadata else {}
 
 
-def _key(order: list, roots: list, grads: list) -> tuple:
+def _key(order: list, roots: list, grads: list, targets: list | None = None) -> tuple:
+    """The first part: the roots (and grad()'s inputs); then one part per node, in order."""
     position_of = {node: position for position, node in enumerate(order)}
-    parts = [tuple((position_of[node], number, describe(grad)) for (node, number), grad in zip(roots, grads))]
+    parts = [(tuple((position_of.get(node, -1), number, describe(grad)) for (node, number), grad in zip(roots, grads)),
+              None if targets is None else tuple((position_of.get(node, -1), number) for node, number in targets))]
     for node in order:
         kind = kind_of(node)
         metadata = node.metadata or {}

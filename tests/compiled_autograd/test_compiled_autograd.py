@@ -311,3 +311,21 @@ def test_backward_with_inputs_accumulates_only_into_those_leaves():
             assert b.grad is None, name
         else:
             torch.testing.assert_close(b.grad, a.grad, msg=name)
+
+
+def test_autograd_grad_with_unused_inputs_and_roots_that_reach_no_input():
+    """allow_unused: an unused input between used ones gets None, the others their own gradient;
+    a root that reaches none of the inputs is left out of the walk."""
+    a, b, c = (torch.randn(3, requires_grad=True) for _ in range(3))
+    unused = torch.randn(3, requires_grad=True)
+    outputs = lambda: ((a * b).sum(), (c * 2).sum())  # noqa: E731
+    expected = torch.autograd.grad(outputs(), [a, unused, b], allow_unused=True)
+    with ember.compiled_autograd.enable(None) as engine:
+        for _ in range(2):  # (the second: a cache hit)
+            got = torch.autograd.grad(outputs(), [a, unused, b], allow_unused=True)
+            assert got[1] is None
+            torch.testing.assert_close(got[0], expected[0])
+            torch.testing.assert_close(got[2], expected[2])
+        got = torch.autograd.grad(outputs(), [b, a], allow_unused=True)  # (other inputs: another key)
+    torch.testing.assert_close(got[0], expected[2])
+    assert engine.stats.fallbacks == 0 and engine.stats.captures == 2 and engine.stats.hits == 1, engine.stats
