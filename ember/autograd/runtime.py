@@ -530,9 +530,17 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
                     no_grad(True)
             else:
                 results = forward(*args)
-            return results[0] if leaf else pytree.tree_unflatten(results[:num_outputs], out_spec)
+            if leaf:
+                return results[0]
+            if flat_tuple:
+                return tuple(results[:num_outputs])
+            return pytree.tree_unflatten(results[:num_outputs], out_spec)
 
         leaf = out_spec.is_leaf()
+        # (a tuple of tensors, the usual graph output: built directly, pytree's walk costs more
+        # than the rest of this function)
+        flat_tuple = out_spec.type is tuple and \
+            out_spec == pytree.tree_flatten(tuple(range(out_spec.num_leaves)))[1]
         return run_plain
 
     def run(*args):

@@ -204,8 +204,15 @@ class GuardSet:
             Check("value", f"{self.ref(torch.get_default_dtype)}()", dtype, "torch.get_default_dtype()"),
         )
         autocast = _autocast_state()
+        # (per device type: enabled, and the dtype only where enabled; two C calls per call
+        # when autocast is off, the common case, instead of a Python function's four)
+        terms = []
+        for device_type, enabled, dtype in (("cpu", *autocast[:2]), ("cuda", *autocast[2:])):
+            terms.append(f"{self.ref(torch.is_autocast_enabled)}({device_type!r}) is {enabled}")
+            if enabled:
+                terms.append(f"{self.ref(torch.get_autocast_dtype)}({device_type!r}) is {self.ref(dtype)}")
         self.add(
-            f"{self.ref(_autocast_state)}() == {self.ref(autocast)}",
+            " and ".join(terms),
             f"autocast state is {autocast!r}",
             Check("value", f"{self.ref(_autocast_state)}()", autocast,
                   "autocast state (cpu enabled, cpu dtype, cuda enabled, cuda dtype)"),
