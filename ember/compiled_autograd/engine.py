@@ -95,9 +95,13 @@ class CompiledAutograd:
         if targets is not None:
             return [results[entry.found[k]] if k in entry.found else None for k in range(len(targets))]
         if entry.new_grads:
+            # (memory a new .grad may not take as its own: the graph's inputs', and that of a
+            # gradient already given to another leaf: the graph returns one tensor for two leaves
+            # when a node passes its gradient through to both, as `a + b` does)
             storages = {value.untyped_storage().data_ptr() for value in inputs if isinstance(value, torch.Tensor)}
             for position, grad in zip(entry.new_grads, results):
                 _set_grad(order[position].variable, grad, storages)
+                storages.add(grad.untyped_storage().data_ptr())
         for node in order:
             if type(node).__name__ == "AccumulateGrad":
                 variable = node.variable
@@ -358,12 +362,19 @@ def _hooks(sites: list, order: list) -> list:
     return hooks
 
 
-def _set_grad(variable: torch.Tensor, grad: torch.Tensor, input_storages: set) -> None:
+def _set_grad(variable: torch.Tensor, grad: torch.Tensor, taken: set) -> None:
     """A new `.grad`, laid out as the engine lays it out: the graph's result where it is the
-    variable's layout and memory of its own, else a copy in the variable's layout."""
-    shares = grad.untyped_storage().data_ptr() in input_storages
-    if shares or grad.stride() != variable.stride() or grad._base is not None or grad.requires_grad:
+    variable's layout and memory of its own (`taken`: storages it may not share), else a copy in
+    the variable's layout.  A view that spans its whole storage (a graph's `view` of a buffer of
+    its own) is that memory: it becomes `.grad` as a plain tensor over it, not copied."""
+    storage = grad.untyped_storage()
+    if storage.data_ptr() in taken or grad.stride() != variable.stride() or grad.requires_grad:
         grad = torch.empty_like(variable).copy_(grad.detach())
+    elif grad._base is not None:
+        if grad.storage_offset() == 0 and storage.nbytes() == grad.numel() * grad.element_size():
+            grad = torch.empty(0, dtype=grad.dtype, device=grad.device).set_(storage, 0, grad.size(), grad.stride())
+        else:
+            grad = torch.empty_like(variable).copy_(grad)
     variable.grad = grad
 
 

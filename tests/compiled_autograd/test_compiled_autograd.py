@@ -329,3 +329,38 @@ def test_autograd_grad_with_unused_inputs_and_roots_that_reach_no_input():
         got = torch.autograd.grad(outputs(), [b, a], allow_unused=True)  # (other inputs: another key)
     torch.testing.assert_close(got[0], expected[2])
     assert engine.stats.fallbacks == 0 and engine.stats.captures == 2 and engine.stats.hits == 1, engine.stats
+
+
+def test_two_leaves_given_one_gradient_tensor_get_grads_of_their_own():
+    # AddBackward0 passes its gradient through to both inputs: the graph returns one tensor
+    # twice, and eager's AccumulateGrad gives each leaf its own (a shared .grad would let an
+    # in-place update of one change the other)
+    a = torch.randn(4, device=DEVICE, requires_grad=True)
+    b = torch.randn(4, device=DEVICE, requires_grad=True)
+    with ember.compiled_autograd.enable(None):
+        ((a + b) * 2).sum().backward()
+    assert a.grad.untyped_storage().data_ptr() != b.grad.untyped_storage().data_ptr()
+    a.grad.add_(1)
+    torch.testing.assert_close(b.grad, torch.full((4,), 2.0, device=DEVICE))
+    torch.testing.assert_close(a.grad, torch.full((4,), 3.0, device=DEVICE))
+
+
+def test_a_gradient_that_views_its_whole_buffer_becomes_grad_without_a_copy():
+    w = torch.randn(3, 4, device=DEVICE, requires_grad=True)
+    x = torch.randn(12, device=DEVICE)
+
+    returned = []
+
+    def compiler(gm):  # (the graph ends in a view of a buffer of its own)
+        def run(*args):
+            returned.extend(gm(*args))
+            return returned
+
+        return run
+
+    with ember.compiled_autograd.enable(compiler):
+        (w.reshape(12) * x).sum().backward()
+    torch.testing.assert_close(w.grad, x.reshape(3, 4))
+    assert returned[0]._base is not None
+    assert w.grad._base is None and w.grad.stride() == w.stride()
+    assert w.grad.data_ptr() == returned[0].data_ptr()
