@@ -251,7 +251,7 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
     namespace["__builtins__"] = __builtins__
     glue = compile_as_user_code(source, "__ember_glue", root.code, root.lineno(), namespace,
                                 original_code(root.code))
-    guard = graph.guards.compile(params, f_globals)
+    guard = graph.guards.compile(params, f_globals, guard_source)
     return CacheEntry(guard, glue, guard_source, source, graph.guards, graph_module, list(breaks))
 
 

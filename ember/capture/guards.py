@@ -245,29 +245,26 @@ class GuardSet:
                 holders.setdefault(step, []).append(i)
         shared = 0
         for path in sorted(self._paths, key=len, reverse=True):  # longest first: prefixes nest
-            pattern = re.compile(r"(?<![\w.'\"])" + re.escape(path) + r"(?![\w'\"])")
             last = _LAST_STEP.search(path)
             candidates = holders.get(last.group(0), []) if last else range(len(exprs))
-            # (a plain substring test first: the regex only confirms the few candidates)
-            users = [i for i in candidates if path in exprs[i] and pattern.search(exprs[i])]
+            users = [i for i in candidates if path in exprs[i] and _path_at(exprs[i], path) >= 0]
             if len(users) < 2:
                 continue
             local = f"__ember_p{shared}"
             shared += 1
             first = users[0]
-            walrus = f"({local} := {path})"
-            expr = pattern.sub(lambda _: walrus, exprs[first], count=1)
-            end = expr.index(walrus) + len(walrus)
-            exprs[first] = expr[:end] + pattern.sub(local, expr[end:])
+            exprs[first] = _replace_path(exprs[first], path, local, f"({local} := {path})")
             for i in users[1:]:
-                exprs[i] = pattern.sub(lambda _: local, exprs[i])
+                exprs[i] = _replace_path(exprs[i], path, local)
         return exprs
 
-    def compile(self, params: list[str], globals_dict: dict) -> Callable[..., bool]:
+    def compile(self, params: list[str], globals_dict: dict, source: str | None = None) -> Callable[..., bool]:
+        """The guard function (`source`: this set's `source_code(params)`, where the caller has
+        it already: writing it out costs as much as compiling it for a large model)."""
         namespace = dict(self.refs)
         namespace[GLOBALS] = globals_dict
         namespace["__builtins__"] = __builtins__
-        exec(compile(self.source_code(params), "<ember guard>", "exec"), namespace)
+        exec(compile(source or self.source_code(params), "<ember guard>", "exec"), namespace)
         return namespace["__ember_guard"]
 
     def failures(self, params: list[str], globals_dict: dict, closure, args) -> list[str]:
@@ -323,6 +320,32 @@ class GuardSet:
             changed += [(guard.check.subject, path, d, old, new)
                         for d, (old, new) in enumerate(zip(facts.shape, value.shape)) if old != new]
         return changed
+
+
+def _path_at(expr: str, path: str, start: int = 0) -> int:
+    """Where `path` occurs in `expr` from `start` as a whole path (not the tail of a longer name
+    or path, not inside a string, not followed by more of a name), or -1.  A longer path it is
+    the head of (`path.weight`, `path['x']`) counts: prefixes are replaced longest first."""
+    size = len(path)
+    while True:
+        at = expr.find(path, start)
+        if at < 0:
+            return -1
+        before = expr[at - 1] if at else " "
+        after = expr[at + size] if at + size < len(expr) else " "
+        if not (before.isalnum() or before in "_.'\"") and not (after.isalnum() or after in "_'\""):
+            return at
+        start = at + 1
+
+
+def _replace_path(expr: str, path: str, local: str, first: str | None = None) -> str:
+    """`expr` with each whole occurrence of `path` replaced by `local` (the first by `first`,
+    where given: the walrus that binds the local)."""
+    pieces, start = [], 0
+    while (at := _path_at(expr, path, start)) >= 0:
+        pieces += [expr[start:at], first if first is not None and not pieces else local]
+        start = at + len(path)
+    return "".join(pieces) + expr[start:]
 
 
 def _explain(guard: Guard, evaluate: Callable[[str], Any]) -> str:
