@@ -98,13 +98,15 @@ def main() -> None:
                     first = elapsed
                 else:
                     times.append(elapsed)
+            kernels = _kernel_time(torch, model, function, ids, labels, autocast, backward_context) \
+                if device == "cuda" else None
             grads = [p.grad.float() for p in model.parameters() if p.grad is not None]
             if reference_grads is None:
                 reference_grads = grads
             difference = sum(float((a - b).norm()) ** 2 for a, b in zip(grads, reference_grads)) ** 0.5
             error = difference / max(sum(float(b.norm()) ** 2 for b in reference_grads) ** 0.5, 1e-12)
             rounds = [statistics.median(times[k * STEPS:(k + 1) * STEPS]) for k in range(ROUNDS)]
-            rows[name] = (statistics.median(rounds), min(rounds), max(rounds), first, error)
+            rows[name] = (statistics.median(rounds), min(rounds), max(rounds), first, error, kernels)
         except Exception as failure:  # noqa: BLE001 - a failing variant is a row
             rows[name] = f"failed: {type(failure).__name__}: {str(failure)[:160]}"
         print(name, rows[name], flush=True)
@@ -121,14 +123,36 @@ def main() -> None:
              f"{config.num_hidden_layers} layers, hidden {config.hidden_size}, batch {batch} x {length}"
              f"{', bf16 autocast' if device == 'cuda' else ', float32'}.  ms per `loss.backward()`: median of {ROUNDS} "
              f"rounds of {STEPS} (min-max of the rounds); first: the first backward, compiles included; error: "
-             "||grads - eager's|| / ||eager's||, all parameters' gradients as one vector.", "",
-             "| variant | backward ms | first backward ms | error |", "|---|---:|---:|---:|"]
+             "||grads - eager's|| / ||eager's||, all parameters' gradients as one vector"
+             + ("; GPU kernels: the summed time of the backward's kernels (torch.profiler, one backward), and "
+                "their count (backward ms less kernel ms: the host's share)" if device == "cuda" else "") + ".", "",
+             "| variant | backward ms | first backward ms | error |" + (" GPU kernels ms | kernels |" if device == "cuda"
+                                                                      else ""),
+             "|---|---:|---:|---:|" + ("---:|---:|" if device == "cuda" else "")]
     for name, row in rows.items():
         if isinstance(row, str):
             lines.append(f"| {name} | {row} | | |")
         else:
-            lines.append(f"| {name} | {row[0]:.1f} ({row[1]:.1f}-{row[2]:.1f}) | {row[3]:.0f} | {row[4]:.1e} |")
+            extra = f" {row[5][0]:.1f} | {row[5][1]} |" if row[5] is not None else ""
+            lines.append(f"| {name} | {row[0]:.1f} ({row[1]:.1f}-{row[2]:.1f}) | {row[3]:.0f} | {row[4]:.1e} |{extra}")
     write_table(folder, f"compiled_autograd_bert_{device}.md", "\n".join(lines) + "\n")
+
+
+def _kernel_time(torch, model, function, ids, labels, autocast, backward_context) -> tuple[float, int]:
+    """(ms of GPU kernels, kernel count) of one backward, by torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    model.zero_grad(set_to_none=True)
+    with autocast:
+        loss = function(input_ids=ids, labels=labels).loss
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with backward_context():
+            loss.backward()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    total = sum(e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total for e in events)
+    return total / 1e3, len(events)
 
 
 if __name__ == "__main__":

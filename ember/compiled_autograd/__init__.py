@@ -31,7 +31,7 @@ import torch
 import torch.utils.hooks
 
 from .. import logs
-from .engine import CACHE, CompiledAutograd, graph_text
+from .engine import CACHE, DYNAMIC, CompiledAutograd, graph_text
 from .tracer import call_hook, call_module_hooks, call_module_pre_hooks
 
 log = logs.get("compiled_autograd")
@@ -64,6 +64,7 @@ def enable(compiler_fn: Callable | None = None) -> Iterator[CompiledAutograd]:
 def reset() -> None:
     """Forgets every captured backward (ember.reset() calls this)."""
     CACHE.clear()
+    DYNAMIC.clear()
     _by_compiler.clear()
 
 

@@ -5,7 +5,9 @@
       key        node kinds and types, their edges, saved values' metadata, hooks per site,
                  leaves' `.grad` (None or its metadata), the root gradients' metadata
       miss       trace the nodes into one FX graph (nodes.py, tracer.py), compile it with the
-                 compiler function; logged: "new autograd node" or "changed shapes"
+                 compiler function; logged: "new autograd node" or "changed shapes"; where
+                 only sizes changed since a cached key, one graph over symbolic sizes for both
+                 (dynamic.py), which later keys of other sizes run after a check
       run        the graph on this call's inputs (root gradients, saved tensors, existing
                  `.grad`s, hooks); new gradients become `.grad`, existing ones were added to in
                  the graph; then post-accumulate-grad hooks run
@@ -20,6 +22,7 @@ from typing import Callable
 import torch
 
 from .. import logs
+from .dynamic import NotGeneral, Symbols, bind, key_tokens, signature, sizes_input, symbolic_graph, symbols_between
 from .nodes import RULES, kind_of, node_key
 from .tracer import BackwardTracer, CannotCapture, InputSource, call_module_hooks, call_module_pre_hooks
 from .walk import describe, gradient_edge, nodes_in_order
@@ -37,6 +40,14 @@ class Entry:
     takes_hooks: bool
     types: tuple  # the nodes' type names (for recompile reasons)
     found: dict = dataclasses.field(default_factory=dict)  # grad(): input position -> its output slot
+    tokens: list | None = None  # the key's tokens (dynamic.py), for finding sizes that changed
+    symbols: Symbols | None = None  # a graph over symbolic sizes: its symbols (dynamic.py)
+    sizes: torch.Tensor | None = None  # ... bound to one key: the symbols' values, as a tensor's sizes
+
+    def plan(self) -> tuple:
+        """What running the graph needs besides the graph: two traces of one plan take the same
+        inputs and hand out their results the same way."""
+        return (self.sources, self.hook_sites, self.new_grads, self.takes_hooks, self.types, self.found)
 
 
 @dataclasses.dataclass
@@ -45,11 +56,14 @@ class Stats:
     hits: int = 0
     fallbacks: int = 0
     reasons: list = dataclasses.field(default_factory=list)
+    dynamic_hits: int = 0  # keys a graph over symbolic sizes ran (checked by a trace), no compile
 
 
 # Captured backwards by key, for every compiler function (as torch's compiled autograd: the
 # compiler function compiles what misses); `ember.reset()` empties it.
 CACHE: dict[tuple, Entry] = {}
+# Graphs over symbolic sizes (dynamic.py), tried when a key misses CACHE.
+DYNAMIC: list[Entry] = []
 
 
 class CompiledAutograd:
@@ -76,21 +90,18 @@ class CompiledAutograd:
             return self._fallback(str(reason))
         entry = self.entries.get(key)
         if entry is None:
-            reason = self._reason(order, key)
-            log.debug("Cache miss due to %s", reason)
             try:
-                entry = self._capture(order, roots, grads, targets)
+                entry = self._miss(order, roots, grads, targets, key)
             except CannotCapture as why:
                 return self._fallback(str(why))
-            self.entries[key] = entry
-            self.stats.captures += 1
-            self.stats.reasons.append(reason)
         else:
             self.stats.hits += 1
         unpacked: dict = {}  # node position -> its ctx.saved_tensors (unpacked once per backward)
         inputs = [_fetch(source, order, grads, unpacked) for source in entry.sources]
         if entry.takes_hooks:
             inputs.append(_hooks(entry.hook_sites, order))
+        if entry.sizes is not None:
+            inputs.append(entry.sizes)
         results = entry.compiled(*inputs)
         if targets is not None:
             return [results[entry.found[k]] if k in entry.found else None for k in range(len(targets))]
@@ -108,6 +119,78 @@ class CompiledAutograd:
                 for hook in (getattr(variable, "_post_accumulate_grad_hooks", None) or {}).values():
                     hook(variable)
         return True
+
+    def _miss(self, order: list, roots: list, grads: list, targets: list | None, key: tuple) -> Entry:
+        """The entry for a key not seen before: a graph over symbolic sizes that fits it (checked
+        against a trace at these sizes), else a new capture, made symbolic where it differs from
+        a cached one only in sizes."""
+        tokens, places = key_tokens(key)
+        for dynamic in DYNAMIC:
+            values = bind(dynamic.symbols, tokens, dynamic.tokens)
+            if values is None:
+                continue
+            probe = self._capture(order, roots, grads, targets, compile=False)
+            if probe.plan() == dynamic.plan() and \
+                    signature(probe.graph.graph) == signature(dynamic.graph.graph, values):
+                entry = dataclasses.replace(dynamic, sizes=sizes_input(values, _device(grads)), tokens=tokens)
+                self.entries[key] = entry
+                self.stats.hits += 1
+                self.stats.dynamic_hits += 1
+                log.debug("dynamic sizes %s: the graph over symbolic sizes runs (a trace at these sizes "
+                          "has its ops)", values)
+                return entry
+            reason = "changed shapes: a trace at these sizes has other ops than the graph over symbolic sizes"
+            return self._store(key, probe, reason, tokens)
+        reason = self._reason(order, key)
+        entry = self._capture(order, roots, grads, targets, compile=False)
+        dynamic = self._generalize(entry, tokens, places)
+        if dynamic is not None:
+            entry, symbols = dynamic, dynamic.symbols
+            marked = ", ".join(_slot_text(slot, entry.types) for slot in symbols.described[:8])
+            more = len(symbols.described) - 8
+            reason = f"changed shapes: marking {marked}{f' and {more} more' if more > 0 else ''} as dynamic " \
+                     f"({len(symbols.new)} symbols)"
+            entry = self._store(key, entry, reason, tokens)  # (compiled once: the bound copies share it)
+            DYNAMIC.append(entry)
+            entry = self.entries[key] = dataclasses.replace(entry, sizes=sizes_input(symbols.new, _device(grads)))
+            return entry
+        return self._store(key, entry, reason, tokens)
+
+    def _store(self, key: tuple, entry: Entry, reason: str, tokens: list) -> Entry:
+        log.debug("Cache miss due to %s", reason)
+        if entry.compiled is None:
+            entry.compiled = self._compile(entry.graph)
+        entry.tokens = tokens
+        self.entries[key] = entry
+        self.stats.captures += 1
+        self.stats.reasons.append(reason)
+        return entry
+
+    def _compile(self, graph: torch.fx.GraphModule) -> Callable:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("captured backward graph:\n%s", graph_text(graph))
+        return self.compiler_fn(graph) if self.compiler_fn is not None else graph
+
+    def _generalize(self, entry: Entry, tokens: list, places: list) -> Entry | None:
+        """A graph over symbolic sizes from this trace and a cached one of the same nodes whose key
+        differs only in sizes (the latest such), compiled; None where there is none."""
+        for known in reversed(list(self.entries.values())):
+            if known.symbols is not None or known.tokens is None or known.types != entry.types or \
+                    len(known.tokens) != len(tokens) or known.plan() != entry.plan():
+                continue
+            try:
+                symbols = symbols_between(known.tokens, tokens, places)
+                graph = symbolic_graph(known.graph.graph, entry.graph.graph, symbols)
+                # (by construction the graph is each trace at its sizes; checked all the same)
+                if signature(graph, symbols.old) != signature(known.graph.graph) or \
+                        signature(graph, symbols.new) != signature(entry.graph.graph):
+                    raise NotGeneral("the symbolic graph does not give back the two traces")
+            except NotGeneral as why:
+                log.debug("sizes stay static: %s", why)
+                return None
+            module = torch.fx.GraphModule(torch.nn.Module(), graph, class_name="CompiledAutograd")
+            return dataclasses.replace(entry, graph=module, compiled=None, symbols=symbols, tokens=tokens)
+        return None
 
     def _fallback(self, reason: str) -> bool:
         self.stats.fallbacks += 1
@@ -129,7 +212,8 @@ class CompiledAutograd:
         return f"new autograd graph ({len(types)} nodes)"
 
     # -- capture ---------------------------------------------------------------------------------------
-    def _capture(self, order: list, roots: list, grads: list, targets: list | None = None) -> Entry:
+    def _capture(self, order: list, roots: list, grads: list, targets: list | None = None,
+                 compile: bool = True) -> Entry:
         tracer = BackwardTracer()
         wanted: dict = {}  # (node, input number) -> positions in `targets` (torch.autograd.grad)
         for index, edge in enumerate(targets or ()):
@@ -192,9 +276,7 @@ class CompiledAutograd:
         else:
             tracer.graph.output(tuple(tracer.node_of(grad) for _, grad in new_grads))
         graph = torch.fx.GraphModule(torch.nn.Module(), tracer.graph, class_name="CompiledAutograd")
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("captured backward graph:\n%s", graph_text(graph))
-        compiled = self.compiler_fn(graph) if self.compiler_fn is not None else graph
+        compiled = self._compile(graph) if compile else None
         return Entry(graph, compiled, list(tracer.sources), hook_sites, [position for position, _ in new_grads],
                      tracer.hooks_node is not None, tuple(type(node).__name__ for node in order),
                      {index: slot for slot, index in enumerate(sorted(found))} if targets is not None else {})
@@ -210,6 +292,16 @@ class CompiledAutograd:
                 raise CannotCapture("sparse gradients are not captured")
             old = tracer.placeholder(variable.grad, InputSource("grad", position), f"n{position}_grad")
             accumulations.append((old, grad))
+
+
+def _device(grads: list) -> torch.device:
+    return next((grad.device for grad in grads if isinstance(grad, torch.Tensor)), torch.device("cpu"))
+
+
+def _slot_text(slot, types: tuple) -> str:
+    if slot.part == 0:
+        return slot.path
+    return f"{slot.path} of {types[slot.part - 1]} (node {slot.part - 1})"
 
 
 def _difference(known: tuple, key: tuple, types: tuple) -> str:

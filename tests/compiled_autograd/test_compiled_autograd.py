@@ -95,6 +95,81 @@ def test_seed_recompiles_for_new_nodes_and_changed_shapes_and_no_more(caplog):
             torch.testing.assert_close(x.grad, torch.ones(size, size))
         misses = [r.getMessage() for r in caplog.records if "Cache miss" in r.getMessage()]
         assert len(misses) == 2 and "changed shapes" in misses[1], misses  # (10 again: a cache hit)
+        # as torch marks them: the sizes that changed are symbols in the graph of the second miss
+        assert "_saved_self_sym_sizes[0] of SumBackward0 (node 0)" in misses[1], misses
+        assert "leaf.shape[0] of AccumulateGrad (node 1)" in misses[1] and "as dynamic" in misses[1], misses
+
+
+def test_sizes_that_changed_are_symbols_and_new_sizes_compile_nothing():
+    counts = {}
+    with ember.compiled_autograd.enable(_counting_compiler(counts, backend="ember")) as engine:
+        for size in [10, 100, 10, 50, 70, 50]:
+            x = torch.randn(size, size, device=DEVICE, requires_grad=True)
+            (x * 3).sum().backward()
+            torch.testing.assert_close(x.grad, torch.full((size, size), 3.0, device=DEVICE))
+    assert counts["captured"] == 2 and engine.stats.captures == 2  # 10, then 100 (made symbolic)
+    assert engine.stats.dynamic_hits == 2  # 50 and 70: traced, checked, not compiled; 10 and 50 again: hits
+    graph = counts["graph"]
+    sizes = [node for node in graph.graph.nodes if node.op == "call_method" and node.target == "size"]
+    assert len(sizes) == 1, graph.code  # one symbol: every size of x is the same one
+    expand = next(node for node in graph.graph.nodes if "expand" in node.name)
+    assert expand.args[1] == [sizes[0], sizes[0]], graph.code
+
+
+def test_an_mlp_at_changing_batch_sizes_has_one_graph_over_symbolic_sizes():
+    torch.manual_seed(0)
+    model, reference = _mlp().to(DEVICE), _mlp().to(DEVICE)
+    compiled = ember.compile(model, backend="ember")
+    with ember.compiled_autograd.enable(ember.compile(backend="ember")) as engine:
+        captured = []
+        for batch in [8, 16, 24, 40, 16]:
+            x = torch.randn(batch, 8, device=DEVICE)
+            compiled(x).pow(2).mean().backward()
+            captured.append(engine.stats.captures)
+            for p in reference.parameters():
+                p.grad = None
+            reference(x).pow(2).mean().backward()  # (autograd's nodes, captured too)
+            for p, q in zip(model.parameters(), reference.parameters()):
+                torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+                p.grad = None
+    # ember's region is compiled again at 16 (its own automatic dynamic shapes: a symbolic forward
+    # whose backward graph differs from the static one's), so its symbolic graph comes at 24; from
+    # then on neither model's backward is captured again
+    assert captured[2] == captured[4], "\n".join(engine.stats.reasons)
+    assert any("as dynamic" in reason for reason in engine.stats.reasons)
+
+
+class _SizeBranch(torch.autograd.Function):
+    """A backward whose formula depends on a size beyond the two first traces'."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.rows = x.shape[0]
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * (2.0 if ctx.rows < 50 else 3.0)
+
+
+def test_a_size_the_symbolic_graph_does_not_cover_is_captured_on_its_own():
+    with ember.compiled_autograd.enable(None) as engine:
+        for rows, factor in [(10, 2.0), (20, 2.0), (30, 2.0), (60, 3.0), (30, 2.0)]:
+            x = torch.randn(rows, 4, requires_grad=True)
+            _SizeBranch.apply(x).sum().backward()
+            torch.testing.assert_close(x.grad, torch.full((rows, 4), factor))
+    # 10, 20 (symbolic), 60 (its trace multiplies by 3: on its own); 30: the symbolic graph
+    assert engine.stats.captures == 3 and engine.stats.dynamic_hits == 1, engine.stats
+
+
+def test_sizes_0_and_1_stay_constants():
+    with ember.compiled_autograd.enable(None) as engine:
+        for size in [1, 5, 7]:
+            x = torch.randn(size, requires_grad=True)
+            (x * 2).sum().backward()
+            torch.testing.assert_close(x.grad, torch.full((size,), 2.0))
+    # 1, then 5 (1 stays a constant: no symbolic graph), then 7 with 5 (symbolic)
+    assert engine.stats.captures == 3 and engine.stats.dynamic_hits == 0, engine.stats
 
 
 def _mlp():
