@@ -31,7 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .compare import Mismatch, compare_tensor
 from .conditioning import ConditionWatch
 from .program import Program
-from .resize import grown
+from .resize import GROWTH, grown
 
 VERSION_COUNTER_ERROR = "modified by an inplace operation"
 # Eager autograd's refusals of a write through a view that a functionalized graph does not have
@@ -189,13 +189,15 @@ def grad_outputs(seed: int, outputs: list, dtypes: list) -> list:
 
 
 def execute(function, namespace: dict, seed: int, *, reference: bool = False, grad_dtypes: list | None = None,
-            watch_conditioning: bool = False, resized: bool = False) -> Execution:
-    """One run of `function` on the program's inputs (`resized`: grown to other sizes, resize.py)."""
+            watch_conditioning: bool = False, resized: int = 0, backward_context=None) -> Execution:
+    """One run of `function` on the program's inputs (`resized`: every size of 2 or more grown
+    by that much, resize.py; `backward_context`: what the backward runs under, e.g. compiled
+    autograd)."""
     run = Execution()
     torch.manual_seed(seed)
     inputs, leaves = namespace["make_inputs"]()
     if resized:
-        inputs, leaves = grown(inputs, leaves)
+        inputs, leaves = grown(inputs, leaves, resized)
     if reference:
         inputs, leaves = reference_inputs(inputs, leaves)
     # The ill-conditioning watch (conditioning.py) sees the forward and the backward; it runs in
@@ -231,7 +233,8 @@ def execute(function, namespace: dict, seed: int, *, reference: bool = False, gr
         pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
         try:
             if pairs:
-                with watch if watch is not None else contextlib.nullcontext():
+                with watch if watch is not None else contextlib.nullcontext(), \
+                        backward_context() if backward_context is not None else contextlib.nullcontext():
                     torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
                 run.ill_conditioned = watch is not None and watch.ill_conditioned
         except Exception as error:  # noqa: BLE001
@@ -337,29 +340,40 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
     dtypes = [getattr(o, "dtype", None) for o in eager.outputs]
     # "ember_dynamic": the ember backend with every size symbolic (dynamic=True).
     base, dynamic = (backend[:-len("_dynamic")], True) if backend.endswith("_dynamic") else (backend, None)
+    # "ember_ca": the ember backend, its backwards under compiled autograd (compiled by ember)
+    base, autograd = (base[:-len("_ca")], True) if base.endswith("_ca") else (base, False)
     base = base.replace("_triton", "")  # (the kernel backend is chosen by run_program)
     compiled = ember.compile(namespace["program"], backend=base, dynamic=dynamic)
-    # a dynamic compile is called a third time at other sizes (resize.py), against eager there
-    calls = (1, 2, 3) if dynamic else (1, 2)
+    backward_context = None
+    if autograd:
+        compiler = ember.compile(backend=base)
+        backward_context = lambda: ember.compiled_autograd.enable(compiler)  # noqa: E731
+    # a dynamic compile is called a third time at other sizes (resize.py), against eager there;
+    # under compiled autograd a fourth, at yet other sizes (its backward graph over symbolic
+    # sizes, made at the third, runs there)
+    calls = (1, 2, 3, 4) if autograd else (1, 2, 3) if dynamic else (1, 2)
+    growth = {3: GROWTH, 4: 2 * GROWTH}
     for call in calls:
         unused_code_error = None  # eager's error in code the outputs do not use (resized call)
-        if call == 3:
+        if call >= 3:
             semantics = namespace
-            eager = execute(namespace["program"], namespace, program.seed, watch_conditioning=True, resized=True)
+            eager = execute(namespace["program"], namespace, program.seed, watch_conditioning=True,
+                            resized=growth[call])
             if eager.error is not None and eager.error_stage == "forward":
                 if outcome.cls == "eager_error":
                     break  # (eager refused the original sizes too: nothing new to compare)
                 # At other sizes a statement whose result nothing uses may raise (a shape that no
                 # longer fits); a compiler drops such code, as torch.compile does: eager without it
                 live = load(program.live_only())
-                pruned = execute(live["program"], live, program.seed, watch_conditioning=True, resized=True)
+                pruned = execute(live["program"], live, program.seed, watch_conditioning=True, resized=growth[call])
                 if pruned.error is None:
                     semantics, eager, unused_code_error = live, pruned, eager.error
             dtypes = [getattr(o, "dtype", None) for o in eager.outputs]
             reference = execute(semantics["program"], semantics, program.seed, reference=True, grad_dtypes=dtypes,
-                                resized=True)
-        got = execute(compiled, namespace, program.seed, grad_dtypes=dtypes, resized=call == 3)
-        prefix = {1: "", 2: "call2_", 3: "resized_"}[call]
+                                resized=growth[call])
+        got = execute(compiled, namespace, program.seed, grad_dtypes=dtypes, resized=growth.get(call, 0),
+                      backward_context=backward_context)
+        prefix = {1: "", 2: "call2_", 3: "resized_", 4: "resized2_"}[call]
         if eager.error is not None and eager.error_stage == "forward":
             if got.error is None and "not implemented for" in str(eager.error):
                 # eager has no kernel for this dtype on this device (addmm_cuda for Long); ember's

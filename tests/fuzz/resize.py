@@ -15,9 +15,9 @@ import torch
 GROWTH = 3
 
 
-def grown(inputs: list, leaves: list) -> tuple[list, list]:
+def grown(inputs: list, leaves: list, growth: int = GROWTH) -> tuple[list, list]:
     sizes = {n for x in inputs if isinstance(x, torch.Tensor) for n in x.shape if n >= 2}
-    mapping = {n: n + GROWTH for n in sizes}
+    mapping = {n: n + growth for n in sizes}
     new_inputs, new_leaves = [], []
     for x, leaf in zip(inputs, leaves):
         if not isinstance(x, torch.Tensor):

@@ -23,6 +23,9 @@ SLICES = {
     "ember": [("default", range(0, 40))] + [(mode, range(0, 6)) for mode in _MODES],
     # every size symbolic (dynamic=True): the symbolic AOT trace, kernels and wrapper
     "ember_dynamic": [("default", range(40, 70))] + [(mode, range(6, 9)) for mode in _MODES],
+    # backwards under compiled autograd (compiled by ember), at three sizes: the captured graph,
+    # then its graph over symbolic sizes made and run at two others
+    "ember_ca": [("default", range(70, 80)), ("autograd", range(0, 12)), ("inplace", range(0, 4))],
 }
 # Triton kernels under Triton's interpreter (the GPU code generator, on CPU tensors)
 if __import__("os").environ.get("TRITON_INTERPRET") == "1":
