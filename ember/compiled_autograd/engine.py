@@ -85,7 +85,8 @@ class CompiledAutograd:
             order = nodes_in_order([node for node, _ in roots])
             if targets is not None:
                 order = _toward(order, targets)
-            key = _key(order, roots, grads, targets)
+            unpacked: dict = {}  # node -> its ctx.saved_tensors (unpacked once per backward)
+            key = _key(order, roots, grads, targets, unpacked)
         except CannotCapture as reason:
             return self._fallback(str(reason))
         entry = self.entries.get(key)
@@ -96,7 +97,6 @@ class CompiledAutograd:
                 return self._fallback(str(why))
         else:
             self.stats.hits += 1
-        unpacked: dict = {}  # node position -> its ctx.saved_tensors (unpacked once per backward)
         inputs = [_fetch(source, order, grads, unpacked) for source in entry.sources]
         if entry.takes_hooks:
             inputs.append(_hooks(entry.hook_sites, order))
@@ -394,7 +394,7 @@ def _tensor_hooks(node) -> dict:
     return node.metadata.get("ember_tensor_hooks", {}) if node.metadata else {}
 
 
-def _key(order: list, roots: list, grads: list, targets: list | None = None) -> tuple:
+def _key(order: list, roots: list, grads: list, targets: list | None = None, unpacked: dict | None = None) -> tuple:
     """The first part: the roots (and grad()'s inputs); then one part per node, in order."""
     position_of = {node: position for position, node in enumerate(order)}
     parts = [(tuple((position_of.get(node, -1), number, describe(grad)) for (node, number), grad in zip(roots, grads)),
@@ -416,7 +416,7 @@ def _key(order: list, roots: list, grads: list, targets: list | None = None) -> 
             hooks = hooks + tuple((side, state.n_inputs, state.n_outputs, tuple(state.input_tensors_index or ()),
                                    tuple(state.output_tensors_index or ()), len(state.user_hooks),
                                    len(state.user_pre_hooks)) for side, state in metadata.get("ember_module_hooks", ()))
-        parts.append((kind, type(node).__name__, edges, hooks, node_key(node, kind)))
+        parts.append((kind, type(node).__name__, edges, hooks, node_key(node, kind, unpacked)))
     return tuple(parts)
 
 
@@ -428,9 +428,9 @@ def _fetch(source: InputSource, order: list, grads: list, unpacked: dict):
         value = getattr(node, source.name)
         return value[source.item] if source.item >= 0 else value
     if source.kind == "ctx":
-        saved = unpacked.get(source.node)
+        saved = unpacked.get(node)
         if saved is None:
-            saved = unpacked[source.node] = node.saved_tensors
+            saved = unpacked[node] = node.saved_tensors
         return saved[source.item]
     if source.kind == "grad":
         return node.variable.grad
@@ -464,7 +464,7 @@ def _set_grad(variable: torch.Tensor, grad: torch.Tensor, taken: set) -> None:
         grad = torch.empty_like(variable).copy_(grad.detach())
     elif grad._base is not None:
         if grad.storage_offset() == 0 and storage.nbytes() == grad.numel() * grad.element_size():
-            grad = torch.empty(0, dtype=grad.dtype, device=grad.device).set_(storage, 0, grad.size(), grad.stride())
+            grad = grad.detach()  # (the same memory, not a view: `_base` is None)
         else:
             grad = torch.empty_like(variable).copy_(grad)
     variable.grad = grad

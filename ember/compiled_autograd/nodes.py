@@ -32,16 +32,24 @@ def kind_of(node) -> str:
     return "builtin"
 
 
-def node_key(node, kind: str) -> tuple:
+def node_key(node, kind: str, unpacked: dict | None = None) -> tuple:
     """What the node's captured ops depend on besides its gradients: its saved values (tensors
-    by metadata, other values as they are) and, for Python Functions, ctx's plain attributes."""
+    by metadata, other values as they are) and, for Python Functions, ctx's plain attributes.
+    `unpacked`: ctx.saved_tensors by node, filled here (unpacking them is the costly part, and
+    the backward's inputs are fetched from them next)."""
     if kind == "builtin":
         return tuple((name, describe(_saved(node, name))) for name in saved_names(node))
+    if kind in ("ember", "python") and unpacked is not None:
+        if node not in unpacked:
+            unpacked[node] = _ctx_saved(node)
+        saved = unpacked[node]
+    else:
+        saved = _ctx_saved(node) if kind in ("ember", "python") else ()
     if kind == "ember":  # (its backward reads the saved values, saved_other and tangent_shapes)
-        return tuple(describe(t) for t in _ctx_saved(node)), describe(getattr(node, "saved_other", None)), \
+        return tuple(describe(t) for t in saved), describe(getattr(node, "saved_other", None)), \
             describe(getattr(node, "tangent_shapes", None)), describe(getattr(node, "saved_layout", None))
     if kind == "python":
-        tensors = tuple(describe(t) for t in _ctx_saved(node))
+        tensors = tuple(describe(t) for t in saved)
         plain = tuple(sorted((k, describe(v)) for k, v in vars(node).items() if not k.startswith("_")
                              and not isinstance(v, torch.Tensor)))
         return tensors, plain

@@ -69,8 +69,8 @@ def saved_names(node) -> list[str]:
 
 def describe(value):
     """What a saved value contributes to the cache key: tensors by metadata, the rest as is."""
-    if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), value.stride(), value.dtype, value.device, value.requires_grad)
+    if isinstance(value, torch.Tensor):  # (torch.Size is a tuple: kept as it is, equal to and hashed as one)
+        return ("tensor", value.shape, value.stride(), value.dtype, value.device, value.requires_grad)
     if isinstance(value, (list, tuple)):
         return tuple(describe(item) for item in value)
     if isinstance(value, (int, float, bool, str, type(None), torch.dtype, torch.device, torch.Size)):
