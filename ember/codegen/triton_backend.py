@@ -353,6 +353,7 @@ class TritonBackend:
         layers) are timed once."""
         device_name = _device_name(sources)
         launchers, trials, followers, extra = {}, {}, [], []
+        wanted: dict = {}  # key -> [(name, position, launches, function) of its first kernel, its count]
         for name, step in sources.items():
             launchers[name] = []
             for position, kernel in enumerate(step.kernels):
@@ -364,14 +365,22 @@ class TritonBackend:
                     triton_tune.apply(kernel, known)
                     key = None
                 launchers[name].append(TritonLauncher(function, kernel, kernel.pointer_dtypes))
-                if key in trials:
+                if key in wanted:
                     followers.append((name, position, key))
+                    wanted[key][1] += 1
                 elif key is not None:
-                    variants = [kernel] + [triton_tune.variant(kernel, launch) for launch in launches[1:]]
-                    group = [launchers[name][-1]] + [TritonLauncher(function, source, kernel.pointer_dtypes)
-                                                     for source in variants[1:]]
-                    trials[key] = (name, position, launches, variants, group)
-                    extra += group[1:]
+                    wanted[key] = [(name, position, launches, function), 1]
+        # Each candidate is one more compile: the graph's most promising kernels only (kinds that
+        # gained most first, then bytes moved over all their uses), the rest keep their defaults
+        for key in triton_tune.most_promising(wanted, sources):
+            (name, position, launches, function), _ = wanted[key]
+            kernel = sources[name].kernels[position]
+            variants = [kernel] + [triton_tune.variant(kernel, launch) for launch in launches[1:]]
+            group = [launchers[name][position]] + [TritonLauncher(function, source, kernel.pointer_dtypes)
+                                                   for source in variants[1:]]
+            trials[key] = (name, position, launches, variants, group)
+            extra += group[1:]
+        followers = [(name, position, key) for name, position, key in followers if key in trials]
         _precompile([launcher for group in launchers.values() for launcher in group] + extra)
         chosen, started, gains = {}, time.perf_counter(), {}
         for key, (name, position, launches, variants, group) in trials.items():

@@ -126,3 +126,25 @@ def test_kernels_are_timed_on_the_gpu_and_the_choice_kept(tmp_path, monkeypatch)
     assert records and all(len(record["times_us"]) >= 3 and record["choice"] in record["times_us"]
                            for record in records), records
     assert all(time > 0 for record in records for time in record["times_us"].values())
+
+
+def test_only_the_most_promising_kernels_of_a_graph_are_tuned():
+    import types
+
+    import torch
+
+    from ember.codegen import triton_tune
+
+    def kernel(tuning, numel):
+        return types.SimpleNamespace(tuning=tuning, pointer_numels=[numel], pointer_dtypes=[torch.float32])
+
+    kernels = [kernel("flat", 1 << 26)] * 10 + [kernel("columns", 1 << 22)] * 5 + \
+        [kernel("rows_persistent", 1 << 22), kernel("rows_persistent", 1 << 23)]
+    sources = {"step": types.SimpleNamespace(kernels=kernels)}
+    wanted = {f"k{i}": [("step", i, [], None), 1] for i in range(len(kernels))}
+    wanted["k0"][1] = 12  # (one kernel used by twelve layers: its bytes count twelve times)
+    chosen = triton_tune.most_promising(wanted, sources)
+    assert len(chosen) == triton_tune.MAX_TUNED
+    assert chosen[:2] == ["k16", "k15"]  # persistent rows first, the larger first
+    assert chosen[2:7] == ["k10", "k11", "k12", "k13", "k14"]  # then column sums
+    assert chosen[7] == "k0"  # then pointwise, by bytes over all uses
