@@ -13,9 +13,9 @@ cached one and this one, are lined up op by op:
                times one, or a product of two (`expand(grad, [s0, s0])`, `view(g, [s0 * s1])`); any
                other difference (a float, an op, an argument of another kind) keeps the sizes
                static
-    inputs     the symbols' values reach the graph as the sizes of one more input, `sizes` (an
-               expanded scalar: no memory), read by `sizes.size(k)`; a compiler behind it sees
-               them as the sizes of a tensor input (ember's automatic dynamic shapes make them
+    inputs     each symbol's value reaches the graph as the size of one more input, `sizes_k` (an
+               expanded scalar: no memory), read by `sizes_k.size(0)`; a compiler behind it sees
+               them as sizes of tensor inputs (ember's automatic dynamic shapes make them
                symbols there once they change)
 
 Two traces fit the graph, but a third size could take a formula another way (a size-dependent
@@ -179,7 +179,7 @@ SIZE_EXPR = "ember_size_expr"  # node.meta key of the nodes that compute a symbo
 
 def symbolic_graph(old: torch.fx.Graph, new: torch.fx.Graph, symbols: Symbols) -> torch.fx.Graph:
     """`new` with every int argument that differs from `old`'s written over the symbols (read
-    from a last input, `sizes`); NotGeneral where the two differ otherwise."""
+    from the last inputs, `sizes_k`); NotGeneral where the two differ otherwise."""
     old_nodes, new_nodes = list(old.nodes), list(new.nodes)
     if len(old_nodes) != len(new_nodes):
         raise NotGeneral(f"the traces have {len(old_nodes)} and {len(new_nodes)} nodes")
@@ -192,7 +192,7 @@ def symbolic_graph(old: torch.fx.Graph, new: torch.fx.Graph, symbols: Symbols) -
     def expression(expr: tuple) -> torch.fx.Node:
         if expr not in made:
             if expr[0] == "s":
-                node = graph.call_method("size", (sizes[0], expr[1]))
+                node = graph.call_method("size", (sizes[expr[1]], 0))
             elif expr[0] == "prod":
                 node = graph.call_function(operator.mul, (expression(("s", expr[1])), expression(("s", expr[2]))))
             else:
@@ -233,9 +233,10 @@ def symbolic_graph(old: torch.fx.Graph, new: torch.fx.Graph, symbols: Symbols) -
             env[b] = graph.placeholder(b.name)
             env[b].meta.update(b.meta)
             continue
-        if not sizes:
-            sizes.append(graph.placeholder("sizes"))
-            sizes[0].meta[SIZE_EXPR] = ("sizes",)
+        if not sizes:  # (one input per symbol: one tensor of all the sizes could hold more elements than int64 counts)
+            for k in range(len(symbols.new)):
+                sizes.append(graph.placeholder(f"sizes_{k}"))
+                sizes[-1].meta[SIZE_EXPR] = ("sizes",)
         where = f"{b.name} ({b.meta.get('ember_origin', '')})"
         args = argument(a.args, b.args, where)
         kwargs = argument(dict(a.kwargs), dict(b.kwargs), where)
@@ -281,10 +282,11 @@ def signature(graph: torch.fx.Graph, values: list[int] | None = None) -> list:
 _SCALARS: dict = {}
 
 
-def sizes_input(values: list[int], device: torch.device) -> torch.Tensor:
-    """A tensor of sizes `values` and no memory of its own (a scalar, expanded), on the
-    backward's device (a CPU input would keep a CUDA graph from being recorded)."""
+def sizes_input(values: list[int], device: torch.device) -> list[torch.Tensor]:
+    """Per symbol, a tensor of its value as its size and no memory of its own (a scalar,
+    expanded), on the backward's device (a CPU input would keep a CUDA graph from being
+    recorded)."""
     scalar = _SCALARS.get(device)
     if scalar is None:
         scalar = _SCALARS[device] = torch.zeros((), device=device)
-    return scalar.expand(*values)
+    return [scalar.expand(value) for value in values]

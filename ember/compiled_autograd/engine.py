@@ -42,7 +42,7 @@ class Entry:
     found: dict = dataclasses.field(default_factory=dict)  # grad(): input position -> its output slot
     tokens: list | None = None  # the key's tokens (dynamic.py), for finding sizes that changed
     symbols: Symbols | None = None  # a graph over symbolic sizes: its symbols (dynamic.py)
-    sizes: torch.Tensor | None = None  # ... bound to one key: the symbols' values, as a tensor's sizes
+    sizes: list | None = None  # ... bound to one key: the symbols' values, as tensors' sizes
 
     def plan(self) -> tuple:
         """What running the graph needs besides the graph: two traces of one plan take the same
@@ -101,7 +101,7 @@ class CompiledAutograd:
         if entry.takes_hooks:
             inputs.append(_hooks(entry.hook_sites, order))
         if entry.sizes is not None:
-            inputs.append(entry.sizes)
+            inputs += entry.sizes
         results = entry.compiled(*inputs)
         if targets is not None:
             return [results[entry.found[k]] if k in entry.found else None for k in range(len(targets))]

@@ -111,7 +111,7 @@ def test_sizes_that_changed_are_symbols_and_new_sizes_compile_nothing():
     assert engine.stats.dynamic_hits == 2  # 50 and 70: traced, checked, not compiled; 10 and 50 again: hits
     graph = counts["graph"]
     sizes = [node for node in graph.graph.nodes if node.op == "call_method" and node.target == "size"]
-    assert len(sizes) == 1, graph.code  # one symbol: every size of x is the same one
+    assert len(sizes) == 1 and sizes[0].args[0].name == "sizes_0", graph.code  # one symbol: every size of x
     expand = next(node for node in graph.graph.nodes if "expand" in node.name)
     assert expand.args[1] == [sizes[0], sizes[0]], graph.code
 
@@ -439,3 +439,15 @@ def test_a_gradient_that_views_its_whole_buffer_becomes_grad_without_a_copy():
     assert returned[0]._base is not None
     assert w.grad._base is None and w.grad.stride() == w.stride()
     assert w.grad.data_ptr() == returned[0].data_ptr()
+
+
+def test_many_symbols_whose_product_overflows_int64():
+    # (fuzz autograd 107: the symbols' values were the sizes of one tensor, whose element count
+    # overflowed; each symbol has a tensor of its own now)
+    with ember.compiled_autograd.enable(None) as engine:
+        for base in (1000, 2000, 3000):
+            leaves = [torch.randn(base + k, requires_grad=True) for k in range(8)]
+            sum((leaf * 2).sum() for leaf in leaves).backward()
+            for leaf in leaves:
+                torch.testing.assert_close(leaf.grad, torch.full_like(leaf, 2.0))
+    assert engine.stats.captures == 2 and engine.stats.dynamic_hits == 1, engine.stats
