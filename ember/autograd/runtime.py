@@ -245,8 +245,14 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             ctx.set_materialize_grads(False)  # an output the loss does not use has no gradient: None
             if grad_mutations:
                 indices = [num_outputs + k for k in grad_mutations]
-                state.update(saved=saved, new_values=_own_memory([values[i] for i in indices], indices, spec, args),
-                             tangent_shapes=getattr(ctx, "tangent_shapes", None))
+                # (a new value that is also an output, one graph value, leaves MutationFunction as a
+                # tensor of its own over the same memory: returning the same object would give the
+                # output MutationFunction's grad_fn, a write through a detached alias's gradient
+                # semantics instead of the output's; fuzz autograd 341)
+                returned_ids = {id(out) for out in outputs}
+                new_values = [value.detach() if id(value) in returned_ids else value
+                              for value in _own_memory([values[i] for i in indices], indices, spec, args)]
+                state.update(saved=saved, new_values=new_values, tangent_shapes=getattr(ctx, "tangent_shapes", None))
             return tuple(outputs)
 
         @staticmethod

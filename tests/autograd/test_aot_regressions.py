@@ -955,15 +955,13 @@ def test_detached_view_written_with_a_grad_input_requires_grad(backend):
     assert out.requires_grad and out.data_ptr() == a.data_ptr()
 
 
-# Open (found by the fuzzer, 2026-11-24, seeds 100-400; wrong at aa1910a too): strict xfails, so
-# that a fix shows up as a test to turn into a plain one.
-@pytest.mark.xfail(strict=True, reason="open: a write through a detached alias of a grad-requiring input is "
-                   "traced as a write to the input (fuzz autograd 341)")
+# Found by the fuzzer in new seeds (2026-11-24, seeds 100-400; wrong at aa1910a too).
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_write_through_a_detached_alias_of_an_input(backend):
-    """Eager: v3 = v2.detach() shares v2's memory; v3.add_(v0) gives v3 a gradient to v0 only
-    and v2 none.  ember regenerates v3 as a view of the written-back v2: its gradient went to v2
-    (a's grad [0, 1, 1]) and none to v0."""
+def test_write_through_a_detached_alias_of_an_input_written_before(backend):
+    """Eager: v3 = v2.detach() shares v2's memory; v3.add_(v0) gives v3 a gradient to v0 only.
+    The graph returns one value for v3 and v2's new value; CompiledFunction and MutationFunction
+    returned the same tensor object, so autograd gave v3 MutationFunction's grad_fn: its gradient
+    went to v2 (a's grad [0, 1, 1]) and none to v0 (fuzz autograd 341)."""
     def fn(v2, v0):
         v2[0].clamp_min_(0)
         v3 = v2.detach()
@@ -977,6 +975,7 @@ def test_write_through_a_detached_alias_of_an_input(backend):
     check(lambda v2, v0, a, c: fn(v2, v0), make, backend, leaves=lambda args: args[2:])
 
 
+# Open: a strict xfail, so that a fix shows up as a test to turn into a plain one.
 @pytest.mark.xfail(strict=True, reason="open: an empty slice assignment of a grad-requiring value leaves the "
                    "input without requires_grad (fuzz inplace 363)")
 @pytest.mark.parametrize("backend", BACKENDS)
