@@ -370,11 +370,16 @@ class AtenTracer(TorchDispatchMode):
         if functional is None or len(written) != 1 or written[0][0] != 0:
             return self._opaque_mutation(func, args, kwargs, written)
         target = args[0]
-        if isinstance(target, torch.Tensor) and not isinstance(target.numel(), torch.SymInt) and target.numel() == 0:
+        empty = isinstance(target, torch.Tensor) and not isinstance(target.numel(), torch.SymInt) and \
+            target.numel() == 0
+        if empty and not (torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args[1:], kwargs)))):
             # A write of no element changes nothing (and eager checks no overlap for it: a copy
             # into an empty slice of a stride-0 view; fuzz layout 902): the op on the fakes only.
+            # (Unless its value requires grad: eager's autograd records the write all the same,
+            # and the tensor written requires grad from then on; fuzz inplace 363.)
             return func(*args, **kwargs)
-        if isinstance(target, torch.Tensor) and elements_share_memory(target):
+        if not empty and isinstance(target, torch.Tensor) and elements_share_memory(target):
             # eager writes such a view element by element, each write seen by the later reads of
             # the same place; a functional op reads the old values (fuzz layout 5026)
             raise TracingError(f"{func}: a write into a view whose elements share memory{self._where()}")
