@@ -12,12 +12,14 @@ ATen ops of built-in nodes, ember's compiled regions inlined as `aot{k}_` ops, P
 Functions' backward), the tensor hooks (as calls in the graph), and the accumulation into
 `.grad` into one FX graph; compiles it with the compiler function; runs it (engine.py).  Graphs
 are cached by the autograd graph's structure and metadata; `EMBER_LOGS=compiled_autograd` prints
-each capture's reason ("new autograd node", "changed shapes") and graph.  What cannot be captured
-(tensors that retain their grad, create_graph, `inputs=`) runs in autograd's own engine, the reason logged.
+each capture's reason ("new autograd node", "changed shapes") and graph; sizes that change
+become symbols (dynamic.py).  What cannot be captured (tensors that retain their grad,
+create_graph, `inputs=` that are not leaves, a hook registered on an autograd node directly:
+`grad_fn.register_hook`, whose node cannot be seen from Python, so no backward is captured while
+one is alive) runs in autograd's own engine, the reason logged.
 
-Not seen: hooks registered on autograd nodes directly (`grad_fn.register_hook`, other than
-through module backward hooks), and a graph's saved tensors stay until the graph is freed
-(autograd's engine frees them after a backward without retain_graph).
+Not done: a graph's saved tensors stay until the graph is freed (autograd's engine frees them
+after a backward without retain_graph, and a second backward then raises).
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import torch.utils.hooks
 
 from .. import logs
 from .engine import CACHE, DYNAMIC, CompiledAutograd, graph_text
+from .walk import note_node_hooks
 from .tracer import call_hook, call_module_hooks, call_module_pre_hooks
 
 log = logs.get("compiled_autograd")
@@ -243,10 +246,27 @@ def _apply_on_tensors(self, fn, args):
     side = "input" if "setup_input_hook" in getattr(fn, "__qualname__", "") else "output"
 
     def noting(grad_fn):
-        fn(grad_fn)
+        _SETTING_UP_MODULE_HOOKS.append(True)
+        try:
+            fn(grad_fn)  # (registers BackwardHook's own node hook, which ember traces: not noted)
+        finally:
+            _SETTING_UP_MODULE_HOOKS.pop()
         grad_fn.metadata.setdefault("ember_module_hooks", []).append((side, self))
 
     return _ORIGINAL_APPLY_ON_TENSORS(self, noting, args)
+
+
+_ORIGINAL_NODE_REGISTER = torch.autograd.function._HookMixin.__dict__.get("_register_hook")
+_SETTING_UP_MODULE_HOOKS: list = []
+
+
+def _register_node_hook(backward_hooks, hook):
+    """What every node's register_hook and register_prehook call (from C++) to keep a hook: the
+    dictionary is noted (walk.note_node_hooks), so that a backward while it holds hooks falls back."""
+    result = _ORIGINAL_NODE_REGISTER.__func__(backward_hooks, hook)
+    if not _SETTING_UP_MODULE_HOOKS and isinstance(result, tuple) and result and isinstance(result[0], dict):
+        note_node_hooks(result[0])
+    return result
 
 
 def install() -> None:
@@ -260,6 +280,8 @@ def install() -> None:
         torch.utils.hooks.BackwardHook._apply_on_tensors = _apply_on_tensors
     torch.Tensor.register_hook = _register_hook
     torch.Tensor.retain_grad = _retain_grad
+    if isinstance(_ORIGINAL_NODE_REGISTER, staticmethod):
+        torch.autograd.function._HookMixin._register_hook = staticmethod(_register_node_hook)
 
 
 install()

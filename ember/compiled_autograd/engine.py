@@ -25,7 +25,7 @@ from .. import logs
 from .dynamic import NotGeneral, Symbols, bind, key_tokens, signature, sizes_input, symbolic_graph, symbols_between
 from .nodes import RULES, kind_of, node_key
 from .tracer import BackwardTracer, CannotCapture, InputSource, call_module_hooks, call_module_pre_hooks
-from .walk import describe, gradient_edge, nodes_in_order
+from .walk import describe, gradient_edge, node_hooks_alive, nodes_in_order
 
 log = logs.get("compiled_autograd")
 
@@ -79,6 +79,9 @@ class CompiledAutograd:
         could not be captured (nothing was changed: the caller runs autograd's engine).  With
         `inputs` (torch.autograd.grad): nothing is accumulated, and the result is the list of
         their gradients (None where none reached them)."""
+        if node_hooks_alive():
+            return self._fallback("a hook registered on an autograd node directly (grad_fn.register_hook or "
+                                  "register_prehook) is alive, and which node holds it cannot be seen")
         roots = [gradient_edge(tensor) for tensor in tensors]
         targets = [gradient_edge(tensor) for tensor in inputs] if inputs is not None else None
         try:

@@ -3,8 +3,24 @@ holds that a captured graph depends on (the cache key)."""
 from __future__ import annotations
 
 import heapq
+import weakref
 
 import torch
+
+# The hook dictionaries of autograd nodes that hooks were registered on directly
+# (grad_fn.register_hook / register_prehook, AccumulateGrad's too): autograd's Python API does
+# not show which node holds which, so while one of them holds a hook, no backward is captured
+# (__init__.py notes each as it is registered; module hooks, which ember traces, are not noted).
+NODE_HOOKS: dict[int, weakref.ref] = {}  # id -> the dictionary, weakly (it dies with its node)
+
+
+def note_node_hooks(hooks: dict) -> None:
+    key = id(hooks)
+    NODE_HOOKS[key] = weakref.ref(hooks, lambda _: NODE_HOOKS.pop(key, None))
+
+
+def node_hooks_alive() -> bool:
+    return any(ref() for ref in list(NODE_HOOKS.values())) if NODE_HOOKS else False
 
 
 def gradient_edge(tensor: torch.Tensor) -> tuple:

@@ -451,3 +451,22 @@ def test_many_symbols_whose_product_overflows_int64():
             for leaf in leaves:
                 torch.testing.assert_close(leaf.grad, torch.full_like(leaf, 2.0))
     assert engine.stats.captures == 2 and engine.stats.dynamic_hits == 1, engine.stats
+
+
+def test_a_hook_on_an_autograd_node_makes_autograd_run_the_backward():
+    # (grad_fn.register_hook: which node holds it cannot be seen from Python, so no backward is
+    # captured while it is alive; dropped silently, its changes to the gradients would be lost)
+    x = torch.randn(4, requires_grad=True)
+    loss = (x * 2).sum()
+    handle = loss.grad_fn.next_functions[0][0].register_hook(
+        lambda grad_inputs, grad_outputs: (grad_inputs[0] * 10, *grad_inputs[1:]))
+    with ember.compiled_autograd.enable(None) as engine:
+        loss.backward()
+    assert engine.stats.fallbacks == 1 and engine.stats.captures == 0
+    torch.testing.assert_close(x.grad, torch.full((4,), 20.0))
+    handle.remove()
+    x.grad = None
+    with ember.compiled_autograd.enable(None) as engine:
+        (x * 2).sum().backward()  # (removed: captured again)
+    assert engine.stats.captures == 1
+    torch.testing.assert_close(x.grad, torch.full((4,), 2.0))
