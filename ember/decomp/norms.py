@@ -105,7 +105,14 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
     reduce_dims = [0] + list(range(2, x.dim()))
     broadcast = [1, channels] + [1] * (x.dim() - 2)
     if training:
-        var, mean = aten.var_mean.correction(x, reduce_dims, correction=0, keepdim=False)
+        # Eager's CPU kernel sums the statistics of a float32 input in double (its accumulate
+        # type there; float on CUDA): squares of values near 1e38 overflow float, and invstd
+        # would be 0 where eager's is tiny (fuzz conv 8206: NaN where eager is finite).
+        wide = x.device.type == "cpu" and x.dtype == torch.float32
+        var, mean = aten.var_mean.correction(aten._to_copy.default(x, dtype=torch.float64) if wide else x,
+                                             reduce_dims, correction=0, keepdim=False)
+        if wide:  # (then in float, as eager: a variance past float's range gives invstd 0)
+            var, mean = downcast(var, torch.float32), downcast(mean, torch.float32)
         invstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
         count = x.numel() // channels
         if running_mean is not None:
@@ -124,6 +131,17 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
         scale = aten.rsqrt.default(aten.add.Tensor(running_var_value, eps))
         save_mean = aten.new_zeros.default(running_mean, [0])
         save_invstd = aten.new_zeros.default(running_mean, [0])
+    if x.device.type == "cpu":
+        # Eager's CPU kernel computes x * alpha + beta per channel, alpha = invstd * weight and
+        # beta = bias - mean * alpha: with invstd 0 (a variance past float's range) that is 0
+        # where (x - mean) * invstd can be inf * 0 = NaN (fuzz conv 8206)
+        alpha = scale if weight is None else aten.mul.Tensor(scale, weight)
+        # (no bias: 0 - mean * alpha, written -(mean * alpha) + 0 so that a 0 comes out +0)
+        beta = aten.add.Tensor(aten.neg.default(aten.mul.Tensor(center, alpha)), 0.0) if bias is None else \
+            aten.sub.Tensor(bias, aten.mul.Tensor(center, alpha))
+        out = aten.add.Tensor(aten.mul.Tensor(x, aten.view.default(alpha, broadcast)),
+                              aten.view.default(beta, broadcast))
+        return downcast(out, input_dtype), save_mean, save_invstd
     out = aten.mul.Tensor(aten.sub.Tensor(x, aten.view.default(center, broadcast)), aten.view.default(scale, broadcast))
     if weight is not None:
         out = aten.mul.Tensor(out, aten.view.default(weight, broadcast))

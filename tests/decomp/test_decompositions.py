@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+import ember
+
 from ember.decomp import core_decompositions
 
 aten = torch.ops.aten
@@ -77,6 +79,23 @@ def test_batch_norm_updates_running_stats_like_kernel():
     table[aten.native_batch_norm.default](*args, mean_b, var_b, True, 0.1, 1e-5)
     torch.testing.assert_close(mean_b, mean_a)
     torch.testing.assert_close(var_b, var_a)
+
+
+def test_batch_norm_statistics_of_huge_float32_values_on_the_cpu_are_summed_wide():
+    # eager's CPU kernel sums a float32 input's statistics in double: squares of values near
+    # 1e38 do not overflow there, and the output stays finite (fuzz conv 8206: ember gave NaN)
+    table = core_decompositions()
+    x = torch.randn(4, 3, 2, 2)
+    x[0, 1] = -1.7e38
+    x[1, 1] = 1.0e38
+    expected = aten.native_batch_norm.default(x, None, None, None, None, True, 0.1, 1e-5)
+    got = table[aten.native_batch_norm.default](x, None, None, None, None, True, 0.1, 1e-5)
+    assert torch.isfinite(expected[0]).all()
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    ember_out = ember.compile(lambda t: torch.nn.functional.batch_norm(t, None, None, training=True),
+                              backend="ember")(x)
+    torch.testing.assert_close(ember_out, expected[0], rtol=1e-4, atol=1e-4)
 
 
 def test_layer_norm_backward_matches_autograd():
