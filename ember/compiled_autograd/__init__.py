@@ -19,7 +19,8 @@ create_graph, `inputs=` that are not leaves, a hook registered on an autograd no
 one is alive) runs in autograd's own engine, the reason logged.
 
 Not done: a graph's saved tensors stay until the graph is freed (autograd's engine frees them
-after a backward without retain_graph, and a second backward then raises).
+after a backward without retain_graph; only its C++ side can).  A second backward through them
+raises eager's error all the same.
 """
 from __future__ import annotations
 
@@ -152,10 +153,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         grads.append(grad.detach())
     with torch.no_grad():
         if targets is None:
-            if engine.backward(roots, grads):
+            if engine.backward(roots, grads, retain_graph=bool(retain_graph)):
                 return None
         else:  # backward(inputs=leaves): their gradients, as grad() computes them, accumulated here
-            results = engine.backward(roots, grads, inputs=targets)
+            results = engine.backward(roots, grads, inputs=targets, retain_graph=bool(retain_graph))
             if results is not False:
                 _accumulate_into(targets, results)
                 return None
@@ -206,7 +207,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = [torch.ones_like(r, memory_format=torch.preserve_format) if g is None else g.detach()
              for g, r in zip(given, roots)]
     with torch.no_grad():
-        results = engine.backward(roots, grads, inputs=targets)
+        results = engine.backward(roots, grads, inputs=targets,
+                                  retain_graph=bool(create_graph if retain_graph is None else retain_graph))
     if results is False:
         return _ORIGINAL_GRAD(*arguments)
     if any(result is None for result in results):

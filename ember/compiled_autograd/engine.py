@@ -44,6 +44,12 @@ class Entry:
     symbols: Symbols | None = None  # a graph over symbolic sizes: its symbols (dynamic.py)
     sizes: list | None = None  # ... bound to one key: the symbols' values, as tensors' sizes
 
+    @property
+    def freed(self) -> set:
+        """Positions of the nodes whose saved tensors the graph reads (freed after a backward
+        without retain_graph, in eager)."""
+        return {source.node for source in self.sources if source.kind in ("saved", "ctx")}
+
     def plan(self) -> tuple:
         """What running the graph needs besides the graph: two traces of one plan take the same
         inputs and hand out their results the same way."""
@@ -58,6 +64,11 @@ class Stats:
     reasons: list = dataclasses.field(default_factory=list)
     dynamic_hits: int = 0  # keys a graph over symbolic sizes ran (checked by a trace), no compile
 
+
+FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they have "
+         "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+         "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
+         "you need to access saved tensors after calling backward. (ember compiled autograd)")
 
 # Captured backwards by key, for every compiler function (as torch's compiled autograd: the
 # compiler function compiles what misses); `ember.reset()` empties it.
@@ -74,11 +85,13 @@ class CompiledAutograd:
         self.entries = CACHE
         self.stats = Stats()
 
-    def backward(self, tensors: list, grads: list, inputs: list | None = None):
+    def backward(self, tensors: list, grads: list, inputs: list | None = None, retain_graph: bool = True):
         """Runs the backward of `tensors` with `grads` (root gradients, made); False where it
         could not be captured (nothing was changed: the caller runs autograd's engine).  With
         `inputs` (torch.autograd.grad): nothing is accumulated, and the result is the list of
-        their gradients (None where none reached them)."""
+        their gradients (None where none reached them).  Without `retain_graph`, the nodes whose
+        saved tensors the graph read count as freed, as autograd's engine frees them: a later
+        backward through one raises eager's error."""
         if node_hooks_alive():
             return self._fallback("a hook registered on an autograd node directly (grad_fn.register_hook or "
                                   "register_prehook) is alive, and which node holds it cannot be seen")
@@ -88,6 +101,9 @@ class CompiledAutograd:
             order = nodes_in_order([node for node, _ in roots])
             if targets is not None:
                 order = _toward(order, targets)
+            for node in order:
+                if node.metadata.get("ember_freed"):
+                    raise RuntimeError(FREED)
             unpacked: dict = {}  # node -> its ctx.saved_tensors (unpacked once per backward)
             key = _key(order, roots, grads, targets, unpacked)
         except CannotCapture as reason:
@@ -106,6 +122,9 @@ class CompiledAutograd:
         if entry.sizes is not None:
             inputs += entry.sizes
         results = entry.compiled(*inputs)
+        if not retain_graph:  # (the tensors stay in the nodes: only autograd's C++ side can free them)
+            for position in entry.freed:
+                order[position].metadata["ember_freed"] = True
         if targets is not None:
             return [results[entry.found[k]] if k in entry.found else None for k in range(len(targets))]
         if entry.new_grads:

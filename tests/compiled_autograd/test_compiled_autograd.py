@@ -470,3 +470,23 @@ def test_a_hook_on_an_autograd_node_makes_autograd_run_the_backward():
         (x * 2).sum().backward()  # (removed: captured again)
     assert engine.stats.captures == 1
     torch.testing.assert_close(x.grad, torch.full((4,), 2.0))
+
+
+def test_a_second_backward_through_freed_saved_tensors_raises_as_eager():
+    x = torch.randn(4, requires_grad=True)
+    with ember.compiled_autograd.enable(None):
+        loss = (x * x).sum()  # (MulBackward0 saves x)
+        loss.backward(retain_graph=True)
+        loss.backward()  # (retained: runs)
+        torch.testing.assert_close(x.grad, 4 * x.detach())
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            loss.backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            torch.autograd.grad(loss, x)
+        plain = (x + 1).sum()  # (no saved tensors: eager runs it again too)
+        plain.backward()
+        plain.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        eager_loss = (x * x).sum()
+        eager_loss.backward()
+        eager_loss.backward()
