@@ -96,6 +96,15 @@ def _stats_dtype(x, *params):
     return next((p.dtype for p in params if p is not None), x.dtype)
 
 
+def _cpu_vectorized(x) -> bool:
+    """Does eager's CPU batch norm take its vectorized kernel for this input (contiguous, or
+    channels-last), not its generic one?"""
+    if x.is_contiguous():
+        return True
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    return x.dim() in formats and x.is_contiguous(memory_format=formats[x.dim()])
+
+
 @register(aten.native_batch_norm.default, aten._native_batch_norm_legit.default)
 def native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
     input_dtype = x.dtype
@@ -108,12 +117,17 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
         # Eager's CPU kernel sums the statistics of a float32 input in double (its accumulate
         # type there; float on CUDA): squares of values near 1e38 overflow float, and invstd
         # would be 0 where eager's is tiny (fuzz conv 8206: NaN where eager is finite).
+        # Its vectorized kernel (contiguous or channels-last input) then goes on in float (a
+        # variance past float's range gives invstd 0); its generic one (other layouts) takes
+        # invstd in double too, a tiny number rather than 0 (fuzz conv 8344).
         wide = x.device.type == "cpu" and x.dtype == torch.float32
         var, mean = aten.var_mean.correction(aten._to_copy.default(x, dtype=torch.float64) if wide else x,
                                              reduce_dims, correction=0, keepdim=False)
-        if wide:  # (then in float, as eager: a variance past float's range gives invstd 0)
+        if wide and _cpu_vectorized(x):
             var, mean = downcast(var, torch.float32), downcast(mean, torch.float32)
         invstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
+        if wide:
+            mean, invstd = downcast(mean, torch.float32), downcast(invstd, torch.float32)
         count = x.numel() // channels
         if running_mean is not None:
             (old_mean,) = upcast(running_mean)
@@ -131,8 +145,8 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
         scale = aten.rsqrt.default(aten.add.Tensor(running_var_value, eps))
         save_mean = aten.new_zeros.default(running_mean, [0])
         save_invstd = aten.new_zeros.default(running_mean, [0])
-    if x.device.type == "cpu":
-        # Eager's CPU kernel computes x * alpha + beta per channel, alpha = invstd * weight and
+    if x.device.type == "cpu" and _cpu_vectorized(x):
+        # Eager's vectorized CPU kernel computes x * alpha + beta per channel, alpha = invstd * weight and
         # beta = bias - mean * alpha: with invstd 0 (a variance past float's range) that is 0
         # where (x - mean) * invstd can be inf * 0 = NaN (fuzz conv 8206)
         alpha = scale if weight is None else aten.mul.Tensor(scale, weight)
