@@ -16,6 +16,7 @@ Anything the capture cannot take (CannotCapture) runs in autograd's own engine, 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from typing import Callable
 
@@ -44,7 +45,7 @@ class Entry:
     symbols: Symbols | None = None  # a graph over symbolic sizes: its symbols (dynamic.py)
     sizes: list | None = None  # ... bound to one key: the symbols' values, as tensors' sizes
 
-    @property
+    @functools.cached_property
     def freed(self) -> set:
         """Positions of the nodes whose saved tensors the graph reads (freed after a backward
         without retain_graph, in eager)."""
