@@ -146,9 +146,9 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
         save_mean = aten.new_zeros.default(running_mean, [0])
         save_invstd = aten.new_zeros.default(running_mean, [0])
     if x.device.type == "cpu" and _cpu_vectorized(x):
-        # Eager's vectorized CPU kernel computes x * alpha + beta per channel, alpha = invstd * weight and
-        # beta = bias - mean * alpha: with invstd 0 (a variance past float's range) that is 0
-        # where (x - mean) * invstd can be inf * 0 = NaN (fuzz conv 8206)
+        # Eager's vectorized CPU kernel computes x * alpha + beta per channel, with
+        # alpha = invstd * weight and beta = bias - mean * alpha: with invstd 0 (a variance past
+        # float's range) that is 0 where (x - mean) * invstd can be inf * 0 = NaN (fuzz conv 8206)
         alpha = scale if weight is None else aten.mul.Tensor(scale, weight)
         # (no bias: 0 - mean * alpha, written -(mean * alpha) + 0 so that a 0 comes out +0)
         beta = aten.add.Tensor(aten.neg.default(aten.mul.Tensor(center, alpha)), 0.0) if bias is None else \
