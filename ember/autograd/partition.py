@@ -101,7 +101,8 @@ def _backward_nodes(joint, tangents, fw_outputs) -> set:
     return depends
 
 
-def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str) -> torch.fx.GraphModule:
+def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str,
+             on_demand: set | None = None) -> torch.fx.GraphModule:
     """A graph computing `outputs` from `inputs` (nodes of the joint graph), copying what is needed."""
     graph = torch.fx.Graph()
     env: dict = {}
@@ -117,14 +118,53 @@ def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str
             continue
         needed.add(node)
         stack.extend(node.all_input_nodes)
-    for node in joint.graph.nodes:
-        if node in needed and node not in env:
-            if node.op == "placeholder":
-                raise RuntimeError(f"{name} graph needs {node.name}, which it does not receive")
-            env[node] = graph.node_copy(node, lambda n: env[n])
+    def emit(node: torch.fx.Node) -> None:
+        if node.op == "placeholder":
+            raise RuntimeError(f"{name} graph needs {node.name}, which it does not receive")
+        env[node] = graph.node_copy(node, lambda n: env[n])
+
+    order = [node for node in joint.graph.nodes if node in needed and node not in env]
+    if on_demand is None:
+        for node in order:
+            emit(node)
+    else:
+        # Nodes in `on_demand` (a backward's recomputed forward nodes) are copied just before
+        # their first user, not where the joint graph has them (all before the first backward
+        # node): the scheduler fuses in order, and a recomputation next to its user fuses into
+        # the user's kernel instead of into one early kernel that stores every recomputed value.
+        position = {node: i for i, node in enumerate(order)}
+
+        def emit_with_inputs(root: torch.fx.Node) -> None:
+            stack = [(root, False)]
+            while stack:
+                node, expanded = stack.pop()
+                if node in env:
+                    continue
+                if expanded:
+                    emit(node)
+                    continue
+                stack.append((node, True))
+                inputs = [n for n in node.all_input_nodes if n not in env]
+                for n in sorted(inputs, key=position.__getitem__, reverse=True):
+                    stack.append((n, False))
+
+        for node in order:
+            if node not in on_demand:
+                emit_with_inputs(node)
+        for node in order:  # (what no output-side node reaches: kept, in the joint's order)
+            emit_with_inputs(node)
     graph.output(tuple(env[o] if isinstance(o, torch.fx.Node) else o for o in outputs))
     module = torch.fx.GraphModule(joint, graph, class_name=name)
     return module
+
+
+def _not_after(joint: torch.fx.GraphModule, roots: list) -> set:
+    """The joint's nodes that depend on none of `roots` (in a backward: what it recomputes)."""
+    after = set(roots)
+    for node in joint.graph.nodes:
+        if node not in after and any(n in after for n in node.all_input_nodes):
+            after.add(node)
+    return {node for node in joint.graph.nodes if node not in after}
 
 
 def _sizes_for_backward(joint: torch.fx.GraphModule, primals: list, backward: torch.fx.GraphModule) -> list:
@@ -269,11 +309,12 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
 def _build(joint, spec, primals, tangents, fw_outputs, grads, saved) -> Partition:
     backward = None
     if tangents and grads:
-        backward = _extract(joint, saved + tangents, list(grads), "BackwardGraph")
+        recomputed = _not_after(joint, tangents)
+        backward = _extract(joint, saved + tangents, list(grads), "BackwardGraph", recomputed)
         extra = _sizes_for_backward(joint, primals, backward)
         if extra:
             saved = saved + extra
-            backward = _extract(joint, saved + tangents, list(grads), "BackwardGraph")
+            backward = _extract(joint, saved + tangents, list(grads), "BackwardGraph", recomputed)
     forward = _extract(joint, primals, list(fw_outputs) + saved, "ForwardGraph")
     saved_bytes = sum(_tensor_bytes(n) for n in saved)
     return Partition(forward, backward, [n.name for n in saved], saved_bytes, len(fw_outputs))
