@@ -332,11 +332,8 @@ def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None) -> C
         compiled = AotCompiled(gm, fw_compiler, bw_compiler or fw_compiler, partition_min_cut,
                                core_decompositions(), guarded_inputs=not dynamic_dims, dynamic_dims=dynamic_dims)
 
-        def run(*args):
-            return compiled(*args)
-
-        run.aot = compiled
-        return run
+        compiled.aot = compiled  # (called directly: one Python frame less per call)
+        return compiled
 
     return backend
 

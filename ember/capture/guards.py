@@ -131,9 +131,13 @@ class GuardSet:
             sizes += [f"{local}.stride({d}) == {n}" for d, n in enumerate(fake.stride())
                       if not isinstance(n, torch.SymInt)]
         else:
+            # With no size below 2, contiguous strides are the only ones is_contiguous() accepts
+            # (it ignores the strides of size-1 dimensions), and it costs less than stride().
+            exact = strided and value.is_contiguous() and all(n > 1 for n in value.shape)
             sizes = [
                 f"{local}.shape == {tuple(value.shape)!r}",
                 # Sparse tensors have no strides: their layout is checked instead.
+                f"{local}.is_contiguous()" if exact else
                 f"{local}.stride() == {tuple(value.stride())!r}" if strided else
                 f"{local}.layout is {self.ref(value.layout)}",
             ]
@@ -181,8 +185,8 @@ class GuardSet:
                 continue
             exprs = [source.expr() for source in sources]
             names = tuple(user_path(source) for source in sources)
-            if len(exprs) == 2:
-                expr = f"{exprs[0]} is not {exprs[1]}"
+            if len(exprs) <= 8:  # (pairwise `is not`: cheaper than a set of ids up to 28 pairs)
+                expr = " and ".join(f"{a} is not {b}" for k, a in enumerate(exprs) for b in exprs[k + 1:])
             else:
                 expr = f"len({{{', '.join(f'id({e})' for e in exprs)}}}) == {len(exprs)}"
             description = f"{', '.join(names)} are distinct objects"

@@ -51,6 +51,11 @@ class CompiledGraph:
     def __call__(self, *args):
         return self.call(*args)
 
+    @property
+    def plain_call(self) -> Callable:
+        """What __call__ calls (callers on a hot path call it directly)."""
+        return self.call
+
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
     with bounds_scope():  # what this graph's size symbols allow, kept apart from other graphs'

@@ -40,6 +40,7 @@ import sympy
 import torch
 
 from .. import config as ember_config
+from ..lowering.analysis import record
 from ..lowering.indexing import simplify_index
 from ..lowering.ir import ComputedBuffer, Pointwise, Reduction
 from ..lowering.printer import provenance
@@ -153,6 +154,14 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
+class _Stored(Exception):
+    """A kernel value meant to stay in registers is read where the kernel holds none of it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
 class _Split(Exception):
     """The node at `position` cannot share the kernel with the nodes before it."""
 
@@ -233,6 +242,7 @@ class TritonSource:
     # "columns" (looped reductions), "rows_persistent" / "columns_persistent" (RBLOCK holds the
     # whole row), "fixed" (scatters with atomics, combining kernels: as generated)
     tuning: str = "fixed"
+    elided: list = dataclasses.field(default_factory=list)  # values of the kernel never stored
 
 
 class _Scope:
@@ -267,9 +277,11 @@ class TritonOps:
     def load(self, name: str, index) -> str:
         kernel = self.kernel
         index = kernel.simplified(index)
-        if name in kernel.outputs:  # a kernel-mate's value: from registers, or the kernel splits
+        if name in kernel.own:  # a kernel-mate's value: from registers, or the kernel splits
             value = kernel.scope.find("stored", (name, kernel.tex(index)))
             if value is None:
+                if name in kernel.internal:  # (generated again with it stored)
+                    raise _Stored(name)
                 raise _Split(kernel.position, f"{name} is read where this kernel holds no value of it")
             return value
         pointer = kernel.input_pointer(name)
@@ -395,7 +407,8 @@ class TritonKernel(KernelArguments):
     node cannot join the nodes before it)."""
 
     def __init__(self, nodes: list[ComputedBuffer], outer: list, buffer_dtypes: dict[str, torch.dtype],
-                 offsets: dict | None = None, int64: bool = False, maybe_empty: frozenset = frozenset()) -> None:
+                 offsets: dict | None = None, int64: bool = False, maybe_empty: frozenset = frozenset(),
+                 internal: frozenset = frozenset()) -> None:
         self.nodes = nodes
         self.maybe_empty = maybe_empty  # buffers that may hold no element (a size 0)
         self.split = 0  # > 0: reduce the rows in this many chunks, one program each (split_reduction)
@@ -405,7 +418,11 @@ class TritonKernel(KernelArguments):
         self.offsets = offsets or {}  # buffer -> storage offset the graph planned (wrapper passes tensors)
         self.int64 = int64
         self.inputs: list[str] = []
-        self.outputs = [node.name for node in nodes]
+        self.own = {node.name for node in nodes}
+        # Pointwise values only this kernel reads, each read where it is computed: kept in
+        # registers, never stored (`elided`; the wrapper allocates no buffer for them).
+        self.internal = {node.name for node in nodes if node.name in internal and isinstance(node.data, Pointwise)}
+        self.outputs = [node.name for node in nodes if node.name not in self.internal]
         self.conditions: list[str] = []  # masks of enclosing ops.masked
         self.size_symbols: set[str] = set()
         self._temps = 0
@@ -499,8 +516,9 @@ class TritonKernel(KernelArguments):
             if dim not in direct:
                 text = f"{text} + 0 * {dim}index"
         mask = " & ".join(f"{dim}mask" for dim in self.dims)
-        position = self.outputs.index(node.name)
-        self.scope.lines.append(f"tl.store(out_ptr{position} + {text}, {value}, {mask})")
+        if node.name not in self.internal:
+            position = self.outputs.index(node.name)
+            self.scope.lines.append(f"tl.store(out_ptr{position} + {text}, {value}, {mask})")
         if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
             value = self.emit(f"{value}.to({TL_DTYPES[node.dtype]}).to(tl.float32)", torch.float32)
         self.scope.stored[(node.name, self.tex(address))] = value
@@ -790,7 +808,8 @@ class TritonKernel(KernelArguments):
             ("_persistent" if self.persistent else "")
         return TritonSource(name, "\n".join(lines) + "\n", list(self.inputs),
                             [] if self.split else list(self.outputs), symbols,
-                            self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks), tuning=tuning)
+                            self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks), tuning=tuning,
+                            elided=sorted(self.internal))
 
 
 # One block reduced along r, for the reductions that combine elementwise
@@ -982,9 +1001,12 @@ def _launch(xnumel, rnumel, persistent: bool, columns: bool = False) -> tuple[in
 
 
 def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offsets: dict | None = None,
-                   int64: bool = False, maybe_empty: frozenset = frozenset()) -> list[TritonSource]:
+                   int64: bool = False, maybe_empty: frozenset = frozenset(),
+                   internal: frozenset = frozenset()) -> list[TritonSource]:
     """A scheduled kernel as Triton kernels, split where a node cannot share registers with the
-    nodes before it; named kernel3, kernel3_1, ..."""
+    nodes before it; named kernel3, kernel3_1, ...  `internal`: values that no other step reads
+    (the scheduler's); those read only in the Triton kernel that computes them, where it holds
+    them in registers, are not stored."""
     from ..lowering.ir import Scatter
 
     if any(isinstance(node.data, Scatter) for node in kernel.nodes):  # (a kernel of its own)
@@ -992,13 +1014,31 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
             kernel.name if phase == "base" else f"{kernel.name}_1", phase) for phase in ("base", "update")]
     if not all(isinstance(node.data, (Pointwise, Reduction)) for node in kernel.nodes):
         raise NotImplementedError("a Triton kernel of other loops")
-    def make(nodes: list) -> TritonKernel:
-        return TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64, maybe_empty)
+    readers: dict[str, set[str]] = {}
+    if internal:
+        for node in kernel.nodes:
+            for read, _ in record(node.data).loads:
+                readers.setdefault(read, set()).add(node.name)
+
+    def make(nodes: list, kept_here: frozenset = frozenset()) -> TritonKernel:
+        return TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64, maybe_empty, kept_here)
 
     def generate(nodes: list, name: str) -> list[TritonSource]:
+        names = {node.name for node in nodes}
+        kept_here = {n for n in names & internal if readers.get(n, set()) <= names}
         try:
-            first = make(nodes)
-            source = first.generate(name)
+            while True:
+                first = make(nodes, frozenset(kept_here))
+                try:
+                    source = first.generate(name)
+                    break
+                except _Stored as stored:
+                    kept_here.discard(stored.name)
+            if kept_here and (_split_count(first, source) or (
+                    source.rnumel is not None and not first.persistent)):
+                # (split and cut reductions regenerate their nodes in other shapes: all stored)
+                first = make(nodes)
+                source = first.generate(name)
         except _Split as split:
             if split.position == 0:
                 raise NotImplementedError(f"a Triton kernel cannot start with {nodes[0].name}: {split}") from None

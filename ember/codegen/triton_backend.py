@@ -49,6 +49,11 @@ class TritonStep:
     def source(self) -> str:
         return "\n\n".join(kernel.source for kernel in self.kernels)
 
+    @property
+    def elided(self) -> set[str]:
+        """Values its kernels keep in registers: no buffer is allocated for them."""
+        return {name for kernel in self.kernels for name in kernel.elided}
+
 
 class TritonLauncher:
     """Launches one kernel with its block sizes.
@@ -167,6 +172,8 @@ def _log_mismatch(launcher: "TritonLauncher", args: tuple) -> None:
 
 
 DIRECT_LAUNCH = os.environ.get("EMBER_TRITON_DIRECT", "1") != "0"  # (0: every launch through Triton's JIT)
+# Values read only inside the kernel that computes them stay in registers (0: every value stored)
+ELIDE_STORES = os.environ.get("EMBER_TRITON_ELIDE_STORES", "1") != "0"
 
 
 def direct_launches(*inputs) -> bool:
@@ -332,7 +339,8 @@ class TritonBackend:
         int64 = _needs_int64(graph)
         empty = _maybe_empty(graph)
         try:
-            steps = {step.name: TritonStep(triton_kernels(step, dtypes, offsets, int64, empty))
+            internal = frozenset(scheduler.internal_values()) if ELIDE_STORES else frozenset()
+            steps = {step.name: TritonStep(triton_kernels(step, dtypes, offsets, int64, empty, internal))
                      for step in scheduler.steps if isinstance(step, Kernel)}
         except NotImplementedError as reason:  # (the graph runs as ATen calls)
             raise GraphNotSupported(f"no Triton kernel for it yet: {reason}") from reason

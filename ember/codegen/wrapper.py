@@ -160,6 +160,7 @@ class WrapperCodegen:
             self.namespace[name] = tensor
         if graph.symbolic:
             self._define_sizes()
+        elided = self.elided
         reuse = self._plan_reuse()
         reused_sources = set(reuse.values())
         own = {buffer.name for step in self.steps if isinstance(step, Kernel) for buffer in step.nodes}
@@ -167,6 +168,8 @@ class WrapperCodegen:
         for position, step in enumerate(self.steps):
             if isinstance(step, Kernel):
                 for node in step.nodes:
+                    if node.name in elided:
+                        continue
                     if node.name in reuse:
                         old = reuse[node.name]
                         self.lines.append(f"{node.name} = {old}; del {old}  # reuse")
@@ -178,7 +181,8 @@ class WrapperCodegen:
             else:
                 self._extern(step.call)
             dead = [name for name in sorted(self.last_uses.get(position, []))
-                    if name not in graph.constants and name not in reused_sources]  # constants are globals
+                    if name not in graph.constants and name not in reused_sources  # constants are globals
+                    and name not in elided]
             if dead:
                 self.lines.append(f"del {', '.join(dead)}")
         self.lines[start:start] = self.backend.initial_lines(self)  # (knows what the kernels read)
@@ -193,14 +197,22 @@ class WrapperCodegen:
             self.namespace["index_flag"] = IndexFlag()
         return "index_flag"
 
+    @property
+    def elided(self) -> set[str]:
+        """Buffers the kernels keep in registers (never allocated)."""
+        return {name for step in self.steps if isinstance(step, Kernel)
+                for name in getattr(self.kernels[step.name], "elided", ())}
+
     def _plan_reuse(self) -> dict[str, str]:
         """new buffer -> the dead buffer whose memory it takes over."""
         buffers = {}
         aliased = set()  # read by an extern op that may return a view of its input
+        elided = self.elided
         for step in self.steps:
             if isinstance(step, Kernel):
                 for node in step.nodes:
-                    buffers[node.name] = node
+                    if node.name not in elided:
+                        buffers[node.name] = node
             else:
                 call = step.call
                 fresh = _returns_fresh(call.target)
@@ -214,6 +226,8 @@ class WrapperCodegen:
         for position, step in enumerate(self.steps):
             if isinstance(step, Kernel):
                 for node in step.nodes:
+                    if node.name in elided:
+                        continue
                     free = pool.get(_key(node))
                     if free:
                         reuse[node.name] = free.pop()

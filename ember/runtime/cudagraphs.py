@@ -7,16 +7,22 @@ replayed with one launch.  For small batches, where launching costs more than co
                  a side stream, then capture into a private memory pool
     later calls  the same input addresses: replay.  An input at a new address (a fresh batch
                  each call) is copied into a buffer of the graph from then on (recorded again
-                 once).  Outputs are copies: the next replay overwrites the graph's own.
+                 once).
+
+Results: a replay overwrites the graph's outputs, so a caller must never hold them across one.
+A recording hands out its outputs themselves (fresh tensor objects over its memory, no copy)
+and replays only while no one holds them: the storage's use count says whether a result, or a
+view of one, is alive.  When the last results are still held (`y = model(x)` in a loop: the old
+`y` is bound while the next call runs), a second such recording takes the call; when both are
+held (results kept in a list), a third whose results are copies.  Recordings that hand out their
+outputs have a memory pool each (another graph's replay must not write where those outputs
+live); the copying one shares ember's pool.  Outputs larger than DIRECT_BYTES are always copied.
 
 Graphs are not used (the wrapper runs as it is, the reason logged on the fallbacks channel) when
 an input is on the CPU, the graph draws random numbers (a replay would repeat them), it checks
 indices through host memory, an output is (a view of) an input or of another output, capturing
 fails (a host sync in the wrapper), or inputs keep moving (more than MAX_RECORDINGS recordings).
 
-Status (2026-11-24): written and tested on the CPU side only (settings, CPU graphs untouched);
-its GPU tests (tests/runtime/test_cudagraphs.py) and benchmarks/gpu_cudagraphs.py have not run
-on a GPU yet.
 """
 from __future__ import annotations
 
@@ -51,6 +57,26 @@ def why_not_graphs(gm: torch.fx.GraphModule, wrapper_source: str) -> str | None:
     return None
 
 
+class _Recording:
+    """One captured graph: its input buffers, its outputs, the per-call input check, and how a
+    replay's results reach the caller (`results`: aliases of the graph's own outputs for a
+    `direct` recording, else copies) and whether it may replay now (`free`)."""
+
+    def __init__(self, graph, static_inputs: list, outputs, replayable: Callable, direct: bool) -> None:
+        self.graph, self.static_inputs, self.outputs = graph, static_inputs, outputs
+        self.replayable = replayable
+        self.direct = direct
+        self.free, self.results = _direct_protocol(outputs) if direct else (_always, lambda: _copies(outputs))
+
+    def held(self) -> bool:
+        """Does anyone but this recording hold (a view of) one of its outputs?"""
+        return self.direct and not self.free()
+
+
+def _always() -> bool:
+    return True
+
+
 class CudaGraphRunner:
     """Calls `call` (a compiled graph's wrapper) through a recorded CUDA graph; see the module."""
 
@@ -63,73 +89,140 @@ class CudaGraphRunner:
         self.static = static
         self.disabled: str | None = None
         self.calls = 0
-        self.recordings = 0
-        self.graph = None
+        self.recordings = 0  # graphs captured, all generations
+        self.generations = 0  # times the inputs moved (every recording captured again)
+        self.live: list[_Recording] = []  # this generation's recordings, tried in order
         self.copied: set[int] = set()  # inputs copied into the graph's buffers
-        self.static_inputs: list = []
-        self.static_outputs = None
         self.signature: list = []
+        self.direct_allowed = False  # (decided at the first call, from the outputs' size)
+
+    @property
+    def graph(self):
+        return self.live[0].graph if self.live else None
 
     def __call__(self, *args):
+        for recording in self.live:  # (the common case first: a recording that may replay)
+            if recording.replayable(args) and recording.free():
+                for index in self.copied:
+                    recording.static_inputs[index].copy_(args[index])
+                recording.graph.replay()
+                return recording.results()
         self.calls += 1
-        if self.disabled is not None or self.calls == 1:
+        if self.disabled is not None:
             return self.call(*args)
-        if self.graph is not None and self._replayable(args):  # (the common case, checked first)
-            for index in self.copied:
-                self.static_inputs[index].copy_(args[index])
-            self.graph.replay()
-            return _copies(self.static_outputs)
+        if self.calls == 1:
+            outputs = self.call(*args)
+            self.direct_allowed = _direct_allowed(outputs)
+            return outputs
+        return self._record_and_replay(args)
+
+    def _record_and_replay(self, args):
         reason = _unsupported_inputs(args)
         if reason is not None:
             return self._disable(reason, args)
-        if self.graph is None or not self._replayable(args):
-            if self.graph is not None:
-                self.copied |= {i for i, (arg, (_, pointer)) in enumerate(zip(args, self.signature))
-                                if isinstance(arg, torch.Tensor) and arg.data_ptr() != pointer}
-            if self.recordings >= MAX_RECORDINGS:
-                return self._disable(f"inputs changed address or metadata {self.recordings} times", args)
-            try:
-                reason = self._record(args)
-            except Exception as error:  # noqa: BLE001 - a wrapper that cannot be captured runs as it is
-                torch.cuda.synchronize()
-                reason = f"capturing it failed ({type(error).__name__}: {str(error)[:200]})"
-            if reason is not None:
-                return self._disable(reason, args)
+        if self.live and not self.live[0].replayable(args):  # inputs moved or changed: a new generation
+            self.copied |= {i for i, (arg, (_, pointer)) in enumerate(zip(args, self.signature))
+                            if isinstance(arg, torch.Tensor) and arg.data_ptr() != pointer}
+            self.live = []
+        if not self.live:
+            if self.generations >= MAX_RECORDINGS:
+                return self._disable(f"inputs changed address or metadata {self.generations} times", args)
+            self.generations += 1
+        # Every live recording's outputs are held by the caller (the last results, still bound
+        # while the next call runs: `y = model(x)` in a loop): another recording, direct while
+        # there are fewer than DIRECT_RECORDINGS, then one whose results are copies.
+        # (A copying recording is always free: once there is one, nothing more is recorded.)
+        direct = self.direct_allowed and sum(r.direct for r in self.live) < DIRECT_RECORDINGS
+        try:
+            recording = self._record(args, direct)
+        except Exception as error:  # noqa: BLE001 - a wrapper that cannot be captured runs as it is
+            torch.cuda.synchronize()
+            return self._disable(f"capturing it failed ({type(error).__name__}: {str(error)[:200]})", args)
+        if isinstance(recording, str):
+            return self._disable(recording, args)
+        self.live.append(recording)
         for index in self.copied:
-            self.static_inputs[index].copy_(args[index])
-        self.graph.replay()
-        return _copies(self.static_outputs)
+            recording.static_inputs[index].copy_(args[index])
+        recording.graph.replay()
+        return recording.results()
 
     # -- recording -------------------------------------------------------------------------------
-    def _record(self, args) -> str | None:
-        self.static_inputs = [torch.empty_strided(arg.size(), arg.stride(), dtype=arg.dtype, device=arg.device)
-                              .copy_(arg) if index in self.copied else arg for index, arg in enumerate(args)]
-        self.signature = [_meta(arg) for arg in self.static_inputs]
+    def _record(self, args, direct: bool):
+        static_inputs = [torch.empty_strided(arg.size(), arg.stride(), dtype=arg.dtype, device=arg.device)
+                         .copy_(arg) if index in self.copied else arg for index, arg in enumerate(args)]
+        signature = [_meta(arg) for arg in static_inputs]
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # (warm-up on a side stream, as torch asks before a capture)
-            self.call(*self.static_inputs)
+            self.call(*static_inputs)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=_pool()):
-            outputs = self.call(*self.static_inputs)
+        # A direct recording's outputs reach the caller: its own pool, so that no other graph's
+        # replay writes where they live (graphs sharing a pool reuse each other's freed memory).
+        with torch.cuda.graph(graph, pool=torch.cuda.graph_pool_handle() if direct else _pool()):
+            outputs = self.call(*static_inputs)
         self.recordings += 1
-        reason = _aliasing(outputs, self.static_inputs)
+        reason = _aliasing(outputs, static_inputs)
         if reason is not None:
             return reason
-        self.graph, self.static_outputs = graph, outputs
-        self._replayable = _input_check(self.signature, self.copied, self.static)
-        return None
-
-    def _replayable(self, args) -> bool:  # (before a recording: nothing replays)
-        return False
+        if not self.live:
+            self.signature = signature
+        return _Recording(graph, static_inputs, outputs, _input_check(signature, self.copied, self.static), direct)
 
     def _disable(self, reason: str, args):
         self.disabled = reason
-        self.graph = self.static_outputs = None
-        self.static_inputs = []
+        self.live = []
         log_fallbacks.debug("CUDA graphs off for %s: %s; its wrapper runs as it is", self.name, reason)
         return self.call(*args)
+
+
+# Recordings per generation whose results are the graph's own outputs (two: the last call's
+# results are usually still bound while the next call runs), and the largest outputs (bytes in
+# all) handed out that way: each such recording has a memory pool of its own.
+DIRECT_RECORDINGS = 2
+DIRECT_BYTES = 64 << 20
+
+
+def _direct_allowed(outputs) -> bool:
+    flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    tensors = [value for value in flat if isinstance(value, torch.Tensor)]
+    return hasattr(torch._C, "_storage_Use_Count") and \
+        sum(t.untyped_storage().nbytes() for t in tensors) <= DIRECT_BYTES
+
+
+def _direct_protocol(outputs) -> tuple[Callable, Callable]:
+    """(free, results) of a recording whose results alias its outputs.  free: no one else holds
+    an output's storage (its use count is what it was at the recording; a caller's result or any
+    view of it adds one) and its memory did not move (a caller's resize_ on a result would have
+    moved it: the recording is then never free again).  results: a fresh tensor per output over
+    the graph's memory (detach: the caller's tensor objects are never the graph's own)."""
+    flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    namespace = {"use_count": torch._C._storage_Use_Count, "Tensor": torch.Tensor}
+    checks, parts = [], []
+    for index, value in enumerate(flat):
+        if isinstance(value, torch.Tensor):
+            namespace[f"o{index}"] = value
+            storage = value.untyped_storage()._cdata
+            # (the count with only this recording's tensor alive: its storage's Python object
+            # adds one once made)
+            checks.append(f"use_count({storage}) == {torch._C._storage_Use_Count(storage)} and "
+                          f"o{index}.data_ptr() == {value.data_ptr()}")
+            parts.append(f"o{index}.detach()")
+        else:
+            namespace[f"o{index}"] = value
+            parts.append(f"o{index}")
+    if isinstance(outputs, (list, tuple)):
+        kind = "list" if isinstance(outputs, list) else "tuple"
+        namespace["kind"] = type(outputs)
+        made = f"[{', '.join(parts)}]" if kind == "list" else f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+        if type(outputs) not in (list, tuple):
+            made = f"kind({made})"
+    else:
+        made = parts[0]
+    source = (f"def free():\n    return {' and '.join(checks) or 'True'}\n"
+              f"def results():\n    return {made}\n")
+    exec(compile(source, "<ember cuda graph results>", "exec"), namespace)
+    return namespace["free"], namespace["results"]
 
 
 def _meta(value) -> tuple:

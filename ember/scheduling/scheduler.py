@@ -235,6 +235,28 @@ class Scheduler:
         return all(not isinstance(a, (sympy.floor, sympy.Mod)) or not (a.free_symbols & set(outer_symbols))
                    for a in sympy.preorder_traversal(load))
 
+    def internal_values(self) -> set[str]:
+        """Buffers computed by a kernel and read by nothing else: no other step reads them and
+        they are not graph outputs.  A backend may keep them in registers (triton.py)."""
+        step_of: dict[str, int] = {}
+        for position, step in enumerate(self.steps):
+            if isinstance(step, Kernel) and not isinstance(step.nodes[0].data, Scatter):
+                for node in step.nodes:
+                    step_of[node.name] = position
+        candidates = set(step_of)
+        for position, step in enumerate(self.steps):
+            if isinstance(step, Kernel):
+                for node in step.nodes:
+                    candidates -= {name for name in self._reads.get(node.name, set())
+                                   if step_of.get(name) != position}
+            else:
+                candidates -= self._extern_reads(step.call)
+        for value in self.graph.outputs:
+            base = value.buffer if isinstance(value, ReinterpretView) else value
+            if isinstance(base, Buffer):
+                candidates.discard(base.name)
+        return candidates
+
     # -- 3. lifetimes ------------------------------------------------------------------------------------
     def last_uses(self) -> dict[int, list[str]]:
         """step index -> buffers that die after it (inputs included)."""

@@ -402,3 +402,26 @@ def test_dependent_reductions_over_long_rows_are_not_split():
     chunks: a chunk lacks the whole row's max; such a kernel stays unsplit, results as eager's."""
     _run(lambda x: (x - x.amax(1, keepdim=True)).exp().sum(1), torch.randn(3, 9000),
          tolerance={"atol": 1e-4, "rtol": 1e-4})
+
+
+def test_a_value_read_only_where_it_is_computed_is_never_stored():
+    """A shared value (stored: recomputing it in each reader costs too much) whose readers all
+    fuse into its kernel stays in registers: one kernel, two stores, no buffer for it."""
+    def shared(x):
+        a = torch.exp(torch.erf(x * 0.7)) + 1.0
+        return a * x, a - 2.0
+
+    graph, = _run(shared, torch.randn(64, 32))
+    kernels = _kernels(graph)
+    assert len(kernels) == 1 and kernels[0].count("tl.store(") == 2, kernels
+    assert graph.wrapper.count("empty_strided(") == 2, graph.wrapper
+
+
+def test_a_value_also_read_by_another_kernel_is_stored():
+    """The same value read again after a matmul (another step) is stored as before."""
+    def shared(x, w):
+        a = torch.exp(torch.erf(x * 0.7)) + 1.0
+        return (a * x) @ w + a
+
+    graph, = _run(shared, torch.randn(32, 32), torch.randn(32, 32), tolerance=dict(atol=1e-4, rtol=1e-4))
+    assert any("tl.store(out_ptr1" in kernel for kernel in _kernels(graph)), _kernels(graph)

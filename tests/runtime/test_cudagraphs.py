@@ -55,8 +55,62 @@ def test_replays_match_eager_with_fresh_inputs_and_outputs_survive_the_next_call
                 torch.testing.assert_close(got, expected)
     finally:
         CudaGraphRunner.__init__ = original
-    assert runners and runners[0].graph is not None and runners[0].disabled is None
-    assert runners[0].recordings <= 2 and 0 in runners[0].copied
+    runner = runners[0]
+    assert runner.graph is not None and runner.disabled is None and 0 in runner.copied
+    # (the results are all kept: two recordings hand out their outputs, then one copies)
+    assert [r.direct for r in runner.live] == [True, True, False] and runner.recordings <= 4
+
+
+def _runner_of(compiled, model, x):
+    from ember.runtime.cudagraphs import CudaGraphRunner
+
+    runners = []
+    original = CudaGraphRunner.__init__
+
+    def spy(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        runners.append(self)
+
+    CudaGraphRunner.__init__ = spy
+    try:
+        compiled(x), compiled(x)
+    finally:
+        CudaGraphRunner.__init__ = original
+    return runners[0]
+
+
+@cuda
+@torch.no_grad()
+def test_results_are_the_graphs_outputs_while_no_one_holds_the_last_ones():
+    """A loop that drops its results replays one recording and copies nothing; `y = f(x)` in a
+    loop (the old y alive during the call) alternates between two; a held view, a kept result
+    and a result resized by the caller are never overwritten."""
+    model = _mlp("cuda")
+    compiled = ember.compile(model, mode="reduce-overhead")
+    x = torch.randn(1, 64, device="cuda")
+    runner = _runner_of(compiled, model, x)
+    expected = model(x)
+    for _ in range(5):
+        compiled(x)
+    assert [r.direct for r in runner.live] == [True] and runner.recordings == 1
+    y = None
+    for step in range(6):
+        y = compiled(x + step)
+        torch.testing.assert_close(y, model(x + step))
+    assert [r.direct for r in runner.live] == [True, True]
+    view = compiled(x)[0, :8]  # (only a view of the result survives)
+    kept = compiled(x * 2)
+    for step in range(4):
+        compiled(x + step)
+    torch.testing.assert_close(view, expected[0, :8])
+    torch.testing.assert_close(kept, model(x * 2))
+    del view, kept, y
+    resized = compiled(x)
+    resized.resize_(4096)  # (moves the storage: that recording must never replay into it again)
+    resized.fill_(7.0)
+    for step in range(3):
+        torch.testing.assert_close(compiled(x + step), model(x + step))
+    assert bool((resized == 7.0).all())
 
 
 @cuda
@@ -66,6 +120,27 @@ def test_graphs_that_cannot_replay_run_as_they_are():
     x = torch.ones(1000, device="cuda")
     first, second = fn(x), fn(x)
     assert not torch.equal(first, second)
+
+
+def test_direct_results_are_free_only_when_no_one_holds_them():
+    """The use-count check behind handing out a graph's outputs (CPU tensors stand in)."""
+    from ember.runtime.cudagraphs import _direct_protocol
+
+    outputs = (torch.randn(4, 4), 3, torch.randn(2))
+    free, results = _direct_protocol(outputs)
+    assert free()
+    first = results()
+    assert isinstance(first, tuple) and first[1] == 3 and first[0] is not outputs[0]
+    assert first[0].data_ptr() == outputs[0].data_ptr() and not free()
+    only_view = first[2][1:]
+    del first
+    assert not free()  # (a view holds the storage)
+    del only_view
+    assert free()
+    taken = results()[0]
+    taken.resize_(1000)  # (a new storage allocation: the recording's memory moved)
+    del taken
+    assert not free()
 
 
 def test_the_replay_check_compares_metadata_and_the_addresses_not_copied_in():
