@@ -26,8 +26,9 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 def ember_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """ember end to end: AOT autograd, then loop IR, fusion and C++ kernels for forward and backward."""
     from ..autograd.api import aot_backend
-    from ..codegen.compile import ember_compiler
+    from ..codegen.compile import ember_compiler, prepare
 
+    prepare(example_inputs)
     return aot_backend(ember_compiler)(gm, example_inputs)
 
 

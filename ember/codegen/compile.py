@@ -28,7 +28,7 @@ from ..lowering.printer import ir_text, schedule_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
 from ..lowering.symbolic import bounds_scope
 from ..scheduling.scheduler import Kernel, Scheduler
-from .devices import kernel_backend, missing_for
+from .devices import backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
 
 log_code = logs.get("output_code")
@@ -116,6 +116,16 @@ def _wrapper(backend, graph, scheduler, sources, functions):
     namespace = dict(codegen.namespace)
     exec(compile(source, "<ember wrapper>", "exec"), namespace)
     return source, namespace["call"]
+
+
+def prepare(example_inputs: list) -> None:
+    """Before a graph on a GPU is traced: Triton's compile workers start (they import Triton's
+    compiler while the graph is traced and lowered, instead of after)."""
+    if any(isinstance(value, torch.Tensor) and value.device.type == "cuda" for value in example_inputs) \
+            and backend_name("cuda") == "triton" and not missing_for("cuda"):
+        from .triton_pool import prewarm
+
+        prewarm()
 
 
 def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

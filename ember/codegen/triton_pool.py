@@ -77,6 +77,13 @@ def _pool(count: int) -> list[Worker]:
         return list(_workers[:count])
 
 
+def prewarm() -> None:
+    """Starts the workers now, without waiting for them: each imports Triton's compiler while the
+    parent lowers and schedules its first graph (a second or two of every cold compile)."""
+    if workers_enabled():
+        _pool(COMPILE_WORKERS)
+
+
 def shutdown() -> None:
     with _lock:
         for worker in _workers:

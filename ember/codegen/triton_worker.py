@@ -65,6 +65,11 @@ def _tuples(value):
 
 
 def main() -> None:
+    try:  # (Triton's compiler imported before the first job arrives: workers start early, prewarm)
+        import triton.language  # noqa: F401
+        from triton.compiler import ASTSource  # noqa: F401
+    except BaseException:  # noqa: BLE001 (each job then reports it)
+        pass
     for line in sys.stdin:
         try:
             compile_kernel(*json.loads(line))
