@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import os
 
 import networkx
 import sympy
@@ -156,6 +157,10 @@ def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str
     graph.output(tuple(env[o] if isinstance(o, torch.fx.Node) else o for o in outputs))
     module = torch.fx.GraphModule(joint, graph, class_name=name)
     return module
+
+
+# A backward's recomputed forward nodes go just before their first user (0: where the joint has them)
+RECOMPUTE_NEAR_USE = os.environ.get("EMBER_RECOMPUTE_NEAR_USE", "1") != "0"
 
 
 def _not_after(joint: torch.fx.GraphModule, roots: list) -> set:
@@ -309,7 +314,7 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
 def _build(joint, spec, primals, tangents, fw_outputs, grads, saved) -> Partition:
     backward = None
     if tangents and grads:
-        recomputed = _not_after(joint, tangents)
+        recomputed = _not_after(joint, tangents) if RECOMPUTE_NEAR_USE else None
         backward = _extract(joint, saved + tangents, list(grads), "BackwardGraph", recomputed)
         extra = _sizes_for_backward(joint, primals, backward)
         if extra:

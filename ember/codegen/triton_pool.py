@@ -80,7 +80,7 @@ def _pool(count: int) -> list[Worker]:
 def prewarm() -> None:
     """Starts the workers now, without waiting for them: each imports Triton's compiler while the
     parent lowers and schedules its first graph (a second or two of every cold compile)."""
-    if workers_enabled():
+    if workers_enabled() and os.environ.get("EMBER_COMPILE_PREWARM", "1") != "0":
         _pool(COMPILE_WORKERS)
 
 
