@@ -1,4 +1,6 @@
 """mode="reduce-overhead": compiled GPU graphs replayed as CUDA graphs (ember/runtime/cudagraphs.py)."""
+import contextlib
+
 import pytest
 import torch
 
@@ -31,12 +33,11 @@ def test_cpu_graphs_are_not_wrapped():
             torch.testing.assert_close(compiled(x), model(x))
 
 
-@cuda
-def test_replays_match_eager_with_fresh_inputs_and_outputs_survive_the_next_call():
+@contextlib.contextmanager
+def _spied_runners():
+    """The CudaGraphRunners made while inside, in order."""
     from ember.runtime.cudagraphs import CudaGraphRunner
 
-    model = _mlp("cuda")
-    compiled = ember.compile(model, mode="reduce-overhead")
     runners = []
     original = CudaGraphRunner.__init__
 
@@ -46,37 +47,26 @@ def test_replays_match_eager_with_fresh_inputs_and_outputs_survive_the_next_call
 
     CudaGraphRunner.__init__ = spy
     try:
-        with torch.no_grad():
-            results = []
-            for step in range(6):
-                x = torch.randn(1, 64, device="cuda")  # (a new address every call: copied in)
-                results.append((compiled(x), model(x)))
-            for got, expected in results:  # (earlier outputs are not overwritten by later replays)
-                torch.testing.assert_close(got, expected)
+        yield runners
     finally:
         CudaGraphRunner.__init__ = original
+
+
+@cuda
+def test_replays_match_eager_with_fresh_inputs_and_outputs_survive_the_next_call():
+    model = _mlp("cuda")
+    compiled = ember.compile(model, mode="reduce-overhead")
+    with _spied_runners() as runners, torch.no_grad():
+        results = []
+        for step in range(6):
+            x = torch.randn(1, 64, device="cuda")  # (a new address every call: copied in)
+            results.append((compiled(x), model(x)))
+        for got, expected in results:  # (earlier outputs are not overwritten by later replays)
+            torch.testing.assert_close(got, expected)
     runner = runners[0]
     assert runner.graph is not None and runner.disabled is None and 0 in runner.copied
     # (the results are all kept: two recordings hand out their outputs, then one copies)
     assert [r.direct for r in runner.live] == [True, True, False] and runner.recordings <= 4
-
-
-def _runner_of(compiled, model, x):
-    from ember.runtime.cudagraphs import CudaGraphRunner
-
-    runners = []
-    original = CudaGraphRunner.__init__
-
-    def spy(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        runners.append(self)
-
-    CudaGraphRunner.__init__ = spy
-    try:
-        compiled(x), compiled(x)
-    finally:
-        CudaGraphRunner.__init__ = original
-    return runners[0]
 
 
 @cuda
@@ -88,7 +78,9 @@ def test_results_are_the_graphs_outputs_while_no_one_holds_the_last_ones():
     model = _mlp("cuda")
     compiled = ember.compile(model, mode="reduce-overhead")
     x = torch.randn(1, 64, device="cuda")
-    runner = _runner_of(compiled, model, x)
+    with _spied_runners() as runners:
+        compiled(x), compiled(x)
+    runner = runners[0]
     expected = model(x)
     for _ in range(5):
         compiled(x)
