@@ -1005,8 +1005,8 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
                    internal: frozenset = frozenset()) -> list[TritonSource]:
     """A scheduled kernel as Triton kernels, split where a node cannot share registers with the
     nodes before it; named kernel3, kernel3_1, ...  `internal`: values that no other step reads
-    (the scheduler's); those read only in the Triton kernel that computes them, where it holds
-    them in registers, are not stored."""
+    (the scheduler's); those of a pointwise Triton kernel read only in it, where it holds them
+    in registers, are not stored."""
     from ..lowering.ir import Scatter
 
     if any(isinstance(node.data, Scatter) for node in kernel.nodes):  # (a kernel of its own)
@@ -1025,7 +1025,9 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
 
     def generate(nodes: list, name: str) -> list[TritonSource]:
         names = {node.name for node in nodes}
-        kept_here = {n for n in names & internal if readers.get(n, set()) <= names}
+        # (pointwise kernels only: reductions may be split or cut, regenerating their nodes)
+        pointwise = not any(isinstance(node.data, Reduction) for node in nodes)
+        kept_here = {n for n in names & internal if readers.get(n, set()) <= names} if pointwise else set()
         try:
             while True:
                 first = make(nodes, frozenset(kept_here))
@@ -1034,11 +1036,6 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
                     break
                 except _Stored as stored:
                     kept_here.discard(stored.name)
-            if kept_here and (_split_count(first, source) or (
-                    source.rnumel is not None and not first.persistent)):
-                # (split and cut reductions regenerate their nodes in other shapes: all stored)
-                first = make(nodes)
-                source = first.generate(name)
         except _Split as split:
             if split.position == 0:
                 raise NotImplementedError(f"a Triton kernel cannot start with {nodes[0].name}: {split}") from None

@@ -68,10 +68,6 @@ class _Recording:
         self.direct = direct
         self.free, self.results = _direct_protocol(outputs) if direct else (_always, lambda: _copies(outputs))
 
-    def held(self) -> bool:
-        """Does anyone but this recording hold (a view of) one of its outputs?"""
-        return self.direct and not self.free()
-
 
 def _always() -> bool:
     return True
@@ -211,12 +207,9 @@ def _direct_protocol(outputs) -> tuple[Callable, Callable]:
         else:
             namespace[f"o{index}"] = value
             parts.append(f"o{index}")
-    if isinstance(outputs, (list, tuple)):
-        kind = "list" if isinstance(outputs, list) else "tuple"
+    if isinstance(outputs, (list, tuple)):  # (the wrapper's results: a tuple, or a list)
         namespace["kind"] = type(outputs)
-        made = f"[{', '.join(parts)}]" if kind == "list" else f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
-        if type(outputs) not in (list, tuple):
-            made = f"kind({made})"
+        made = f"kind(({', '.join(parts)}{',' if len(parts) == 1 else ''}))"
     else:
         made = parts[0]
     source = (f"def free():\n    return {' and '.join(checks) or 'True'}\n"
