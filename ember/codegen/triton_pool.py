@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import queue
 import subprocess
 import sys
 import threading
+import time
 
 from .. import logs
 
@@ -106,6 +108,7 @@ def _run_jobs(jobs: list[list], count: int | None) -> list[str]:
     for position, job in enumerate(jobs):
         pending.put((position, job))
     answers = ["not run"] * len(jobs)
+    seconds = [0.0] * len(jobs)
 
     def serve(worker: Worker) -> None:
         while True:
@@ -113,13 +116,19 @@ def _run_jobs(jobs: list[list], count: int | None) -> list[str]:
                 position, job = pending.get_nowait()
             except queue.Empty:
                 return
+            started = time.perf_counter()
             answers[position] = worker.run(job)
+            seconds[position] = time.perf_counter() - started
 
     threads = [threading.Thread(target=serve, args=(worker,), daemon=True) for worker in workers]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if log_perf.isEnabledFor(logging.DEBUG):
+        slowest = sorted(range(len(jobs)), key=seconds.__getitem__, reverse=True)[:3]
+        log_perf.debug("slowest compiles in the workers: %s", ", ".join(
+            f"{jobs[k][1]} {seconds[k]:.1f} s ({jobs[k][0]})" for k in slowest))
     return answers
 
 

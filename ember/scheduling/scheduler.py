@@ -13,12 +13,14 @@ Input: the lowered graph's buffers (ComputedBuffers and extern calls) in creatio
    same ranges land in the same loop (horizontal fusion).  A pointwise node does not join a kernel
    whose outer loop is too short to spread its work (MIN_OUTER_ITERATIONS).  A node the current kernel cannot
    take joins an earlier kernel over the same outer loop that reads the same data, when that
-   kernel runs after everything the node reads.  A scatter is a kernel of its own.
+   kernel runs after everything the node reads.  A scatter is a kernel of its own.  A kernel
+   reads and writes at most MAX_KERNEL_BUFFERS buffers.
 3. Last uses: after which step each buffer can be freed.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import sympy
@@ -193,6 +195,8 @@ class Scheduler:
         return squeeze(nodes[0].data.ranges)
 
     def _can_join(self, kernel: Kernel, node: ComputedBuffer) -> bool:
+        if self._buffers_touched(kernel.nodes + [node]) > MAX_KERNEL_BUFFERS:
+            return False
         nodes = kernel.nodes + [node]
         reductions = [n for n in nodes if isinstance(n.data, Reduction)]
         outer = squeeze(reductions[0].data.ranges) if reductions else squeeze(nodes[0].data.ranges)
@@ -213,6 +217,12 @@ class Scheduler:
                 return False
         kernel.outer = outer
         return True
+
+    def _buffers_touched(self, nodes: list[ComputedBuffer]) -> int:
+        touched = {node.name for node in nodes}
+        for node in nodes:
+            touched |= self._reads.get(node.name) or {name for name, _ in record(node.data).loads}
+        return len(touched)
 
     def _same_outer_row(self, producer: ComputedBuffer, consumer: ComputedBuffer, load_index, outer) -> bool:
         """Does the consumer's load stay inside the producer's row for the same outer position?"""
@@ -280,6 +290,11 @@ class Scheduler:
                 dying.setdefault(position, []).append(name)
         return dying
 
+
+# Buffers one kernel may read and write in all.  A chain of recomputations (BERT's backward
+# recomputes every layer's LayerNorm output from the one before) otherwise fuses into one kernel
+# of 150 pointers whose Triton compile took 7 s (per autotuning candidate).
+MAX_KERNEL_BUFFERS = int(os.environ.get("EMBER_MAX_KERNEL_BUFFERS", 64))
 
 # A pointwise node joins a kernel whose outer loop has fewer iterations than this only when its
 # inner loop is short: otherwise one program (one GPU block, one CPU thread) would walk all of

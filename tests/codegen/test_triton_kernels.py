@@ -425,3 +425,20 @@ def test_a_value_also_read_by_another_kernel_is_stored():
 
     graph, = _run(shared, torch.randn(32, 32), torch.randn(32, 32), tolerance=dict(atol=1e-4, rtol=1e-4))
     assert any("tl.store(out_ptr1" in kernel for kernel in _kernels(graph)), _kernels(graph)
+
+
+def test_a_kernel_touches_at_most_max_kernel_buffers():
+    """Forty independent pointwise chains over one shape (BERT's backward recomputing every
+    layer's LayerNorm output) split into kernels of at most MAX_KERNEL_BUFFERS pointers, not
+    one kernel whose compile takes seconds."""
+    from ember.scheduling.scheduler import MAX_KERNEL_BUFFERS
+
+    def many(*xs):
+        return tuple(x * 2.0 + 1.0 for x in xs)
+
+    graph, = _run(many, *[torch.randn(8, 16) for _ in range(40)])
+    kernels = _kernels(graph)
+    assert len(kernels) >= 2
+    for kernel in kernels:
+        signature = kernel[kernel.index("def "):kernel.index(")")]
+        assert signature.count("_ptr") <= MAX_KERNEL_BUFFERS, signature
