@@ -546,6 +546,9 @@ class AtenTracer(TorchDispatchMode):
         if name in ("as_strided", "expand", "unfold"):
             if name == "as_strided":
                 size, stride = args[0], args[1]
+                if elements_share_memory(view):  # (as_strided_scatter would write an element twice)
+                    raise TracingError(f"writing through an as_strided view whose elements share memory "
+                                       f"is not supported{self._where()}")
                 offset = args[2] if len(args) > 2 else None
                 return record(aten.as_strided_scatter.default, (parent_node, value, size, stride, offset))
         raise TracingError(f"writing through a {name} view is not supported{self._where()}")

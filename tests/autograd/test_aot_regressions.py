@@ -989,3 +989,21 @@ def test_empty_slice_assignment_of_a_value_that_requires_grad(backend):
     check(fn, make, backend)
     eager_args, _, compiled_args, _ = _run(fn, make, backend)
     assert compiled_args[0].requires_grad and eager_args[0].requires_grad
+
+
+def test_a_write_through_an_as_strided_view_whose_elements_overlap_runs_eagerly():
+    """Fuzz layout 8482: `as_strided(c, (2, 3), (0, 1))[::2] = d` became as_strided_scatter of the
+    whole view, which ATen refuses (two elements, one place); the write now falls back to eager."""
+    def f(c, d):
+        view = torch.as_strided(c, (2, 3), (0, 1))
+        before = torch.atan2(view, view)
+        view[::2] = d
+        return before, c * 1
+
+    c = (torch.randn(5, 2, 31) * 100).transpose(0, 2)
+    d = torch.randn(1, 3)
+    c_eager = c.clone()
+    got, expected = ember.compile(f, backend="ember")(c, d), f(c_eager, d)
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(c, c_eager)
