@@ -155,8 +155,10 @@ class AotCompiled:
                 raise  # aot_function's caller learns what it cannot trace (TracingError names op and line)
             # A captured graph can always run as it is: correct, just not AOT-compiled (and an
             # error eager would raise is raised there, as eager raises it).
+            # (torch.fx's interpreter appends a pointer to torch's log tool, which ember does not write)
+            reason = "\n".join(line for line in str(error).splitlines() if not line.startswith("Use tlparse"))
             log_fallbacks.warning("ember: AOT tracing failed (%s: %s); running the captured graph eagerly",
-                                  type(error).__name__, error)
+                                  type(error).__name__, reason.rstrip())
             return self.fn.forward
         return self._compile_traced(joint, spec, flat_args)
 
