@@ -289,3 +289,25 @@ def test_batch_norm_statistics_dtype_on_cuda(dtype):
     assert [t.dtype for t in got] == [t.dtype for t in expected]
     for a, b in zip(got, expected):
         torch.testing.assert_close(a, b, atol=2e-2, rtol=2e-2)
+
+
+def test_batch_norm_eval_gradient_with_a_strided_weight_is_the_formulas():
+    """Fuzz conv 8549: eager's CPU batch_norm backward in eval mode (torch 2.13) reads a strided
+    weight as contiguous when grad_output is contiguous; ember's gradient is weight * invstd,
+    what eager gives for the same weight made contiguous."""
+    import torch.nn.functional as F
+
+    storage = torch.randn(8, dtype=torch.float64)
+    weight = storage[::2]
+    x0 = torch.rand(1, 4, 1, 1, dtype=torch.float64)
+
+    def program(x, w):
+        return F.batch_norm(x, torch.zeros(4, dtype=x.dtype), torch.ones(4, dtype=x.dtype), w, None, training=False)
+
+    grads = []
+    for fn, w in ((ember.compile(program, backend="ember"), weight), (program, weight.contiguous())):
+        x = x0.clone().requires_grad_()
+        out = fn(x, w)
+        out.backward(torch.ones_like(out))
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[0], grads[1])
