@@ -124,36 +124,33 @@ def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str
             raise RuntimeError(f"{name} graph needs {node.name}, which it does not receive")
         env[node] = graph.node_copy(node, lambda n: env[n])
 
+    # Nodes in `on_demand` (a backward's recomputed forward nodes) are copied just before their
+    # first user, not where the joint graph has them (all before the first backward node): the
+    # scheduler fuses in order, and a recomputation next to its user fuses into the user's kernel
+    # instead of into one early kernel that stores every recomputed value.
+    on_demand = on_demand or set()
     order = [node for node in joint.graph.nodes if node in needed and node not in env]
-    if on_demand is None:
-        for node in order:
-            emit(node)
-    else:
-        # Nodes in `on_demand` (a backward's recomputed forward nodes) are copied just before
-        # their first user, not where the joint graph has them (all before the first backward
-        # node): the scheduler fuses in order, and a recomputation next to its user fuses into
-        # the user's kernel instead of into one early kernel that stores every recomputed value.
-        position = {node: i for i, node in enumerate(order)}
+    position = {node: i for i, node in enumerate(order)}
 
-        def emit_with_inputs(root: torch.fx.Node) -> None:
-            stack = [(root, False)]
-            while stack:
-                node, expanded = stack.pop()
-                if node in env:
-                    continue
-                if expanded:
-                    emit(node)
-                    continue
-                stack.append((node, True))
-                inputs = [n for n in node.all_input_nodes if n not in env]
-                for n in sorted(inputs, key=position.__getitem__, reverse=True):
-                    stack.append((n, False))
+    def emit_with_inputs(root: torch.fx.Node) -> None:
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if node in env:
+                continue
+            if expanded:
+                emit(node)
+                continue
+            stack.append((node, True))
+            inputs = [n for n in node.all_input_nodes if n not in env]
+            for n in sorted(inputs, key=position.__getitem__, reverse=True):
+                stack.append((n, False))
 
-        for node in order:
-            if node not in on_demand:
-                emit_with_inputs(node)
-        for node in order:  # (what no output-side node reaches: kept, in the joint's order)
+    for node in order:
+        if node not in on_demand:
             emit_with_inputs(node)
+    for node in order:  # (what no output-side node reaches: kept, in the joint's order)
+        emit_with_inputs(node)
     graph.output(tuple(env[o] if isinstance(o, torch.fx.Node) else o for o in outputs))
     module = torch.fx.GraphModule(joint, graph, class_name=name)
     return module
