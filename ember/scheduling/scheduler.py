@@ -90,6 +90,7 @@ class Scheduler:
         self.kept: list[Buffer] = []
         self._reads: dict[str, set[str]] = {}
         self._loads: dict[str, list] = {}
+        self._touched: dict[str, tuple[int, set[str]]] = {}  # kernel -> (its node count, buffers)
 
     # -- 1. dead code -----------------------------------------------------------------------------
     def eliminate_dead_code(self) -> None:
@@ -195,7 +196,7 @@ class Scheduler:
         return squeeze(nodes[0].data.ranges)
 
     def _can_join(self, kernel: Kernel, node: ComputedBuffer) -> bool:
-        if self._buffers_touched(kernel.nodes + [node]) > MAX_KERNEL_BUFFERS:
+        if len(self._buffers_touched(kernel) | self._node_buffers(node)) > MAX_KERNEL_BUFFERS:
             return False
         nodes = kernel.nodes + [node]
         reductions = [n for n in nodes if isinstance(n.data, Reduction)]
@@ -218,11 +219,18 @@ class Scheduler:
         kernel.outer = outer
         return True
 
-    def _buffers_touched(self, nodes: list[ComputedBuffer]) -> int:
-        touched = {node.name for node in nodes}
-        for node in nodes:
-            touched |= self._reads.get(node.name) or {name for name, _ in record(node.data).loads}
-        return len(touched)
+    def _node_buffers(self, node: ComputedBuffer) -> set[str]:
+        return {node.name} | (self._reads.get(node.name) or {name for name, _ in record(node.data).loads})
+
+    def _buffers_touched(self, kernel: Kernel) -> set[str]:
+        """The buffers the kernel reads or writes (kept per kernel, grown as nodes join it)."""
+        cached = self._touched.get(kernel.name)
+        if cached is None or cached[0] != len(kernel.nodes):
+            start, touched = (cached[0], set(cached[1])) if cached else (0, set())
+            for node in kernel.nodes[start:]:
+                touched |= self._node_buffers(node)
+            cached = self._touched[kernel.name] = (len(kernel.nodes), touched)
+        return cached[1]
 
     def _same_outer_row(self, producer: ComputedBuffer, consumer: ComputedBuffer, load_index, outer) -> bool:
         """Does the consumer's load stay inside the producer's row for the same outer position?"""
