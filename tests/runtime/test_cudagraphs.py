@@ -153,3 +153,28 @@ def test_the_replay_check_compares_metadata_and_the_addresses_not_copied_in():
     assert static([weight, torch.randn(2, 4), 3])
     assert not static([weight.clone(), batch, 3])  # (a graph without symbolic sizes: addresses only)
     assert not static([weight, batch, 4])
+
+
+@cuda
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_training_steps_match_eager(set_to_none):
+    """Forward and backward graphs replayed as CUDA graphs while autograd holds the forward's
+    saved tensors and `.grad` holds (or accumulates into) the backward's results: five SGD
+    steps give eager's parameters (with zero_grad(set_to_none=False) the gradients are added
+    in place into the first step's results)."""
+    torch.manual_seed(0)
+    model = _mlp("cuda")
+    reference = _mlp("cuda")
+    reference.load_state_dict(model.state_dict())
+    compiled = ember.compile(model, mode="reduce-overhead")
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, reference)]
+    for step in range(5):
+        x = torch.randn(4, 64, device="cuda")
+        for function, optimizer in zip((compiled, reference), optimizers):
+            optimizer.zero_grad(set_to_none=set_to_none)
+            loss = function(x).square().mean()
+            loss.backward()
+            optimizer.step()
+    for ours, theirs in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(ours, theirs)
+        torch.testing.assert_close(ours.grad, theirs.grad)
