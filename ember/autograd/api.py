@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import time
 from typing import Any, Callable
 
 import torch
@@ -30,6 +31,7 @@ from .symbolic import has_symbols, input_guards, symbolic_dims
 
 log_graph = logs.get("graph_code")
 log_fallbacks = logs.get("fallbacks")
+log_perf = logs.get("perf")
 
 
 def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
@@ -148,6 +150,7 @@ class AotCompiled:
             isinstance(a, torch.Tensor) and a.requires_grad for a in flat_args)
         if symbolic:
             return self._compile_symbolic(flat_args, needs_grad)
+        started = time.perf_counter()
         try:
             joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad)
         except Exception as error:
@@ -160,6 +163,8 @@ class AotCompiled:
             log_fallbacks.warning("ember: AOT tracing failed (%s: %s); running the captured graph eagerly",
                                   type(error).__name__, reason.rstrip())
             return self.fn.forward
+        log_perf.debug("AOT: traced the %s graph (%d nodes) in %.2f s", "joint" if needs_grad else "inference",
+                       len(joint.graph.nodes), time.perf_counter() - started)
         return self._compile_traced(joint, spec, flat_args)
 
     def _compile_symbolic(self, flat_args: list, needs_grad: bool):
@@ -200,8 +205,12 @@ class AotCompiled:
             forward = self.fw_compiler(joint, flat_args)
             self.last_partition = Partition(joint, None, [], 0, spec.num_fw_outputs)
             return self._unless_aliased(make_inference_function(spec, forward), spec, flat_args)
+        started = time.perf_counter()
         partition = self.partition_fn(joint, spec)
         self.last_partition = partition
+        log_perf.debug("AOT: partitioned in %.2f s (%d forward, %d backward nodes, %d saved)",
+                       time.perf_counter() - started, len(partition.forward.graph.nodes),
+                       len(partition.backward.graph.nodes), len(partition.saved))
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("forward graph:\n%s\nbackward graph:\n%s",
                             partition.forward.print_readable(print_output=False),

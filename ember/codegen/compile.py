@@ -35,6 +35,7 @@ log_code = logs.get("output_code")
 log_ir = logs.get("ir")
 log_schedule = logs.get("schedule")
 log_fallbacks = logs.get("fallbacks")
+log_perf = logs.get("perf")
 
 
 @dataclasses.dataclass
@@ -84,6 +85,9 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGr
     kernels = {name: kernel.source for name, kernel in sources.items()}
     if log_code.isEnabledFor(logging.DEBUG):
         log_code.debug("kernels:\n%s\nwrapper:\n%s", "\n\n".join(kernels.values()), wrapper_source)
+    log_perf.debug("compiled a graph of %d nodes into %d steps in %.2f s (%s)", len(gm.graph.nodes),
+                   len(scheduler.steps), sum(timings.values()),
+                   ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in timings.items()))
     if graph.fallback_counts and log_fallbacks.isEnabledFor(logging.DEBUG):
         log_fallbacks.debug("ATen fallbacks in this graph: %s", dict(graph.fallback_counts))
     return CompiledGraph(call, kernels, wrapper_source, dict(graph.fallback_counts), timings,
