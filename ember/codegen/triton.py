@@ -565,12 +565,20 @@ class TritonKernel(KernelArguments):
             self.xvars = [walked[order.index(d)] for d in range(len(xranges))]
         self.kernel_scope.lines += head
         self._rvars: dict[tuple, list] = {}
-        for run in _shared_passes(groups, self.persistent):
+        runs = _shared_passes(groups, self.persistent)
+        prologue = None
+        for position, run in enumerate(runs):
             group = run[0]
             self.position = positions[group.nodes[0].name]
             self.dims = ("x", "r") if group.reduction or group.inner else ("x",)
             if group.reduction:
-                self._reductions(run)
+                self._reductions(run, prologue)
+                prologue = None
+            elif group.inner and not self.persistent and position + 1 < len(runs) and \
+                    _same_rows(group, runs[position + 1][0]):
+                # (computed in the next reduction's loop: the reduction reads it from registers,
+                # in one pass over the rows instead of a store, a split and a load)
+                prologue = group
             elif group.inner:
                 self._loop(group, lambda: self._pointwise(group))
             else:
@@ -729,9 +737,9 @@ class TritonKernel(KernelArguments):
     def _reduction(self, group: LoopGroup) -> None:
         self._reductions([group])
 
-    def _reductions(self, groups: list[LoopGroup]) -> None:
+    def _reductions(self, groups: list[LoopGroup], prologue: LoopGroup | None = None) -> None:
         """Reductions over the same rows in one pass (one loop: each element loaded once for
-        all of them)."""
+        all of them), after the pointwise nodes of `prologue` (over the same rows) in that loop."""
         states = []
         for group in groups:
             node = group.nodes[0]
@@ -744,10 +752,15 @@ class TritonKernel(KernelArguments):
             states.append({"node": node, "kind": kind, "acc": acc_torch, "index": self._node_index(node, []),
                            "reduce": _Reducer(self, kind, TL_DTYPES[acc_torch], acc_torch)})
         if not states:
+            if prologue is not None:
+                self._loop(prologue, lambda: self._pointwise(prologue))
             return
         outer_scope = self.scope
 
         def body():
+            if prologue is not None:
+                self._pointwise(prologue)
+                self.position = self.nodes.index(states[0]["node"])
             for state in states:
                 ranges = list(state["node"].data.spec.reduction_ranges)
                 available = list(self._rvars_for(squeeze(ranges)))
@@ -957,6 +970,13 @@ def _shared_passes(groups: list[LoopGroup], persistent: bool) -> list[list[LoopG
                 continue
         runs.append([group])
     return runs
+
+
+def _same_rows(pointwise: LoopGroup, reduction: LoopGroup) -> bool:
+    """Does a pointwise group walk the rows exactly as a reduction group reduces them (same
+    inner ranges, hence the same r variables)?"""
+    return reduction.reduction and list(pointwise.inner) == squeeze(
+        list(reduction.nodes[0].data.spec.reduction_ranges))
 
 
 def _plain_reduction(node: ComputedBuffer) -> bool:

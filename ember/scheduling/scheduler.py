@@ -27,6 +27,7 @@ import sympy
 
 from ..lowering.analysis import record
 from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
+from ..lowering.indexing import simplify_index
 from ..lowering.symbolic import is_size_symbol
 from ..lowering.ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, Reduction, Scatter, index_vars
 
@@ -236,9 +237,10 @@ class Scheduler:
         """Does the consumer's load stay inside the producer's row for the same outer position?"""
         consumer_vars = _kernel_vars(consumer, outer)
         producer_vars = _kernel_vars(producer, outer)
-        load = sympy.expand(sympy.sympify(load_index).subs(consumer_vars["to_kernel"]))
+        # (simplified: a load through views splits its index, k*floor(x/k) + Mod(x, k) for x)
+        load = simplify_index(sympy.expand(sympy.sympify(load_index).subs(consumer_vars["to_kernel"])))
         store = sympy.expand(producer.layout.index(producer_vars["index"]))
-        store = store.subs(producer_vars["to_kernel"])
+        store = simplify_index(sympy.expand(store.subs(producer_vars["to_kernel"])))
         outer_symbols = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(outer))]
         # (size symbols stay: they are the same in every iteration)
         load_inner_zero = load.subs({s: 0 for s in load.free_symbols if s not in outer_symbols

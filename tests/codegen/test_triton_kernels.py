@@ -442,3 +442,24 @@ def test_a_kernel_touches_at_most_max_kernel_buffers():
     for kernel in kernels:
         signature = kernel[kernel.index("def "):kernel.index(")")]
         assert signature.count("_ptr") <= MAX_KERNEL_BUFFERS, signature
+
+
+def test_pointwise_producer_of_a_looped_reduction_runs_in_its_loop(monkeypatch):
+    """A copy that is also reduced (GPT-2's logits: the padded product's slice made contiguous,
+    then cross-entropy's max over each row) is computed and stored inside the reduction's first
+    loop, not in a kernel of its own that the reduction reads back; results as eager's."""
+    from ember.codegen import triton as triton_codegen
+
+    monkeypatch.setattr(triton_codegen, "PERSISTENT_RNUMEL", 32)  # rows of 200: looped
+    monkeypatch.setattr(triton_codegen, "SPLIT_MIN_RNUMEL", 1 << 30)
+
+    def loss(product, labels):
+        logits = product[:, :200].contiguous().view(2, -1, 200)
+        return F.cross_entropy(logits.float().view(-1, 200), labels), logits
+
+    graph, = _run(loss, torch.randn(64, 208).to(torch.bfloat16), torch.randint(0, 200, (64,)))
+    kernels = _kernels(graph)
+    first = next(kernel for kernel in kernels if "_ember_max(acc" in kernel)
+    loop = first.split("for roffset", 1)[1].split("tl.reduce", 1)[0]
+    assert "tl.store(out_ptr" in loop and "rmask)" in loop, first
+    assert not any("_ember_max" not in kernel and "(208 * x0)" in kernel for kernel in kernels), kernels
