@@ -139,11 +139,23 @@ def most_promising(wanted: dict, sources: dict) -> list:
     return sorted(wanted, key=rank)[:MAX_TUNED]
 
 
+# Kernels whose generated default won (or came within the noise) nearly every time they were
+# timed on an H100 are not tuned: each candidate is one more compile in a cold start (ViT-B
+# training compiled 108 kernels, 69 of them candidates).  See triton._launch's defaults.
+TUNE_SETTLED = False  # (tests set it: every candidate of every kind still runs there)
+
+
+def settled(source) -> bool:
+    if source.tuning == "flat":
+        return True
+    return source.tuning == "rows_persistent" and (source.RBLOCK or 0) >= 1024
+
+
 def worth_tuning(source) -> bool:
     from .. import config
 
     return config.get("autotune") and source.pointer_dtypes is not None and moved_bytes(source) >= MIN_BYTES \
-        and len(candidates(source)) > 1
+        and (TUNE_SETTLED or not settled(source)) and len(candidates(source)) > 1
 
 
 # ---- the on-disk record of choices ---------------------------------------------------------------

@@ -26,6 +26,7 @@ def pick(monkeypatch, tmp_path):
     monkeypatch.setattr(triton_tune, "measure", measure)
     monkeypatch.setattr(triton_tune, "ON_INTERPRETER", True)
     monkeypatch.setattr(triton_tune, "MIN_BYTES", 0)
+    monkeypatch.setattr(triton_tune, "TUNE_SETTLED", True)
     monkeypatch.setattr(triton_tune, "_chosen", {})  # (on a GPU choices are kept: each test times afresh)
     with ember.config.patch(cpu_kernels="triton", cache_dir=str(tmp_path)):
         yield state
@@ -81,8 +82,8 @@ def _source(tuning="flat", xnumel=1 << 20, rnumel=None, xblock=1024, rblock=None
 
 
 def test_candidates_keep_what_the_code_needs():
-    persistent = triton_tune.candidates(_source("rows_persistent", 8192, 768, 4, 1024, 8))
-    assert persistent[0] == triton_tune.Launch(4, 1024, 8) and len(persistent) >= 3
+    persistent = triton_tune.candidates(_source("rows_persistent", 8192, 768, 1, 1024, 4))
+    assert persistent[0] == triton_tune.Launch(1, 1024, 4) and len(persistent) >= 3
     assert {launch.RBLOCK for launch in persistent} == {1024}  # (the whole row in one block)
     split = triton_tune.candidates(_source("columns", 64, 50000, 32, 128, 4, {"RCHUNK": 12544}, grid_y=4))
     assert len(split) >= 3
@@ -148,3 +149,13 @@ def test_only_the_most_promising_kernels_of_a_graph_are_tuned():
     assert chosen[:2] == ["k16", "k15"]  # persistent rows first, the larger first
     assert chosen[2:7] == ["k10", "k11", "k12", "k13", "k14"]  # then column sums
     assert chosen[7] == "k0"  # then pointwise, by bytes over all uses
+
+
+def test_kinds_whose_default_wins_are_not_tuned():
+    """Pointwise kernels and persistent reductions of rows of 1024 or more keep the generated
+    default (measured to win); narrower persistent rows and column sums are still tuned."""
+    big = _source("flat", 1 << 26, None, 2048, None, 8)
+    assert triton_tune.settled(big) and not triton_tune.worth_tuning(big)
+    assert triton_tune.settled(_source("rows_persistent", 8192, 768, 1, 1024, 4))
+    assert not triton_tune.settled(_source("rows_persistent", 8192, 300, 8, 512, 8))
+    assert not triton_tune.settled(_source("columns", 768, 8192, 32, 128, 4))
