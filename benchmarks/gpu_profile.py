@@ -92,14 +92,19 @@ def main() -> None:
 
     report = []
     graph_timings: list[dict] = []
-    original = codegen_compile.compile_graph
+    original = codegen_compile.start_graph  # (compile_graph calls it too)
 
     def recording(gm, example_inputs):
-        result = original(gm, example_inputs)
-        graph_timings.append(result.timings)
-        return result
+        finish = original(gm, example_inputs)
 
-    codegen_compile.compile_graph = recording
+        def finished():
+            result = finish()
+            graph_timings.append(result.timings)
+            return result
+
+        return finished
+
+    codegen_compile.start_graph = recording
 
     path = os.path.join(folder, f"gpu_profile_{arguments.models.replace(',', '_')}.txt")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import time
 from typing import Any, Callable
 
@@ -32,6 +33,10 @@ from .symbolic import has_symbols, input_guards, symbolic_dims
 log_graph = logs.get("graph_code")
 log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")
+
+# A training graph's backward is begun with its forward where the compilers allow it
+# (EMBER_BEGIN_BACKWARD=0: at its first call only, as before).
+BEGIN_BACKWARD = os.environ.get("EMBER_BEGIN_BACKWARD", "1") != "0"
 
 
 def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
@@ -215,10 +220,31 @@ class AotCompiled:
             log_graph.debug("forward graph:\n%s\nbackward graph:\n%s",
                             partition.forward.print_readable(print_output=False),
                             partition.backward.print_readable(print_output=False))
-        forward = self.fw_compiler(partition.forward, flat_args)
+        forward, begun = self._compile_forward_begin_backward(partition, spec, flat_args)
         pair = CompiledPair(spec, forward, partition.backward, self.bw_compiler, len(partition.saved),
-                            partition.saved_bytes)
+                            partition.saved_bytes, begun=begun)
         return self._unless_aliased(make_autograd_function(pair), spec, flat_args)
+
+    def _compile_forward_begin_backward(self, partition: Partition, spec: JointSpec, flat_args: list):
+        """(the compiled forward, the backward begun or None).  Compilers that compile in two
+        halves (`compiler.start`: Triton graphs, whose kernels compile in worker processes) get
+        the backward begun for the traced layouts while the forward's kernels compile, instead
+        of at the first backward after them (a training step's cold start: the two graphs'
+        compiles overlap)."""
+        start_forward = getattr(self.fw_compiler, "start", None)
+        start_backward = getattr(self.bw_compiler, "start", None)
+        if not BEGIN_BACKWARD or start_forward is None or start_backward is None or spec.shape_env is not None:
+            return self.fw_compiler(partition.forward, flat_args), None
+        finish_forward = start_forward(partition.forward, flat_args)
+        if finish_forward is None:
+            return self.fw_compiler(partition.forward, flat_args), None
+        begun = None
+        try:
+            inputs = [node.meta.get("val") for node in partition.backward.graph.nodes if node.op == "placeholder"]
+            begun = start_backward(partition.backward, inputs)
+        except Exception as error:  # noqa: BLE001 - compiled at its first call, as without this
+            log_perf.debug("backward not begun with the forward (%s: %s)", type(error).__name__, error)
+        return finish_forward(), begun
 
     def _unless_aliased(self, runner: Callable, spec: JointSpec, flat_args: list) -> Callable:
         """The graph treats its inputs as separate memory.  When an input it writes to shares

@@ -26,6 +26,7 @@ from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
 log_fallbacks = logs.get("fallbacks")
+log_perf = logs.get("perf")
 
 
 class DoubleBackwardError(RuntimeError):
@@ -40,6 +41,10 @@ class CompiledPair:
     bw_compiler: Callable | None
     num_saved: int
     saved_bytes: int
+    # The backward begun with the forward for the traced layouts (api.py: its kernels compiled
+    # while the forward's did): calling it finishes it.  Taken if the saved values come laid out
+    # as traced, else dropped.
+    begun: Callable[[], Callable] | None = None
     _backward: Callable | None = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     _pruned: dict = dataclasses.field(default_factory=dict)
@@ -49,6 +54,14 @@ class CompiledPair:
         saved values of this call; a compiled forward makes them the same way every call)."""
         if self._backward is None:
             with self._lock:
+                begun, self.begun = self.begun, None
+                if self._backward is None and begun is not None:
+                    placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
+                    if not any(_layout_differs(node, value) for node, value in zip(placeholders, saved)):
+                        self._backward = begun()
+                    else:
+                        log_perf.debug("the backward begun with the forward is dropped: a saved value's "
+                                       "layout is not the traced one")
                 if self._backward is None:
                     placeholders = self._placeholders_laid_out_as(saved)
                     inputs = [n.meta.get("val") for n in placeholders]
@@ -141,18 +154,25 @@ def _describe_layout_of(node: torch.fx.Node, value) -> None:
     ember's forward stored in another memory order (select of a permuted sum: fake offset 1,
     stride 15; ember's offset 5, stride 1), or a copy made before an in-place write.
     """
-    fake = node.meta.get("val")
-    if not (isinstance(value, torch.Tensor) and isinstance(fake, torch.Tensor)) or has_symbols(fake) \
-            or fake.shape != value.shape:
-        return  # (symbolic sizes: comparing them would guard them; the backward checks its inputs)
-    layout = (tuple(value.stride()), value.storage_offset())
-    if layout == (tuple(fake.stride()), fake.storage_offset()) or getattr(fake, "fake_mode", None) is None:
+    if not _layout_differs(node, value):
         return
+    fake = node.meta.get("val")
     extent = value.storage_offset() + 1 + sum((size - 1) * stride for size, stride in zip(value.shape, value.stride()))
     with fake.fake_mode:
         storage = torch.empty(extent if value.numel() else value.storage_offset(), dtype=fake.dtype,
                               device=fake.device)
         node.meta["val"] = storage.as_strided(value.shape, value.stride(), value.storage_offset())
+
+
+def _layout_differs(node: torch.fx.Node, value) -> bool:
+    """Is `value` laid out otherwise than the placeholder's fake value (strides, offset)?"""
+    fake = node.meta.get("val")
+    if not (isinstance(value, torch.Tensor) and isinstance(fake, torch.Tensor)) or has_symbols(fake) \
+            or fake.shape != value.shape:
+        return False  # (symbolic sizes: comparing them would guard them; the backward checks its inputs)
+    if getattr(fake, "fake_mode", None) is None:
+        return False
+    return (tuple(value.stride()), value.storage_offset()) != (tuple(fake.stride()), fake.storage_offset())
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:

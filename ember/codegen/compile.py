@@ -28,7 +28,7 @@ from ..lowering.printer import ir_text, schedule_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
 from ..lowering.symbolic import bounds_scope
 from ..scheduling.scheduler import Kernel, Scheduler
-from .devices import backend_name, kernel_backend, missing_for
+from .devices import BACKENDS, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
 
 log_code = logs.get("output_code")
@@ -59,28 +59,42 @@ class CompiledGraph:
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
-    with bounds_scope():  # what this graph's size symbols allow, kept apart from other graphs'
-        return _compile_graph(gm, example_inputs)
+    return start_graph(gm, example_inputs)()
 
 
-def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
-    timings: dict[str, float] = {}
+def start_graph(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[[], CompiledGraph]:
+    """compile_graph in two halves: this one lowers, schedules, writes the kernels and hands
+    their compiles to the backend (Triton's workers go on in the background); calling what it
+    returns waits for them, tunes and writes the wrapper."""
+    with bounds_scope() as bounds:  # what this graph's size symbols allow, kept apart from other graphs'
+        timings: dict[str, float] = {}
 
-    def timed(name, function, *args):
-        started = time.perf_counter()
-        result = function(*args)
-        timings[name] = time.perf_counter() - started
-        return result
+        def timed(name, function, *args):
+            started = time.perf_counter()
+            result = function(*args)
+            timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
+            return result
 
-    graph = timed("lower", _lower, gm)
-    if log_ir.isEnabledFor(logging.DEBUG):
-        log_ir.debug("%s", ir_text(graph))
-    scheduler = timed("schedule", _schedule, graph)
-    if log_schedule.isEnabledFor(logging.DEBUG):
-        log_schedule.debug("%s", schedule_text(scheduler))
-    backend = kernel_backend(_device_type(gm))
-    sources = timed("kernels", _kernel_sources, backend, graph, scheduler)
-    functions = timed("build", backend.build, sources)
+        graph = timed("lower", _lower, gm)
+        if log_ir.isEnabledFor(logging.DEBUG):
+            log_ir.debug("%s", ir_text(graph))
+        scheduler = timed("schedule", _schedule, graph)
+        if log_schedule.isEnabledFor(logging.DEBUG):
+            log_schedule.debug("%s", schedule_text(scheduler))
+        backend = kernel_backend(_device_type(gm))
+        sources = timed("kernels", _kernel_sources, backend, graph, scheduler)
+        start_build = getattr(backend, "start_build", None)
+        started = timed("build", start_build, sources) if start_build else timed("build", backend.build, sources)
+
+    def finish() -> CompiledGraph:
+        with bounds_scope(bounds):
+            functions = timed("build", backend.finish_build, started) if start_build else started
+            return _finish_graph(gm, graph, scheduler, backend, sources, functions, timings, timed)
+
+    return finish
+
+
+def _finish_graph(gm, graph, scheduler, backend, sources, functions, timings, timed) -> CompiledGraph:
     wrapper_source, call = timed("wrapper", _wrapper, backend, graph, scheduler, sources, functions)
     kernels = {name: kernel.source for name, kernel in sources.items()}
     if log_code.isEnabledFor(logging.DEBUG):
@@ -135,6 +149,35 @@ def prepare(example_inputs: list) -> None:
 def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """A fw/bw compiler for AotCompiled: C++ for CPU graphs, Triton for CUDA graphs; graphs on
     other devices, or on several, run as they are."""
+    return _compile(gm, example_inputs, started=None)
+
+
+def start_compile(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[[], Callable] | None:
+    """ember_compiler in two halves, for a graph whose kernels compile in the background (Triton
+    graphs of fixed sizes): this call hands the kernels to the compile workers, calling what it
+    returns finishes.  The AOT layer starts a training step's backward this way while its
+    forward's kernels compile.  None: the graph would not compile in the background."""
+    if any(_symbolic(value) for value in example_inputs):
+        return None
+    _copy_cpu_scalars_to_device(gm)
+    devices = _device_types(gm)
+    if len(devices) != 1 or missing_for(next(iter(devices))) or \
+            backend_name(next(iter(devices))) not in BACKENDS or \
+            not hasattr(kernel_backend(next(iter(devices))), "start_build"):
+        return None
+    started = []
+    result = _compile(gm, example_inputs, started=started)
+    if not started:
+        return lambda: result  # (it ran as it is, or compiled whole)
+    return started[0]
+
+
+ember_compiler.start = start_compile
+
+
+def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | None):
+    """ember_compiler's body; with `started` (a list), a graph that compiles is only begun: the
+    function that finishes it is appended there and None returned."""
     _copy_cpu_scalars_to_device(gm)
     devices = _device_types(gm)
     if len(devices) > 1:
@@ -164,20 +207,34 @@ def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         return gm.forward
     # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
     # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
+    def with_graphs(graph: CompiledGraph) -> CompiledGraph:
+        if ember_config.cudagraphs and devices == {"cuda"}:
+            from ..runtime.cudagraphs import CudaGraphRunner, why_not_graphs
+
+            reason = why_not_graphs(gm, graph.wrapper)
+            if reason is None:
+                graph.call = CudaGraphRunner(graph.call, static=not any(_symbolic(value) for value in example_inputs))
+            else:
+                log_fallbacks.debug("CUDA graphs off for this graph: %s", reason)
+        return graph
+
     try:
-        graph = compile_graph(gm, example_inputs)
+        if started is None:
+            return with_graphs(compile_graph(gm, example_inputs))
+        finish = start_graph(gm, example_inputs)
     except GraphNotSupported as reason:
         log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
         return gm.forward
-    if ember_config.cudagraphs and devices == {"cuda"}:
-        from ..runtime.cudagraphs import CudaGraphRunner, why_not_graphs
 
-        reason = why_not_graphs(gm, graph.wrapper)
-        if reason is None:
-            graph.call = CudaGraphRunner(graph.call, static=not any(_symbolic(value) for value in example_inputs))
-        else:
-            log_fallbacks.debug("CUDA graphs off for this graph: %s", reason)
-    return graph
+    def finished() -> Callable:
+        try:
+            return with_graphs(finish())
+        except GraphNotSupported as reason:
+            log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
+            return gm.forward
+
+    started.append(finished)
+    return None
 
 
 def _symbolic(value) -> bool:

@@ -359,6 +359,12 @@ class TritonBackend:
         """Each kernel's launcher, compiled.  Kernels worth tuning compile each launch candidate
         too and keep the fastest (triton_tune.py); kernels of the same code and sizes (a model's
         layers) are timed once."""
+        return self.finish_build(self.start_build(sources))
+
+    def start_build(self, sources: dict[str, TritonStep]) -> tuple:
+        """`build`'s first half: the launchers made and their compiles handed to the workers,
+        which go on while the caller does (lowers the next graph); `finish_build` waits for them,
+        compiles in this process what they did not, and tunes."""
         device_name = _device_name(sources)
         launchers, trials, followers, extra = {}, {}, [], []
         wanted: dict = {}  # key -> [(name, position, launches, function) of its first kernel, its count]
@@ -389,7 +395,12 @@ class TritonBackend:
             trials[key] = (name, position, launches, variants, group)
             extra += group[1:]
         followers = [(name, position, key) for name, position, key in followers if key in trials]
-        _precompile([launcher for group in launchers.values() for launcher in group] + extra)
+        every = [launcher for group in launchers.values() for launcher in group] + extra
+        return sources, launchers, trials, followers, every, _start_precompile(every)
+
+    def finish_build(self, started_build: tuple) -> dict[str, list[Callable]]:
+        sources, launchers, trials, followers, every, handed_over = started_build
+        _finish_precompile(every, handed_over)
         chosen, started, gains = {}, time.perf_counter(), {}
         for key, (name, position, launches, variants, group) in trials.items():
             times = triton_tune.measure(group, variants, sources[name])
@@ -510,9 +521,25 @@ def graph_device_type(scheduler) -> str | None:
 
 
 def _precompile(launchers: list[TritonLauncher]) -> None:
-    """Compiles the graph's kernels in threads, before its first call (on a GPU; the interpreter
-    has nothing to compile)."""
+    """Compiles the graph's kernels, before its first call (on a GPU; the interpreter has
+    nothing to compile)."""
+    _finish_precompile(launchers, _start_precompile(launchers))
+
+
+def _start_precompile(launchers: list[TritonLauncher]):
+    """The kernels handed to the compile workers: (start time, their batch), or None where
+    nothing compiles."""
     if os.environ.get("TRITON_INTERPRET") == "1" or not any(launcher.pointer_dtypes for launcher in launchers):
+        return None
+    from . import triton_pool
+
+    return time.perf_counter(), triton_pool.start_in_workers(launchers)
+
+
+def _finish_precompile(launchers: list[TritonLauncher], handed: tuple | None) -> None:
+    """Waits for the workers (into Triton's cache: the compiles below find their kernels), then
+    compiles each kernel here in threads."""
+    if handed is None:
         return
     from concurrent.futures import ThreadPoolExecutor
 
@@ -520,8 +547,8 @@ def _precompile(launchers: list[TritonLauncher]) -> None:
 
     from . import triton_pool
 
-    started = time.perf_counter()
-    triton_pool.compile_in_workers(launchers)  # (into Triton's cache: the compiles below find them)
+    started, batch = handed
+    triton_pool.finish_in_workers(batch)
     handed_over = time.perf_counter()
     with triton_pool.CacheCounter() as counts:
         with ThreadPoolExecutor(COMPILE_THREADS) as pool, AsyncCompileMode(pool, ignore_errors=True):

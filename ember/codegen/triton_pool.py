@@ -47,6 +47,7 @@ class Worker:
     def __init__(self) -> None:
         self.process = subprocess.Popen([sys.executable, WORKER_SCRIPT], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.lock = threading.Lock()  # one job at a time (batches of two graphs share the workers)
 
     def run(self, job: list) -> str:
         self.process.stdin.write(json.dumps(job) + "\n")
@@ -93,43 +94,47 @@ def shutdown() -> None:
         _workers.clear()
 
 
-_jobs_lock = threading.Lock()  # (graphs compiled in two threads take turns: one job per worker at a time)
-
-
 def run_jobs(jobs: list[list], count: int | None = None) -> list[str]:
     """Each job's answer ("ok" or the error), the jobs spread over the workers."""
-    with _jobs_lock:
-        return _run_jobs(jobs, count)
+    return Batch(jobs, count).wait()
 
 
-def _run_jobs(jobs: list[list], count: int | None) -> list[str]:
-    workers = _pool(min(count or COMPILE_WORKERS, len(jobs)))
-    pending: queue.Queue = queue.Queue()
-    for position, job in enumerate(jobs):
-        pending.put((position, job))
-    answers = ["not run"] * len(jobs)
-    seconds = [0.0] * len(jobs)
+class Batch:
+    """Jobs handed to the workers, answered in the background: a graph's kernels compile while
+    the parent lowers the next graph (a training step's backward while its forward compiles).
+    Batches share the workers, one job per worker at a time."""
 
-    def serve(worker: Worker) -> None:
+    def __init__(self, jobs: list[list], count: int | None = None) -> None:
+        self.jobs = jobs
+        self.answers = ["not run"] * len(jobs)
+        self.seconds = [0.0] * len(jobs)
+        self.pending: queue.Queue = queue.Queue()
+        for position, job in enumerate(jobs):
+            self.pending.put((position, job))
+        workers = _pool(min(count or COMPILE_WORKERS, len(jobs))) if jobs else []
+        self.threads = [threading.Thread(target=self._serve, args=(worker,), daemon=True) for worker in workers]
+        for thread in self.threads:
+            thread.start()
+
+    def _serve(self, worker: Worker) -> None:
         while True:
             try:
-                position, job = pending.get_nowait()
+                position, job = self.pending.get_nowait()
             except queue.Empty:
                 return
-            started = time.perf_counter()
-            answers[position] = worker.run(job)
-            seconds[position] = time.perf_counter() - started
+            with worker.lock:
+                started = time.perf_counter()
+                self.answers[position] = worker.run(job)
+                self.seconds[position] = time.perf_counter() - started
 
-    threads = [threading.Thread(target=serve, args=(worker,), daemon=True) for worker in workers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if log_perf.isEnabledFor(logging.DEBUG):
-        slowest = sorted(range(len(jobs)), key=seconds.__getitem__, reverse=True)[:3]
-        log_perf.debug("slowest compiles in the workers: %s", ", ".join(
-            f"{jobs[k][1]} {seconds[k]:.1f} s ({jobs[k][0]})" for k in slowest))
-    return answers
+    def wait(self) -> list[str]:
+        for thread in self.threads:
+            thread.join()
+        if self.jobs and log_perf.isEnabledFor(logging.DEBUG):
+            slowest = sorted(range(len(self.jobs)), key=self.seconds.__getitem__, reverse=True)[:3]
+            log_perf.debug("slowest compiles in the workers: %s", ", ".join(
+                f"{self.jobs[k][1]} {self.seconds[k]:.1f} s ({self.jobs[k][0]})" for k in slowest))
+        return self.answers
 
 
 def specializations(launchers: list) -> list[tuple[str, str, str]]:
@@ -161,18 +166,30 @@ def specializations(launchers: list) -> list[tuple[str, str, str]]:
 
 def compile_in_workers(launchers: list) -> None:
     """Fills Triton's cache with the launchers' kernels, compiled in the worker processes."""
+    finish_in_workers(start_in_workers(launchers))
+
+
+def start_in_workers(launchers: list) -> Batch | None:
+    """Hands the launchers' kernels to the workers (None: too few, or no workers); they compile
+    into Triton's cache while the caller goes on."""
     if not workers_enabled() or len(launchers) < MIN_KERNELS:
-        return
+        return None
     from triton.runtime.driver import driver
 
     target = driver.active.get_current_target()
     jobs = [[path, name, data, [target.backend, target.arch, target.warp_size]]
             for path, name, data in specializations(launchers)]
-    answers = run_jobs(jobs)
+    return Batch(jobs)
+
+
+def finish_in_workers(batch: Batch | None) -> None:
+    if batch is None:
+        return
+    answers = batch.wait()
     failed = [answer for answer in answers if answer != "ok"]
     if failed:
         log_perf.debug("%d of %d kernels failed in the compile workers (the parent compiles them): %s",
-                       len(failed), len(jobs), failed[0])
+                       len(failed), len(batch.jobs), failed[0])
 
 
 class CacheCounter:

@@ -36,11 +36,12 @@ _BOUNDS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def bounds_scope():
-    """The size symbols' lower bounds seen from here on belong to one graph's compile."""
-    token = _BOUNDS.set({})
+def bounds_scope(bounds: dict[str, int] | None = None):
+    """The size symbols' lower bounds seen from here on belong to one graph's compile (`bounds`:
+    the ones of a compile begun earlier, continued here)."""
+    token = _BOUNDS.set({} if bounds is None else bounds)
     try:
-        yield
+        yield _BOUNDS.get()
     finally:
         _BOUNDS.reset(token)
 

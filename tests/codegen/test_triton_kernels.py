@@ -327,7 +327,7 @@ def test_direct_launch_lines_call_the_launcher_with_grid_stream_and_arguments(mo
                 launcher.after_sizes = launcher.pointers + len(launcher.sizes)
                 launcher.stream = lambda device: "the launcher's own"
 
-    monkeypatch.setattr(triton_backend, "_precompile", fake_precompile)
+    monkeypatch.setattr(triton_backend, "_finish_precompile", lambda launchers, handed: fake_precompile(launchers))
     monkeypatch.setattr(triton_backend, "_raw_stream", lambda: (lambda device: "the wrapper's"))
 
     def fn(x, w):
@@ -463,3 +463,36 @@ def test_pointwise_producer_of_a_looped_reduction_runs_in_its_loop(monkeypatch):
     loop = first.split("for roffset", 1)[1].split("tl.reduce", 1)[0]
     assert "tl.store(out_ptr" in loop and "rmask)" in loop, first
     assert not any("_ember_max" not in kernel and "(208 * x0)" in kernel for kernel in kernels), kernels
+
+
+def test_training_backward_is_begun_while_the_forward_compiles(monkeypatch):
+    """A training graph's backward is lowered and its kernels handed to the compilers before the
+    forward's finish (their compiles overlap in the workers), and finished at its first call;
+    gradients as eager's."""
+    from ember.codegen import compile as codegen_compile
+
+    events = []
+    start_graph = codegen_compile.start_graph
+
+    def recording(gm, example_inputs):
+        finish = start_graph(gm, example_inputs)
+        events.append("start")
+
+        def finished():
+            events.append("finish")
+            return finish()
+
+        return finished
+
+    monkeypatch.setattr(codegen_compile, "start_graph", recording)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16)).to(DEVICE)
+    x = torch.randn(4, 8, device=DEVICE)
+    out = ember.compile(model)(x)
+    assert events == ["start", "start", "finish"], events
+    out.sum().backward()
+    assert events == ["start", "start", "finish", "finish"], events
+    ours = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model(x).sum().backward()
+    for a, p in zip(ours, model.parameters()):
+        torch.testing.assert_close(a, p.grad)
