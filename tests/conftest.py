@@ -7,6 +7,9 @@ import torch
 # reference runs do; triton's own library functions are @triton.jit too).
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    from tests.triton_rounding import round_like_the_gpu
+
+    round_like_the_gpu()
 
 import ember
 

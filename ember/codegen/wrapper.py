@@ -44,8 +44,29 @@ def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool =
     if (view or tensor.storage_offset() == 0) and (same_strides or tensor.numel() <= 1):
         return tensor
     result = torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device)
+    if _overlapping(size, stride):
+        # (a view whose elements share memory, planned as eager's: an unfold of a stride-0
+        # tensor; copy_ refuses such a destination.  Aliased elements hold one value in eager, so
+        # any of the source's lands in each place: fuzz layout 9537)
+        places = sum(torch.arange(n, device=tensor.device).view([-1 if d == k else 1 for d in range(len(size))]) * st
+                     for k, (n, st) in enumerate(zip(size, stride)))
+        flat = result.as_strided((result.untyped_storage().nbytes() // result.element_size(),), (1,), 0)
+        flat[torch.broadcast_to(places, tuple(size)).reshape(-1)] = tensor.reshape(-1)
+        return result
     result.copy_(tensor)
     return result
+
+
+def _overlapping(size: tuple, stride: tuple) -> bool:
+    """Do two elements of this layout share memory?"""
+    reach = 1
+    for n, st in sorted(((n, abs(st)) for n, st in zip(size, stride) if n != 1), key=lambda pair: pair[1]):
+        if n == 0:
+            return False
+        if st < reach:
+            return True
+        reach = st * (n - 1) + reach
+    return False
 
 
 class InputShapeMismatch(RuntimeError):

@@ -779,6 +779,26 @@ def test_ensure_layout_copies_a_view_with_other_strides():
     assert moved.stride() == (1, 3) and torch.equal(moved, view)
 
 
+def test_ensure_layout_makes_a_planned_layout_whose_elements_share_memory():
+    """An ATen view planned with elements sharing memory (fuzz layout 9537: unfold of a stride-0
+    tensor, strides (0, 0)) and computed by ATen from a contiguous copy: the result takes the
+    planned strides (copy_ refuses such a destination), with eager's values; the program as
+    eager's."""
+    from ember.codegen.wrapper import _overlapping, ensure_layout
+
+    result = ensure_layout(torch.tensor([[5, 5]], dtype=torch.int32), (1, 2), (0, 0))
+    assert result.stride() == (0, 0) and result.tolist() == [[5, 5]]
+    assert _overlapping((2, 3), (1, 1)) and not _overlapping((2, 3), (3, 1)) and not _overlapping((1, 4), (0, 1))
+
+    def program(a):
+        v = torch.as_strided(a.int(), (3,), (0,)).unfold(-1, 2, 3)
+        return torch.diagonal(v, 1, 1, -2), v + 1
+
+    a = torch.arange(4, dtype=torch.int8)
+    for ours, theirs in zip(ember.compile(program, backend="ember")(a), program(a)):
+        assert torch.equal(ours, theirs)
+
+
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_writes_through_slices_compile_without_aten_calls(dynamic, caplog):
     """`v[:3] *= 2`, `v[-1] += 1`, `v[1:, 2] = 7`: slice_scatter/select_scatter (and, in the

@@ -496,3 +496,10 @@ def test_training_backward_is_begun_while_the_forward_compiles(monkeypatch):
     model(x).sum().backward()
     for a, p in zip(ours, model.parameters()):
         torch.testing.assert_close(a, p.grad)
+
+
+def test_float32_to_bfloat16_rounds_to_nearest_even():
+    """Values are stored in bfloat16 rounded to nearest, ties to even, as eager rounds (a GPU's
+    `.to(tl.bfloat16)`; under the interpreter, tests/triton_rounding.py)."""
+    x = torch.tensor([-3.8733941, 3.8733941, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8, 3.3895e38, -0.0])
+    (graph,) = _run(lambda x: (x * 1.0).to(torch.bfloat16), x)

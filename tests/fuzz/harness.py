@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
 import time
 import traceback
@@ -477,6 +478,10 @@ def run_program(program: Program, backends=("ember",), raise_capture_errors: boo
                 # A lowering that crashes is a bug to fix, not an ATen fallback to hide behind.
                 # "ember_triton": Triton kernels (Triton's interpreter on CPU tensors) for CPU graphs
                 kernels = "triton" if "_triton" in backend else "cpp"
+                if kernels == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
+                    from tests.triton_rounding import round_like_the_gpu
+
+                    round_like_the_gpu()  # (the interpreter truncates to bfloat16; a GPU rounds)
                 # mode "conv": channels-last convolutions on the CPU too (by default only on CUDA)
                 layout = "cpu,cuda" if program.mode == "conv" else ember.config.channels_last_convolutions
                 with ember.config.patch(raise_capture_errors=raise_capture_errors, raise_lowering_errors=True,
