@@ -500,26 +500,41 @@ def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int]
             continue
         if all(user in only_missing for user in node.users):
             continue
-        shape = None
-        if contiguous_without_guards(value):
-            with graph.inserting_before(node):  # (sizes from the placeholders only)
-                try:
-                    shape = [symbols.node_of(size) if isinstance(size, torch.SymInt) else size for size in value.shape]
-                except SymbolicSizeError:
-                    shape = None
+        # Sizes (and strides) from the placeholders only; None where a size is one no input of
+        # the backward holds.
+        with graph.inserting_before(node):
+            shape = _size_nodes(symbols, value.shape)
+            stride = None if contiguous_without_guards(value) else _size_nodes(symbols, value.stride())
         with graph.inserting_after(node):
-            if shape is None:
-                # (strided, or a size no input of the backward holds: zeros of the value's layout;
-                # the value is still computed, but what reads it sees zeros, not 0 * inf = NaN
-                # from a missing tangent: fuzz autograd 729)
-                zeros = graph.call_function(torch.ops.aten.zeros_like.default, (node,))
-            else:
+            if shape is not None and stride is not None:
+                # (strided: zeros in the value's layout, made without the value, which may be made
+                # from the missing tangent that compiled autograd passes as None: fuzz default 9638)
+                empty = graph.call_function(torch.ops.aten.empty_strided.default, (shape, stride),
+                                            {"dtype": value.dtype, "device": value.device})
+                empty.meta = {"val": value}
+                with graph.inserting_after(empty):
+                    zeros = graph.call_function(torch.ops.aten.fill.Scalar, (empty, 0))
+            elif shape is not None and contiguous_without_guards(value):
                 zeros = graph.call_function(torch.ops.aten.zeros.default, (shape,),
                                             {"dtype": value.dtype, "device": value.device})
+            else:
+                # (a size no input of the backward holds: zeros of the value's layout; the value
+                # is still computed, but what reads it sees zeros, not 0 * inf = NaN from a
+                # missing tangent: fuzz autograd 729)
+                zeros = graph.call_function(torch.ops.aten.zeros_like.default, (node,))
         zeros.meta = {"val": value}
         node.replace_all_uses_with(zeros, delete_user_cb=lambda user: user not in only_missing and user is not zeros)
     graph.eliminate_dead_code()
     return graph
+
+
+def _size_nodes(symbols: SymbolNodes, sizes) -> list | None:
+    """Sizes as graph arguments (a symbolic one as the node computing it from the inputs), or
+    None where one cannot be computed from them."""
+    try:
+        return [symbols.node_of(size) if isinstance(size, torch.SymInt) else size for size in sizes]
+    except SymbolicSizeError:
+        return None
 
 
 def _check_versions(tensors, versions: list[int], layout: list[bool], reads: frozenset[int] | None) -> None:

@@ -123,3 +123,17 @@ def test_triton_regressions(mode, seed):
     (outcome,) = run_program(generate(seed, mode), ("ember_triton",))
     assert outcome.cls in ("ok", "eager_error", "ill_conditioned"), (outcome.cls, outcome.check, outcome.detail,
                                                                      outcome.exception)
+
+
+# Programs the fuzzer found crashing, each fixed, per backend: a backward pruned to the given
+# tangents kept a strided value made from a missing tangent alive (zeros_like of it), which
+# compiled autograd passes as None (default 9638); an ATen view planned with elements sharing
+# memory (layout 9537).
+REGRESSIONS = [("ember_ca", "default", 9638), ("ember", "default", 9638), ("ember", "layout", 9537)]
+
+
+@pytest.mark.parametrize("backend,mode,seed", REGRESSIONS, ids=[f"{b}-{m}-{s}" for b, m, s in REGRESSIONS])
+def test_regressions(backend, mode, seed):
+    (outcome,) = run_program(generate(seed, mode), (backend,))
+    assert outcome.cls in ("ok", "eager_error", "ill_conditioned"), (outcome.cls, outcome.check, outcome.detail,
+                                                                     outcome.exception)
