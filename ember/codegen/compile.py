@@ -205,8 +205,6 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
         # value at call time.
         log_fallbacks.debug("graph with symbolic scalar inputs (%s): running it as is", ", ".join(scalars))
         return gm.forward
-    # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
-    # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
     def with_graphs(graph: CompiledGraph) -> CompiledGraph:
         if ember_config.cudagraphs and devices == {"cuda"}:
             from ..runtime.cudagraphs import CudaGraphRunner, why_not_graphs
@@ -218,6 +216,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
                 log_fallbacks.debug("CUDA graphs off for this graph: %s", reason)
         return graph
 
+    # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
+    # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
     try:
         if started is None:
             return with_graphs(compile_graph(gm, example_inputs))
