@@ -25,7 +25,7 @@ from .. import config as ember_config
 from ..lowering.indexing import c_index
 from ..lowering.symbolic import provably_nonnegative, size_symbols
 from ..lowering.printer import provenance
-from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars
+from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars, store_layout
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
 from .common import KernelArguments
 
@@ -522,7 +522,7 @@ class CppKernel(KernelArguments):
         lines += ["    " + line for line in inner]
         for node, name, acc_type, _ in accumulators:
             index = self._node_index(node, [position], [])
-            store_index = self.index(node.layout.index(index))
+            store_index = self.index(store_layout(node).index(index))
             out = self.outputs.index(node.name)
             lines.append(f"    for (int64_t xl = 0; xl < xn; xl++) out_ptr{out}[{store_index}] = "
                          f"{cast_value(f'{name}[xl]', node.dtype)};")
@@ -632,7 +632,7 @@ class CppKernel(KernelArguments):
             value = node.data.inner_fn(self.ops, index)
             if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
                 value = self.ops.to_dtype(value, node.dtype)
-            store_index = self.index(node.layout.index(index))
+            store_index = self.index(store_layout(node).index(index))
             position = self.outputs.index(node.name)
             self.block.lines.append(f"out_ptr{position}[{store_index}] = {value};")
             self.block.stored[(node.name, store_index)] = value
@@ -722,7 +722,7 @@ class CppKernel(KernelArguments):
         lines.append(f"ember_welford_combine({name}_rmean, {name}_rm2, {name}_rn, {name}_tmean, {name}_tm2, {name}_tn);")
         for member in partners:
             result = f"{name}_rmean" if member.data.spec.reduction_type == "welford_mean" else f"{name}_rm2"
-            store_index = self.index(member.layout.index(index))
+            store_index = self.index(store_layout(member).index(index))
             position = self.outputs.index(member.name)
             value = self.emit_value(cast_value(result, member.dtype))
             lines.append(f"out_ptr{position}[{store_index}] = {value};")
@@ -788,7 +788,7 @@ class CppKernel(KernelArguments):
             lines = ([pragma] if pragma else []) + header
         self.block.lines.extend(lines)
         result = index_name if index_name else accumulator
-        store_index = self.index(node.layout.index(index))
+        store_index = self.index(store_layout(node).index(index))
         position = self.outputs.index(node.name)
         if node.dtype != spec.src_dtype or index_name:
             result = cast_value(result, node.dtype)

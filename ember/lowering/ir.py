@@ -71,6 +71,12 @@ class Layout:
         return Layout(device, dtype, size, contiguous_strides(size))
 
 
+def store_layout(node) -> "Layout":
+    """The layout a computed node's loops store through: its buffer's, or for a pointwise node
+    refined to a kernel's finer ranges (scheduler.refine), the same memory seen over those ranges."""
+    return getattr(node.data, "store_layout", None) or node.layout
+
+
 class IRNode:
     dtype: torch.dtype
     device: torch.device

@@ -19,7 +19,9 @@ Input: the lowered graph's buffers (ComputedBuffers and extern calls) in creatio
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import math
 import os
 from typing import Any
 
@@ -29,7 +31,8 @@ from ..lowering.analysis import record
 from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
 from ..lowering.indexing import simplify_index
 from ..lowering.symbolic import is_size_symbol
-from ..lowering.ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, Reduction, Scatter, index_vars
+from ..lowering.ir import (Buffer, ComputedBuffer, ExternBuffer, ExternCall, Layout, Pointwise, Reduction, Scatter,
+                           index_vars, store_layout)
 
 
 def squeeze(ranges) -> list:
@@ -204,7 +207,7 @@ class Scheduler:
         outer = squeeze(reductions[0].data.ranges) if reductions else squeeze(nodes[0].data.ranges)
         for member in nodes:
             if outer not in outer_candidates(member):
-                return False
+                return not reductions and self._join_refined(kernel, node)
         if not isinstance(node.data, Reduction) and _serializes(outer, node):
             return False
         if not outer and not reductions:
@@ -219,6 +222,35 @@ class Scheduler:
                 return False
         kernel.outer = outer
         return True
+
+    def _join_refined(self, kernel: Kernel, node: ComputedBuffer) -> bool:
+        """A pointwise node over the same elements as a pointwise kernel in other dims (a bias add
+        over [12608, 3072] and the GELU that reads it as [64, 197, 3072]): both iterate over
+        their common refinement, if the checks pass there; else everything stays as it was."""
+        nodes = kernel.nodes + [node]
+        if not all(type(n.data) is Pointwise for n in nodes) or \
+                any(squeeze(n.data.ranges) != kernel.outer for n in kernel.nodes):
+            return False
+        ranges = common_refinement(kernel.outer, squeeze(node.data.ranges))
+        if ranges is None:
+            return False
+        saved = {n.name: (n.data, self._loads.get(n.name)) for n in nodes}
+        for member in nodes:
+            refined = refine(member, ranges)
+            if refined is None:
+                break
+            member.data = refined
+            self._loads[member.name] = record(refined).loads
+        else:
+            if self._can_join(kernel, node):
+                return True
+        for member in nodes:
+            member.data, loads = saved[member.name]
+            if loads is None:
+                self._loads.pop(member.name, None)
+            else:
+                self._loads[member.name] = loads
+        return False
 
     def _node_buffers(self, node: ComputedBuffer) -> set[str]:
         return {node.name} | (self._reads.get(node.name) or {name for name, _ in record(node.data).loads})
@@ -239,7 +271,7 @@ class Scheduler:
         producer_vars = _kernel_vars(producer, outer)
         # (simplified: a load through views splits its index, k*floor(x/k) + Mod(x, k) for x)
         load = simplify_index(sympy.expand(sympy.sympify(load_index).subs(consumer_vars["to_kernel"])))
-        store = sympy.expand(producer.layout.index(producer_vars["index"]))
+        store = sympy.expand(store_layout(producer).index(producer_vars["index"]))
         store = simplify_index(sympy.expand(store.subs(producer_vars["to_kernel"])))
         outer_symbols = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(outer))]
         # (size symbols stay: they are the same in every iteration)
@@ -341,3 +373,82 @@ def _kernel_vars(node: ComputedBuffer, outer: list) -> dict:
             to_kernel[var] = sympy.Symbol(f"y{inner_position}", integer=True, nonnegative=True)
             inner_position += 1
     return {"index": index, "to_kernel": to_kernel}
+
+
+def common_refinement(a: list, b: list) -> list | None:
+    """Ranges from which both `a` and `b` (squeezed) come by merging runs of adjacent dims:
+    [12608, 3072] and [64, 197, 3072] give [64, 197, 3072].  None where sizes are symbolic or
+    a run would need splitting on both sides ([6, 4] and [4, 6])."""
+    values = [sympy.sympify(n) for n in (*a, *b)]
+    if not all(value.is_number for value in values):
+        return None
+    a, b = [int(n) for n in a], [int(n) for n in b]
+    refined: list = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        run_a, run_b = [a[i]], [b[j]]
+        i, j = i + 1, j + 1
+        while math.prod(run_a) != math.prod(run_b):
+            if math.prod(run_a) < math.prod(run_b):
+                if i == len(a):
+                    return None
+                run_a.append(a[i])
+                i += 1
+            else:
+                if j == len(b):
+                    return None
+                run_b.append(b[j])
+                j += 1
+        if len(run_a) > 1 and len(run_b) > 1 and run_a != run_b:
+            return None
+        refined += [sympy.Integer(n) for n in (run_a if len(run_a) >= len(run_b) else run_b)]
+    return refined if i == len(a) and j == len(b) else None
+
+
+def refine(node: ComputedBuffer, ranges: list) -> Pointwise | None:
+    """The node's pointwise loops over `ranges`, a refinement of its own (size-1 dims dropped,
+    others split into runs), storing to the same memory (`store_layout`).  None if its layout
+    does not line up with its ranges."""
+    data = node.data
+    own = list(data.ranges)
+    layout = store_layout(node)
+    if squeeze(own) == list(ranges):
+        return data
+    if not isinstance(layout, Layout) or len(layout.size) != len(own):
+        return None
+    runs, k = [], 0
+    for position, size in enumerate(own):
+        if size == 1:
+            continue
+        run, total = [], 1
+        while total < int(size):
+            run.append(k)
+            total *= int(ranges[k])
+            k += 1
+        if total != int(size):
+            return None
+        runs.append((position, run))
+    if k != len(ranges):
+        return None
+    strides: list = [None] * len(ranges)
+    for position, run in runs:
+        stride = layout.stride[position]
+        for k in reversed(run):
+            strides[k] = stride
+            stride = stride * ranges[k]
+
+    def to_own(index):
+        result = [sympy.Integer(0)] * len(own)
+        for position, run in runs:
+            expr = sympy.Integer(0)
+            for k in run:
+                expr = expr * ranges[k] + index[k]
+            result[position] = expr
+        return result
+
+    inner_fn = data.inner_fn
+    refined = copy.copy(data)
+    refined.ranges = list(ranges)
+    refined.inner_fn = lambda ops, index: inner_fn(ops, to_own(index))
+    refined.store_layout = Layout(layout.device, layout.dtype, list(ranges), strides, layout.offset)
+    return refined

@@ -118,3 +118,31 @@ def test_cross_entropy_gradient_is_not_stored_as_a_one_hot_tensor():
     backward = graphs[-1]
     full_size = [line for line in backward.wrapper.splitlines() if "empty_strided" in line and "(64, 1000)" in line]
     assert len(full_size) == 1, backward.wrapper  # the gradient itself, nothing else of its size
+
+
+def test_pointwise_nodes_over_the_same_elements_in_other_dims_share_a_kernel():
+    """A stored bias add over the product's [20, 32] and the GELU that reads it as [4, 5, 32]
+    (a training forward saves the add for GELU's backward): one kernel over their common
+    refinement [4, 5, 32], writing both (they were two, the second reading the first back)."""
+    def f(a, w, b):
+        h = torch.mm(a.reshape(20, 16), w) + b
+        return h, torch.nn.functional.gelu(h.view(4, 5, 32))
+
+    a, w, b = torch.randn(4, 5, 16), torch.randn(16, 32), torch.randn(32)
+    (h, g), graphs = compiled_graphs(f, a, w, b)
+    expected_h, expected_g = f(a, w, b)
+    torch.testing.assert_close(h, expected_h)
+    torch.testing.assert_close(g, expected_g)
+    assert len(graphs[0].kernels) == 1
+    (source,) = graphs[0].kernels.values()
+    assert "out_ptr0[" in source and "out_ptr1[" in source
+
+
+def test_common_refinement_of_ranges():
+    from ember.scheduling.scheduler import common_refinement
+
+    assert common_refinement([12608, 3072], [64, 197, 3072]) == [64, 197, 3072]
+    assert common_refinement([6, 35], [2, 3, 5, 7]) == [2, 3, 5, 7]
+    assert common_refinement([6, 4], [4, 6]) is None  # (would split a run on both sides)
+    assert common_refinement([8], [2, 3]) is None
+    assert common_refinement([2, 3, 4], [6, 4]) == [2, 3, 4]
