@@ -60,3 +60,19 @@ def test_constants_the_program_makes_are_float64_holding_their_dtypes_value():
         filled = x.index_put((torch.tensor([1, 3]),), constant, accumulate=True)   # autograd 1645
     assert constant.dtype == torch.float64 and constant.item() == torch.tensor(0.1, dtype=torch.float32).item()
     assert filled[1].item() == constant.item()
+
+
+def test_overflow_eager_shows_in_a_tensor_excuses_ember_overflowing_elsewhere_in_it():
+    """Fuzz 9607: eager's gradient had NaNs (0 * inf) where float64 stays finite; compiled
+    autograd's had them at 12 more elements (another order of the same overflowing products).
+    A finite wrong value there, or NaNs in a tensor where eager did not overflow, still count."""
+    from .compare import compare_tensor
+
+    reference = torch.zeros(4, dtype=torch.float64)
+    eager = torch.tensor([float("nan"), 0.0, 0.0, 0.0])
+    assert compare_tensor(torch.tensor([float("nan"), float("nan"), 0.0, 0.0]), eager, reference,
+                          where="grad", fragile=False) is None
+    assert compare_tensor(torch.tensor([float("nan"), 0.0, 5.0, 0.0]), eager, reference,
+                          where="grad", fragile=False) is not None
+    assert compare_tensor(torch.tensor([0.0, float("nan"), 0.0, 0.0]), torch.zeros(4), reference,
+                          where="grad", fragile=False) is not None
