@@ -51,7 +51,7 @@ def test_python_values_and_globals_show_both_values(recompile_log):
     compiled(x, False, 2)
     assert "flag expected True, got False" in recompile_log()
     compiled(x, False, 2.0)
-    assert "type(n) expected int, got float" in recompile_log()
+    assert "n expected 2 (int), got 2.0 (float)" in recompile_log()
     try:
         SCALE = 3
         torch.testing.assert_close(compiled(x, True, 2), x * 6)
