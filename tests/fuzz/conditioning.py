@@ -305,6 +305,23 @@ def _batch_norm_backward_cancels(args) -> bool:
     return any(_beyond_tolerance(result, terms) for result, terms in checks)
 
 
+def _batch_norm_input_gradient_bound(args) -> torch.Tensor | None:
+    """The rounding bound of each element of a training batch_norm's input gradient, invstd * (g -
+    mean(g) - xhat * mean(g * xhat)): its terms' sizes times eps.  The gradient sums to 0 over a
+    channel by construction, so what adds it up inherits these bounds (conv 9853: the bias
+    gradient of the convolution before it is eager 0, ember 1.5e-5, exactly 0, with |dy| ~ 100)."""
+    dy, x, weight, _, _, mean, invstd, train = (a.detach().double() if isinstance(a, torch.Tensor) else a
+                                               for a in args[:8])
+    if not train or not isinstance(mean, torch.Tensor) or not isinstance(invstd, torch.Tensor) or x.dim() < 2:
+        return None
+    dims = [0, *range(2, x.dim())]
+    shape = [1, -1] + [1] * (x.dim() - 2)
+    xhat = (x - mean.view(shape)) * invstd.view(shape)
+    g = dy * weight.view(shape) if isinstance(weight, torch.Tensor) else dy
+    terms = g.abs() + g.abs().mean(dims, keepdim=True) + xhat.abs() * (g * xhat).abs().mean(dims, keepdim=True)
+    return torch.nan_to_num(ACCUMULATION_EPS * terms * invstd.abs().view(shape), nan=0.0, posinf=0.0)
+
+
 _NORM_BACKWARD_CANCELS = {aten.native_batch_norm_backward.default: _batch_norm_backward_cancels,
                           aten.native_layer_norm_backward.default: _layer_norm_backward_cancels}
 
@@ -474,6 +491,26 @@ class ConditionWatch(TorchDispatchMode):
         if func in _NORM_BACKWARD_CANCELS:
             try:
                 self.ill_conditioned = _NORM_BACKWARD_CANCELS[func](args)
+                if func is aten.native_batch_norm_backward.default and result[0] is not None:
+                    bound = _batch_norm_input_gradient_bound(args)
+                    if bound is not None and bound.shape == result[0].shape:
+                        self.sum_bounds[result[0]] = bound
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
+            return result
+        if func is aten.convolution_backward.default:
+            # (a tuple: before the tensor-only checks below)
+            try:  # its gradients are sums of products too: past float32's largest value, see below
+                twins = func(args[0].abs(), args[1].abs(), args[2].abs(), *args[3:], **kwargs)
+                self.ill_conditioned = any(t is not None and bool((t.double() > _FLOAT32_MAX).any()) for t in twins)
+                bounds = self.sum_bounds.get(args[0])
+                if not self.ill_conditioned and bounds is not None and result[2] is not None:
+                    # the bias gradient adds up the output gradient, and its terms' own rounding
+                    # with it: independent errors, so their expected size (root of the sum of squares)
+                    dims = [0, *range(2, args[0].dim())]
+                    dy = args[0].detach().double()
+                    noise = ((bounds ** 2).sum(dims) + ACCUMULATION_EPS ** 2 * (dy ** 2).sum(dims)).sqrt()
+                    self.ill_conditioned = _beyond_tolerance(result[2].detach().double(), noise / ACCUMULATION_EPS)
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result
@@ -526,13 +563,6 @@ class ConditionWatch(TorchDispatchMode):
         if func in (aten.prod.default, aten.prod.dim_int) and isinstance(args[0], torch.Tensor):
             try:
                 self.ill_conditioned = _zero_meets_overflow(func, args)
-            except Exception:  # noqa: BLE001 - a watch must never change the run
-                pass
-            return result
-        if func is aten.convolution_backward.default:
-            try:  # its gradients are sums of products too: past float32's largest value, see below
-                twins = func(args[0].abs(), args[1].abs(), args[2].abs(), *args[3:], **kwargs)
-                self.ill_conditioned = any(t is not None and bool((t.double() > _FLOAT32_MAX).any()) for t in twins)
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result
