@@ -272,7 +272,7 @@ class WrapperCodegen:
         if not call.multi_output:
             if outputs:
                 self.lines.append(f"{outputs[0].name} = {target}({arguments}){comment}")
-                self._check_layout(outputs[0])
+                self._check_layout(outputs[0], inline=True)
             else:
                 self.lines.append(f"{target}({arguments}){comment}")
             return
@@ -282,13 +282,18 @@ class WrapperCodegen:
                 self.lines.append(f"{buffer.name} = __result[{index}]")
                 self._check_layout(buffer)
 
-    def _check_layout(self, buffer) -> None:
+    def _check_layout(self, buffer, inline: bool = False) -> None:
         layout = buffer.layout
         # a view into another buffer (planned at an offset): its strides derive from that buffer's
         # layout, which the lowering made eager's; checked all the same, as the kernels rely on it
         view = ", view=True" if layout.offset != 0 else ""
-        self.lines.append(f"{buffer.name} = ensure_layout({buffer.name}, {_sizes(layout.size)}, "
-                          f"{_sizes(layout.stride)}{view})")
+        fix = f"{buffer.name} = ensure_layout({buffer.name}, {_sizes(layout.size)}, {_sizes(layout.stride)}{view})"
+        if not inline:
+            self.lines.append(fix)
+            return
+        # (the common case, planned strides at the storage's start, without a Python call)
+        offset = "" if view else f" or {buffer.name}.storage_offset()"
+        self.lines.append(f"if {buffer.name}.stride() != {_sizes(layout.stride)}{offset}: {fix}")
 
     # -- symbolic sizes ---------------------------------------------------------------------------
     def _define_sizes(self) -> None:
