@@ -23,6 +23,7 @@ import torch
 
 from .. import config as ember_config
 from .. import logs
+from ..lowering.bias_epilogue import use_bias_epilogues
 from ..lowering.graph import GraphLowering, GraphNotSupported
 from ..lowering.printer import ir_text, schedule_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
@@ -109,6 +110,8 @@ def _finish_graph(gm, graph, scheduler, backend, sources, functions, timings, ti
 
 
 def _lower(gm: torch.fx.GraphModule) -> GraphLowering:
+    if use_bias_epilogues(gm.graph):
+        gm.recompile()
     graph = GraphLowering(gm)
     placeholders = [node.meta.get("val") for node in gm.graph.nodes if node.op == "placeholder"]
     graph.run(*placeholders)

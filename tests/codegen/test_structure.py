@@ -163,3 +163,25 @@ def test_extern_calls_use_torch_bindings_only_where_they_mean_that_overload():
     a, b, c = torch.randn(3, 4), torch.randn(4, 5), torch.randn(5)
     out, graphs = compiled_graphs(lambda a, b, c: torch.addmm(c, a, b, beta=0.5), a, b, c)
     torch.testing.assert_close(out, torch.addmm(c, a, b, beta=0.5))
+
+
+def test_a_bias_add_stored_anyway_goes_back_into_the_product(monkeypatch):
+    """mm + bias read only by another product (attention's q/k/v, through views) is one addmm
+    call (cuBLASLt's bias epilogue on a GPU); a bias that a pointwise op comes after stays in that
+    op's kernel."""
+    from ember.lowering import bias_epilogue
+
+    monkeypatch.setattr(bias_epilogue, "DEVICES", {"cpu", "cuda"})
+    a, w, b, w2 = torch.randn(6, 8), torch.randn(8, 4), torch.randn(4), torch.randn(2, 3)
+
+    def projected(a, w, b, w2):
+        h = (a @ w + b).view(6, 2, 2)
+        return torch.bmm(h, w2.expand(6, 2, 3))
+
+    out, graphs = compiled_graphs(projected, a, w, b, w2)
+    torch.testing.assert_close(out, projected(a, w, b, w2))
+    assert "addmm" in graphs[0].wrapper and not graphs[0].kernels
+
+    out, graphs = compiled_graphs(lambda a, w, b: torch.nn.functional.gelu(a @ w + b), a, w, b)
+    torch.testing.assert_close(out, torch.nn.functional.gelu(a @ w + b))
+    assert "addmm" not in graphs[0].wrapper and len(graphs[0].kernels) == 1
