@@ -129,7 +129,11 @@ def test_triton_regressions(mode, seed):
 # tangents kept a strided value made from a missing tangent alive (zeros_like of it), which
 # compiled autograd passes as None (default 9638); an ATen view planned with elements sharing
 # memory (layout 9537).
-REGRESSIONS = [("ember_ca", "default", 9638), ("ember", "default", 9638), ("ember", "layout", 9537)]
+REGRESSIONS = [("ember_ca", "default", 9638), ("ember", "default", 9638), ("ember", "layout", 9537),
+               # the comparison's and the conditioning's: compiled autograd's 0 * inf at more elements of
+               # a gradient where eager overflowed too (9607); a convolution's bias gradient before a
+               # training batch_norm, exactly 0, rounding noise in every kernel (9853)
+               ("ember_ca", "autograd", 9607), ("ember", "conv", 9853)]
 
 
 @pytest.mark.parametrize("backend,mode,seed", REGRESSIONS, ids=[f"{b}-{m}-{s}" for b, m, s in REGRESSIONS])
