@@ -87,6 +87,19 @@ def main() -> None:
                     count = len(runner.cache_entries[0].guard_set.all_guards()) if runner.cache_entries else -1
                     lines.append(f"    guard of {runner.code.co_name}: {statistics.median(samples):.0f} us "
                                  f"({min(samples):.0f}-{max(samples):.0f}), {count} guards")
+                    compiled = runner.entries[0][1]
+                    for label, autocast in (("autocast on", True), ("autocast off", False)):
+                        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+                            samples = []
+                            for _ in range(5):
+                                torch.cuda.synchronize()
+                                started = time.perf_counter()
+                                for _ in range(10):
+                                    compiled(None, *args)
+                                samples.append((time.perf_counter() - started) / 10 * 1e3)
+                            torch.cuda.synchronize()
+                        lines.append(f"    the call past the guard, {label}: host {statistics.median(samples):.2f} ms "
+                                     f"({min(samples):.2f}-{max(samples):.2f})")
         profiler = cProfile.Profile()
         torch.cuda.synchronize()
         profiler.enable()
