@@ -2,10 +2,12 @@
 
 The decompositions split `addmm(bias, a, b)` into `mm(a, b) + bias` so that the bias joins the
 kernel of whatever pointwise op comes next (a GELU, a residual add).  Where nothing pointwise
-comes next (a transformer's q/k/v projection feeds attention through views; a training forward
-saves the sum), the add would be a kernel of its own that reads and writes the whole product:
-ViT-B's qkv is 40 us a layer on an H100.  cuBLASLt adds a bias in the product's epilogue for
-(almost) nothing, so on CUDA such an add goes back to `addmm`, as eager's `F.linear` calls it.
+comes next (a transformer's q/k/v projection feeds attention through views) the add is a kernel
+of its own that reads and writes the whole product (ViT-B's qkv: 40 us a layer on an H100); where
+the sum is stored anyway (a training forward saves it for GELU's backward; GPT-2's key and value
+also go to a cat) the add's kernel writes it besides the product.  cuBLASLt adds a bias in the
+product's epilogue for (almost) nothing, so on CUDA an add whose sum is stored anyway (an output
+or a library call reads it, through views) goes back to `addmm`, as eager's `F.linear` calls it.
 """
 from __future__ import annotations
 
@@ -24,8 +26,7 @@ _VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, at
 
 
 def use_bias_epilogues(graph: torch.fx.Graph) -> int:
-    """Rewrite each `mm(a, b) + bias` that only library calls and outputs read into `addmm`;
-    returns how many."""
+    """Rewrite each `mm(a, b) + bias` whose sum is stored anyway into `addmm`; returns how many."""
     rewritten = 0
     for node in list(graph.nodes):
         match = _match(node)
@@ -64,7 +65,10 @@ def _match(node: torch.fx.Node):
 
 
 def _stored_anyway(node: torch.fx.Node) -> bool:
-    """Do only outputs and library calls (ops without a lowering) read it, through views?"""
+    """Is the sum stored whatever the kernels do: does an output or a library call (an op without
+    a lowering) read it, through views?  Then `addmm` writes it in place of the product, and the
+    kernels that read it read it as they would have read the product (a training forward's GELU
+    reads the sum it saves: one write of the whole product fewer)."""
     from .lowerings import EXTERN_OPS, LOWERINGS
 
     pending, seen = [node], set()
@@ -75,11 +79,11 @@ def _stored_anyway(node: torch.fx.Node) -> bool:
                 continue
             seen.add(user)
             if user.op == "output":
-                continue
+                return True
             if user.op != "call_function":
-                return False
+                continue
             if user.target in _VIEWS:
                 pending.append(user)
-            elif user.target not in EXTERN_OPS and user.target in LOWERINGS:
-                return False  # (a kernel of ember's could take the bias in)
-    return True
+            elif user.target in EXTERN_OPS or user.target not in LOWERINGS:
+                return True
+    return False

@@ -185,3 +185,11 @@ def test_a_bias_add_stored_anyway_goes_back_into_the_product(monkeypatch):
     out, graphs = compiled_graphs(lambda a, w, b: torch.nn.functional.gelu(a @ w + b), a, w, b)
     torch.testing.assert_close(out, torch.nn.functional.gelu(a @ w + b))
     assert "addmm" not in graphs[0].wrapper and len(graphs[0].kernels) == 1
+
+    def saved(a, w, b):  # (a training forward saving the sum for GELU's backward: stored anyway)
+        h = a @ w + b
+        return h, torch.nn.functional.gelu(h)
+
+    (h, out), graphs = compiled_graphs(saved, a, w, b)
+    torch.testing.assert_close(out, torch.nn.functional.gelu(a @ w + b))
+    assert "addmm" in graphs[0].wrapper and len(graphs[0].kernels) == 1
