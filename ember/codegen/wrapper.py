@@ -31,6 +31,17 @@ from ..lowering.printer import provenance, user_line
 from ..scheduling.scheduler import Kernel
 
 
+def _autocast_keys() -> "torch._C.DispatchKeySet":
+    keys = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
+    for name in dir(torch._C.DispatchKey):
+        if name.startswith("Autocast"):
+            keys = keys | torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, name))
+    return keys
+
+
+AUTOCAST_KEYS = _autocast_keys()
+
+
 def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool = False) -> torch.Tensor:
     """An extern op's result with the strides the graph planned for, at its storage's start (ATen
     may choose other strides; a kernel reading it adds no offset).  A `view` (planned at an offset
@@ -210,6 +221,14 @@ class WrapperCodegen:
         self.lines.extend(self.backend.final_lines(self))
         results = ", ".join(self.expr(value) for value in graph.outputs)
         self.lines.append(f"return ({results}{',' if len(graph.outputs) == 1 else ''})")
+        if graph.extern_calls:
+            # ATen calls run as traced: the trace recorded autocast's casts as ops of their own,
+            # and ops a composite ran below autocast (sdpa's math path in float32) would be cast
+            # again under the caller's autocast (a bf16 bmm where float32 was planned: a kernel
+            # read it as float32, past its end)
+            self.namespace["exclude_keys"] = torch._C._ExcludeDispatchKeyGuard
+            self.namespace["autocast_keys"] = AUTOCAST_KEYS
+            self.lines = ["with exclude_keys(autocast_keys):", *("    " + line for line in self.lines)]
         body = "\n".join("    " + line for line in self.lines)
         return f"def call({', '.join(params)}):\n{body}\n"
 

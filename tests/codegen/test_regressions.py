@@ -890,3 +890,25 @@ def test_views_reindex_by_runs_of_dims_with_equal_products():
             for index in itertools.product(*[range(d) for d in new]):
                 mapped = tuple(int(e) for e in reindex([sympy.Integer(v) for v in index]))
                 assert source[mapped] == target[index], (old, new, index)
+
+
+def test_aten_calls_run_as_traced_under_the_callers_autocast():
+    """GPT-2's training step under CPU autocast crashed the process: attention with dropout runs
+    its math path below autocast (bmm in float32), the wrapper's bmm ran under the caller's
+    autocast and returned bfloat16, and the next kernel read it as float32, past its end.  The
+    wrapper's ATen calls now run with autocast excluded (its casts are in the graph already)."""
+    def attention(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.5)
+
+    q, k, v = (torch.randn(2, 4, 16, 8, requires_grad=True) for _ in range(3))
+    mask = torch.ones(16, 16, dtype=torch.bool).tril()
+    compiled = ember.compile(attention, backend="ember")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        compiled(q, k, v, mask)
+        torch.manual_seed(0)
+        ours = compiled(q, k, v, mask)
+        torch.manual_seed(0)
+        theirs = attention(q, k, v, mask)
+    assert ours.dtype == theirs.dtype == torch.bfloat16
+    torch.testing.assert_close(ours, theirs)
+    ours.sum().backward()
