@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
+from ..gc_pause import gc_paused
 from .. import logs
 from .symbolic import SymbolicSizeError, SymbolNodes, contiguous_without_guards, has_symbols
 from .joint import JointSpec, replay_views
@@ -53,7 +54,7 @@ class CompiledPair:
         """The compiled backward, compiled on first use for the layouts of `saved` (the forward's
         saved values of this call; a compiled forward makes them the same way every call)."""
         if self._backward is None:
-            with self._lock:
+            with self._lock, gc_paused():
                 begun, self.begun = self.begun, None
                 if self._backward is None and begun is not None:
                     placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
@@ -97,7 +98,7 @@ class CompiledPair:
         zero tangent pushed through the backward: 0 * inf would be NaN), and the saved values
         only that read need not be as they were."""
         key = (returned, given)
-        with self._lock:
+        with self._lock, gc_paused():
             if key not in self._pruned:
                 self._placeholders_laid_out_as(saved)  # (copied with the graph)
                 graph = _without_missing_tangents(self.backward_graph.graph, returned, given)

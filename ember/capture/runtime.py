@@ -31,6 +31,7 @@ import torch
 
 from .. import config as ember_config
 from .. import logs
+from ..gc_pause import gc_paused
 from . import defaults
 from .convert_frame import CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
@@ -286,15 +287,16 @@ class CodeRunner:
             if getattr(self.context, "dynamic", None) is None:
                 self._mark_changed_sizes(closure, args)
         counters["stats"]["captures"] += 1
-        entry = capture_frame(self.context, self.code, self.f_globals, closure, args, self.shapes)
-        if entry is None:
-            self.eager = True
-            return self.run_eagerly(closure, args)
-        self.cache_entries.append(entry)
-        for observer in _observers:
-            observer.guards.append(entry.guard_source)
-        self.entries.append((entry.guard, entry.run))
-        return entry.run(closure, *args)
+        with gc_paused():  # (the first run too: graphs compile at their first call)
+            entry = capture_frame(self.context, self.code, self.f_globals, closure, args, self.shapes)
+            if entry is None:
+                self.eager = True
+                return self.run_eagerly(closure, args)
+            self.cache_entries.append(entry)
+            for observer in _observers:
+                observer.guards.append(entry.guard_source)
+            self.entries.append((entry.guard, entry.run))
+            return entry.run(closure, *args)
 
     def _mark_changed_sizes(self, closure, args) -> None:
         """The automatic mode: a size that changed between calls becomes a symbol in the next
