@@ -40,7 +40,9 @@ BEGIN_BACKWARD = os.environ.get("EMBER_BEGIN_BACKWARD", "1") != "0"
 
 
 def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
-    return gm.forward
+    from ..runtime.autocast import as_traced
+
+    return as_traced(gm.forward)
 
 
 def _key(flat_args: list) -> tuple:

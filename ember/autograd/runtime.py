@@ -21,6 +21,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ..gc_pause import gc_paused
+from ..runtime.autocast import as_traced
 from .. import logs
 from .symbolic import SymbolicSizeError, SymbolNodes, contiguous_without_guards, has_symbols
 from .joint import JointSpec, replay_views
@@ -80,7 +81,7 @@ class CompiledPair:
             if type(error).__name__ != "ShapesNotSupported":
                 raise
             log_fallbacks.warning("ember: backward with symbolic sizes runs as ATen calls: %s", error)
-            return graph.forward
+            return as_traced(graph.forward)
         return _laid_out_as_traced(compiled, graph)
 
     def _placeholders_laid_out_as(self, saved: list) -> list[torch.fx.Node]:
@@ -137,12 +138,12 @@ def _laid_out_as_traced(compiled: Callable, graph: torch.fx.GraphModule) -> Call
         try:
             return state["run"](*args)
         except InputShapeMismatch as mismatch:
-            if state["run"] is graph.forward:
+            if state["run"] is not compiled:
                 raise
             log_fallbacks.warning("ember: a saved value's layout differs from the traced one (%s); "
                                   "running this backward as ATen calls", mismatch)
-            state["run"] = graph.forward
-            return graph.forward(*args)
+            state["run"] = as_traced(graph.forward)
+            return state["run"](*args)
 
     return run
 

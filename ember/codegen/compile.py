@@ -28,6 +28,7 @@ from ..lowering.graph import GraphLowering, GraphNotSupported
 from ..lowering.printer import ir_text, schedule_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
 from ..lowering.symbolic import bounds_scope
+from ..runtime.autocast import as_traced
 from ..scheduling.scheduler import Kernel, Scheduler
 from .devices import BACKENDS, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
@@ -188,18 +189,18 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
                if any(isinstance(v, torch.Tensor) and v.device.type == "cpu" for v in _tensor_values(node))]
         log_fallbacks.debug("graph with tensors on %s: running it as ATen calls (on the CPU: %s)",
                             ", ".join(sorted(devices)), "; ".join(cpu[:4]))
-        return gm.forward
+        return as_traced(gm.forward)
     missing = missing_for(next(iter(devices), "cpu"))
     if missing:
-        return gm.forward
+        return as_traced(gm.forward)
     layouts = _non_strided_layouts(gm)
     if layouts:
         log_fallbacks.debug("graph with %s tensors: ember's kernels read strided memory only; running it as "
                             "ATen calls", ", ".join(sorted(layouts)))
-        return gm.forward
+        return as_traced(gm.forward)
     if _has_unbacked_symbols(gm):
         log_fallbacks.debug("graph with data-dependent sizes: running it as is")
-        return gm.forward
+        return as_traced(gm.forward)
     scalars = _symbolic_scalar_inputs(gm)
     if scalars:
         # A float computed from sizes (2.0 / (s0 - 1.0), saved by a forward for its backward):
@@ -207,7 +208,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
         # where no caller could compile it another way: it runs as ATen calls, which read the
         # value at call time.
         log_fallbacks.debug("graph with symbolic scalar inputs (%s): running it as is", ", ".join(scalars))
-        return gm.forward
+        return as_traced(gm.forward)
     def with_graphs(graph: CompiledGraph) -> CompiledGraph:
         if ember_config.cudagraphs and devices == {"cuda"}:
             from ..runtime.cudagraphs import CudaGraphRunner, why_not_graphs
@@ -227,14 +228,14 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
         finish = start_graph(gm, example_inputs)
     except GraphNotSupported as reason:
         log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
-        return gm.forward
+        return as_traced(gm.forward)
 
     def finished() -> Callable:
         try:
             return with_graphs(finish())
         except GraphNotSupported as reason:
             log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
-            return gm.forward
+            return as_traced(gm.forward)
 
     started.append(finished)
     return None

@@ -28,18 +28,10 @@ from ..lowering.indexing import python_size
 from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer, Layout
 from ..lowering.symbolic import ShapesNotSupported, size_symbols
 from ..lowering.printer import provenance, user_line
+from ..runtime.autocast import AUTOCAST_KEYS, exclude_keys
 from ..scheduling.scheduler import Kernel
 
 
-def _autocast_keys() -> "torch._C.DispatchKeySet":
-    keys = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastCPU)
-    for name in dir(torch._C.DispatchKey):
-        if name.startswith("Autocast"):
-            keys = keys | torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, name))
-    return keys
-
-
-AUTOCAST_KEYS = _autocast_keys()
 
 
 def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool = False) -> torch.Tensor:
@@ -226,7 +218,7 @@ class WrapperCodegen:
             # and ops a composite ran below autocast (sdpa's math path in float32) would be cast
             # again under the caller's autocast (a bf16 bmm where float32 was planned: a kernel
             # read it as float32, past its end)
-            self.namespace["exclude_keys"] = torch._C._ExcludeDispatchKeyGuard
+            self.namespace["exclude_keys"] = exclude_keys
             self.namespace["autocast_keys"] = AUTOCAST_KEYS
             self.lines = ["with exclude_keys(autocast_keys):", *("    " + line for line in self.lines)]
         body = "\n".join("    " + line for line in self.lines)
