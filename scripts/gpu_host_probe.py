@@ -14,21 +14,28 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gpu_models import build, step_function  # noqa: E402
 
 
-def main() -> None:
+def parse_case(mode: str, variants: str):
+    """(arguments, model, inputs, one step's function) from --model, --mode, --variants, --out."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="resnet50")
-    parser.add_argument("--mode", default="train")
-    parser.add_argument("--variants", default="ember")
+    parser.add_argument("--mode", default=mode)
+    parser.add_argument("--variants", default=variants)
     parser.add_argument("--out", default=".")
     arguments = parser.parse_args()
+    import torch
+
+    model, inputs, loss_of, _ = build(arguments.model, torch)
+    model.train(arguments.mode == "train")
+    return arguments, model, inputs, step_function(model, inputs, loss_of, arguments.mode, torch)
+
+
+def main() -> None:
+    arguments, model, inputs, run = parse_case("train", "ember")
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     import ember
 
-    model, inputs, loss_of, _ = build(arguments.model, torch)
-    model.train(arguments.mode == "train")
-    run = step_function(model, inputs, loss_of, arguments.mode, torch)
     lines = []
     for variant in arguments.variants.split(","):
         ember.reset()

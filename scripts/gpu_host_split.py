@@ -5,7 +5,6 @@ time about the same).
 
     python scripts/gpu_host_split.py --model resnet50 --mode infer [--variants eager,inductor,ember] --out DIR
 """
-import argparse
 import cProfile
 import io
 import os
@@ -16,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
 
-from gpu_models import build, step_function  # noqa: E402
+from gpu_host_probe import parse_case  # noqa: E402
 
 
 def _runners():
@@ -28,19 +27,11 @@ def _runners():
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="resnet50")
-    parser.add_argument("--mode", default="infer")
-    parser.add_argument("--variants", default="eager,inductor,ember")
-    parser.add_argument("--out", default=".")
-    arguments = parser.parse_args()
+    arguments, model, inputs, run = parse_case("infer", "eager,inductor,ember")
     import torch
 
     import ember
 
-    model, inputs, loss_of, _ = build(arguments.model, torch)
-    model.train(arguments.mode == "train")
-    run = step_function(model, inputs, loss_of, arguments.mode, torch)
     lines = []
     for variant in arguments.variants.split(","):
         if variant == "eager":

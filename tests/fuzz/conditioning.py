@@ -281,35 +281,9 @@ def _beyond_tolerance(result, terms) -> bool:
     return bool((bound[finite] > SENSITIVE_RELATIVE_LIMIT * result.abs()[finite] + floor).any())
 
 
-def _batch_norm_backward_cancels(args) -> bool:
-    """batch_norm's gradients in training are sums that cancel by construction: the weight's,
-    sum(dy * xhat), is 0 in exact arithmetic when dy comes from another batch_norm over the same
-    channels (it removes every component along xhat), and the input's, w * invstd * (dy -
-    mean(dy) - xhat * mean(dy * xhat)), like layer_norm's.  Each against its rounding bound (conv
-    7934: two batch_norms in a row, the first one's weight gradient is eager 3.8e-6, ember
-    -1.6e-4, exactly -5e-13)."""
-    dy, x, weight, _, _, mean, invstd, train = (a.detach().double() if isinstance(a, torch.Tensor) else a
-                                               for a in args[:8])
-    if not train or not isinstance(mean, torch.Tensor) or not isinstance(invstd, torch.Tensor) or x.dim() < 2:
-        return False
-    dims = [0, *range(2, x.dim())]
-    shape = [1, -1] + [1] * (x.dim() - 2)
-    xhat = (x - mean.view(shape)) * invstd.view(shape)
-    # (the weight's sum adds up terms that carry dy's own rounding, independent errors: its
-    # bound grows with the square root of the count of terms)
-    count = x.numel() // max(x.shape[1], 1)
-    checks = [((dy * xhat).sum(dims), math.sqrt(count) * (dy * xhat).abs().sum(dims))]
-    g = dy * weight.view(shape) if isinstance(weight, torch.Tensor) else dy
-    checks.append((g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True),
-                   g.abs() + g.abs().mean(dims, keepdim=True) + xhat.abs() * (g * xhat).abs().mean(dims, keepdim=True)))
-    return any(_beyond_tolerance(result, terms) for result, terms in checks)
-
-
-def _batch_norm_input_gradient_bound(args) -> torch.Tensor | None:
-    """The rounding bound of each element of a training batch_norm's input gradient, invstd * (g -
-    mean(g) - xhat * mean(g * xhat)): its terms' sizes times eps.  The gradient sums to 0 over a
-    channel by construction, so what adds it up inherits these bounds (conv 9853: the bias
-    gradient of the convolution before it is eager 0, ember 1.5e-5, exactly 0, with |dy| ~ 100)."""
+def _batch_norm_backward_terms(args):
+    """A training batch_norm backward's pieces in float64: (dy, xhat, g = dy * weight, invstd,
+    reduced dims, a channel's broadcast shape), or None (eval mode, no statistics)."""
     dy, x, weight, _, _, mean, invstd, train = (a.detach().double() if isinstance(a, torch.Tensor) else a
                                                for a in args[:8])
     if not train or not isinstance(mean, torch.Tensor) or not isinstance(invstd, torch.Tensor) or x.dim() < 2:
@@ -318,7 +292,44 @@ def _batch_norm_input_gradient_bound(args) -> torch.Tensor | None:
     shape = [1, -1] + [1] * (x.dim() - 2)
     xhat = (x - mean.view(shape)) * invstd.view(shape)
     g = dy * weight.view(shape) if isinstance(weight, torch.Tensor) else dy
-    terms = g.abs() + g.abs().mean(dims, keepdim=True) + xhat.abs() * (g * xhat).abs().mean(dims, keepdim=True)
+    return dy, xhat, g, invstd, dims, shape
+
+
+def _input_gradient_terms(g, xhat, dims):
+    """The input gradient over invstd, g - mean(g) - xhat * mean(g * xhat), and its terms' sizes."""
+    return (g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True),
+            g.abs() + g.abs().mean(dims, keepdim=True) + xhat.abs() * (g * xhat).abs().mean(dims, keepdim=True))
+
+
+def _batch_norm_backward_cancels(args) -> bool:
+    """batch_norm's gradients in training are sums that cancel by construction: the weight's,
+    sum(dy * xhat), is 0 in exact arithmetic when dy comes from another batch_norm over the same
+    channels (it removes every component along xhat), and the input's, w * invstd * (dy -
+    mean(dy) - xhat * mean(dy * xhat)), like layer_norm's.  Each against its rounding bound (conv
+    7934: two batch_norms in a row, the first one's weight gradient is eager 3.8e-6, ember
+    -1.6e-4, exactly -5e-13)."""
+    parts = _batch_norm_backward_terms(args)
+    if parts is None:
+        return False
+    dy, xhat, g, _, dims, _ = parts
+    # (the weight's sum adds up terms that carry dy's own rounding, independent errors: its
+    # bound grows with the square root of the count of terms)
+    count = dy.numel() // max(dy.shape[1], 1)
+    checks = [((dy * xhat).sum(dims), math.sqrt(count) * (dy * xhat).abs().sum(dims)),
+              _input_gradient_terms(g, xhat, dims)]
+    return any(_beyond_tolerance(result, terms) for result, terms in checks)
+
+
+def _batch_norm_input_gradient_bound(args) -> torch.Tensor | None:
+    """The rounding bound of each element of a training batch_norm's input gradient, invstd * (g -
+    mean(g) - xhat * mean(g * xhat)): its terms' sizes times eps.  The gradient sums to 0 over a
+    channel by construction, so what adds it up inherits these bounds (conv 9853: the bias
+    gradient of the convolution before it is eager 0, ember 1.5e-5, exactly 0, with |dy| ~ 100)."""
+    parts = _batch_norm_backward_terms(args)
+    if parts is None:
+        return None
+    _, xhat, g, invstd, dims, shape = parts
+    _, terms = _input_gradient_terms(g, xhat, dims)
     return torch.nan_to_num(ACCUMULATION_EPS * terms * invstd.abs().view(shape), nan=0.0, posinf=0.0)
 
 
