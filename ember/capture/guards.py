@@ -39,7 +39,7 @@ class Guard:
 class GuardSet:
     def __init__(self) -> None:
         self.guards: list[Guard] = []
-        self._seen: set[str] = set()
+        self._seen: set = set()  # guard expressions, and ("constant", path) for constants
         self.refs: dict[str, Any] = {}  # name -> object the expressions refer to
         self._ref_names: dict[int, str] = {}
         self._paths: set[str] = set()  # attribute/item paths the guards read
@@ -93,7 +93,10 @@ class GuardSet:
             self.add(f"{expr} != {expr}", f"{expr} is nan", Check("value", expr, value, source))
             return
         # The object seen at capture passes at once (a module's stride tuple, its eps); another
-        # needs the same type and an equal value.
+        # needs the same type and an equal value.  (Keyed by the path: the local's name differs.)
+        if ("constant", expr) in self._seen:
+            return
+        self._seen.add(("constant", expr))
         cls, local = type(value), f"__ember_c{len(self.guards)}"
         self.add(f"({local} := {expr}) is {self.ref(value)} or (type({local}) is {self.ref(cls)} and "
                  f"{local} == {self.ref(value)})",

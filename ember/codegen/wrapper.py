@@ -32,8 +32,6 @@ from ..runtime.autocast import AUTOCAST_KEYS, exclude_keys
 from ..scheduling.scheduler import Kernel
 
 
-
-
 def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool = False) -> torch.Tensor:
     """An extern op's result with the strides the graph planned for, at its storage's start (ATen
     may choose other strides; a kernel reading it adds no offset).  A `view` (planned at an offset
