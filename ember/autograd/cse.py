@@ -20,6 +20,10 @@ import torch
 
 aten = torch.ops.aten
 
+# Ops whose result may share its input's memory though their schemas do not say so: a reshape
+# of a copy made for it comes out of the decompositions as clone + _unsafe_view.
+_ALIASING = {aten._unsafe_view.default, aten.reshape.default, aten.contiguous.default}
+
 _UNINITIALIZED = {aten.empty.memory_format, aten.empty_strided.default, aten.new_empty.default,
                   aten.new_empty_strided.default, aten.empty_like.default}
 
@@ -50,7 +54,8 @@ def _reaching_outputs(graph: torch.fx.Graph) -> set:
             continue
         reached.add(node)
         target = node.target
-        is_view = node.target is operator.getitem or (isinstance(target, torch._ops.OpOverload) and target.is_view)
+        is_view = node.target is operator.getitem or target in _ALIASING or (
+            isinstance(target, torch._ops.OpOverload) and target.is_view)
         if is_view and node.args and isinstance(node.args[0], torch.fx.Node):
             pending.append(node.args[0])
     return reached

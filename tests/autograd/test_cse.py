@@ -57,6 +57,20 @@ def test_outputs_are_never_merged_and_scalar_types_are_kept_apart():
     assert torch.equal(torch.signbit(f), torch.tensor([True, False]))
 
 
+def test_copies_reshaped_into_two_outputs_stay_two_tensors():
+    """Two reshapes of a transposed tensor each copy it in eager (clone + _unsafe_view after the
+    decompositions): merged, the outputs shared memory (fuzz seed 20980)."""
+    def fn(d):
+        v = d.transpose(0, 1)
+        return v.flatten(), v.flatten(1, 3)
+
+    d = torch.randn(2, 14, 5, 3)
+    a, b = _joint(fn, d)[0](d)
+    assert a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr()
+    a.zero_()
+    torch.testing.assert_close(b, fn(d)[1])
+
+
 def test_graphs_with_mutations_are_left_alone():
     g = torch.fx.Graph()
     x = g.placeholder("x")
