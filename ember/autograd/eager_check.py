@@ -15,6 +15,10 @@ index out of range (LU pivots are 1-based, class indices must be below the class
 there that is a device-side assert that ends the process's CUDA context.  The CPU kernels take
 the same dtypes but for a few GPU-only half-precision paths (then the op stays one ATen call).
 
+Tensors on more than one device (a CPU index with a CUDA input) are first checked the way fake
+tensors check devices, which follows eager's rule (a CPU tensor takes part only if it has no
+dims, or as an index): the real tries may run on the host and would not see the mix.
+
 Only when every try raises does eager reject the op.  A wrong "rejects" is safe for the callers
 (they keep the op as one ATen call, which then raises or not as eager does); a wrong "accepts"
 is not, hence the retries.  Random ops run with the random state saved and restored.
@@ -89,6 +93,9 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
     if cached is not None:
         return cached
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if len({t.device for t in tensors}) > 1 and not _devices_accepted(func, args, kwargs):
+        _ACCEPTS[key] = False
+        return False
     integers = any(_is_integer(t) for t in tensors)
     fills = (1, 0) if integers else (1,)
     on_host = integers and any(t.device.type != "cpu" for t in tensors) and _has_host_kernel(func)  # (module doc)
@@ -117,6 +124,25 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
         # later call with real shapes must still try them; fuzz intmath 4809)
     _ACCEPTS[key] = accepted
     return accepted
+
+
+def _devices_accepted(func, args: tuple, kwargs: dict) -> bool:
+    """Does eager take this mix of devices?  Asked of fake tensors of the same ranks (only a
+    device mismatch counts as no: sizes made up here may not fit the op)."""
+    from torch._subclasses.fake_tensor import FakeTensorDeviceMismatchError, FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=False)
+    with _disable_current_modes():
+        with mode:
+            fakes = pytree.tree_map(lambda v: torch.ones(_tiny_shape(v), dtype=v.dtype, device=v.device)
+                                    if isinstance(v, torch.Tensor) else _real(v, _tiny_shape, 1), (args, kwargs))
+            try:
+                func(*fakes[0], **fakes[1])
+            except FakeTensorDeviceMismatchError:
+                return False
+            except Exception:  # noqa: BLE001 - any other complaint is about the made-up sizes
+                return True
+    return True
 
 
 def node_eager_accepts(node: torch.fx.Node) -> bool:

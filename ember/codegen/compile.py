@@ -265,9 +265,11 @@ def _device_types(gm: torch.fx.GraphModule) -> set[str]:
 
 
 def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> None:
-    """Eager lets a CPU scalar tensor (an input or a constant of one element) meet tensors on a
-    GPU; kernels on the GPU cannot read CPU memory: each such value gets one copy to the device
-    (an ATen call), which its users read instead."""
+    """Eager lets a CPU scalar tensor (an input or a constant of no dims) meet tensors on a GPU;
+    kernels on the GPU cannot read CPU memory: each such value gets one copy to the device (an
+    ATen call), which its users computing on the device read instead.  Not a tensor of one
+    element with dims (`torch.tensor([0])`: eager's index_select refuses it with a CUDA input,
+    fuzz 20122), nor a user computing on the CPU (indexing a CPU tensor with it: 20461)."""
     nodes = list(gm.graph.nodes)
     values = {node: _tensor_values(node) for node in nodes}
     targets = {v.device for vs in values.values() for v in vs if v.device.type != "cpu"}
@@ -279,8 +281,10 @@ def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> None:
         if node.op not in ("placeholder", "get_attr") or node.meta.get("ember_copied_to_device"):
             continue
         value = node.meta.get("val")
-        if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.numel() != 1 or \
-                not node.users:
+        if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.dim() != 0:
+            continue
+        on_device = [user for user in node.users if _computes_on(user, device)]
+        if not on_device:
             continue
         fake_mode = getattr(value, "fake_mode", None)
         if fake_mode is None:
@@ -290,11 +294,19 @@ def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> None:
         with fake_mode:
             copy.meta["val"] = torch.ops.aten._to_copy.default(value, device=device)
         copy.meta["stack_trace"] = node.meta.get("stack_trace")
-        node.replace_all_uses_with(copy, delete_user_cb=lambda user: user is not copy)
+        for user in on_device:
+            user.replace_input_with(node, copy)
         node.meta["ember_copied_to_device"] = True
         changed = True
     if changed:
         gm.recompile()
+
+
+def _computes_on(node: torch.fx.Node, device: torch.device) -> bool:
+    """Are the node's results on `device` (the output node: is everything it returns)?"""
+    values = [value for arg in node.all_input_nodes for value in _tensor_values(arg)] \
+        if node.op == "output" else _tensor_values(node)
+    return bool(values) and all(value.device == device for value in values)
 
 
 def _device_type(gm: torch.fx.GraphModule) -> str:
