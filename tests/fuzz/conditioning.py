@@ -253,6 +253,25 @@ def _zero_meets_overflow(func, args) -> bool:
     return bool((zero & (growth > math.log(torch.finfo(x.dtype).max))).any())
 
 
+def _normalization_overflows(args) -> bool:
+    """batch_norm of values near the dtype's limit: x * invstd overflows while (x - mean) * invstd
+    does not, so the result is finite or NaN by the order of the operations (conv 10072: a
+    channel of -1.7e38, eager's kernel 1, a decomposition's x * invstd - mean * invstd NaN)."""
+    x = args[0].detach()
+    if not x.is_floating_point() or x.dim() < 2 or x.numel() == 0:
+        return False
+    training, eps = args[5], args[7]
+    dims = [0, *range(2, x.dim())]
+    values = x.double()
+    if training or args[4] is None:
+        variance = values.var(dims, unbiased=False)
+    else:
+        variance = args[4].detach().double()
+    invstd = (variance + eps).rsqrt()
+    largest = values.abs().amax(dims)
+    return bool((largest * invstd > torch.finfo(x.dtype).max).any())
+
+
 def _layer_norm_backward_cancels(args) -> bool:
     """layer_norm's input gradient rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w, is
     a difference of terms that cancel (over two elements xhat is +-1 and the gradient is eps's
@@ -477,6 +496,14 @@ class ConditionWatch(TorchDispatchMode):
             # (conv 125: eager's backward kernel -2.1e38, a decomposition's -inf)
             self.ill_conditioned = True
             return result
+        if func in (aten.native_batch_norm.default, aten._native_batch_norm_legit.default,
+                    aten._native_batch_norm_legit_functional.default):
+            try:
+                if _normalization_overflows(args):
+                    self.ill_conditioned = True
+                    return result
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
         try:
             if self._amplifies_noise(func, args, result, kwargs) or (
                     func in _REMAINDERS and (_subnormal_divisor(args) or (

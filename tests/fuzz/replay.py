@@ -16,7 +16,7 @@ def main() -> None:
     parser.add_argument("--mode", default="default")
     parser.add_argument("--backend", default="ember")
     arguments = parser.parse_args()
-    if "_triton" in arguments.backend:
+    if "_triton" in arguments.backend and os.environ.get("EMBER_FUZZ_DEVICE", "cpu") == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from .generator import generate
     from .harness import run_program

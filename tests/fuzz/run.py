@@ -20,8 +20,10 @@ import sys
 import time
 
 # Backends named *_triton run Triton kernels on CPU tensors in Triton's interpreter, which must
-# be chosen before anything imports triton.
-if "--backend" in " ".join(sys.argv) and "_triton" in " ".join(sys.argv):
+# be chosen before anything imports triton.  Not with EMBER_FUZZ_DEVICE=cuda: there every graph's
+# kernels are Triton's, compiled for the GPU (the interpreter on CUDA tensors tests nothing real).
+if "--backend" in " ".join(sys.argv) and "_triton" in " ".join(sys.argv) and \
+        os.environ.get("EMBER_FUZZ_DEVICE", "cpu") == "cpu":
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from .report import summarize, write_report
