@@ -32,12 +32,24 @@ from ..runtime.autocast import AUTOCAST_KEYS, exclude_keys
 from ..scheduling.scheduler import Kernel
 
 
-def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool = False) -> torch.Tensor:
+class ExternDtypeMismatch(RuntimeError):
+    """An extern call returned another dtype than the trace's: the kernels after it would read
+    its memory as the traced dtype (past its end, for a narrower one)."""
+
+
+def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool = False,
+                  dtype: torch.dtype | None = None, origin: str = "") -> torch.Tensor:
     """An extern op's result with the strides the graph planned for, at its storage's start (ATen
     may choose other strides; a kernel reading it adds no offset).  A `view` (planned at an offset
-    into its input's storage) may sit anywhere: kernels find it through `ptr`, from its data."""
+    into its input's storage) may sit anywhere: kernels find it through `ptr`, from its data.
+    A result of another dtype than `dtype` raises: nothing after it could read it safely."""
     if tensor is None:  # an output the op's meta function makes and its CUDA kernel leaves out
         return None     # (cudnn attention's statistics without a backward)
+    if dtype is not None and tensor.dtype is not dtype:
+        raise ExternDtypeMismatch(
+            f"ember: {origin or 'an ATen call'} returned {tensor.dtype} where the traced graph has {dtype} "
+            f"(a dispatch mode or autocast around the call that the trace did not see?); run the function "
+            f"under the same modes it was compiled under, or compile it again inside them")
     strides = tensor.stride()
     if strides == stride and (view or tensor.storage_offset() == 0):  # (the common case, at C speed)
         return tensor
@@ -281,7 +293,7 @@ class WrapperCodegen:
         if not call.multi_output:
             if outputs:
                 self.lines.append(f"{outputs[0].name} = {target}({arguments}){comment}")
-                self._check_layout(outputs[0], inline=True)
+                self._check_layout(outputs[0], call.origin, inline=True)
             else:
                 self.lines.append(f"{target}({arguments}){comment}")
             return
@@ -289,20 +301,25 @@ class WrapperCodegen:
         for index, buffer in enumerate(outputs):
             if buffer is not None:
                 self.lines.append(f"{buffer.name} = __result[{index}]")
-                self._check_layout(buffer)
+                self._check_layout(buffer, call.origin)
 
-    def _check_layout(self, buffer, inline: bool = False) -> None:
+    def _check_layout(self, buffer, origin: str, inline: bool = False) -> None:
+        """The extern result's dtype and strides as planned (a dtype check: ~40 ns a call)."""
         layout = buffer.layout
+        dtype = f"dtype_{str(layout.dtype).replace('torch.', '')}"
+        self.namespace[dtype] = layout.dtype
         # a view into another buffer (planned at an offset): its strides derive from that buffer's
         # layout, which the lowering made eager's; checked all the same, as the kernels rely on it
         view = ", view=True" if layout.offset != 0 else ""
-        fix = f"{buffer.name} = ensure_layout({buffer.name}, {_sizes(layout.size)}, {_sizes(layout.stride)}{view})"
+        fix = (f"{buffer.name} = ensure_layout({buffer.name}, {_sizes(layout.size)}, {_sizes(layout.stride)}{view}, "
+               f"dtype={dtype}, origin={origin.split(' ')[-1]!r})")
         if not inline:
             self.lines.append(fix)
             return
         # (the common case, planned strides at the storage's start, without a Python call)
         offset = "" if view else f" or {buffer.name}.storage_offset()"
-        self.lines.append(f"if {buffer.name}.stride() != {_sizes(layout.stride)}{offset}: {fix}")
+        self.lines.append(f"if {buffer.name}.dtype is not {dtype} or {buffer.name}.stride() != "
+                          f"{_sizes(layout.stride)}{offset}: {fix}")
 
     # -- symbolic sizes ---------------------------------------------------------------------------
     def _define_sizes(self) -> None:
