@@ -24,6 +24,10 @@ class Config:
     # ---- capture (ember's TorchDynamo) -------------------------------------------------
     # Cache entries per code object before the function runs eagerly for good.
     recompile_limit: int = 8
+    # Under an active TorchDispatchMode a compiled function runs its own code (the mode sees
+    # every ATen op, as torch.compile leaves it); True runs the compiled code there too (a mode
+    # that only watches, such as a test's op counter, then sees what the compiled code calls).
+    compiled_under_dispatch_modes: bool = False
     # Deepest chain of inlined user functions before a call stays a call.
     inline_depth_limit: int = 64
     # Graph-break on Tensor.item()/tolist() (torch.compile's default) instead of capturing.

@@ -228,6 +228,9 @@ class CompileContext:
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_dispatch_modes = torch._C._len_torch_dispatch_stack  # (how many TorchDispatchModes are active)
+
+
 def _is_internal(code: types.CodeType) -> bool:
     return code.co_filename.startswith(_EMBER_DIR)
 
@@ -253,6 +256,11 @@ class CodeRunner:
         self.shapes = ShapeState()
 
     def __call__(self, closure, *args):
+        if _dispatch_modes() and not ember_config._config.compiled_under_dispatch_modes:
+            # a TorchDispatchMode is to see (and may change) every ATen op of the call, as in
+            # eager; compiled kernels would hide them (and fake tensors of a tracer must not meet
+            # them): the code runs as written, as torch.compile leaves it under such a mode
+            return self.run_eagerly(closure, args)
         for guard, run in self.entries:
             try:
                 hit = guard(closure, *args)

@@ -914,3 +914,39 @@ def test_aten_calls_run_as_traced_under_the_callers_autocast(backend):
     assert ours.dtype == theirs.dtype == torch.bfloat16
     torch.testing.assert_close(ours, theirs)
     ours.sum().backward()
+
+
+def test_an_extern_result_of_another_dtype_raises_instead_of_being_misread():
+    """The wrapper checks each ATen call's result dtype against the trace (with its strides):
+    a bfloat16 result read as float32 by the next kernel read past its end (the autocast crash
+    above); any other way to get there now raises, naming the call."""
+    from ember.codegen.wrapper import ExternDtypeMismatch, ensure_layout
+
+    with pytest.raises(ExternDtypeMismatch, match="aten.mm.default returned torch.float64"):
+        ensure_layout(torch.zeros(2, 2, dtype=torch.float64), (2, 2), (2, 1), dtype=torch.float32,
+                      origin="aten.mm.default")
+    x = torch.zeros(2, 2)
+    assert ensure_layout(x, (2, 2), (2, 1), dtype=torch.float32) is x
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    out, (graph,) = run(lambda a, b: torch.mm(a, b).relu() + 1, a, b)
+    torch.testing.assert_close(out, torch.mm(a, b).relu() + 1)
+    assert "buf0.dtype is not dtype_float32" in graph.wrapper
+
+
+def test_a_compiled_function_under_a_dispatch_mode_runs_as_written():
+    """A TorchDispatchMode is to see every ATen op (and may change them): under one, the compiled
+    function runs its own code, as torch.compile leaves it; outside it, the compiled code again."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class AddIsMul(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten.add.Tensor:
+                func = torch.ops.aten.mul.Tensor
+            return func(*args, **(kwargs or {}))
+
+    compiled = ember.compile(lambda a, b: (a + b).relu(), backend="ember")
+    a, b = torch.randn(8), torch.randn(8)
+    torch.testing.assert_close(compiled(a, b), (a + b).relu())
+    with AddIsMul():
+        torch.testing.assert_close(compiled(a, b), (a * b).relu())
+    torch.testing.assert_close(compiled(a, b), (a + b).relu())
