@@ -518,3 +518,16 @@ def test_bias_add_and_gelu_over_other_dims_are_one_kernel(monkeypatch):
     (graph,) = _run(f, torch.randn(4, 5, 16), torch.randn(16, 32), torch.randn(32))
     (kernel,) = _kernels(graph)
     assert kernel.count("tl.store(") == 2
+
+
+@pytest.mark.parametrize("length", [4, 300])
+def test_welford_mean_of_an_infinity_follows_its_position(length):
+    """Eager's Welford mean is NaN once an infinity meets a later value (inf - inf), and the
+    infinity itself when it is the row's last element (fuzz conv 10231: eager -inf, ember NaN),
+    for rows held whole.  (Rows looped in lanes combine the lanes as a tree, as CUDA's kernels
+    do: there an infinity last in the row is NaN; eager's CPU kernels give the infinity.)"""
+    x = torch.randn(3, length, dtype=torch.float64)
+    x[0, -1] = float("-inf")  # last: the mean is -inf
+    x[1, length // 2] = float("inf")  # in the middle: NaN
+    graphs = _run(lambda x: torch.var_mean(x, -1, correction=0), x)
+    assert graphs

@@ -113,7 +113,9 @@ TRITON_REGRESSIONS = [("default", 183), ("default", 3595), ("default", 2454), ("
                       ("lowp", 9429), ("lowp", 9513),
                       # the interpreter's bfloat16 -> float32 cast made subnormals zero (any() of one:
                       # False; relu's gradient at one: 0)
-                      ("default", 22580), ("lowp", 20011)]
+                      ("default", 22580), ("lowp", 20011),
+                      # the Welford mean of a row whose last element is -inf: -inf, not NaN
+                      ("conv", 10231)]
 
 
 @pytest.mark.parametrize("mode,seed", TRITON_REGRESSIONS, ids=[f"{m}-{s}" for m, s in TRITON_REGRESSIONS])
@@ -142,7 +144,10 @@ REGRESSIONS = [("ember_ca", "default", 9638), ("ember", "default", 9638), ("embe
                ("ember", "default", 20980),
                # batch_norm over a channel of -1.7e38: x * invstd overflows in one order of the
                # operations and not in another (10072; the conditioning's)
-               ("ember", "conv", 10072)]
+               ("ember", "conv", 10072),
+               # eager's CPU batch_norm backward (eval) misreads an input channels-last only by its
+               # size-1 dims; ember's gradient was the formula's (10155; the conditioning's)
+               ("ember", "conv", 10155)]
 
 
 @pytest.mark.parametrize("backend,mode,seed", REGRESSIONS, ids=[f"{b}-{m}-{s}" for b, m, s in REGRESSIONS])
