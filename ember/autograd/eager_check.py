@@ -129,7 +129,7 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
 def _devices_accepted(func, args: tuple, kwargs: dict) -> bool:
     """Does eager take this mix of devices?  Asked of fake tensors of the same ranks (only a
     device mismatch counts as no: sizes made up here may not fit the op)."""
-    from torch._subclasses.fake_tensor import FakeTensorDeviceMismatchError, FakeTensorMode
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
     mode = FakeTensorMode(allow_non_fake_inputs=False)
     with _disable_current_modes():
@@ -138,11 +138,18 @@ def _devices_accepted(func, args: tuple, kwargs: dict) -> bool:
                                     if isinstance(v, torch.Tensor) else _real(v, _tiny_shape, 1), (args, kwargs))
             try:
                 func(*fakes[0], **fakes[1])
-            except FakeTensorDeviceMismatchError:
-                return False
-            except Exception:  # noqa: BLE001 - any other complaint is about the made-up sizes
-                return True
+            except Exception as error:  # noqa: BLE001 - any other complaint is about the made-up sizes
+                return not _device_mismatch(error)
     return True
+
+
+def _device_mismatch(error: Exception) -> bool:
+    """Fake tensors' device complaint: FakeTensorDeviceMismatchError (torch 2.13: "found at
+    least two devices"), a RuntimeError before it (2.11: "found two different devices")."""
+    mismatch = getattr(torch._subclasses.fake_tensor, "FakeTensorDeviceMismatchError", None)
+    text = str(error)
+    return (mismatch is not None and isinstance(error, mismatch)) or "found two different devices" in text \
+        or "found at least two devices" in text
 
 
 def node_eager_accepts(node: torch.fx.Node) -> bool:

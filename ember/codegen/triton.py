@@ -679,10 +679,9 @@ class TritonKernel(KernelArguments):
         counts = self.emit(f"tl.minimum(tl.maximum({rnumel} - rindex * {rchunk}, 0), {rchunk}).to({acc})", acc_torch)
         valid = self.emit(f"xmask & rmask & ({counts} > 0)", torch.bool)
         total = self.emit(f"tl.sum(tl.where({valid}, {counts} * {means}, 0), 1)[:, None]", acc_torch)
-        # eager's Welford: an infinity meeting a later value makes the mean NaN (inf - inf); in
-        # the last chunk it is the row's last element (the chunk's mean is NaN otherwise)
-        infinite = self.emit(f"tl.max(tl.where({valid} & (rindex < ({rnumel} - 1) // {rchunk}), "
-                             f"(tl.abs({means}) == float('inf')).to(tl.int8), 0), 1)[:, None]", torch.int8)
+        # eager's Welford: an infinity meeting another value makes the mean NaN (inf - inf)
+        infinite = self.emit(f"tl.max(tl.where({valid}, (tl.abs({means}) == float('inf')).to(tl.int8), 0), 1)"
+                             f"[:, None]", torch.int8)
         mean = self.emit(f"tl.where(({infinite} != 0) & ({rnumel} > 1), float('nan'), {total} / {rnumel})",
                          acc_torch)
         deviation = self.emit(f"tl.where({valid}, {means} - {mean}, 0)", acc_torch)
@@ -866,11 +865,10 @@ class _Reducer:
             pair = kernel.emit(f"tl.reduce(({masked}, {positions}), 1, _ember_{kind})")
             return {kind: kernel.emit(f"{pair}[1][:, None]")}
         # welford: two passes over registers (as exact as Welford's, and cheaper).  Eager's
-        # Welford makes the mean NaN once an infinity meets a later value (inf - inf): so here;
-        # an infinity last in its row is the mean (eager's CPU kernels, at any row length)
+        # Welford makes the mean NaN once an infinity meets another value (inf - inf): so here.
         total = kernel.emit(f"tl.sum({masked}, 1)[:, None]")
-        infinite = kernel.emit(f"tl.max(tl.where(xmask & rmask & (rindex < rnumel - 1), "
-                               f"(tl.abs({value}) == float('inf')).to(tl.int8), 0), 1)[:, None]")
+        infinite = kernel.emit(f"tl.max(tl.where(xmask & rmask, (tl.abs({value}) == float('inf')).to(tl.int8), 0), 1)"
+                               f"[:, None]")
         mean = kernel.emit(f"tl.where(({infinite} != 0) & (rnumel > 1), float('nan'), {total} / rnumel)")
         centered = kernel.emit(f"tl.where(xmask & rmask, {value} - {mean}, 0)")
         m2 = kernel.emit(f"tl.sum({centered} * {centered}, 1)[:, None]")

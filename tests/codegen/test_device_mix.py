@@ -59,7 +59,7 @@ def test_a_one_element_tensor_with_dims_is_not_a_scalar():
 
 def test_eager_accepts_follows_eagers_device_rule():
     """The op's device check, not only its dtypes: index_select takes no CPU index with a CUDA
-    input (its decomposition, `index`, would), `index` does, a CPU scalar in a product does."""
+    input (its decomposition, `index`, would), a product no CPU tensor with dims."""
     from ember.autograd.eager_check import eager_accepts
 
     with FakeTensorMode(allow_non_fake_inputs=True):
@@ -68,7 +68,6 @@ def test_eager_accepts_follows_eagers_device_rule():
         s = torch.empty(())
     assert not eager_accepts(aten.index_select.default, (x, 0, i), {})
     assert not eager_accepts(aten.mul.Tensor, (x, i), {})
-    assert eager_accepts(aten.index.Tensor, (x, [i]), {})
     assert eager_accepts(aten.mul.Tensor, (torch.empty(3), s), {})
 
 

@@ -253,6 +253,19 @@ def _zero_meets_overflow(func, args) -> bool:
     return bool((zero & (growth > math.log(torch.finfo(x.dtype).max))).any())
 
 
+def _infinity_last(x: torch.Tensor, dims: list[int]) -> bool:
+    """A row of more than one value whose only infinity is its last element: Welford's mean is
+    that infinity when the row is updated in order (eager's CPU kernels) and NaN when the last
+    element's partial mean is combined with others (eager's CUDA kernels for longer rows,
+    ember's Triton kernels: any infinity meeting another value); conv 10231."""
+    if not x.is_floating_point() or not dims or math.prod(x.shape[d] for d in dims) < 2:
+        return False
+    rows = x.detach().movedim(dims, list(range(x.dim() - len(dims), x.dim())))
+    rows = rows.reshape(*rows.shape[:x.dim() - len(dims)], -1)
+    infinite = torch.isinf(rows)
+    return bool((infinite[..., -1] & ~infinite[..., :-1].any(-1)).any())
+
+
 def _normalization_overflows(args) -> bool:
     """batch_norm of values near the dtype's limit: x * invstd overflows while (x - mean) * invstd
     does not, so the result is finite or NaN by the order of the operations (conv 10072: a
@@ -537,7 +550,8 @@ class ConditionWatch(TorchDispatchMode):
             pass
         if (func in _NORMS or func in _STATISTICS) and isinstance(args[0], torch.Tensor):
             try:
-                if _rows_ill_conditioned(args[0], _normalized_dims(func, args, kwargs)):
+                dims = _normalized_dims(func, args, kwargs)
+                if _rows_ill_conditioned(args[0], dims) or (func in _STATISTICS and _infinity_last(args[0], dims)):
                     self.ill_conditioned = True
                 if func in (aten.var_mean.correction, aten.std_mean.correction) and args[0] in self.abs_noise:
                     # the mean of values with absolute noise carries at most the largest of it
