@@ -47,5 +47,9 @@ def _grow(x: torch.Tensor, mapping: dict) -> torch.Tensor:
     target = [mapping.get(n, n) for n in x.shape]
     base = torch.empty([data.shape[d] for d in order], dtype=x.dtype, device=x.device).permute(
         tuple(order.index(d) for d in range(x.dim())))
+    if x._base is None:
+        # a tensor of its own as the original was, not a view: eager's autograd treats in-place
+        # writes to a view of a leaf differently (inplace 10377: eager raised at the grown sizes only)
+        base = torch.empty_strided(base.shape, base.stride(), dtype=x.dtype, device=x.device)
     base.copy_(data)
     return base.expand(target) if expanded else base

@@ -147,7 +147,10 @@ REGRESSIONS = [("ember_ca", "default", 9638), ("ember", "default", 9638), ("embe
                ("ember", "conv", 10072),
                # eager's CPU batch_norm backward (eval) misreads an input channels-last only by its
                # size-1 dims; ember's gradient was the formula's (10155; the conditioning's)
-               ("ember", "conv", 10155)]
+               ("ember", "conv", 10155),
+               # the harness's: inputs grown for the resized call were views where the originals were
+               # not (eager's autograd refused an in-place write through one: 10377)
+               ("ember_ca", "inplace", 10377)]
 
 
 @pytest.mark.parametrize("backend,mode,seed", REGRESSIONS, ids=[f"{b}-{m}-{s}" for b, m, s in REGRESSIONS])
