@@ -535,7 +535,13 @@ class ConditionWatch(TorchDispatchMode):
         if func in (aten.native_batch_norm.default, aten._native_batch_norm_legit.default,
                     aten._native_batch_norm_legit_functional.default):
             try:
-                if _normalization_overflows(args):
+                # a training batch_norm normalizes each channel by its spread, as layer_norm does
+                # its rows: a channel of values far from 0 compared with their spread (a constant
+                # one: 0 +- rounding noise times 1/sqrt(eps); conv 10541, ember's x * invstd -
+                # mean * invstd contracted to an FMA: 7e-4 off) is ill-conditioned the same way
+                channels = [0, *range(2, args[0].dim())]
+                if _normalization_overflows(args) or (args[5] and args[0].dim() >= 2 and
+                                                      _rows_ill_conditioned(args[0], channels)):
                     self.ill_conditioned = True
                     return result
             except Exception:  # noqa: BLE001 - a watch must never change the run
