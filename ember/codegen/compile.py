@@ -303,9 +303,8 @@ def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> None:
 
 
 def _computes_on(node: torch.fx.Node, device: torch.device) -> bool:
-    """Are the node's results on `device` (the output node: is everything it returns)?"""
-    values = [value for arg in node.all_input_nodes for value in _tensor_values(arg)] \
-        if node.op == "output" else _tensor_values(node)
+    """Are the node's results on `device`?  (Not the output node: what it returns stays as is.)"""
+    values = _tensor_values(node) if node.op == "call_function" else []
     return bool(values) and all(value.device == device for value in values)
 
 
