@@ -167,14 +167,19 @@ def _describe_layout_of(node: torch.fx.Node, value) -> None:
 
 
 def _layout_differs(node: torch.fx.Node, value) -> bool:
-    """Is `value` laid out otherwise than the placeholder's fake value (strides, offset)?"""
+    """Is `value` laid out otherwise than the placeholder's fake value (strides, offset)?  The
+    stride of a dimension of size 1 is never multiplied by anything but 0: it does not count
+    (a batch-norm's saved (1, C, 1, 1) statistics come back with strides (0, 1, 0, 0), traced
+    (C, 1, 1, 1): counting them dropped every CUDA ResNet's begun backward)."""
     fake = node.meta.get("val")
     if not (isinstance(value, torch.Tensor) and isinstance(fake, torch.Tensor)) or has_symbols(fake) \
             or fake.shape != value.shape:
         return False  # (symbolic sizes: comparing them would guard them; the backward checks its inputs)
     if getattr(fake, "fake_mode", None) is None:
         return False
-    return (tuple(value.stride()), value.storage_offset()) != (tuple(fake.stride()), fake.storage_offset())
+    if value.storage_offset() != fake.storage_offset():
+        return True
+    return any(a != b for a, b, size in zip(value.stride(), fake.stride(), value.shape) if size != 1)
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:
@@ -214,9 +219,17 @@ def _write_back(spec: JointSpec, args, new_values, skip=()) -> None:
     with torch.no_grad():
         if len(pairs) > 1 and all(target.shape == value.shape and target.device == value.device
                                   for target, value in pairs):
-            # one call for all (a ResNet-50 training step writes 159 batch-norm statistics: one
-            # multi-tensor kernel per dtype instead of 159 copies, each a Python call and a launch)
-            torch._foreach_copy_([target for target, _ in pairs], [value for _, value in pairs])
+            # one call per group of one dtype (a ResNet-50 training step writes 159 batch-norm
+            # statistics: a multi-tensor kernel instead of 159 copies, each a Python call and a
+            # launch; ATen's multi-tensor copy takes its fast path only when every source has
+            # one dtype, so the float statistics and the int64 batch counters go apart)
+            groups: dict = {}
+            for target, value in pairs:
+                group = groups.setdefault((target.dtype, value.dtype), ([], []))
+                group[0].append(target)
+                group[1].append(value)
+            for targets, values in groups.values():
+                torch._foreach_copy_(targets, values)
             return
         for target, value in pairs:
             target.copy_(value)
