@@ -8,6 +8,7 @@ output, an extern call, or several readers.  A node without one becomes an ATen 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import operator
 from typing import Any
@@ -199,6 +200,8 @@ class GraphLowering(torch.fx.Interpreter):
                     # Callers (the backward graph, compiled for these strides, or the user) get
                     # eager's strides.
                     value = self.store(value, _fresh_layout(expected))
+                elif isinstance(value, ReinterpretView) and isinstance(expected, torch.Tensor):
+                    value = _with_unit_strides_of(value, expected)
             results.append(value)
         self.outputs = results
         return results
@@ -456,6 +459,21 @@ def _fresh_layout(value: torch.Tensor) -> Layout:
     layout = _layout_of(value)
     layout.offset = sympy.Integer(0)
     return layout
+
+
+def _with_unit_strides_of(view: ReinterpretView, expected: torch.Tensor) -> ReinterpretView:
+    """The view with eager's strides in its dimensions of size 1 too (they address nothing, but
+    autograd's gradient layout contract reads them: a (C, K, 1, 1) weight's gradient returned with
+    strides (K, 1, 0, 0) is cloned by AccumulateGrad; and a saved value laid out otherwise than
+    traced costs its backward a recompile)."""
+    layout = view.layout
+    if len(layout.size) != expected.dim() or any(isinstance(s, torch.SymInt) for s in expected.stride()):
+        return view
+    stride = [sympy.Integer(int(want)) if size == 1 else have
+              for have, want, size in zip(layout.stride, expected.stride(), layout.size)]
+    if stride == list(layout.stride):
+        return view
+    return ReinterpretView(view.buffer, dataclasses.replace(layout, stride=stride))
 
 
 def _same_strides(a: Layout, b: Layout) -> bool:

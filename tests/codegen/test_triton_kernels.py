@@ -515,6 +515,22 @@ def test_training_backward_is_begun_while_the_forward_compiles(monkeypatch, buil
         torch.testing.assert_close(a, p.grad)
 
 
+def test_gradients_have_eagers_strides_in_dimensions_of_size_one():
+    """A 1x1 convolution's weight gradient (channels-last convolutions: the backward's result
+    reinterpreted) leaves with eager's strides (8, 1, 1, 1), not (8, 1, 0, 0): autograd's layout
+    contract reads size-1 strides too and clones a gradient that breaks it (ResNet-50: 36 weights)."""
+    conv = torch.nn.Conv2d(8, 4, 1).to(DEVICE)
+    x = torch.randn(2, 8, 5, 5, device=DEVICE)
+    with ember.config.patch(channels_last_convolutions="cpu,cuda"):
+        with torch.autocast(DEVICE, dtype=torch.bfloat16):
+            out = ember.compile(conv)(x)
+        (grad,) = torch.autograd.grad(out.float().sum(), conv.weight)
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
+        (expected,) = torch.autograd.grad(conv(x).float().sum(), conv.weight)
+    assert grad.stride() == expected.stride() == (8, 1, 1, 1)
+    torch.testing.assert_close(grad, expected, atol=1e-2, rtol=1e-2)
+
+
 def test_float32_to_bfloat16_rounds_to_nearest_even():
     """Values are stored in bfloat16 rounded to nearest, ties to even, as eager rounds (a GPU's
     `.to(tl.bfloat16)`; under the interpreter, tests/triton_rounding.py)."""
