@@ -6,6 +6,8 @@ layouts disagree: `torch.div(a, b, rounding_mode='floor')` with `a` row-major an
 gives strides (1, 8) on fakes and (8, 1) eagerly.  What a program does with the result depends on
 them (`.view(-1)` works on one and raises on the other), so a compiled graph must return eager's.
 
+Elementwise ops without the pointwise tag and batch norm are asked too (`_KERNEL_LAID_OUT`).
+
 The answer here comes from running the op once per signature (op, sizes, strides, dtypes, other
 arguments) on real tensors of those sizes and strides, where they are small enough to make.  It
 is asked only where the two can disagree: a pointwise op with an input that is not contiguous
@@ -28,13 +30,48 @@ from .symbolic import contiguous_without_guards, dense_in_order, expr, hint
 _REAL_ELEMENTS_LIMIT = 1 << 22
 
 _CANDIDATE: dict = {}  # OpOverload -> may its meta strides differ from eager's?
+
+
+# Ops whose results are laid out by their kernels as a pointwise op's are, without the pointwise
+# tag: elementwise ops left untagged (`floor_divide(c, d)` of a permuted `c`: eager (4, 1, 20),
+# its fake contiguous, so a traced reshape was a view that raised when the graph ran as ATen
+# calls: fuzz layout 10705), and batch norm, whose meta functions keep a permuted input's order
+# where the CPU kernel returns a contiguous result (`v.view(-1)` after it: fuzz conv 10874).
+# A name alone: every overload but the out= ones.  Those whose schema mutates the running
+# statistics run here on copies, as every run here does.
+_KERNEL_LAID_OUT_NAMES = (
+    "floor_divide", "masked_fill.Tensor", "rsub.Tensor", "true_divide.Scalar", "where.ScalarOther",
+    "where.ScalarSelf", "where.Scalar", "hardswish.default", "fix.default", "absolute.default",
+    "isreal.default", "isclose.default", "complex.default", "polar.default", "prelu.default",
+    "_prelu_kernel.default", "log_sigmoid_forward.default", "hardtanh_backward.default",
+    "leaky_relu_backward.default", "elu_backward.default", "softplus_backward.default",
+    "hardswish_backward.default", "hardsigmoid_backward.default", "mish_backward.default",
+    "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit_functional", "cudnn_batch_norm", "miopen_batch_norm",
+)
+
+
+def _overloads(names) -> set:
+    found = set()
+    for name in names:
+        packet_name, _, overload = name.partition(".")
+        packet = getattr(torch.ops.aten, packet_name, None)
+        if packet is None:
+            continue  # (not in this torch)
+        for candidate in ([overload] if overload else packet.overloads()):
+            if candidate != "out" and not candidate.endswith("_out") and hasattr(packet, candidate):
+                found.add(getattr(packet, candidate))
+    return found
+
+
+_KERNEL_LAID_OUT = _overloads(_KERNEL_LAID_OUT_NAMES)
 _LAYOUTS: dict = {}  # signature -> eager's (sizes, strides) per result (None: not a tensor), or None
 
 
 def _is_candidate(func) -> bool:
     known = _CANDIDATE.get(func)
     if known is None:
-        known = (
+        known = func in _KERNEL_LAID_OUT or (
             isinstance(func, torch._ops.OpOverload)
             and torch.Tag.pointwise in func.tags
             and not func._schema.is_mutable

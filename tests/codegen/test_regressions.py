@@ -950,3 +950,41 @@ def test_a_compiled_function_under_a_dispatch_mode_runs_as_written():
     with AddIsMul():
         torch.testing.assert_close(compiled(a, b), (a * b).relu())
     torch.testing.assert_close(compiled(a, b), (a + b).relu())
+
+
+@pytest.mark.parametrize("op", ["floor_divide", "batch_norm"])
+def test_untagged_elementwise_results_have_eagers_layout(op):
+    """Ops laid out by their kernels without the pointwise tag: floor_divide of a permuted tensor
+    (eager's result (4, 1, 20), its fake contiguous: a traced reshape became a view, which raised
+    where the graph ran as ATen calls; fuzz layout 10705) and batch norm of one (the CPU kernel's
+    result contiguous, the meta function's permuted: `.view(-1)` after a graph break raised; fuzz
+    conv 10874).  The compiled results have eager's strides, and what follows works as in eager."""
+    from ember.autograd.eager_layout import with_eager_layout
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    c = torch.rand(16, 5, 4).permute(1, 2, 0) + 0.5
+    if op == "floor_divide":
+        d = torch.randint(1, 9, (5, 4, 1), dtype=torch.int32).expand(5, 4, 16)
+        func, args = torch.ops.aten.floor_divide.default, (c, d)
+
+        def fn(c, d):
+            return torch.floor_divide(c, d).reshape(320) * 2
+    else:
+        d = torch.rand(4) + 0.5
+        func = torch.ops.aten._native_batch_norm_legit_no_training.default
+        args = (c, d, d, torch.zeros(4), torch.ones(4), 0.1, 1e-5)
+
+        def fn(c, d):
+            v = F.batch_norm(c, torch.zeros(4), torch.ones(4), d, d, training=False)
+            ember.graph_break()
+            return v.view(-1) + 1, v
+    with FakeTensorMode() as mode:
+        fakes = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+        result = with_eager_layout(func, tuple(fakes), {}, func(*fakes))
+    first = result[0] if isinstance(result, tuple) else result
+    assert first.stride() == (func(*args)[0] if isinstance(result, tuple) else func(*args)).stride()
+    expected = fn(c, d)
+    got = ember.compile(fn)(c, d)
+    for a, b in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,)):
+        assert a.stride() == b.stride()
+        torch.testing.assert_close(a, b)
