@@ -435,6 +435,7 @@ _ADDITIONS = (aten.add.Tensor, aten.sub.Tensor, aten.add_.Tensor, aten.sub_.Tens
 _RELATIVE_NOISE = 1000  # |y| below this many eps: an ulp of rounding is beyond the relative tolerance
 _LOGICAL = (aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default,
             aten.logical_not.default)
+_ROW_SUMS = (aten.sum.default, aten.sum.dim_IntList, aten.mean.default, aten.mean.dim)
 _NOISE_AMPLIFYING = (aten.reciprocal.default, aten.rsqrt.default, aten.sqrt.default, aten.log.default,
                      aten.log2.default, aten.log10.default)
 
@@ -512,6 +513,7 @@ class ConditionWatch(TorchDispatchMode):
         super().__init__()
         self.ill_conditioned = False
         self.noise_zeros = WeakIdKeyDictionary()  # tensor -> bool mask of its noise zeros
+        self.zero_sum_dims = WeakIdKeyDictionary()  # a layer_norm output (no affine) -> its normalized dims
         self.from_libm = WeakIdKeyDictionary()  # tensors holding a libm function's results
         self.sum_bounds = WeakIdKeyDictionary()  # a sum's result -> its rounding error bound
         self.abs_noise = WeakIdKeyDictionary()  # a normalization's output -> its absolute rounding noise
@@ -710,6 +712,9 @@ class ConditionWatch(TorchDispatchMode):
             mask = _layer_norm_noise_zeros(args)
             if mask is not None:
                 self.noise_zeros[result[0]] = mask
+            if (len(args) < 3 or args[2] is None) and (len(args) < 4 or args[3] is None) and args[1]:
+                # each normalized row sums to 0 in exact arithmetic: a sum over whole rows is noise
+                self.zero_sum_dims[result[0]] = set(range(args[0].dim() - len(args[1]), args[0].dim()))
             noise = _layer_norm_noise(args)
             if noise is not None:
                 self.abs_noise[result[0]] = noise
@@ -738,9 +743,22 @@ class ConditionWatch(TorchDispatchMode):
             if bool(mask.any()):
                 self.noise_zeros[result] = mask
             return False
+        if func in _ROW_SUMS and isinstance(result, torch.Tensor) and args[0] in self.zero_sum_dims:
+            # the sum (mean) of a layer_norm output over whole rows: 0 +- noise, of either sign
+            # (lowp 11128: its mean raised to the output's powers, NaN for eager's -1e-9 and
+            # 3e16 for ember's +1e-9)
+            dims = args[1] if len(args) > 1 and args[1] is not None else list(range(args[0].dim()))
+            dims = {d % max(args[0].dim(), 1) for d in ([dims] if isinstance(dims, int) else dims)} or \
+                set(range(args[0].dim()))
+            if self.zero_sum_dims[args[0]] <= dims:
+                self.noise_zeros[result] = torch.ones(result.shape, dtype=torch.bool, device=result.device)
+            return False
         if not self.noise_zeros or not args:
             return False
         first, second = self._noise_mask(args[0]), self._noise_mask(args[1] if len(args) > 1 else None)
+        if func is aten.pow.Tensor_Tensor and first is not None and bool(first.any()):
+            exponent = args[1].detach().double().expand(result.shape)[first.expand(result.shape)]
+            return bool(((exponent < 0) | (exponent != exponent.round())).any())
         if func is aten._to_copy.default and (kwargs or {}).get("dtype") is torch.bool:
             return first is not None and bool(first.any())  # bool() of noise: True or False by chance
         if func in _ROUNDINGS or func is aten.sign.default:

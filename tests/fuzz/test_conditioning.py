@@ -349,3 +349,15 @@ def test_a_convolution_bias_gradient_before_a_batch_norm_is_its_rounding_noise()
     upstream = torch.randn(6, 8, 1, 3, generator=g)
     assert _watched(program(upstream * 1000), x, w, torch.randn(8, generator=g).requires_grad_())
     assert not _watched(program(upstream), x, w, torch.randn(8, generator=g).requires_grad_())
+
+
+def test_power_of_a_normalized_outputs_mean_is_ill_conditioned():
+    """The mean of a layer_norm output over whole rows is 0 +- rounding noise: raised to
+    non-integer powers it is NaN or a number by the noise's sign (lowp 11128: eager NaN, ember
+    3.4e16).  With an integer exponent, or over part of a row, it is not."""
+    layer_norm = torch.nn.functional.layer_norm
+    x = torch.randn(3, 31, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert _watched(lambda t: layer_norm(t, (31,)).mean() ** layer_norm(t, (31,)), x)
+    assert _watched(lambda t: torch.pow(layer_norm(t, (31,)).sum(-1), layer_norm(t, (31,))[:, 0]), x)
+    assert not _watched(lambda t: layer_norm(t, (31,)).mean() ** torch.full((3,), 2.0, dtype=t.dtype), x)
+    assert not _watched(lambda t: layer_norm(t, (31,))[:, :5].sum(-1) ** layer_norm(t, (31,))[:, 0], x)
