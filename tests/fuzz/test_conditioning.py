@@ -361,3 +361,22 @@ def test_power_of_a_normalized_outputs_mean_is_ill_conditioned():
     assert _watched(lambda t: torch.pow(layer_norm(t, (31,)).sum(-1), layer_norm(t, (31,))[:, 0]), x)
     assert not _watched(lambda t: layer_norm(t, (31,)).mean() ** torch.full((3,), 2.0, dtype=t.dtype), x)
     assert not _watched(lambda t: layer_norm(t, (31,))[:, :5].sum(-1) ** layer_norm(t, (31,))[:, 0], x)
+
+
+def test_eagers_cpu_batch_norm_backward_misreading_a_transposed_input_is_flagged():
+    """torch 2.13's CPU batch_norm backward (training) of an input [5, 100, 5, 1] with strides
+    (500, 1, 100, 1) gives every channel's bias gradient one value (conv 11091); run again on
+    contiguous copies it is the sums of the output gradient.  A contiguous input is not flagged."""
+    a = torch.randn(5, 5, 100, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    bias = torch.randn(100, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).requires_grad_()
+    grad = torch.randn(5, 100, 5, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    for x, misread in ((a.transpose(2, -3), True), (a.transpose(2, -3).contiguous(), False)):
+        out = torch.nn.functional.batch_norm(x, torch.zeros(100, dtype=x.dtype), torch.ones(100, dtype=x.dtype),
+                                             None, bias, training=True)
+        with ConditionWatch() as watch:
+            (found,) = torch.autograd.grad(out, bias, grad)
+        right = torch.allclose(found, grad.sum((0, 2, 3)))
+        # (where a later torch fixes its kernel, eager is right and nothing is flagged)
+        assert watch.ill_conditioned == (not right), (misread, right)
+        if not misread:
+            assert right

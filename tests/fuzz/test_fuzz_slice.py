@@ -162,7 +162,10 @@ REGRESSIONS = [("ember_ca", "default", 9638), ("ember", "default", 9638), ("embe
                ("ember", "conv", 10874),
                # the mean of a layer_norm output (0 +- noise) raised to non-integer powers: NaN or a
                # number by the noise's sign (11128; the conditioning's)
-               ("ember", "lowp", 11128)]
+               ("ember", "lowp", 11128),
+               # eager's CPU batch_norm backward (training) misreads an input [5, 100, 5, 1] with
+               # strides (500, 1, 100, 1): one bias gradient for every channel (11091; the conditioning's)
+               ("ember", "conv", 11091)]
 
 
 @pytest.mark.parametrize("backend,mode,seed", REGRESSIONS, ids=[f"{b}-{m}-{s}" for b, m, s in REGRESSIONS])
