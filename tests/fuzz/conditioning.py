@@ -744,6 +744,11 @@ class ConditionWatch(TorchDispatchMode):
             if noise is not None:
                 self.abs_noise[result[0]] = noise
             return False
+        if func in _REMAINDERS and len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1] in self.abs_noise:
+            # x mod y moves by (x // y) * dy for a move dy of y: a normalized divisor's rounding
+            # noise times a large quotient (default 11412: fmod(1, 0.0156), 64 times the noise)
+            noise = self.abs_noise[args[1]]
+            return _moves_beyond_tolerance(lambda y, x, *rest: func(x, y, *rest), [args[1], args[0], *args[2:]], noise)
         if args and isinstance(args[0], torch.Tensor) and args[0] in self.abs_noise:
             noise = self.abs_noise[args[0]]
             if func in _SENSITIVE:

@@ -380,3 +380,16 @@ def test_eagers_cpu_batch_norm_backward_misreading_a_transposed_input_is_flagged
         assert watch.ill_conditioned == (not right), (misread, right)
         if not misread:
             assert right
+
+
+def test_remainder_by_a_noisy_normalized_divisor_with_a_large_quotient_is_ill_conditioned():
+    """fmod(1, y) for a layer_norm output y of about 0.0156 moves by 64 times y's rounding noise
+    (default 11412, on the resized call: eager 0.015574, ember_ca 0.0155894); divisors of 0.7 and
+    more (quotients 0 or 1) do not."""
+    layer_norm = torch.nn.functional.layer_norm
+    one = torch.ones((), dtype=torch.float64)
+    spread = torch.tensor([[1.0, 2.0, 4.0, 5.0]], dtype=torch.float64)
+    near_mean = torch.tensor([[1.0, 2.0, 3.0275, 4.0, 5.0]], dtype=torch.float64)
+    assert abs(float(layer_norm(near_mean, (5,))[0, 2]) - 0.0156) < 2e-3
+    assert _watched(lambda t: torch.fmod(one, layer_norm(t, (5,))), near_mean)
+    assert not _watched(lambda t: torch.fmod(one, layer_norm(t, (4,))), spread)

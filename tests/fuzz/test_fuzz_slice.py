@@ -165,7 +165,10 @@ REGRESSIONS = [("ember_ca", "default", 9638), ("ember", "default", 9638), ("embe
                ("ember", "lowp", 11128),
                # eager's CPU batch_norm backward (training) misreads an input [5, 100, 5, 1] with
                # strides (500, 1, 100, 1): one bias gradient for every channel (11091; the conditioning's)
-               ("ember", "conv", 11091)]
+               ("ember", "conv", 11091),
+               # fmod by a layer_norm output of 0.0156: its rounding noise times a quotient of 64
+               # (11412, the resized call; the conditioning's)
+               ("ember_ca", "default", 11412)]
 
 
 @pytest.mark.parametrize("backend,mode,seed", REGRESSIONS, ids=[f"{b}-{m}-{s}" for b, m, s in REGRESSIONS])
