@@ -1,8 +1,8 @@
 """Where a compiled training step's host time goes on the GPU machine: the CUDA runtime calls
 (launches, allocations, copies, synchronizations) and torch ops by self CPU time, from the
-profiler, for ember (and eager beside it).  A debugging aid for host-bound steps.
+profiler, for ember (and eager and Inductor beside it).  A debugging aid for host-bound steps.
 
-    python scripts/gpu_host_probe.py --model resnet50 --mode train [--variants eager,ember] --out DIR
+    python scripts/gpu_host_probe.py --model resnet50 --mode train [--variants eager,inductor,ember] --out DIR
 """
 import argparse
 import os
@@ -39,7 +39,8 @@ def main() -> None:
     lines = []
     for variant in arguments.variants.split(","):
         ember.reset()
-        function = model if variant == "eager" else ember.compile(model, backend="ember")
+        function = model if variant == "eager" else torch.compile(model) if variant == "inductor" else \
+            ember.compile(model, backend="ember")
         for _ in range(4):
             run(function)
         torch.cuda.synchronize()

@@ -137,6 +137,7 @@ class WrapperCodegen:
         self.lines: list[str] = []
         self.direct_inputs: set[str] = set()  # (backends that check inputs once per call)
         self.direct_streams: set = set()
+        self.workspaces: dict = {}  # (backends' per-call scratch tensors: key -> (name, numel))
         self._offsets: dict[str, int] | None = None
 
     def ref(self, value: Any, hint: str) -> str:
@@ -185,7 +186,13 @@ class WrapperCodegen:
     def allocate(self, buffer: ComputedBuffer) -> None:
         layout = buffer.layout
         self.lines.append(f"{buffer.name} = empty_strided({_sizes(layout.size)}, {_sizes(layout.stride)}, "
-                          f"dtype={layout.dtype}, device='{layout.device}')")
+                          f"dtype={layout.dtype}, device={self.device(layout.device)})")
+
+    def device(self, device: torch.device) -> str:
+        """A name bound to `device` (a string argument is parsed again at every call)."""
+        name = f"device_{device.type}{'' if device.index is None else device.index}"
+        self.namespace[name] = device
+        return name
 
     def generate(self, kernel_functions: dict[str, Any]) -> str:
         graph = self.graph
