@@ -8,6 +8,11 @@ loss, backward).  Per variant: milliseconds per call (median of ROUNDS rounds of
 calls timed with CUDA events; the spread is the min-max of the rounds), cold compile seconds (the
 first call), peak memory, and the result's relative error against eager's (bf16 tolerance).
 
+The three variants of a case are compiled first and kept; then their rounds take turns (eager,
+Inductor, ember, then the next round in a rotated order), so that a machine that slows down or
+speeds up for a while (these hosts are shared: run 13's eager bert train moved 30 -> 48 ms between
+machines) weighs on every variant alike instead of on whichever ran then.
+
     python benchmarks/gpu_models.py [--models bert,gpt2,resnet50,vit] [--modes infer,train] [--out DIR]
 """
 from __future__ import annotations
@@ -25,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import ember_revision  # noqa: E402
 from output import take_out_option  # noqa: E402
 
-ROUNDS, ITERATIONS, WARMUP = 3, 10, 3
+ROUNDS, ITERATIONS, WARMUP = 9, 10, 3
 
 
 def fresh_compile_caches() -> str:
@@ -84,20 +89,34 @@ def step_function(model, inputs, loss_of, mode: str, torch):
     return run
 
 
-def timed(run, function, torch) -> list[float]:
+def warm(run, function, torch) -> float:
+    """WARMUP calls after the cold one; the peak memory of a call, in GiB."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
     for _ in range(WARMUP):
         run(function)
-    rounds = []
-    for _ in range(ROUNDS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(ITERATIONS):
-            run(function)
-        end.record()
-        torch.cuda.synchronize()
-        rounds.append(start.elapsed_time(end) / ITERATIONS)
-    return rounds
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() / 2**30
+
+
+def timed_in_turns(run, functions: dict, torch) -> dict[str, list[float]]:
+    """ms per call of each variant: ROUNDS rounds of ITERATIONS calls, the variants' rounds taking
+    turns (each round starts one variant further on)."""
+    samples = {name: [] for name in functions}
+    names = list(functions)
+    for round_ in range(ROUNDS):
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            function = functions[name]
+            run(function)  # (one untimed call: the variant that ran before leaves nothing queued)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(ITERATIONS):
+                run(function)
+            end.record()
+            torch.cuda.synchronize()
+            samples[name].append(start.elapsed_time(end) / ITERATIONS)
+    return samples
 
 
 def relative_error(result, expected) -> float:
@@ -118,6 +137,7 @@ def main() -> None:
     import ember
 
     device = torch.cuda.get_device_name()
+    began = time.perf_counter()
     rows = []
     for name in arguments.models.split(","):
         for mode in arguments.modes.split(","):
@@ -130,10 +150,11 @@ def main() -> None:
             run = step_function(model, inputs, loss_of, mode, torch)
             expected = output_of(run(model)).detach()
             row = {"case": f"{name} {mode}"}
+            functions = {}
             for variant in arguments.variants.split(","):
                 model.zero_grad(set_to_none=True)
                 torch._dynamo.reset() if variant == "inductor" else None
-                ember.reset()
+                ember.reset() if variant == "ember" else None
                 function = model if variant == "eager" else torch.compile(model) if variant == "inductor" else \
                     ember.compile(model, backend="ember")
                 torch.cuda.synchronize()
@@ -143,24 +164,36 @@ def main() -> None:
                     torch.cuda.synchronize()
                     cold = time.perf_counter() - started
                     error = relative_error(result, expected)
-                    torch.cuda.reset_peak_memory_stats()
-                    samples = timed(run, function, torch)
-                    peak = torch.cuda.max_memory_allocated() / 2**30
-                    row[variant] = {"ms": statistics.median(samples), "spread": (min(samples), max(samples)),
-                                    "cold": cold, "peak": peak, "error": error}
+                    peak = warm(run, function, torch)
+                    row[variant] = {"cold": cold, "peak": peak, "error": error}
+                    functions[variant] = function
                 except Exception as failure:  # noqa: BLE001 - a failing variant is a row, not a crash
                     import traceback
 
                     traceback.print_exc()
                     row[variant] = {"failed": f"{type(failure).__name__}: {str(failure)[:120]}"}
-                print(name, mode, variant, row[variant], flush=True)
+                print(name, mode, variant, row[variant], f"({time.perf_counter() - began:.0f} s in)", flush=True)
+            model.zero_grad(set_to_none=True)
+            for variant, samples in timed_in_turns(run, functions, torch).items():
+                row[variant].update(ms=statistics.median(samples), spread=(min(samples), max(samples)))
+                print(name, mode, variant, f"{row[variant]['ms']:.2f} ms", " ".join(f"{t:.1f}" for t in samples),
+                      flush=True)
             rows.append(row)
-            del model, function
+            del model, function, functions
+            torch._dynamo.reset()
+            ember.reset()
             torch.cuda.empty_cache()
+            write(rows, folder, arguments, device, torch)  # (so far: a run cut short keeps its cases)
+    print(write(rows, folder, arguments, device, torch))
+
+
+def write(rows: list, folder: str, arguments, device: str, torch) -> str:
+    """The table of the cases so far, written to the folder; returned."""
     lines = [f"# Models on the GPU under bf16 autocast ({datetime.date.today()}, {device}, torch {torch.__version__}, "
              f"ember {ember_revision()})", "",
-             f"Median of {ROUNDS} rounds of {ITERATIONS} calls (spread: min-max of the rounds); cold: the first "
-             "call, compile included; error: ||out - eager|| / ||eager|| of the logits.", "",
+             f"Median of {ROUNDS} rounds of {ITERATIONS} calls, the variants' rounds taking turns (spread: min-max "
+             "of the rounds); cold: the first call, compile included; error: ||out - eager|| / ||eager|| of the "
+             "logits.", "",
              "| case | eager ms | inductor ms | ember ms | ember / inductor speed | ember / eager speed | "
              "cold s inductor / ember | peak GiB eager / inductor / ember | ember error |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -184,10 +217,10 @@ def main() -> None:
         geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
         lines += ["", f"Geomean ember / inductor speed over {len(speedups)} cases: **{geomean:.2f}**"]
     text = "\n".join(lines) + "\n"
-    print(text)
     tag = "_".join(arguments.models.split(","))
     with open(os.path.join(folder, f"gpu_models_{tag}.md"), "w") as handle:
         handle.write(text)
+    return text
 
 
 if __name__ == "__main__":
