@@ -209,6 +209,7 @@ class AotCompiled:
         if log_graph.isEnabledFor(logging.DEBUG):
             log_graph.debug("joint graph:\n%s", joint.print_readable(print_output=False))
         if not spec.diff_outputs:
+            _offer_input_writes(joint, spec, flat_args)
             forward = self.fw_compiler(joint, flat_args)
             self.last_partition = Partition(joint, None, [], 0, spec.num_fw_outputs)
             return self._unless_aliased(make_inference_function(spec, forward), spec, flat_args)
@@ -222,6 +223,7 @@ class AotCompiled:
             log_graph.debug("forward graph:\n%s\nbackward graph:\n%s",
                             partition.forward.print_readable(print_output=False),
                             partition.backward.print_readable(print_output=False))
+        _offer_input_writes(partition.forward, spec, flat_args)
         forward, begun = self._compile_forward_begin_backward(partition, spec, flat_args)
         pair = CompiledPair(spec, forward, partition.backward, self.bw_compiler, len(partition.saved),
                             partition.saved_bytes, begun=begun)
@@ -274,6 +276,18 @@ class AotCompiled:
             return runner(*args)
 
         return run
+
+
+def _offer_input_writes(gm: torch.fx.GraphModule, spec: JointSpec, flat_args: list) -> None:
+    """Tells the compiler which outputs are new values of inputs it may write in place (graph
+    meta "ember_input_writes": output position -> input position): inputs that need no gradient,
+    whose write the runtime would otherwise copy back (`_write_back`; batch norm's running
+    statistics).  A compiler that writes one returns the input itself there."""
+    writes = {spec.num_fw_outputs + k: index for k, index in enumerate(spec.mutated_inputs)
+              if not spec.mutation_is_differentiable(k) and isinstance(flat_args[index], torch.Tensor)
+              and not flat_args[index].requires_grad}
+    if writes:
+        gm.meta["ember_input_writes"] = writes
 
 
 def _count_compile() -> None:

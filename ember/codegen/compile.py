@@ -29,6 +29,7 @@ from ..lowering.printer import ir_text, schedule_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
 from ..lowering.symbolic import bounds_scope
 from ..runtime.autocast import as_traced
+from ..scheduling.input_writes import input_writes
 from ..scheduling.scheduler import Kernel, Scheduler
 from .devices import BACKENDS, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
@@ -81,6 +82,7 @@ def start_graph(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[[], 
         if log_ir.isEnabledFor(logging.DEBUG):
             log_ir.debug("%s", ir_text(graph))
         scheduler = timed("schedule", _schedule, graph)
+        graph.input_writes = input_writes(gm, scheduler)
         if log_schedule.isEnabledFor(logging.DEBUG):
             log_schedule.debug("%s", schedule_text(scheduler))
         backend = kernel_backend(_device_type(gm))

@@ -468,6 +468,9 @@ class TritonBackend:
         conditions = ["direct"]
         pointers = [*source.inputs, *source.outputs]
         for name, dtype in zip(pointers, launcher.pointer_dtypes):
+            if name in wrapper.graph.input_writes:  # (stored into an input: checked as the input)
+                wrapper.direct_inputs.add(wrapper.graph.input_writes[name])
+                continue
             if name in own:
                 continue
             if name in inputs:

@@ -71,6 +71,8 @@ class GraphLowering(torch.fx.Interpreter):
         self._sized_buffers = 0  # how many of self.buffers _size_of has looked at
         self.extern_calls: list[ExternCall] = []
         self.outputs: list[Any] = []
+        # computed buffer -> the input it is stored into (scheduling/input_writes.py)
+        self.input_writes: dict[str, str] = {}
         self.fallback_counts: collections.Counter = collections.Counter()
         self.current_node: torch.fx.Node | None = None
         self._names = collections.Counter()
