@@ -211,11 +211,17 @@ def _own_memory(values: list, indices: list[int], spec: JointSpec, args) -> list
 
 
 def _write_back(spec: JointSpec, args, new_values, skip=()) -> None:
-    """Mutated inputs get their new values (what eager's in-place ops did to them)."""
+    """Mutated inputs get their new values (what eager's in-place ops did to them).  A compiled
+    graph may have written an input in place (`_offer_input_writes`): its new value is the input
+    itself, whose version counter is bumped as eager's in-place op bumps it."""
     if not spec.mutated_inputs:
         return
     pairs = [(args[index], value) for position, (index, value) in enumerate(zip(spec.mutated_inputs, new_values))
              if position not in skip]
+    written = [target for target, value in pairs if value is target]
+    if written:
+        torch.autograd.graph.increment_version(written)
+        pairs = [(target, value) for target, value in pairs if value is not target]
     with torch.no_grad():
         if len(pairs) > 1 and all(target.shape == value.shape and target.device == value.device
                                   for target, value in pairs):
@@ -583,7 +589,7 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
             if torch.is_grad_enabled():
                 no_grad(False)
                 try:
-                    results = forward(*args)
+                    results = _made_with_grad_mode(forward(*args))
                 finally:
                     no_grad(True)
             else:
@@ -605,12 +611,26 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
         made = {index: _input_view(spec, index, alias, args) for index, alias in early.items()} if early else None
         # No output requires grad (detach nodes are gone from the graph, so ATen calls on inputs
         # that require grad would build an autograd graph eager's results do not have).
-        with torch.no_grad():
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                results = _made_with_grad_mode(forward(*args))
+        else:
             results = forward(*args)
         _write_back(spec, args, results[num_outputs:num_outputs + num_mutated])
         return _assemble(spec, [results[i] for i in returned], returned, args, made)
 
     return run
+
+
+def _made_with_grad_mode(results):
+    """An inference graph runs under no_grad; where its caller's grad mode is on, a view it returns
+    (of a graph intermediate: views of inputs are made afterwards, outside) would be a view made
+    in no_grad mode, which autograd refuses to write in place with grad mode on (`v.scatter_add_(1,
+    i, leaf)`: fuzz inplace 11668).  Such a view is returned detached: the same memory, which no
+    one else sees."""
+    if not any(isinstance(r, torch.Tensor) and r._is_view() for r in results):
+        return results
+    return type(results)(r.detach() if isinstance(r, torch.Tensor) and r._is_view() else r for r in results)
 
 
 def _assemble(spec: JointSpec, values: list, returned: list[int], args, made: dict | None = None) -> Any:
