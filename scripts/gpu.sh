@@ -24,6 +24,7 @@ if [ -n "${FUZZ_SEEDS:-}" ]; then
   exit 0
 fi
 # GPU_PART: suite (the tests), bench (the GPU benchmarks), or both (default: suite, then bench);
+# final: suite, OpInfo, bandwidth and reduce-overhead in one call (then GPU_PART=models, all eight);
 # opinfo: the OpInfo sweep on CUDA with backend ember (issue 10, acceptance 2), into $OUT;
 # models: issue 10's models (eager, Inductor, ember), two per call (the 600 s limit):
 #   GPU_PART=models MODELS=bert,gpt2 bash scripts/gpu.sh ; GPU_PART=models MODELS=resnet50,vit bash scripts/gpu.sh
@@ -31,6 +32,30 @@ fi
 # quick: the GPU tests of recently changed code and the reduce-overhead benchmark
 # autograd: compiled autograd's tests on the GPU and its BERT backward benchmark (issue 11)
 PART=${GPU_PART:-all}
+if [ "$PART" = final ]; then
+  # Every acceptance point but the models in one call (~9 min): the suite on GPU 0, the OpInfo
+  # sweep beside it (on GPU 1 where the machine has two, else on GPU 0 too), then bandwidth and
+  # reduce-overhead on GPU 0.  Each process sees one GPU.  Eight files come back: pytest.txt,
+  # the four OpInfo tables, the two benchmarks' tables and env.txt.
+  OPINFO_GPU=$([ "$(nvidia-smi -L | wc -l)" -ge 2 ] && echo 1 || echo 0)
+  for dtype in float32 bfloat16; do
+    for kind in forward backward; do
+      CUDA_VISIBLE_DEVICES=$OPINFO_GPU timeout "${OPINFO_SECONDS:-520}" python3 -m tests.autograd.opinfo_report \
+        --device cuda --dtypes $dtype --kinds $kind --backend ember --out "$OUT/opinfo_cuda_${dtype}_${kind}.md" \
+        > "/tmp/opinfo_${dtype}_${kind}.log" 2>&1 &
+    done
+  done
+  CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 timeout "${SUITE_SECONDS:-420}" python3 -m pytest tests -n "${SUITE_JOBS:-10}" \
+    -p no:cacheprovider -p no:benchmark -q "$@" > "$OUT/pytest.txt" 2>&1
+  echo "suite exit $?"; grep -E "passed|failed|^FAILED|^ERROR" "$OUT/pytest.txt" | tail -25
+  CUDA_VISIBLE_DEVICES=0 timeout 90 python3 benchmarks/gpu_bandwidth.py --out "$OUT" 2>&1 | grep -E "\||copy" | tail -8
+  CUDA_VISIBLE_DEVICES=0 timeout 90 python3 benchmarks/gpu_cudagraphs.py --out "$OUT" 2>&1 | grep -E "\||x " | tail -6
+  wait
+  grep -h "^| [a-z0-9]* | [a-z]* | [0-9]" "$OUT"/opinfo_cuda_*.md
+  grep -h "Stopped at" "$OUT"/opinfo_cuda_*.md
+  grep -h "^Unexpected\|^Every failure\|^No CUDA expected" "$OUT"/opinfo_cuda_*.md
+  exit 0
+fi
 if [ "$PART" = opinfo ]; then
   # one process per dtype and direction, side by side: an op whose eager kernel asserts on the
   # device ends only its own process's CUDA context
