@@ -106,6 +106,18 @@ def test_layer_norm_forward_and_backward():
     assert len(_kernels(backward)) <= 2
 
 
+@pytest.mark.parametrize("rows", [64, 2560], ids=["persistent", "looped"])
+def test_statistics_only_the_kernel_reads_are_never_stored(rows):
+    """A layer norm at inference: its mean and variance are read only by the normalizing
+    epilogue of their own kernel, so they stay in registers: the wrapper allocates the output
+    alone (each buffer is a Python allocation per call)."""
+    (graph,) = _run(lambda x, w, b: F.layer_norm(x, (rows,), w, b), torch.randn(256, rows), torch.randn(rows),
+                    torch.randn(rows), tolerance={"atol": 1e-4, "rtol": 1e-4})
+    (kernel,) = _kernels(graph)
+    assert graph.wrapper.count("empty_strided(") == 1, graph.wrapper
+    assert kernel.count("tl.store(") == 1, kernel
+
+
 def test_bias_gelu_after_matmul_is_one_kernel():
     """The matmul is an extern call; the bias and the exact GELU after it, one kernel."""
     (graph,) = _run(lambda x, w, b: F.gelu(x @ w + b), torch.randn(32, 64), torch.randn(64, 48), torch.randn(48),
