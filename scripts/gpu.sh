@@ -88,7 +88,7 @@ if [ "$PART" = autograd ]; then
   exit 0
 fi
 if [ "$PART" = models ]; then
-  timeout "${MODELS_SECONDS:-580}" python3 benchmarks/gpu_models.py --models "${MODELS:-bert,gpt2}" --out "$OUT" 2>&1 \
+  CUDA_VISIBLE_DEVICES=${MODELS_GPU:-0} timeout "${MODELS_SECONDS:-580}" python3 benchmarks/gpu_models.py --models "${MODELS:-bert,gpt2}" --out "$OUT" 2>&1 \
     | grep -E "^(bert|gpt2|resnet50|vit) |\||Geomean|Error" | cut -c1-400
   exit 0
 fi
