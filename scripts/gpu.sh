@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one script for the lent GPU machine (Python 3.12, torch 2.11, no network): runs the
 # suite there (the capture frontend must pass on 3.12) and leaves logs in $OUT.
-# Wheels that image lacks travel in .whl/ (pure-Python: bytecode).
+# Wheels that image lacks travel in .whl/ (pure-Python: bytecode; expecttest, which torch's OpInfo
+# database imports), carried with the call (`carry: [".whl"]`); fetch them here with
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --platform any -d .whl bytecode expecttest
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/ember-gpu-out}
