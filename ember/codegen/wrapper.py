@@ -25,7 +25,7 @@ from torch.utils import _pytree as pytree
 
 from ..lowering.graph import GraphLowering, ReinterpretView
 from ..lowering.indexing import python_size
-from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer, Layout
+from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer, Layout, product
 from ..lowering.symbolic import ShapesNotSupported, size_symbols
 from ..lowering.printer import provenance, user_line
 from ..runtime.autocast import AUTOCAST_KEYS, exclude_keys
@@ -286,7 +286,7 @@ class WrapperCodegen:
                     continue
                 view, own = layouts[0], node.layout
                 if view.dtype == own.dtype and sympy.sympify(view.offset) == 0 and view.is_contiguous() and \
-                        own.is_contiguous() and sympy.expand(_numel(view.size) - _numel(own.size)) == 0:
+                        own.is_contiguous() and sympy.expand(product(view.size) - product(own.size)) == 0:
                     shaped[node.name] = view
         return shaped
 
@@ -489,13 +489,6 @@ def _relation(tree, defined: set) -> str | None:
 def _number(value):
     """An int where the expression is a number (static layouts print as before), else the expression."""
     return int(value) if sympy.sympify(value).is_number else value
-
-
-def _numel(size) -> sympy.Expr:
-    numel = sympy.Integer(1)
-    for n in size:
-        numel = numel * n
-    return numel
 
 
 def _key(buffer) -> tuple:
