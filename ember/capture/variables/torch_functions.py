@@ -42,6 +42,14 @@ _BREAKING_MODULES = ("torch.jit", "torch.utils.checkpoint", "torch.distributed",
                      # compiles and launches its CUDA kernel itself, outside the dispatcher: on fake
                      # tensors it would hand their null pointers to the GPU (and kill the context)
                      "torch.cuda.jiterator")
+
+
+def _in_breaking_module(module: str) -> bool:
+    """Whether `module` is one of _BREAKING_MODULES or inside one: whole dotted components, so
+    torch.func matches torch.func._ops but not torch.functional (einsum, split, norm, ...)."""
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in _BREAKING_MODULES)
+
+
 # torch's setters of global state (torch.set_float32_matmul_precision, torch._C._set_*, ...).
 _GLOBAL_SETTER_PREFIXES = ("set_", "_set_")
 # Functions whose answer during capture is fixed.
@@ -160,7 +168,7 @@ def _torch_file(filename: str) -> str | None:
 
 def _runs_in_graph(function: types.FunctionType, module: str) -> bool:
     """A Python function of torch that becomes one graph node (see _GRAPH_FUNCTION_FILES)."""
-    if function in _BREAKING or module.startswith(_BREAKING_MODULES):
+    if function in _BREAKING or _in_breaking_module(module):
         return True  # a graph node that refuses to be one: the call breaks with its reason
     return _torch_file(function.__code__.co_filename) in _GRAPH_FUNCTION_FILES
 
@@ -185,7 +193,7 @@ class TorchFunctionVariable(VariableTracker):
         if reason is not None:
             raise Unsupported(reason)
         module = getattr(function, "__module__", "") or ""
-        if module.startswith(_BREAKING_MODULES):
+        if _in_breaking_module(module):
             raise Unsupported(f"{module}.{getattr(function, '__name__', function)} is not captured")
         name = getattr(function, "__name__", "") or ""
         if name in ("_set_grad_enabled", "set_grad_enabled"):
