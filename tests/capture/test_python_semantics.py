@@ -231,3 +231,16 @@ def test_torch_ops_is_not_taken_for_a_disabled_function():
     ember.reset()
     explained = ember.explain(f)(torch.ones(2, 3))
     assert explained.graph_break_count == 0, explained.break_reasons
+
+
+def _inplace_functions_return_their_argument(x, out):
+    y = torch.Tensor.add_(x, 1)
+    z = torch.relu_(x)
+    w = torch.sigmoid_(x)
+    o = torch.add(x, 1, out=out)
+    return (x * 2, y is x, z is x, w is x, o is out, {y: 1}.get(x, 0), x in {z}, x in {out})
+
+
+def test_inplace_ops_called_as_functions_return_the_same_object():
+    assert_matches_eager(_inplace_functions_return_their_argument, torch.randn(3), torch.empty(3),
+                         graphs=1)

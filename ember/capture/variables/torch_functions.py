@@ -202,7 +202,8 @@ class TorchFunctionVariable(VariableTracker):
             # Run at capture time it would change the setting before the program does (and a
             # node that returns None would then be dropped): it runs eagerly instead.
             raise Unsupported(f"{name} changes global state")
-        return tx.graph.call(tx, "call_function", function, args, kwargs)
+        result = tx.graph.call(tx, "call_function", function, args, kwargs)
+        return _same_object_as_argument(result, [*args, *kwargs.values()])
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         from .builder import wrap_static
@@ -425,3 +426,18 @@ class AutocastVariable(VariableTracker):
         exit_autocast(self.live)
         graph.entered_contexts.remove(self.live)
         return constant(None)
+
+
+def _same_object_as_argument(result: VariableTracker, arguments: list) -> VariableTracker:
+    """An op that returns one of its tensor arguments (`torch.relu_(x)`, `torch.Tensor.add_(x, 1)`,
+    `torch.add(a, b, out=c)`) returns that argument's variable, as the method form does: `is`, set
+    and dict lookups then answer as in eager.  The fake result is the argument's own fake then."""
+    from .tensor import TensorVariable
+
+    if not isinstance(result, TensorVariable):
+        return result
+    for argument in arguments:
+        if isinstance(argument, TensorVariable) and argument.example is result.example:
+            argument.node = result.node
+            return argument
+    return result
