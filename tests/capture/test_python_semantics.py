@@ -244,3 +244,16 @@ def _inplace_functions_return_their_argument(x, out):
 def test_inplace_ops_called_as_functions_return_the_same_object():
     assert_matches_eager(_inplace_functions_return_their_argument, torch.randn(3), torch.empty(3),
                          graphs=1)
+
+
+def _dict_update_from_iterables_of_pairs(x):
+    d = {}
+    d.update(zip(["a", "b"], [x, x + 1]))
+    d.update([("c", x * 3)])
+    d.update(map(lambda k: (k, k), "gh"), e=4)
+    d.update((k, x + len(k)) for k in ("ij", "k"))
+    return d
+
+
+def test_dict_update_takes_zip_map_and_generators_of_pairs():
+    assert_matches_eager(_dict_update_from_iterables_of_pairs, torch.randn(2), graphs=1, breaks=0)

@@ -447,6 +447,11 @@ def _mapping_keys(tx, other: VariableTracker) -> list[VariableTracker] | None:
                           RangeIteratorVariable, ConstantVariable)):
         return None  # builtin iterables without a `keys` attribute
     try:
+        if not hasattr(other.python_type(), "keys"):
+            return None  # zip, map, generators, ...: an iterable of pairs (dict.update's rule)
+    except Unsupported:
+        pass
+    try:
         keys_method = tx.load_attr(other, "keys")
     except UserException as error:
         if isinstance(error.value, AttributeError):
