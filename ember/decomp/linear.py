@@ -6,8 +6,23 @@ from . import register
 aten = torch.ops.aten
 
 
+def _integer_factor(factor, dtype):
+    """A scalar factor as eager's CPU kernel applies it to an integer product: converted to the
+    dtype, truncated toward zero (0.5 -> 0, -1.5 -> -1); None where eager refuses the value
+    (it does not fit the dtype)."""
+    value = int(factor)
+    info = torch.iinfo(dtype)
+    return value if info.min <= value <= info.max else None
+
+
 @register(aten.addmm.default)
 def addmm(bias, mat1, mat2, *, beta=1, alpha=1):
+    if not mat1.dtype.is_floating_point and not mat1.dtype.is_complex and mat1.dtype != torch.bool:
+        # A float factor times an integer tensor would promote to float: eager's result stays in
+        # the integer dtype, scaled by the truncated factor (int8 addmm with beta=0.5 adds 0 * bias).
+        beta, alpha = _integer_factor(beta, mat1.dtype), _integer_factor(alpha, mat1.dtype)
+        if beta is None or alpha is None:
+            return NotImplemented
     product = aten.mm.default(mat1, mat2)
     if alpha != 1:
         product = aten.mul.Tensor(product, alpha)
