@@ -257,3 +257,11 @@ def _dict_update_from_iterables_of_pairs(x):
 
 def test_dict_update_takes_zip_map_and_generators_of_pairs():
     assert_matches_eager(_dict_update_from_iterables_of_pairs, torch.randn(2), graphs=1, breaks=0)
+
+
+def _hasattr_of_builtin_types(x):
+    return x + 1, hasattr(tuple, "_fields"), hasattr(tuple, "count"), getattr(dict, "nothing", 3)
+
+
+def test_hasattr_of_a_builtin_type_answers_false_for_a_missing_attribute():
+    assert_matches_eager(_hasattr_of_builtin_types, torch.randn(2), graphs=1, breaks=0)

@@ -94,7 +94,11 @@ class BuiltinVariable(VariableTracker):
             return BuiltinVariable(_dict_fromkeys)
         from .builder import wrap_static
 
-        return wrap_static(tx, getattr(self.function, name))
+        try:
+            attribute = getattr(self.function, name)
+        except AttributeError as error:  # hasattr(tuple, "_fields") is False, not an internal error
+            raise UserException(error) from None
+        return wrap_static(tx, attribute)
 
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.function, '__name__', self.function)})"
