@@ -249,6 +249,11 @@ def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynam
             f"({model_or_fn!r:.80}); pass the callable itself, e.g. ember.compile(model)"
         )
     settings = _compile_settings(mode, options, dynamic)
+    if ember_config._config.disable or ember_config.disabled_by_environment():
+        # the off switch (EMBER_DISABLE=1, TORCH_COMPILE_DISABLE=1, ember.config.disable): as torch.compile
+        # with TORCH_COMPILE_DISABLE, the function or module itself comes back, to run eagerly
+        return getattr(model_or_fn, "_ember_original", None) or (
+            model_or_fn._orig_mod if isinstance(model_or_fn, OptimizedModule) else model_or_fn)
     context = CompileContext(backend_fn, backend_name, fullgraph, dynamic, mode, settings)
     if isinstance(model_or_fn, OptimizedModule):
         model_or_fn = model_or_fn._orig_mod

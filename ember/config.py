@@ -19,8 +19,24 @@ import types
 from typing import Any, Iterator
 
 
+def disabled_by_environment() -> bool:
+    """EMBER_DISABLE=1 (or torch's TORCH_COMPILE_DISABLE=1): ember.compile compiles nothing."""
+    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+               for name in ("EMBER_DISABLE", "TORCH_COMPILE_DISABLE"))
+
+
 @dataclasses.dataclass
 class Config:
+    # ---- the whole compiler ------------------------------------------------------------
+    # Off switch: ember.compile returns what it is given, and functions compiled earlier run
+    # their original code eagerly (nothing is captured).  Default: $EMBER_DISABLE or
+    # $TORCH_COMPILE_DISABLE set to 1 at import; ember.compile also reads them at each call.
+    disable: bool = dataclasses.field(default_factory=disabled_by_environment)
+    # Debug report: a folder that receives, per captured frame, every stage's dump, the graph
+    # breaks and recompiles with reasons and the compile times, with an index.html (debug_dir.py).
+    # Empty: $EMBER_DEBUG_DIR if set (read at each capture), else no report.
+    debug_dir: str = ""
+
     # ---- capture (ember's TorchDynamo) -------------------------------------------------
     # Cache entries per code object before the function runs eagerly for good.
     recompile_limit: int = 8

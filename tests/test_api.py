@@ -210,3 +210,58 @@ def test_reset_also_revives_a_function_past_its_recompile_limit():
     ember.reset()
     f(torch.ones(2))
     assert len(graphs) == 2
+
+
+@pytest.mark.parametrize("variable", ["EMBER_DISABLE", "TORCH_COMPILE_DISABLE"])
+def test_disable_environment_variable_makes_compile_return_the_original(variable, monkeypatch):
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def f(x):
+        return x.sin()
+
+    model = torch.nn.Linear(2, 2)
+    monkeypatch.setenv(variable, "1")  # read when ember.compile is called, not only at import
+    assert ember.compile(f, backend=backend) is f
+    assert ember.compile(model, backend=backend) is model
+    assert ember.compile(backend=backend)(f) is f
+    monkeypatch.setenv(variable, "0")
+    compiled = ember.compile(f, backend=backend)
+    assert compiled is not f
+    compiled(torch.randn(2))
+    assert len(graphs) == 1
+
+
+def test_config_disable_also_stops_functions_compiled_before_it():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    @ember.compile(backend=backend)
+    def f(x):
+        return x.cos()
+
+    x = torch.randn(3)
+    with ember.config.patch(disable=True):
+        torch.testing.assert_close(f(x), x.cos())
+        assert graphs == []
+        assert ember.compile(torch.sin) is torch.sin
+    f(x)
+    assert len(graphs) == 1
+
+
+def test_config_disable_defaults_from_the_environment_at_import():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCH_COMPILE_DISABLE="1")
+    env.pop("EMBER_DISABLE", None)
+    out = subprocess.run([sys.executable, "-c", "import ember; print(ember.config.disable)"], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"

@@ -31,6 +31,7 @@ import torch
 
 from .. import config as ember_config
 from .. import logs
+from .. import stance as _stance
 from ..gc_pause import gc_paused
 from . import defaults
 from .convert_frame import CacheEntry, GraphBreak, capture_frame
@@ -261,6 +262,8 @@ class CodeRunner:
             # eager; compiled kernels would hide them (and fake tensors of a tracer must not meet
             # them): the code runs as written, as torch.compile leaves it under such a mode
             return self.run_eagerly(closure, args)
+        if _stance.current is not None or ember_config._config.disable:
+            return _stance.dispatch(self, closure, args)  # ember.set_stance / ember.config.disable
         for guard, run in self.entries:
             try:
                 hit = guard(closure, *args)
@@ -273,6 +276,8 @@ class CodeRunner:
     def miss(self, closure, args: tuple):
         if self.eager:
             return self.run_eagerly(closure, args)
+        if _stance.current is not None and _stance.on_miss(self, closure, args):
+            return self.run_eagerly(closure, args)  # "eager_on_recompile" (stance.py)
         with self.context.settings_scope():
             return self._capture_and_run(closure, args)
 
