@@ -7,7 +7,7 @@
         return (x.sin() + y).relu()
 
 Public API (shaped like torch.compile): compile, reset, explain, graph_break, disable,
-config, counters, list_backends.
+config, counters, list_backends, set_stance, allow_in_graph, disallow_in_graph, is_compiling.
 """
 from __future__ import annotations
 
@@ -48,6 +48,8 @@ from .capture.runtime import counters  # noqa: E402
 from .capture.shapes import DynamicShapeError  # noqa: E402
 from .codegen.triton_backend import check_index_errors  # noqa: E402
 from . import compiled_autograd  # noqa: E402
+from .in_graph import allow_in_graph, disallow_in_graph, is_compiling  # noqa: E402
+from .stance import RecompileError, set_stance  # noqa: E402
 
 __all__ = [
     "check_index_errors",
@@ -68,4 +70,9 @@ __all__ = [
     "CaptureError",
     "BackendCompilerFailed",
     "DynamicShapeError",
+    "set_stance",
+    "RecompileError",
+    "allow_in_graph",
+    "disallow_in_graph",
+    "is_compiling",
 ]

@@ -114,6 +114,19 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         # torch.compiler.disable; torch._dynamo also wraps optimizers' _init_group this way once
         # torch.compile has run in the process (its own optimizer support calls it eagerly).
         return DisabledFunctionVariable(value, "is torch.compiler.disable'd")
+    # -- ember.allow_in_graph / disallow_in_graph / is_compiling (ember/in_graph.py) --
+    from ... import in_graph
+
+    if value is in_graph.is_compiling:
+        return FixedAnswerVariable(value, True)
+    registered = in_graph.verdict(value)
+    if registered is True:
+        from .in_graph import InGraphFunctionVariable
+
+        return InGraphFunctionVariable(value)
+    if registered is False:
+        return DisabledFunctionVariable(value, "is disallowed in the graph (disallow_in_graph)")
+    # -- end of allow_in_graph's block --
     try:
         if value not in _FIXED_ANSWERS and getattr(value, "__name__", None) == "is_compiling" and \
                 getattr(value, "__module__", "").startswith("torch._dynamo"):
