@@ -549,7 +549,8 @@ def _run_with_provenance(fn: Callable, args: list, tracer: AtenTracer):
 
     class ProvenanceInterpreter(torch.fx.Interpreter):
         def run_node(self, node):
-            tracer.current_meta = {key: node.meta[key] for key in ("stack_trace",) if key in node.meta}
+            tracer.current_meta = {key: node.meta[key] for key in ("stack_trace", "ember_recompute")
+                                   if key in node.meta}
             try:
                 return super().run_node(node)
             finally:

@@ -261,6 +261,19 @@ def is_recomputable(node: torch.fx.Node) -> bool:
     return torch.Tag.pointwise in tags
 
 
+def _must_recompute(node: torch.fx.Node, backward: set) -> bool:
+    """A value made inside torch.utils.checkpoint (capture/variables/checkpoint.py) and used only
+    there: recomputed in the backward whatever it costs, as eager's checkpoint does.  The region's
+    results (read by the forward outside it) and random ops' results may be saved."""
+    region = node.meta.get("ember_recompute")
+    if node.op != "call_function" or region is None:
+        return False
+    if any(tag in getattr(node.target, "tags", ()) for tag in _BANNED_TAGS):
+        return False
+    return all(user.meta.get("ember_recompute") == region for user in node.users
+               if user not in backward and user.op != "output")
+
+
 def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition:
     primals, tangents, fw_outputs, grads = _split_roles(joint, spec)
     backward = _backward_nodes(joint, tangents, fw_outputs)
@@ -283,9 +296,12 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
             weight = _tensor_bytes(node) or 1
         else:
             weight = 1 if isinstance(value, (torch.SymInt, torch.SymFloat, int, float)) else infinite
+        recompute = _must_recompute(node, backward)
+        if recompute:
+            weight = infinite  # inside torch.utils.checkpoint: never saved
         if node.op == "placeholder":
             flow.add_edge("source", f"{node.name}_in", capacity=infinite)
-        elif not is_recomputable(node) or node in pinned:
+        elif (not is_recomputable(node) or node in pinned) and not recompute:
             # Banned from recomputation: it runs in the forward, so saving it (or something after
             # it) is the only way across.
             flow.add_edge("source", f"{node.name}_in", capacity=infinite)

@@ -222,7 +222,7 @@ class AtenTracer(TorchDispatchMode):
         node_kwargs = pytree.tree_map_only(symbolic, self.sym_node_of, node_kwargs)
         node = self.graph.call_function(func, node_args, node_kwargs)
         node.meta["val"] = result
-        for key in ("stack_trace", "source_fn"):
+        for key in ("stack_trace", "source_fn", "ember_recompute"):
             if key in self.current_meta:
                 node.meta[key] = self.current_meta[key]
         return node

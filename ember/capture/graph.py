@@ -98,6 +98,7 @@ class OutputGraph:
         self.shape_plan: ShapePlan | None = None  # dynamic shapes (capture/shapes.py)
         self.symbolic_inputs: list[tuple[torch.Tensor, str]] = []  # (fake, source expr)
         self.specialization_watch: SpecializationWatch | None = None  # sizes the user marked dynamic
+        self.recompute_region: int | None = None  # the checkpoint region being captured, if any
 
     # -- inputs --------------------------------------------------------------------------------
     def tensor_input(self, value: torch.Tensor, source: Source) -> VariableTracker:
@@ -177,6 +178,8 @@ class OutputGraph:
             target = _printable_target(target)
         node = self.graph.create_node(kind, target, tuple(proxy_args), dict(proxy_kwargs))
         node.meta["stack_trace"] = tx.stack_trace()
+        if self.recompute_region is not None:  # inside torch.utils.checkpoint (variables/checkpoint.py)
+            node.meta["ember_recompute"] = self.recompute_region
         self.node_count += 1
         return self._wrap_result(tx, node, result)
 

@@ -50,6 +50,7 @@ def _in_breaking_module(module: str) -> bool:
     return any(module == prefix or module.startswith(prefix + ".") for prefix in _BREAKING_MODULES)
 
 
+_CHECKPOINT = torch.utils.checkpoint.checkpoint
 # torch's setters of global state (torch.set_float32_matmul_precision, torch._C._set_*, ...).
 _GLOBAL_SETTER_PREFIXES = ("set_", "_set_")
 # Functions whose answer during capture is fixed.
@@ -108,6 +109,10 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
 
     if value is ember.graph_break:
         return GraphBreakVariable()
+    if value is _CHECKPOINT:  # (torch marks it not to be traced: ember captures it as a region)
+        from .checkpoint import CheckpointVariable
+
+        return CheckpointVariable(value)
     if getattr(value, "_ember_disabled", False) is True:  # (`is True`: torch.ops makes a namespace of any name)
         return DisabledFunctionVariable(value)
     if getattr(value, "_torchdynamo_disable", False) is True:
