@@ -4,6 +4,9 @@
     "aot_eager"  ember's ahead-of-time autograd, then the graphs as they are
     "ember"      AOT autograd, then ember's loop IR, scheduler and C++ kernels (CPU)
     "inductor"   torch's own compiler, only as a side-by-side reference (reference.py)
+
+`torch.compile(model, backend="ember")` runs the "ember" backend on Dynamo's graphs through the
+entry point declared in pyproject.toml (torch_compile.py).
 """
 from __future__ import annotations
 
