@@ -1,6 +1,7 @@
 """Where a compiled model's time goes: every kernel and extern call of ember's wrappers, timed.
 
-    python benchmarks/profile_steps.py bert training [--top 25]
+    python benchmarks/profile_steps.py bert training [--top 25]   # models: mlp cnn bert gpt2 t5;
+                                                                # modes: inference, training
 
 Each generated wrapper's globals hold its kernels (ctypes functions) and extern targets; this
 replaces each with a timing shim, runs the model, and prints the total per step (kernel or ATen op)
@@ -17,6 +18,21 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+def parse_arguments(argv: list[str]) -> tuple[str, str, int]:
+    """(model, mode, top) from the command line; --help and bad arguments print the usage."""
+    import argparse
+
+    from codegen_speed import MODELS
+
+    parser = argparse.ArgumentParser(description="Time every kernel and extern call of ember's generated "
+                                                 "wrappers for one model.")
+    parser.add_argument("model", choices=MODELS)
+    parser.add_argument("mode", choices=["inference", "training"])
+    parser.add_argument("--top", type=int, default=25, help="how many of the slowest steps to list (default 25)")
+    arguments = parser.parse_args(argv)
+    return arguments.model, arguments.mode, arguments.top
+
+
 def main() -> None:
     import torch
 
@@ -24,8 +40,7 @@ def main() -> None:
     from codegen_speed import build, make_step
     from ember.codegen import compile as codegen_compile
 
-    name, mode = sys.argv[1], sys.argv[2]
-    top = int(sys.argv[sys.argv.index("--top") + 1]) if "--top" in sys.argv else 25
+    name, mode, top = parse_arguments(sys.argv[1:])
     torch.set_num_threads(os.cpu_count() or 1)
     compiled_graphs = []
     original = codegen_compile.compile_graph
