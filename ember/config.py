@@ -48,6 +48,9 @@ class Config:
     inline_depth_limit: int = 64
     # Graph-break on Tensor.item()/tolist() (torch.compile's default) instead of capturing.
     capture_scalar_outputs: bool = False
+    # Graph-break on ops whose output size depends on values (nonzero, boolean-mask indexing,
+    # masked_select, unique: torch.compile's default) instead of capturing them with unbacked sizes.
+    capture_dynamic_output_shape_ops: bool = False
     # A backend that raises: False surfaces the error, True warns and runs the graph eagerly.
     fallback_on_backend_error: bool = False
     # Most instructions one capture may run symbolically (guards against runaway loops).

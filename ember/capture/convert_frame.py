@@ -77,13 +77,14 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
     break_plan: dict[int, str] = {}
     breaks: list[GraphBreak] = []
     grad_at_entry = torch.is_grad_enabled()
+    frame_config = context.config
     for _attempt in range(64):
-        graph = OutputGraph(code, f_globals, closure, context.config)
+        graph = OutputGraph(code, f_globals, closure, frame_config)
         graph.shape_plan = plan
         graph.guards.global_state()
         try:
             try:
-                root = make_root(code, f_globals, closure, args, graph, context.config, break_plan)
+                root = make_root(code, f_globals, closure, args, graph, frame_config, break_plan)
                 root.run_root()
                 entry = _finish(context, root, params, f_globals, breaks)
             finally:
@@ -92,6 +93,14 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
                     manager.__exit__(None, None, None)
                 _check_no_real_writes(graph)
         except StaticShapesNeeded as need:
+            if plan.static and graph.captures_data_dependent:
+                # An .item() value or nonzero's size leaves the graph (returned, or live across a
+                # break): this frame breaks at them instead, as without the two capture flags.
+                log_fallbacks.info("%s: %s; capturing .item() and data-dependent shapes as breaks",
+                                   code.co_name, need.reason)
+                frame_config = dataclasses.replace(frame_config, capture_scalar_outputs=False,
+                                                   capture_dynamic_output_shape_ops=False)
+                continue
             if plan.static:
                 raise RuntimeError(f"symbolic sizes in a static capture: {need.reason}") from None
             log_recompiles.debug("%s: capturing with static shapes: %s", code.co_name, need.reason)

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -82,6 +83,14 @@ class OutputGraph:
         self.config = tracer_config
         self.graph = torch.fx.Graph()
         self.fake_mode = FakeTensorMode()
+        scalars = getattr(tracer_config, "capture_scalar_outputs", False)
+        output_shapes = getattr(tracer_config, "capture_dynamic_output_shape_ops", False)
+        self.captures_data_dependent = bool(scalars or output_shapes)
+        if scalars or output_shapes:
+            # .item() becomes an unbacked symbol, nonzero's size another (torch.compile's two flags)
+            self.fake_mode.shape_env = ShapeEnv(allow_scalar_outputs=scalars,
+                                                allow_dynamic_output_shape_ops=output_shapes)
+            self.fake_mode.static_shapes = False
         # Entered above fake_mode: pointwise results get the strides eager's kernels give them.
         self.eager_layout_mode = EagerLayoutMode()
         self.guards = GuardSet()

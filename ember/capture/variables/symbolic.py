@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import torch
 
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+from ..errors import Unsupported
 from ..shapes import StaticShapesNeeded
 from .base import VariableTracker
 
@@ -37,7 +40,12 @@ class SymNodeVariable(VariableTracker):
         raise StaticShapesNeeded(f"a dynamic size ({self.value}) is used where capture needs a number")
 
     def truth(self, tx) -> bool:
-        return bool(self.value)  # (the ShapeEnv records the answer as a guard)
+        try:
+            return bool(self.value)  # (the ShapeEnv records the answer as a guard)
+        except GuardOnDataDependentSymNode:
+            # A value only the graph computes (.item(), nonzero's size): Python branches on it
+            # after the graph, as torch.compile does.
+            raise Unsupported(f"a branch on a data-dependent value ({self.value})") from None
 
     def __repr__(self) -> str:
         return f"SymNodeVariable({self.node.name}: {self.value})"

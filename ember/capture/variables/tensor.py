@@ -128,9 +128,8 @@ class TensorVariable(VariableTracker):
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         if name in _BREAKING_METHODS:
-            if name == "item" and tx.config.capture_scalar_outputs:
-                raise Unsupported("Tensor.item() (captured scalars are not supported yet)")
-            raise Unsupported(_BREAKING_METHODS[name])
+            if not (name == "item" and tx.config.capture_scalar_outputs):
+                raise Unsupported(_BREAKING_METHODS[name])
         if name in _METADATA_METHODS:
             const_args = [arg.as_python_constant() for arg in args]
             const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
