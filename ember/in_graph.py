@@ -61,7 +61,9 @@ def verdict(value: Any) -> bool | None:
     if _disallowed.get(key) is value:
         return False
     rules = sys.modules.get("torch._dynamo.trace_rules")
-    if rules is not None:
+    if rules is not None and not (getattr(value, "__module__", None) or "").startswith("torch._dynamo"):
+        # (torch._dynamo's own functions are on its lists for its own use: the optimizers' step
+        # wrapper calls torch._dynamo.graph_break(), which capture runs as the no-op it is)
         try:
             if key in rules._allowed_callable_ids:
                 return True
