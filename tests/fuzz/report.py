@@ -79,6 +79,10 @@ def summarize(rows: list[dict], minimized: list[dict]) -> str:
     lines.append("  ".join(f"{h:>12}" for h in header))
     for line in _class_table(rows):
         lines.append("  ".join(f"{str(v):>12}" for v in line))
+    if len(modes) > 1:  # every mode's outcome, not only the total's
+        for mode in modes:
+            for line in _class_table([row for row in rows if row["mode"] == mode]):
+                lines.append("  ".join(f"{str(v):>12}" for v in [f"{line[0]}:{mode}", *line[1:]]))
     checks = collections.Counter((row["backend"], row["cls"], row.get("check") or "")
                                  for row in rows if row["cls"] in ("wrong", "crash"))
     if checks:
