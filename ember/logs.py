@@ -5,6 +5,7 @@
 Each channel is a standard `logging` logger named `ember.<channel>`; a channel listed in
 EMBER_LOGS gets level DEBUG and a stderr handler.  `EMBER_LOGS=all` turns on every channel.
 `ember.logs.enable("guards")` does the same from code (tests use it with caplog).
+EMBER_DEBUG_DIR (debug_dir.py) also writes every channel's records to files, per captured frame.
 """
 from __future__ import annotations
 

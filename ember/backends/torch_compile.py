@@ -25,6 +25,13 @@ log_fallbacks = logs.get("fallbacks")
 
 def ember(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """torch.compile's backend signature: (GraphModule, example inputs) -> callable."""
+    from ..debug_dir import frame
+
+    with frame(name="torch.compile graph"):  # (EMBER_DEBUG_DIR's report: one folder per graph)
+        return _compile(gm, example_inputs)
+
+
+def _compile(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     from . import ember_backend
 
     keep = [index for index, value in enumerate(example_inputs) if not _is_int(value)]

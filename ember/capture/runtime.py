@@ -30,6 +30,7 @@ from typing import Any, Callable
 import torch
 
 from .. import config as ember_config
+from .. import debug_dir as _debug_dir
 from .. import logs
 from .. import stance as _stance
 from ..gc_pause import gc_paused
@@ -278,7 +279,7 @@ class CodeRunner:
             return self.run_eagerly(closure, args)
         if _stance.current is not None and _stance.on_miss(self, closure, args):
             return self.run_eagerly(closure, args)  # "eager_on_recompile" (stance.py)
-        with self.context.settings_scope():
+        with self.context.settings_scope(), _debug_dir.frame(self.code):  # (EMBER_DEBUG_DIR's report)
             return self._capture_and_run(closure, args)
 
     def _capture_and_run(self, closure, args: tuple):
