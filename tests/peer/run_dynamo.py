@@ -562,8 +562,10 @@ def markdown(outcomes: list[Outcome], title: str, seconds: float) -> str:
             reference = REFERENCE_NON_PASS.get(o.name, "passes")
             lines.append(f"| {o.name} | {_md_escape(o.reason)} | {o.where} | {breaks} | {reference} |")
         lines.append("")
-    lines += ["## all tests", "", "| test | outcome | seconds |", "|---|---|---|"]
-    lines += [f"| {o.name} | {o.category} | {o.seconds:.2f} |" for o in outcomes]
+    lines += ["## all tests", "", "(breaks: graph breaks ember took where the test allows them)", "",
+              "| test | outcome | graphs | breaks | seconds |", "|---|---|---|---|---|"]
+    lines += [f"| {o.name} | {o.category} | {o.graphs} | {_md_escape('; '.join(o.breaks))} | {o.seconds:.2f} |"
+              for o in outcomes]
     return "\n".join(lines) + "\n"
 
 
