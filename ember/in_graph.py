@@ -65,10 +65,17 @@ def verdict(value: Any) -> bool | None:
         # (torch._dynamo's own functions are on its lists for its own use: the optimizers' step
         # wrapper calls torch._dynamo.graph_break(), which capture runs as the no-op it is)
         try:
-            if key in rules._allowed_callable_ids:
+            # torch registers some of its own callables for Dynamo's sake (torch.nn.attention.bias:
+            # SDPAParams and the can_use_* checks); ember classifies torch's callables itself
+            if key in rules._allowed_callable_ids and not isinstance(value, type) and not _from_torch(value):
                 return True
             if key in rules._disallowed_callable_ids:
                 return False
         except Exception:  # another torch's layout: nothing registered as far as ember can tell
             return None
     return None
+
+
+def _from_torch(value: Any) -> bool:
+    module = getattr(value, "__module__", None) or ""
+    return module == "torch" or module.startswith("torch.")

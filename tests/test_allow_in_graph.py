@@ -150,3 +150,12 @@ def test_is_compiling_is_true_in_captured_code_and_false_eagerly():
     torch.testing.assert_close(f(x), x + 1)
     with ember.set_stance("force_eager"):
         torch.testing.assert_close(f(x), x - 1)
+
+
+def test_torch_own_registrations_for_dynamo_do_not_change_how_torch_callables_are_captured():
+    import torch._dynamo  # noqa: F401
+    import torch.nn.attention.bias  # noqa: F401  (registers SDPAParams and can_use_* with Dynamo)
+    from ember.in_graph import verdict
+
+    assert verdict(torch.backends.cuda.SDPAParams) is None
+    assert verdict(torch.backends.cuda.can_use_efficient_attention) is None
