@@ -907,8 +907,33 @@ def mean(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
     compute = _LOW_PRECISION.get(out.dtype, out.dtype)
     total = reduction(ctx, node, x, dims, keepdim, "sum", out.dtype, result_dtype=compute)
     count = _reduced_count(x, dims)
-    return pointwise(ctx, node, "truediv", [total, count if is_symbolic(count) else float(count)],
-                     input_dtypes=[compute, compute])
+    if not _centers_its_input(node) or _may_be_zero(count):
+        return pointwise(ctx, node, "truediv", [total, count if is_symbolic(count) else float(count)],
+                         input_dtypes=[compute, compute])
+    # x - mean(x) (var/std's backward, a centering): a row of equal values must give exactly 0,
+    # as eager's pairwise-summed mean does for 2^k of them, but a running sum of 3 x's rounds
+    # (issue 32: the gradient of var(v) for 16 equal v was 1e-5, not 0).  Where the row's
+    # largest and smallest values are equal (and the sum finite), the mean is that value (+0
+    # for a row of -0.0, as eager's sum from +0); else sum / n as before.
+    largest = reduction(ctx, node, x, dims, keepdim, "max", compute, result_dtype=compute)
+    smallest = reduction(ctx, node, x, dims, keepdim, "min", compute, result_dtype=compute)
+    loaders = [value.make_loader() for value in (total, largest, smallest)]
+
+    def exact_if_equal(ops, index):
+        sum_value, high, low = (load(ops, index) for load in loaders)
+        divisor = ops.index_expr(count, compute) if is_symbolic(count) else ops.constant(float(count), compute)
+        mean_value = ops.truediv(sum_value, divisor)
+        equal = ops.logical_and(ops.eq(high, low), ops.logical_not(ops.isinf(sum_value)))
+        value = ops.where(equal, ops.add(high, ops.constant(0.0, compute)), mean_value)
+        return ops.to_dtype(value, out.dtype) if compute != out.dtype else value
+
+    return Pointwise(out.device, out.dtype, _size(out), exact_if_equal, ctx.origin())
+
+
+def _centers_its_input(node) -> bool:
+    """Is `mean(x)` subtracted from that same x (x - x.mean(dims, keepdim=True))?"""
+    return any(user.target is aten.sub.Tensor and len(user.args) == 2 and user.args[0] is node.args[0]
+               and user.args[1] is node and not user.kwargs for user in node.users)
 
 
 def _welford(ctx, node, x, dims, correction, keepdim, out, root: bool = False):
