@@ -56,12 +56,15 @@ def _key(flat_args: list) -> tuple:
     return (torch.is_grad_enabled(), tuple(key))
 
 
-def _symbolic_key(flat_args: list) -> tuple:
-    """What a graph traced with symbolic sizes still assumes of its inputs beyond its guards."""
+def _symbolic_key(flat_args: list, symbolic: dict | None = None) -> tuple:
+    """What a graph traced with symbolic sizes still assumes of its inputs beyond its guards
+    (of a number captured as a symbol, at a position in `symbolic`, its type)."""
     key = []
-    for arg in flat_args:
+    for index, arg in enumerate(flat_args):
         if isinstance(arg, torch.Tensor):
             key.append((arg.dim(), arg.dtype, arg.device, arg.requires_grad, arg.is_leaf))
+        elif symbolic and index in symbolic and type(arg) in (int, float):
+            key.append(type(arg))
         else:
             key.append((type(arg), arg))
     return (torch.is_grad_enabled(), tuple(key))
@@ -114,7 +117,7 @@ class AotCompiled:
                         raise
                     # The compiled wrapper checks its inputs before any kernel runs: nothing was
                     # done, and these sizes compile one by one from now on.
-                    self.specialized.add(_symbolic_key(flat_args))
+                    self.specialized.add(_symbolic_key(flat_args, self.dynamic_dims))
                     log_fallbacks.warning("ember: inputs outside the sizes a graph was compiled for (%s); "
                                           "compiling per shape from now on", error)
         key = torch.is_grad_enabled() if self.guarded_inputs else _key(flat_args)
@@ -128,7 +131,7 @@ class AotCompiled:
     def _symbolic_runner(self, flat_args: list) -> Callable | None:
         """The entry compiled with symbolic sizes whose guards hold for these inputs (compiled
         now if there is none yet); None where this key's sizes compile one by one."""
-        key = _symbolic_key(flat_args)
+        key = _symbolic_key(flat_args, self.dynamic_dims)
         if key in self.specialized:
             return None
         entries = self.symbolic_entries.setdefault(key, [])
@@ -175,8 +178,8 @@ class AotCompiled:
         return self._compile_traced(joint, spec, flat_args)
 
     def _compile_symbolic(self, flat_args: list, needs_grad: bool):
-        dims = {i: d for i, d in self.dynamic_dims.items()
-                if i < len(flat_args) and isinstance(flat_args[i], torch.Tensor)}
+        dims = {i: d for i, d in self.dynamic_dims.items()  # (and numbers captured as symbols: d == ())
+                if i < len(flat_args) and (isinstance(flat_args[i], torch.Tensor) or type(flat_args[i]) in (int, float))}
         try:
             joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad,
                                       dynamic_dims=dims)
@@ -194,7 +197,7 @@ class AotCompiled:
                 raise
             raise ShapesSpecialized(str(error)) from None
         # The guards also hold what compiling the graphs assumed (a partitioner's size checks).
-        positions = [i for i in dims if dims[i]]
+        positions = [i for i in dims if dims[i] or not isinstance(flat_args[i], torch.Tensor)]
         try:
             guard, text = input_guards(spec.shape_env, spec.input_fakes, positions)
         except StaticShapesNeeded as need:
@@ -382,6 +385,9 @@ def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None) -> C
         placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
         dynamic_dims = {i: symbolic_dims(node.meta.get("example_value")) for i, node in enumerate(placeholders)}
         dynamic_dims = {i: dims for i, dims in dynamic_dims.items() if dims}
+        # Python numbers captured as symbols (capture/scalars.py): symbols of the trace too
+        dynamic_dims.update({i: () for i, node in enumerate(placeholders)
+                             if isinstance(node.meta.get("example_value"), (torch.SymInt, torch.SymFloat))})
         compiled = AotCompiled(gm, fw_compiler, bw_compiler or fw_compiler, partition_min_cut,
                                core_decompositions(), guarded_inputs=not dynamic_dims, dynamic_dims=dynamic_dims)
 

@@ -118,6 +118,8 @@ def _fakes(fake_mode: FakeTensorMode, args: list, dynamic_dims: dict[int, tuple[
     fakes, leaves = [], []
     for index, arg in enumerate(args):
         if not isinstance(arg, torch.Tensor):
+            if index in dynamic_dims and type(arg) in (int, float):  # a Python number that is a symbol
+                arg = _symbolic_scalar(fake_mode, arg, index)
             fakes.append(arg)
             leaves.append(arg)
             continue
@@ -140,6 +142,18 @@ def _symbolic_fake(fake_mode: FakeTensorMode, tensor: torch.Tensor, index: int, 
     sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(tensor.dim())]
     context = StatelessSymbolicContext(dynamic_sizes=sizes)
     return fake_mode.from_tensor(tensor, symbolic_context=context, source=ShapeSource(f"a[{index}]"))
+
+
+def _symbolic_scalar(fake_mode: FakeTensorMode, value: int | float, index: int):
+    """A SymInt or SymFloat for a Python number input captured as a symbol (capture/scalars.py)."""
+    from ..capture.shapes import ShapeSource
+
+    source = ShapeSource(f"a[{index}]")
+    shape_env = fake_mode.shape_env
+    symbol = shape_env.create_unspecified_symbol(value, source=source, dynamic_dim=DimDynamic.DYNAMIC)
+    if type(value) is int:
+        return shape_env.create_symintnode(symbol, hint=value, source=source)
+    return shape_env.create_symfloatnode(symbol, hint=value, source=source)
 
 
 def _own_copy(fake_mode: FakeTensorMode, leaf: torch.Tensor) -> torch.Tensor:
@@ -201,6 +215,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         else:
             node = graph.placeholder(f"primals_{index + 1}")
             node.meta["val"] = primal
+            tracer.symbols.add_input(node, primal)  # (a number captured as a symbol; else nothing)
     last_placeholder = list(graph.nodes)[-1] if len(graph.nodes) else None
 
     grad_inputs = [i for i, p in enumerate(primals)

@@ -96,7 +96,7 @@ class SymbolNodes:
         self.nodes: dict[str, torch.fx.Node] = {}  # str(expression) -> node
 
     def add_input(self, node: torch.fx.Node, value: Any) -> None:
-        if isinstance(value, torch.SymInt):
+        if isinstance(value, (torch.SymInt, torch.SymFloat)):
             self._source(value, (node, None, None, value))
             return
         if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
@@ -109,7 +109,7 @@ class SymbolNodes:
         self._source(offset, (node, aten.sym_storage_offset.default, None, offset))
 
     def _source(self, value: Any, where: tuple) -> None:
-        if isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol):
+        if isinstance(value, (torch.SymInt, torch.SymFloat)) and isinstance(value.node.expr, sympy.Symbol):
             self.sources.setdefault(value.node.expr, where)
 
     def knows(self, value: Any) -> bool:
@@ -191,4 +191,6 @@ def input_guards(shape_env, fakes: list, positions: list[int]) -> tuple[Callable
     checks = shape_guards(shape_env, [fakes[i] for i in positions], [f"a[{i}]" for i in positions],
                           static_too=True)
     source = "lambda a: " + (" and ".join(f"({check})" for check in checks) if checks else "True")
-    return eval(compile(source, "<ember aot guards>", "eval"), {}), checks
+    from ..capture.shapes import GUARD_NAMESPACE
+
+    return eval(compile(source, "<ember aot guards>", "eval"), dict(GUARD_NAMESPACE)), checks

@@ -32,7 +32,6 @@ from . import bytecode_analysis as analysis
 from .errors import SkipFrame, Unsupported
 from .resume import make_resume_code
 from .source_text import keyword_arguments
-from .shapes import StaticShapesNeeded
 from .sources import CLOSURE, GLOBALS, CellContentsSource, ClosureSource
 from .variables.base import BINARY_OPERATORS, COMPARE_OPERATORS, ConstantVariable, NullVariable, VariableTracker
 from .variables.containers import (
@@ -101,8 +100,10 @@ class GlueCodegen:
     def _reconstruct(self, v: VariableTracker) -> str:
         if isinstance(v, ConstantVariable):
             return self.literal(v.value)
-        if isinstance(v, SymNodeVariable):
-            raise StaticShapesNeeded("a dynamic size leaves the graph (returned, or live across a break)")
+        if isinstance(v, SymNodeVariable):  # (computed again from the frame's inputs)
+            from .scalars import replay
+
+            return replay(self, v.node)
         if isinstance(v, TensorVariable):
             if v.source is not None:
                 return v.source.expr()

@@ -27,7 +27,9 @@ from .codegen import EMITTERS, Branch, GlueCodegen, collect_tensors, emit_side_e
     side_effect_values
 from .errors import BackendCompilerFailed, CaptureError, RestartCapture, SkipFrame, Unsupported
 from .graph import OutputGraph
+from .graph_reuse import compile_or_reuse
 from .resume import make_resume_code, original_code
+from .scalars import demote_scalars, note_written_scalars
 from .shapes import DynamicShapeError, ShapePlan, ShapeState, StaticShapesNeeded, shape_guards
 from .source_text import comment, compile_as_user_code
 from .sources import CLOSURE, GLOBALS
@@ -72,7 +74,7 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
     whether its captures need static shapes."""
     started = time.perf_counter()
     shapes = shapes or ShapeState()
-    plan = ShapePlan(getattr(context, "dynamic", None), shapes.automatic, static=shapes.static)
+    plan = ShapePlan(getattr(context, "dynamic", None), shapes.automatic, static=shapes.static, state=shapes)
     params = argument_names(code)
     break_plan: dict[int, str] = {}
     breaks: list[GraphBreak] = []
@@ -93,6 +95,8 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
                     manager.__exit__(None, None, None)
                 _check_no_real_writes(graph)
         except StaticShapesNeeded as need:
+            if demote_scalars(graph, shapes, need, code.co_name):
+                continue
             if plan.static and graph.captures_data_dependent:
                 # An .item() value or nonzero's size leaves the graph (returned, or live across a
                 # break): this frame breaks at them instead, as without the two capture flags.
@@ -250,6 +254,7 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         fakes, exprs = zip(*graph.symbolic_inputs)
         for expr in shape_guards(graph.fake_mode.shape_env, list(fakes), list(exprs)):
             graph.guards.add(expr, f"dynamic sizes: {expr}")
+    note_written_scalars(graph)
     guard_source = graph.guards.source_code(params)
     if log_guards.isEnabledFor(logging.DEBUG):
         log_guards.debug("guards for %s:\n%s", root.code.co_name, guard_source)
@@ -325,5 +330,6 @@ def _compile_graph(context, graph: OutputGraph, outputs, root):
     example_inputs = [graph_input.example for graph_input in graph.inputs]
     if log_graph.isEnabledFor(logging.DEBUG):
         log_graph.debug("graph for %s:\n%s", root.code.co_name, module.print_readable(print_output=False))
-    compiled = context.compile_graph(module, example_inputs)
+    state = graph.shape_plan.state if graph.shape_plan is not None else None
+    compiled = compile_or_reuse(context, state.compiled if state is not None else None, module, example_inputs)
     return module, compiled

@@ -187,6 +187,7 @@ class OutputGraph:
             target = _printable_target(target)
         node = self.graph.create_node(kind, target, tuple(proxy_args), dict(proxy_kwargs))
         node.meta["stack_trace"] = tx.stack_trace()
+        node.meta["ember_call"] = (kind, target, node.args, node.kwargs)  # (kept if DCE drops it: scalars.replay)
         if self.recompute_region is not None:  # inside torch.utils.checkpoint (variables/checkpoint.py)
             node.meta["ember_recompute"] = self.recompute_region
         self.node_count += 1

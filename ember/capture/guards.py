@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 
 from .guard_failures import Check, TensorFacts, explain, user_path
+from .shapes import GUARD_NAMESPACE
 from .source_text import comment
 from .sources import CLOSURE, GLOBALS, Source
 
@@ -285,6 +286,7 @@ class GuardSet:
         namespace = dict(self.refs)
         namespace[GLOBALS] = globals_dict
         namespace["__builtins__"] = __builtins__
+        namespace.update(GUARD_NAMESPACE)  # (the ShapeEnv's guards on float symbols: `not math.isnan(lr)`)
         exec(compile(source or self.source_code(params), "<ember guard>", "exec"), namespace)
         return namespace["__ember_guard"]
 
@@ -305,6 +307,7 @@ class GuardSet:
         """(the first guard that fails or raises, an evaluator of expressions, the error)."""
         namespace = dict(self.refs)
         namespace[GLOBALS] = globals_dict
+        namespace.update(GUARD_NAMESPACE)
 
         def evaluate(expr: str) -> Any:
             exec(f"def __check({', '.join([CLOSURE, *params])}):\n    return ({expr})", namespace)
@@ -341,6 +344,67 @@ class GuardSet:
             changed += [(guard.check.subject, path, d, old, new)
                         for d, (old, new) in enumerate(zip(facts.shape, value.shape)) if old != new]
         return changed
+
+
+    def number_constants(self) -> dict[str, str]:
+        """The ints and floats guarded by value, those inside guarded tuples (`betas`) included:
+        guard expression -> the user's path."""
+        found = {}
+        for guard in self.guards:
+            check = guard.check
+            if check is None or check.kind != "value" or not isinstance(check.what, Source):
+                continue
+            for expr, path, _ in _numbers(check.what, check.expected):
+                found[expr] = path
+        return found
+
+    def changed_scalars(self, params: list[str], globals_dict: dict, closure, args) -> list[tuple]:
+        """Python ints and floats guarded by value that now hold another number of the same type
+        (automatic dynamic scalars, scalars.py): (guard expression, the user's path, old, new).
+        Only for an entry that missed; every such guard is evaluated, not just the first."""
+        guard, evaluate, error = self._first_failure(params, globals_dict, closure, args)
+        if guard is None:
+            return []
+        changed = []
+        for guard in self.guards:
+            check = guard.check
+            if check is None or check.kind != "value" or not isinstance(check.what, Source):
+                continue
+            numbers = _numbers(check.what, check.expected)
+            if not numbers:
+                continue
+            try:
+                value = evaluate(check.subject)
+            except Exception:  # noqa: BLE001 - its path no longer exists
+                continue
+            if type(check.expected) is tuple:  # (a tuple of the same length: its numbers one by one)
+                if type(value) is not tuple or len(value) != len(check.expected):
+                    continue
+                news = [value[index] for index in range(len(value))]
+            else:
+                news = [value]
+            for (expr, path, old), new in zip(numbers, news if type(check.expected) is not tuple else
+                                               [news[i] for i in _number_positions(check.expected)]):
+                if type(new) is type(old) and new != old:
+                    changed.append((expr, path, old, new))
+        return changed
+
+
+def _number_positions(values: tuple) -> list[int]:
+    return [index for index, item in enumerate(values) if type(item) in (int, float)]
+
+
+def _numbers(source: Source, value: Any) -> list[tuple[str, str, Any]]:
+    """(expression, user's path, value) of the int or float `value` at `source`, or of each one in
+    the tuple `value` (the items of a tuple guarded whole: an optimizer's `betas`)."""
+    from .sources import ItemSource
+
+    if type(value) in (int, float):
+        return [(source.expr(), user_path(source), value)]
+    if type(value) is tuple:
+        return [(ItemSource(source, index).expr(), user_path(ItemSource(source, index)), value[index])
+                for index in _number_positions(value)]
+    return []
 
 
 def _path_at(expr: str, path: str, start: int = 0) -> int:

@@ -37,6 +37,7 @@ from ..gc_pause import gc_paused
 from . import defaults
 from .convert_frame import CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
+from .scalars import mark_changed_scalars
 from .shapes import ShapeState
 from .translator import argument_names
 from .module_call import has_hooks, hook_key, instance_forward, make_hooked_call, own_call, unsupported_hooks
@@ -322,6 +323,7 @@ class CodeRunner:
                     dims.add(dim)
                     log_recompiles.debug("%s: %s.size(%d) was %d, now %d; marking it dynamic",
                                          self.code.co_name, path, dim, old, new)
+        mark_changed_scalars(self, closure, args)
 
     def failures(self, closure, args) -> list[str]:
         """Why each cache entry missed: `x.size(0) expected 4, got 5` (entries numbered if several)."""

@@ -16,6 +16,8 @@ why).  The backend still compiles each graph per concrete input shape (AotCompil
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from typing import Callable
 
 import sympy
@@ -31,11 +33,14 @@ log_recompiles = logs.get("recompiles")
 
 
 class StaticShapesNeeded(Exception):
-    """A symbolic size reached code that needs a number: capture the frame with static shapes."""
+    """A symbolic size reached code that needs a number: capture the frame with static shapes.
+    `value`: the symbolic value (SymInt, SymFloat) where known; where its symbols are Python
+    scalars made dynamic (scalars.py), only those become constants again."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, value=None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.value = value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +75,12 @@ class ShapeState:
     its capture needed static shapes (a size read into Python), so later captures start so."""
     automatic: dict[str, set[int]] = dataclasses.field(default_factory=dict)
     static: bool = False
+    # Python ints and floats seen changing (source exprs): graph inputs from the next capture on
+    # (scalars.py); those that capture needed as constants after all stay constants.
+    scalars: set[str] = dataclasses.field(default_factory=set)
+    static_scalars: set[str] = dataclasses.field(default_factory=set)
+    # graph key -> what the backend compiled for it (graph_reuse.py: recompiles that capture alike)
+    compiled: dict = dataclasses.field(default_factory=dict, repr=False)
 
 
 @dataclasses.dataclass
@@ -77,6 +88,13 @@ class ShapePlan:
     dynamic: bool | None  # compile(dynamic=...)
     automatic: dict[str, set[int]] = dataclasses.field(default_factory=dict)  # source expr -> dims
     static: bool = False  # this capture falls back to static shapes
+    state: ShapeState | None = None  # the code's record (dynamic scalars are read from it)
+
+    def dynamic_scalar(self, expr: str) -> bool:
+        """Does the int or float at `expr` become a graph input (a symbol) in this capture?"""
+        state = self.state
+        return (state is not None and self.dynamic is not False and not self.static
+                and expr in state.scalars and expr not in state.static_scalars)
 
     def dims(self, value: torch.Tensor, expr: str) -> tuple[int, ...]:
         """The dims of input `value` (at `expr`) that become symbols."""
@@ -127,20 +145,23 @@ def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str], stat
     printer = PythonPrinter()
     places = []
     for fake, expr in zip(fakes, exprs):
+        if isinstance(fake, (torch.SymInt, torch.SymFloat)):  # a Python scalar input (scalars.py)
+            places.append((expr, fake))
+            continue
         places += [(f"{expr}.size()[{d}]", s) for d, s in enumerate(fake.shape)]
         places += [(f"{expr}.stride()[{d}]", s) for d, s in enumerate(fake.stride())]
         places.append((f"{expr}.storage_offset()", fake.storage_offset()))
     # Name every symbol where it first occurs by itself before printing any expression: a
     # stride s1*s2 comes before the stride s2 of a[:, ::2] (fuzz default 54400).
     simplified = {text: shape_env.simplify(value.node.expr) for text, value in places
-                  if isinstance(value, torch.SymInt)}
+                  if isinstance(value, (torch.SymInt, torch.SymFloat))}
     where: dict[sympy.Symbol, str] = {}
     for text, expr in simplified.items():
         if isinstance(expr, sympy.Symbol) and expr not in where:
             where[expr] = text
             names[expr] = sympy.Symbol(text, integer=True)
     for text, value in places:
-        if not isinstance(value, torch.SymInt):
+        if not isinstance(value, (torch.SymInt, torch.SymFloat)):
             if static_too:
                 checks.append(f"{text} == {value}")
             continue
@@ -152,7 +173,14 @@ def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str], stat
             raise StaticShapesNeeded(f"{text} is {expr}, and no input's size is {sorted(map(str, unnamed))[0]}")
         checks.append(f"{text} == {printer.doprint(expr.xreplace(names))}")
     checks += list(shape_env.produce_guards(fakes, [ShapeSource(expr) for expr in exprs]))
+    # The printer's `math.isnan(lr)`, `torch.sym_float(n)` (float symbols): names a parameter of
+    # the guarded function cannot shadow (GUARD_NAMESPACE).
+    checks = [_MODULE_NAME.sub(r"__ember_\1.", check) for check in checks]
     return list(dict.fromkeys(checks))
+
+
+_MODULE_NAME = re.compile(r"(?<![\w.'\"])(math|torch)\.")
+GUARD_NAMESPACE = {"__ember_math": math, "__ember_torch": torch}
 
 
 class SpecializationWatch:

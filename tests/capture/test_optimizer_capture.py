@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import operator
+import warnings
 import weakref
 
 import pytest
@@ -115,12 +116,12 @@ def assert_same_training(compiled: Training, eager: Training) -> None:
         assert compiled.sched._get_lr_called_within_step is False
 
 
-def run_training(optimizer: str, scheduler: str, backend: str, steps: int = 5) -> None:
+def run_training(optimizer: str, scheduler: str, backend: str, steps: int = 5, **options) -> None:
     from ember.capture.runtime import CaptureObserver
 
     ember.reset()
     compiled, eager = Training(optimizer, scheduler), Training(optimizer, scheduler)
-    compiled_step = ember.compile(compiled.step, backend=backend)
+    compiled_step = ember.compile(compiled.step, backend=backend, **options)
     with CaptureObserver() as observer:
         for x, y in batches(steps):
             torch.testing.assert_close(compiled_step(x, y), eager.step(x, y), **TOLERANCE)
@@ -150,11 +151,11 @@ def test_train_step_matches_eager_aot(optimizer, scheduler):
 
 
 def test_train_step_past_the_recompile_limit():
-    """The scheduler's counters and the learning rate are guarded constants (ember has no dynamic
-    scalars yet): each step recompiles until the limit, then that part runs eagerly, and the
-    hand-over from compiled to eager steps keeps the optimizer's state intact."""
+    """With dynamic=False the scheduler's counters and the learning rate stay guarded constants:
+    each step recompiles until the limit, then that part runs eagerly, and the hand-over from
+    compiled to eager steps keeps the optimizer's state intact."""
     with pytest.warns(UserWarning, match="recompile_limit"):
-        run_training("adamw", "onecycle", "eager", steps=ember.config.recompile_limit + 3)
+        run_training("adamw", "onecycle", "eager", steps=ember.config.recompile_limit + 3, dynamic=False)
 
 
 def test_optimizer_step_is_captured_not_run_on_fakes():
@@ -598,3 +599,140 @@ def test_a_capture_that_writes_a_real_object_is_reported(monkeypatch):
     with pytest.raises(RuntimeError, match=r"ember bug: capture wrote into real objects: obj"):
         with ember.config.patch(raise_capture_errors=True):
             ember.compile(fn, backend="eager")(torch.ones(2), CachedScale())
+
+
+# -- learning rates and step counters that change every step (capture/scalars.py) ------------------
+WARMUP_SCHEDULERS = {
+    "warmup": lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / 5)),
+    "step": lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5),
+    "cosine": lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10),
+}
+# 14 compiled steps drift from eager's by the optimizer's float32 bias corrections (the compiled
+# path keeps them in tensors, as torch.compile does: its own drift here is 1.8e-6 at most).
+LONG_TOLERANCE = dict(rtol=1e-4, atol=1e-5)
+
+
+class WarmupTraining:
+    """AdamW and a scheduler that changes the learning rate every step (or every few)."""
+
+    def __init__(self, scheduler: str) -> None:
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=0.01)
+        self.sched = WARMUP_SCHEDULERS[scheduler](self.opt)
+        opt, sched, model = self.opt, self.sched, self.model
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+
+        self.step = step
+
+
+def _counting_backend():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    return graphs, backend
+
+
+def _unwrap_init_group() -> None:
+    """Undo torch.compile's lasting disable() on every optimizer's _init_group (see the fixture)."""
+    for cls in vars(torch.optim).values():
+        if isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer):
+            original = getattr(cls.__dict__.get("_init_group"), "_torchdynamo_orig_callable", None)
+            if original is not None:
+                cls._init_group = original
+
+
+def torch_compile_graph_count(run) -> int:
+    """How many graphs torch.compile hands its backend for `run(compile)` (run last in a test:
+    it leaves torch._dynamo imported; the optimizers are unwrapped again after it)."""
+    import torch._dynamo
+
+    graphs, backend = _counting_backend()
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run(lambda fn: torch.compile(fn, backend=backend))
+    finally:
+        torch._dynamo.reset()
+        _unwrap_init_group()
+    return len(graphs)
+
+
+def train_warmup(scheduler: str, compile_fn, steps: int = 14) -> WarmupTraining:
+    """`steps` compiled steps beside an eager copy: losses, parameters and learning rates agree."""
+    compiled, eager = WarmupTraining(scheduler), WarmupTraining(scheduler)
+    compiled_step = compile_fn(compiled.step)
+    for x, y in batches(steps):
+        torch.testing.assert_close(compiled_step(x, y), eager.step(x, y), **LONG_TOLERANCE)
+        for p, q in zip(compiled.model.parameters(), eager.model.parameters()):
+            torch.testing.assert_close(p, q, **LONG_TOLERANCE)
+        assert compiled.opt.param_groups[0]["lr"] == eager.opt.param_groups[0]["lr"]  # (exactly eager's)
+        assert compiled.sched.last_epoch == eager.sched.last_epoch
+        assert compiled.sched._step_count == eager.sched._step_count
+    assert_real_state(compiled.opt)
+    return compiled
+
+
+@pytest.mark.parametrize("scheduler", sorted(WARMUP_SCHEDULERS))
+def test_changing_learning_rate_makes_no_more_graphs_than_torch_compile(scheduler):
+    """AdamW with a warm-up LambdaLR (StepLR, CosineAnnealingLR), 14 steps: the learning rate and
+    the scheduler's counters become graph inputs after their first change (before: a recompile
+    per step up to the limit, then the optimizer ran eagerly for good; 9 graphs).  torch.compile
+    makes 3: the forward, the optimizer's step, and that step again with a dynamic lr."""
+    ember.reset()
+    graphs, backend = _counting_backend()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train_warmup(scheduler, lambda fn: ember.compile(fn, backend=backend))
+    assert not [w for w in caught if "recompile_limit" in str(w.message)]
+    torch_graphs = torch_compile_graph_count(lambda compile_fn: train_warmup(scheduler, compile_fn))
+    assert len(graphs) <= torch_graphs, (len(graphs), torch_graphs)
+    assert len(graphs) == 3
+
+
+@pytest.mark.parametrize("backend,scheduler", [("aot_eager", "warmup"), ("aot_eager", "step"),
+                                               ("aot_eager", "cosine"), ("ember", "warmup")])
+def test_changing_learning_rate_with_aot_backends(backend, scheduler):
+    """The learning rate reaches ATen ops as a symbolic float (`param.mul_(1 - lr * wd)`): ember's
+    AOT autograd traces it as a graph input, never as the value it had at the first trace."""
+    ember.reset()
+    from ember.capture.runtime import counters
+
+    train_warmup(scheduler, lambda fn: ember.compile(fn, backend=backend))
+    assert counters["stats"]["unique_graphs"] == 3
+    assert counters["stats"]["backend_compiles"] <= 3
+
+
+def test_compiled_optimizer_step_with_an_eager_scheduler():
+    """torch users' form: only `opt.step()` compiled, the scheduler stepped eagerly."""
+    def run(compile_fn, steps=14):
+        training, reference = WarmupTraining("warmup"), WarmupTraining("warmup")
+        opt_step = compile_fn(lambda: training.opt.step())
+        for x, y in batches(steps):
+            training.opt.zero_grad()
+            torch.nn.functional.mse_loss(training.model(x), y).backward()
+            opt_step()
+            training.sched.step()
+            reference.opt.zero_grad()
+            torch.nn.functional.mse_loss(reference.model(x), y).backward()
+            reference.opt.step()
+            reference.sched.step()
+            for p, q in zip(training.model.parameters(), reference.model.parameters()):
+                torch.testing.assert_close(p, q, **LONG_TOLERANCE)
+
+    ember.reset()
+    graphs, backend = _counting_backend()
+    run(lambda fn: ember.compile(fn, backend=backend))
+    torch_graphs = torch_compile_graph_count(run)
+    assert len(graphs) <= torch_graphs, (len(graphs), torch_graphs)

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported
+from ..scalars import has_dynamic_items, is_dynamic_candidate, scalar_input
 from ..sources import ItemSource, Source
 from .base import ConstantVariable, VariableTracker, constant, is_constant_value
 
@@ -45,7 +46,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         if type(value) not in (torch.Tensor, torch.nn.Parameter, torch.nn.parameter.Buffer):
             raise Unsupported(f"tensor subclass {type(value).__name__}")
         return graph.tensor_input(value, source)
-    if is_constant_value(value) and not isinstance(value, types.CodeType):
+    plan = graph.shape_plan
+    if is_constant_value(value) and not isinstance(value, types.CodeType) and not (
+            plan is not None and type(value) is tuple and has_dynamic_items(plan, value, source)):
+        if plan is not None and is_dynamic_candidate(value) and plan.dynamic_scalar(source.expr()):
+            return scalar_input(tx, value, source)  # a number seen changing: a graph input
         guards.constant(source, value)
         return ConstantVariable(value, source=source)
 

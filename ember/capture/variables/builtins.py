@@ -423,6 +423,12 @@ def _min_max(tx, function, args, kwargs):
 
     if all(isinstance(item, TensorVariable) for item in items) and not kwargs and len(items) == 2:
         raise Unsupported(f"{function.__name__}() of tensors compares values")
+    if not kwargs:
+        from ..scalars import symbolic_min_max
+
+        result = symbolic_min_max(tx, function, items)  # (numbers captured as symbols)
+        if result is not None:
+            return result
     raise Unsupported(f"{function.__name__}() of non-constants")
 
 

@@ -325,6 +325,7 @@ class DictVariable(VariableTracker):
         key = self.lookup(tx, key_var)
         self.mutated(tx)
         self.items[key] = value
+        self.__dict__.setdefault("written_keys", set()).add(key)  # (capture/scalars.py: state a frame carries)
         if not key_var.is_python_constant():
             self.key_vars[key] = key_var
 

@@ -75,6 +75,12 @@ class PythonObjectVariable(VariableTracker):
             except Exception as error:
                 raise UserException(error) from None
             return wrap_constant_result(tx, result)
+        if pure and getattr(value, "__module__", None) == "math":
+            from ..scalars import symbolic_math
+
+            result = symbolic_math(tx, value, args, kwargs)  # (numbers captured as symbols)
+            if result is not None:
+                return result
         raise Unsupported(f"call to {getattr(value, '__qualname__', None) or value!r} is not captured")
 
     def __repr__(self) -> str:

@@ -26,6 +26,7 @@ class SymNodeVariable(VariableTracker):
         self.node = node
         self.value = value
         node.meta["example_value"] = value
+        node.meta.setdefault("ember_call", (node.op, node.target, node.args, node.kwargs))
 
     def python_type(self) -> type:
         return _PYTHON_TYPES[type(self.value)]
@@ -37,7 +38,7 @@ class SymNodeVariable(VariableTracker):
         return False
 
     def as_python_constant(self):
-        raise StaticShapesNeeded(f"a dynamic size ({self.value}) is used where capture needs a number")
+        raise StaticShapesNeeded(f"a dynamic size ({self.value}) is used where capture needs a number", self.value)
 
     def truth(self, tx) -> bool:
         try:
