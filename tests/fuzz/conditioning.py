@@ -460,6 +460,32 @@ _RELATIVE_NOISE = 1000  # |y| below this many eps: an ulp of rounding is beyond 
 _LOGICAL = (aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default,
             aten.logical_not.default)
 _ROW_SUMS = (aten.sum.default, aten.sum.dim_IntList, aten.mean.default, aten.mean.dim)
+# Quotients whose divisor may be a noise zero: 1 / noise is anything, and 0 / 0 is NaN where a
+# kernel's noise came out exactly 0 (issue 32: div(v, v, rounding_mode='trunc') of a batch
+# norm output's column sums, 1 or NaN by element in eager, ember and the float64 reference alike).
+_DIVISIONS = (aten.div.Tensor, aten.div.Tensor_mode, aten.floor_divide.default, aten.remainder.Tensor,
+              aten.fmod.Tensor)
+_ROUNDED_QUOTIENTS = (aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default,
+                      aten.remainder.Tensor, aten.remainder.Scalar)
+_BATCH_NORMS = (aten.native_batch_norm.default, aten._native_batch_norm_legit.default,
+                aten._native_batch_norm_legit_functional.default, aten._native_batch_norm_legit.no_stats)
+
+
+def _rounds_quotient(func, kwargs) -> bool:
+    """Does `func` floor its quotient (div with rounding_mode "floor", floor_divide, remainder)?"""
+    if func in (aten.div.Tensor_mode, aten.div.Scalar_mode):
+        return (kwargs or {}).get("rounding_mode") == "floor"
+    return True
+
+
+def _batch_norm_zero_sum_dims(func, args) -> set | None:
+    """A training batch norm without bias normalizes each channel to mean 0: its sum over the
+    batch and spatial dims is 0 +- rounding noise (times the channel's weight, if any)."""
+    x = args[0]
+    training = True if func is aten._native_batch_norm_legit.no_stats else bool(args[5])
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or not training or args[2] is not None:
+        return None
+    return {0, *range(2, x.dim())}
 _NOISE_AMPLIFYING = (aten.reciprocal.default, aten.rsqrt.default, aten.sqrt.default, aten.log.default,
                      aten.log2.default, aten.log10.default)
 
@@ -744,6 +770,11 @@ class ConditionWatch(TorchDispatchMode):
             if noise is not None:
                 self.abs_noise[result[0]] = noise
             return False
+        if func in _BATCH_NORMS:
+            dims = _batch_norm_zero_sum_dims(func, args)
+            if dims is not None:
+                self.zero_sum_dims[result[0]] = dims
+            return False
         if func in _REMAINDERS and len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1] in self.abs_noise:
             # x mod y moves by (x // y) * dy for a move dy of y: a normalized divisor's rounding
             # noise times a large quotient (default 11412: fmod(1, 0.0156), 64 times the noise)
@@ -799,8 +830,11 @@ class ConditionWatch(TorchDispatchMode):
             return any(mask is not None and bool(mask.any()) for mask in (first, second))
         if func in _NOISE_AMPLIFYING or (func is aten.pow.Tensor_Scalar and _amplifying_exponent(args[1])):
             return first is not None and bool(first.any())
-        if func is aten.div.Tensor and second is not None:
+        if func in _DIVISIONS and second is not None:
             return bool(second.any())
+        if func in _ROUNDED_QUOTIENTS and first is not None and _rounds_quotient(func, kwargs):
+            # floor(noise / y) is 0 or -1, noise mod y is noise or y - noise, by the noise's sign
+            return bool(first.any())
         if not isinstance(result, torch.Tensor) or first is None and second is None:
             return False
         if func in _NOISE_KEEPING or func is aten.div.Tensor:

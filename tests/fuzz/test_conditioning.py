@@ -393,3 +393,24 @@ def test_remainder_by_a_noisy_normalized_divisor_with_a_large_quotient_is_ill_co
     assert abs(float(layer_norm(near_mean, (5,))[0, 2]) - 0.0156) < 2e-3
     assert _watched(lambda t: torch.fmod(one, layer_norm(t, (5,))), near_mean)
     assert not _watched(lambda t: torch.fmod(one, layer_norm(t, (4,))), spread)
+
+
+def test_quotients_of_a_batch_norms_column_sums_are_ill_conditioned():
+    """A training batch norm without bias makes each channel's sum over the batch 0 +- rounding
+    noise: v / v of it is 1 or NaN (0 / 0) by element in every implementation, the float64
+    reference too (issue 32: select(1, -20), batch_norm, sum(0), div(.., rounding_mode='trunc')).
+    With a bias, or summed over another dim, the sums are not noise."""
+    batch_norm = torch.nn.functional.batch_norm
+    x = torch.randn(5, 20, 12, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+
+    def quotient(dim, bias=None, mode="trunc"):
+        def fn(t):
+            v = batch_norm(t.select(1, -20), None, None, bias=bias, training=True, eps=1e-5).sum(dim)
+            return torch.div(v, v, rounding_mode=mode)
+        return fn
+
+    assert _watched(quotient(0), x)
+    assert _watched(quotient(0, mode=None), x)
+    assert _watched(lambda t: torch.floor_divide(batch_norm(t, None, None, training=True).sum([0, 2]), 0.5), x)
+    assert not _watched(quotient(1), x)
+    assert not _watched(quotient(0, bias=torch.ones(12, dtype=torch.float64)), x)
