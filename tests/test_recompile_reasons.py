@@ -88,3 +88,17 @@ def test_a_changed_size_is_marked_dynamic_in_the_users_terms(recompile_log):
     f(torch.randn(6, 3), torch.randn(3))
     assert "x.size(0) was 4, now 5; marking it dynamic" in recompile_log()
     assert "expected 5, got 6" not in recompile_log()  # the dynamic entry took size 6
+
+
+def test_a_changed_number_is_marked_dynamic_in_the_users_terms(recompile_log):
+
+    groups = [{"lr": 0.01, "betas": (0.9, 0.999)}]
+    f = ember.compile(lambda x, groups: x * groups[0]["lr"] + groups[0]["betas"][0], backend="eager")
+    x = torch.randn(3)
+    for lr, beta in ((0.01, 0.9), (0.02, 0.85), (0.03, 0.8)):
+        groups[0]["lr"], groups[0]["betas"] = lr, (beta, 0.999)
+        torch.testing.assert_close(f(x, groups), x * lr + beta)
+    log = recompile_log()
+    assert "groups[0]['lr'] was 0.01, now 0.02; marking it dynamic" in log
+    assert "groups[0]['betas'][0] was 0.9, now 0.85; marking it dynamic" in log
+    assert "expected 0.02, got 0.03" not in log  # the dynamic entry took 0.03

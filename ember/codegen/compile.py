@@ -31,6 +31,7 @@ from ..lowering.symbolic import bounds_scope
 from ..runtime.autocast import as_traced
 from ..scheduling.input_writes import input_writes
 from ..scheduling.scheduler import Kernel, Scheduler
+from .cpp_build import KernelCompileError
 from .devices import BACKENDS, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
 
@@ -224,6 +225,9 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
 
     # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
     # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
+    # A kernel the system compiler rejects at every optimization level (cpp_build.py tries lower
+    # ones; g++ 12 stopped with an internal compiler error on one: issue 32) must not fail the
+    # user's call: its graph runs as ATen calls.
     try:
         if started is None:
             return with_graphs(compile_graph(gm, example_inputs))
@@ -231,6 +235,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
     except GraphNotSupported as reason:
         log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
         return as_traced(gm.forward)
+    except KernelCompileError as error:
+        return _kernels_not_built(gm, error)
 
     def finished() -> Callable:
         try:
@@ -238,9 +244,17 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
         except GraphNotSupported as reason:
             log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
             return as_traced(gm.forward)
+        except KernelCompileError as error:
+            return _kernels_not_built(gm, error)
 
     started.append(finished)
     return None
+
+
+def _kernels_not_built(gm: torch.fx.GraphModule, error: Exception) -> Callable:
+    log_fallbacks.debug("graph not compiled (a kernel did not build: %s): running it as ATen calls",
+                        str(error).splitlines()[0])
+    return as_traced(gm.forward)
 
 
 def _symbolic(value) -> bool:
@@ -330,7 +344,17 @@ def _non_strided_layouts(gm: torch.fx.GraphModule) -> set[str]:
 def _symbolic_scalar_inputs(gm: torch.fx.GraphModule) -> list[str]:
     """Placeholders whose values are SymFloats or SymBools (not tensors, not integer sizes)."""
     return [node.name for node in gm.graph.nodes if node.op == "placeholder"
-            and isinstance(node.meta.get("val"), (torch.SymFloat, torch.SymBool))]
+            and (isinstance(node.meta.get("val"), (torch.SymFloat, torch.SymBool)) or _unsized_int(node.meta.get("val")))]
+
+
+def _unsized_int(value) -> bool:
+    """A SymInt input that may be below 1 (a Python int captured as a symbol, capture/scalars.py):
+    not a size ember's kernels can take."""
+    if not isinstance(value, torch.SymInt):
+        return False
+    expr, shape_env = value.node.expr, value.node.shape_env
+    ranges = getattr(shape_env, "var_to_range", {})
+    return any(symbol not in ranges or not ranges[symbol].lower >= 1 for symbol in expr.free_symbols)
 
 
 def _has_unbacked_symbols(gm: torch.fx.GraphModule) -> bool:

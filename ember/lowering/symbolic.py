@@ -75,7 +75,7 @@ def _symbol(symbol: sympy.Symbol, shape_env) -> sympy.Symbol:
         if found is not None:
             try:
                 lower = int(found.lower)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError, AttributeError):  # (-oo: an int input, not a size)
                 raise ShapesNotSupported(f"size {name} has no finite lower bound ({found})") from None
     if lower < 1:
         raise ShapesNotSupported(f"size {name} may be {lower} (ember's size symbols are positive)")
