@@ -103,7 +103,7 @@ class GlueCodegen:
         if isinstance(v, SymNodeVariable):  # (computed again from the frame's inputs)
             from .scalars import replay
 
-            return replay(self, v.node)
+            return replay(self, v.node, v.value)
         if isinstance(v, TensorVariable):
             if v.source is not None:
                 return v.source.expr()

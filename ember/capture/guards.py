@@ -354,7 +354,7 @@ class GuardSet:
             check = guard.check
             if check is None or check.kind != "value" or not isinstance(check.what, Source):
                 continue
-            for expr, path, _ in _numbers(check.what, check.expected):
+            for expr, path, _, _ in _numbers(check.what, check.expected):
                 found[expr] = path
         return found
 
@@ -377,33 +377,27 @@ class GuardSet:
                 value = evaluate(check.subject)
             except Exception:  # noqa: BLE001 - its path no longer exists
                 continue
-            if type(check.expected) is tuple:  # (a tuple of the same length: its numbers one by one)
-                if type(value) is not tuple or len(value) != len(check.expected):
-                    continue
-                news = [value[index] for index in range(len(value))]
-            else:
-                news = [value]
-            for (expr, path, old), new in zip(numbers, news if type(check.expected) is not tuple else
-                                               [news[i] for i in _number_positions(check.expected)]):
+            if type(check.expected) is tuple and (type(value) is not tuple or len(value) != len(check.expected)):
+                continue  # (a tuple of the same length: its numbers one by one)
+            for expr, path, old, position in numbers:
+                new = value if position is None else value[position]
                 if type(new) is type(old) and new != old:
                     changed.append((expr, path, old, new))
         return changed
 
 
-def _number_positions(values: tuple) -> list[int]:
-    return [index for index, item in enumerate(values) if type(item) in (int, float)]
-
-
-def _numbers(source: Source, value: Any) -> list[tuple[str, str, Any]]:
-    """(expression, user's path, value) of the int or float `value` at `source`, or of each one in
-    the tuple `value` (the items of a tuple guarded whole: an optimizer's `betas`)."""
+def _numbers(source: Source, value: Any) -> list[tuple[str, str, Any, int | None]]:
+    """(expression, user's path, value, position in the tuple or None) of the int or float `value`
+    at `source`, or of each one in the tuple `value` (the items of a tuple guarded whole: an
+    optimizer's `betas`)."""
+    from .scalars import is_dynamic_candidate
     from .sources import ItemSource
 
-    if type(value) in (int, float):
-        return [(source.expr(), user_path(source), value)]
+    if is_dynamic_candidate(value):
+        return [(source.expr(), user_path(source), value, None)]
     if type(value) is tuple:
-        return [(ItemSource(source, index).expr(), user_path(ItemSource(source, index)), value[index])
-                for index in _number_positions(value)]
+        return [(ItemSource(source, index).expr(), user_path(ItemSource(source, index)), item, index)
+                for index, item in enumerate(value) if is_dynamic_candidate(item)]
     return []
 
 

@@ -36,8 +36,8 @@ SCALAR_TYPES = (int, float)
 
 
 def is_dynamic_candidate(value: Any) -> bool:
-    """An int or float (not a bool, not a subclass: an IntEnum keeps its guard)."""
-    return type(value) in SCALAR_TYPES
+    """An int (of int64's range) or float; not a bool, not a subclass (an IntEnum keeps its guard)."""
+    return type(value) is float or (type(value) is int and -2 ** 63 <= value < 2 ** 63)
 
 
 def has_dynamic_items(plan, value: tuple, source) -> bool:
@@ -108,7 +108,7 @@ def _replayable(target: Any) -> bool:
         (getattr(target, "__name__", "").startswith("_sym_") and module == "torch")
 
 
-def replay(cg, node: torch.fx.Node) -> str:
+def replay(cg, node: torch.fx.Node, value: Any = None) -> str:
     """A Python expression computing a symbolic number's value from the frame's sources, by the
     operations capture recorded (node.meta["ember_call"]: kept when dead-code elimination drops
     the node from the graph).  Raises StaticShapesNeeded where it depends on a value only the
@@ -134,7 +134,8 @@ def replay(cg, node: torch.fx.Node) -> str:
             parts = [_argument(cg, a) for a in args] + [f"{k}={_argument(cg, v)}" for k, v in kwargs.items()]
             text = f"{cg.ref(target, 'fn')}({', '.join(parts)})"
         else:
-            raise StaticShapesNeeded("a dynamic size computed in the graph leaves it (returned, or live across a break)")
+            raise StaticShapesNeeded("a dynamic size computed in the graph leaves it (returned, or live across a break)",
+                                     value)
     memo[node] = text
     return text
 
