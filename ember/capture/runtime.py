@@ -301,6 +301,8 @@ class CodeRunner:
                                      "; ".join(self.failures(closure, args)) or "new entry")
             if getattr(self.context, "dynamic", None) is None:
                 self._mark_changed_sizes(closure, args)
+            elif self.context.dynamic is True:
+                mark_changed_scalars(self, closure, args)  # (every size is a symbol already)
         counters["stats"]["captures"] += 1
         with gc_paused():  # (the first run too: graphs compile at their first call)
             entry = capture_frame(self.context, self.code, self.f_globals, closure, args, self.shapes)

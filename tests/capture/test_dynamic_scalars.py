@@ -205,3 +205,12 @@ def test_a_recompile_with_other_global_state_compiles_again():
     with torch.no_grad():
         f(x)
     assert len(graphs) == 2
+
+
+def test_dynamic_true_also_makes_changing_numbers_inputs():
+    graphs, counting = _counting()
+    f = ember.compile(lambda x, scale: x * scale, backend=counting, dynamic=True)
+    for n, scale in ((3, 0.5), (4, 0.25), (5, 2.0), (6, 4.0)):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x, scale), x * scale)
+    assert len(graphs) == 2
