@@ -31,6 +31,7 @@ from ..lowering.symbolic import bounds_scope
 from ..runtime.autocast import as_traced
 from ..scheduling.input_writes import input_writes
 from ..scheduling.scheduler import Kernel, Scheduler
+from .cpp_build import KernelCompileError
 from .devices import BACKENDS, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
 
@@ -224,6 +225,9 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
 
     # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
     # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
+    # A kernel the system compiler rejects at every optimization level (cpp_build.py tries lower
+    # ones; g++ 12 stopped with an internal compiler error on one: issue 32) must not fail the
+    # user's call: its graph runs as ATen calls.
     try:
         if started is None:
             return with_graphs(compile_graph(gm, example_inputs))
@@ -231,6 +235,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
     except GraphNotSupported as reason:
         log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
         return as_traced(gm.forward)
+    except KernelCompileError as error:
+        return _kernels_not_built(gm, error)
 
     def finished() -> Callable:
         try:
@@ -238,9 +244,17 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
         except GraphNotSupported as reason:
             log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
             return as_traced(gm.forward)
+        except KernelCompileError as error:
+            return _kernels_not_built(gm, error)
 
     started.append(finished)
     return None
+
+
+def _kernels_not_built(gm: torch.fx.GraphModule, error: Exception) -> Callable:
+    log_fallbacks.debug("graph not compiled (a kernel did not build: %s): running it as ATen calls",
+                        str(error).splitlines()[0])
+    return as_traced(gm.forward)
 
 
 def _symbolic(value) -> bool:

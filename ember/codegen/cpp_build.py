@@ -23,6 +23,9 @@ import tempfile
 import warnings
 
 from .. import config as ember_config
+from .. import logs
+
+log_fallbacks = logs.get("fallbacks")
 
 # -D__FAST_MATH__ (without -ffast-math's semantics) only makes glibc declare its vector math
 # functions (libmvec: exp, erf, tanh, ... on 8 floats at a time) so `#pragma omp simd` loops
@@ -35,12 +38,43 @@ CXX_FLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-
 LINK_FLAGS = ["-lmvec"]
 
 
+# g++ 12 with -march=native on AVX512-FP16 CPUs emits masked `vmovsh`, which binutils 2.40's
+# assembler rejects ("unsupported masking"): such a kernel is built again without those
+# instructions (ember computes float16 in float32 anyway; fuzz default 48507).
 _ASSEMBLER_FALLBACK_FLAGS = ["-mno-avx512fp16"]
 
 
 def _assembler_rejected(stderr: str) -> bool:
     """Did the assembler (not the compiler) refuse what g++ generated (`/tmp/cc*.s:163: Error:`)?"""
     return any(".s:" in line and "Error:" in line for line in stderr.splitlines())
+
+
+# Optimization levels to fall back to when the compiler rejects a kernel at -O3, whatever the
+# reason (g++ 12 stopped with an internal compiler error, "unrecognizable insn", on a kernel of
+# erf, xlogy, signbit and an integer pow: issue 32).  A kernel none of them builds raises
+# KernelCompileError, and compile.py runs its graph as ATen calls.
+_LOWER_OPTIMIZATION = ["-O1", "-O0"]
+
+
+def _run_compiler(flags: list[str], source: str, library: str) -> subprocess.CompletedProcess:
+    return subprocess.run([compiler(), *flags, source, "-o", library, *LINK_FLAGS], capture_output=True, text=True)
+
+
+def _flag_difference(flags: list[str]) -> str:
+    """How `flags` differ from CXX_FLAGS, for messages ("-O3", "-mno-avx512fp16", "-O1 -mno-avx512fp16")."""
+    extra = [flag for flag in flags if flag not in CXX_FLAGS]
+    return " ".join(extra) or " ".join(flag for flag in CXX_FLAGS if flag.startswith("-O"))
+
+
+def _first_error(stderr: str) -> str:
+    """The line of the compiler's output that says what went wrong (an internal compiler error
+    first: its "unrecognizable insn" line comes before it)."""
+    lines = [line.strip() for line in stderr.splitlines()]
+    for marker in ("internal compiler error", "error"):
+        found = [line for line in lines if marker in line.lower()]
+        if found:
+            return found[0][:300]
+    return (stderr.strip() or "no message")[:300]
 
 
 class CompilerNotFound(RuntimeError):
@@ -101,18 +135,29 @@ def _compile(source: str, library: str) -> None:
     os.close(handle)
     source_path = os.path.join(directory, f"{stem}.cpp")
     try:
-        result = subprocess.run([compiler(), *CXX_FLAGS, private_source, "-o", partial, *LINK_FLAGS],
-                                capture_output=True, text=True)
-        if result.returncode != 0 and _assembler_rejected(result.stderr):
-            # g++ 12 with -march=native on AVX512-FP16 CPUs emits masked `vmovsh`, which binutils
-            # 2.40's assembler rejects ("unsupported masking"): build without those instructions
-            # (ember computes float16 in float32 anyway; fuzz default 48507).
-            result = subprocess.run([compiler(), *CXX_FLAGS, *_ASSEMBLER_FALLBACK_FLAGS, private_source, "-o",
-                                     partial, *LINK_FLAGS], capture_output=True, text=True)
+        failures = []
+        flags = list(CXX_FLAGS)
+        for level in [None, *_LOWER_OPTIMIZATION]:
+            if level is not None:
+                flags = [level if flag.startswith("-O") else flag for flag in flags]
+            result = _run_compiler(flags, private_source, partial)
+            if result.returncode != 0 and _assembler_rejected(result.stderr) and \
+                    _ASSEMBLER_FALLBACK_FLAGS[0] not in flags:
+                failures.append((flags, result.stderr))
+                flags = [*flags, *_ASSEMBLER_FALLBACK_FLAGS]
+                result = _run_compiler(flags, private_source, partial)
+            if result.returncode == 0:
+                break
+            failures.append((flags, result.stderr))
         os.replace(private_source, source_path)
         if result.returncode != 0:
             raise KernelCompileError(
-                f"g++ could not compile an ember kernel; its source is {source_path}\n{result.stderr[-3000:]}")
+                f"{os.path.basename(compiler())} could not compile an ember kernel (tried "
+                f"{'; '.join(_flag_difference(flags) for flags, _ in failures)}); its source is "
+                f"{source_path}\n{failures[0][1][-3000:]}")
+        if failures:
+            log_fallbacks.debug("kernel %s built with %s: %s failed (%s)", source_path, _flag_difference(flags),
+                                _flag_difference(failures[0][0]), _first_error(failures[0][1]))
         os.replace(partial, library)
     finally:
         for leftover in (private_source, partial):
