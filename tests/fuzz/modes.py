@@ -38,10 +38,11 @@ class Mode:
 
 FAMILIES = ("unary", "binary", "compare", "logical", "bitwise", "where", "clamp", "convert", "reduce",
             "softmax", "norm", "view", "join", "index", "scatter", "matmul", "cumsum", "inplace", "alias",
-            "factory", "narrow", "strided", "conv")
+            "factory", "narrow", "strided", "conv", "intmm", "stats", "normview")
 # Families added after the first runs: drawn only by modes that name them, so that the programs
-# of existing seeds (and the expected failures keyed by seed) stay the same.
-LATER_FAMILIES = ("narrow", "strided", "conv")
+# of existing seeds (and the expected failures keyed by seed) stay the same.  A new family goes
+# at the end of FAMILIES (a weight of 0 there leaves every earlier draw as it was).
+LATER_FAMILIES = ("narrow", "strided", "conv", "intmm", "stats", "normview")
 
 DEFAULT_FAMILY_WEIGHTS = {
     "unary": 12, "binary": 16, "compare": 4, "logical": 2, "bitwise": 2, "where": 3, "clamp": 2,
@@ -133,6 +134,26 @@ MODES = {
         layout_weights={"contiguous": 50, "permuted": 20, "strided": 8, "offset": 8},
         sizes=(1, 2, 3, 4, 5, 6, 8), size_weights=(4, 8, 8, 8, 6, 6, 4), rank_weights=(0, 2, 4, 6, 30),
         grad_prob=0.5, n_ops=(2, 10)),
+    # Issue 32's classes: statistics of equal values (var/std/var_mean over the dims an input is
+    # expanded along, over a value broadcast back along a dim, var of var) and their gradients,
+    # which are exactly 0 where eager's are; batch/layer/instance/group norms of selected, sliced,
+    # narrowed or transposed views, then sums over the normalized dims and quotients of them.
+    "stats": Mode(
+        "stats",
+        family_weights={"stats": 14, "normview": 10, "reduce": 5, "binary": 6, "unary": 4, "view": 5, "narrow": 2},
+        dtype_weights={torch.float64: 30, torch.float32: 30, torch.float16: 3, torch.int64: 2},
+        layout_weights={"contiguous": 40, "expanded": 30, "permuted": 10, "strided": 10, "offset": 10},
+        sizes=(1, 2, 3, 4, 5, 8, 9, 16, 31), size_weights=(4, 8, 8, 8, 6, 6, 6, 6, 4), rank_weights=(2, 15, 40, 30, 13),
+        grad_prob=0.5, n_ops=(2, 10)),
+    # Issue 32's integer matrix products: addmm/addmv/baddbmm/addbmm of integer tensors with scalar
+    # beta/alpha (floats truncate to the dtype in eager: int8 addmm with beta=0.5 stays int8),
+    # mm/bmm/matmul of integers, narrow integers wrapping, a conversion right after.
+    "intmm": Mode(
+        "intmm",
+        family_weights={"intmm": 20, "binary": 6, "convert": 4, "reduce": 3, "view": 4, "unary": 2},
+        dtype_weights={torch.int8: 10, torch.uint8: 6, torch.int16: 6, torch.int32: 6, torch.int64: 10,
+                       torch.float32: 4, torch.float64: 2},
+        special_prob=0.2, wide_int_prob=0.5, n_ops=(2, 8)),
     # embedding/gather/index with out-of-range indices, index_put/scatter/index_add.
     "index": Mode(
         "index",

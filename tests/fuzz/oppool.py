@@ -25,7 +25,7 @@ def op(family: str, weight: float = 1.0):
 
 
 def _load_builders() -> None:
-    from . import ops_conv, ops_index, ops_inplace, ops_pointwise, ops_reduce, ops_shape  # noqa: F401
+    from . import ops_conv, ops_index, ops_inplace, ops_pointwise, ops_reduce, ops_shape, ops_stats  # noqa: F401
 
 
 _load_builders()
