@@ -89,7 +89,8 @@ class TritonLauncher:
         arguments = [MockTensor(dtype) for dtype in self.pointer_dtypes] + list(self.sizes) + \
             ([MockTensor(torch.int32)] if self.flags else [])
         with _compile_errors(self.path):
-            self.pending = self.function.warmup(*arguments, grid=(1,), **self.constexprs, num_warps=self.num_warps)
+            self.pending = self.function.warmup(*arguments, grid=(1,), **self.constexprs, num_warps=self.num_warps,
+                                                **COMPILE_OPTIONS)
 
     def finish_precompile(self) -> None:
         if self.pending is None:
@@ -120,7 +121,13 @@ class TritonLauncher:
             self.reported = True
             _log_mismatch(self, args)
         with _compile_errors(self.path):
-            self.function[grid](*args, **self.constexprs, num_warps=self.num_warps)
+            self.function[grid](*args, **self.constexprs, num_warps=self.num_warps, **COMPILE_OPTIONS)
+
+
+# No fused multiply-adds the program did not ask for: eager rounds a*b before `- c` (each op is a
+# kernel of its own), and a contracted fma(a, b, -c) returns a*b's rounding error instead, so
+# `v = x * x; v - v` was 1e24 rather than 0 (tests/codegen/test_triton_kernels.py).
+COMPILE_OPTIONS = {"enable_fp_fusion": False}
 
 
 def _launch_entry(kernel) -> tuple[Callable, tuple]:

@@ -587,3 +587,20 @@ def test_welford_mean_of_an_infinity_meeting_later_values_is_nan(length):
     x[1, length // 2] = float("inf")
     x[2, 0] = float("-inf")
     assert _run(lambda x: torch.var_mean(x, -1, correction=0), x)
+
+
+def _difference_of_a_product_with_itself(a):
+    v0 = a.prod()
+    v1 = v0 * v0
+    return a.t() + (v1 - v1), (v1 - v1) * v0, (a.sum() * 1e11) ** 2 - (a.sum() * 1e11) ** 2
+
+
+def test_a_product_minus_itself_is_zero_no_fused_multiply_add():
+    """A product and its own difference in one kernel: a contracted fma(x, x, -x*x) gives x*x's
+    rounding error (1e24 on an H200 where eager gives 0), so kernels compile without fp fusion
+    (the values are checked on a GPU; the interpreter never fuses)."""
+    from ember.codegen import triton_backend
+
+    assert triton_backend.COMPILE_OPTIONS == {"enable_fp_fusion": False}
+    a = (torch.randn((17, 4), generator=torch.Generator().manual_seed(70022901)) * 3.0)[1:]
+    _run(_difference_of_a_product_with_itself, a, tolerance={"rtol": 0, "atol": 0})
