@@ -118,20 +118,18 @@ def replay(cg, node: torch.fx.Node, value: Any = None) -> str:
         return memo[node]
     if node.op == "placeholder":
         source = node.meta.get("source")
-        if source is None:
-            raise StaticShapesNeeded("a dynamic size leaves the graph (returned, or live across a break)")
+        if source is None or not isinstance(node.meta.get("example_value"), (torch.SymInt, torch.SymFloat)):
+            # A tensor's size leaving the graph: static shapes, as before (a torch.Size rebuilt
+            # from its items would be a tuple)
+            raise StaticShapesNeeded("a dynamic size leaves the graph (returned, or live across a break)", value)
         text = source
     else:
         call = node.meta.get("ember_call")
         if call is None:
-            raise StaticShapesNeeded("a dynamic size leaves the graph (returned, or live across a break)")
+            raise StaticShapesNeeded("a dynamic size leaves the graph (returned, or live across a break)", value)
         kind, target, args, kwargs = call
-        if kind == "call_method" and target in ("size", "stride") and args and \
-                isinstance(args[0], torch.fx.Node) and args[0].op == "placeholder":
-            receiver = replay(cg, args[0])
-            text = f"{receiver}.{target}({', '.join(_argument(cg, a) for a in args[1:])})"
-        elif kind == "call_function" and _replayable(target):
-            parts = [_argument(cg, a) for a in args] + [f"{k}={_argument(cg, v)}" for k, v in kwargs.items()]
+        if kind == "call_function" and _replayable(target):
+            parts = [_argument(cg, a, value) for a in args] + [f"{k}={_argument(cg, v, value)}" for k, v in kwargs.items()]
             text = f"{cg.ref(target, 'fn')}({', '.join(parts)})"
         else:
             raise StaticShapesNeeded("a dynamic size computed in the graph leaves it (returned, or live across a break)",
@@ -140,9 +138,9 @@ def replay(cg, node: torch.fx.Node, value: Any = None) -> str:
     return text
 
 
-def _argument(cg, value: Any) -> str:
+def _argument(cg, value: Any, symbolic: Any = None) -> str:
     if isinstance(value, torch.fx.Node):
-        return replay(cg, value)
+        return replay(cg, value, symbolic)
     if isinstance(value, (tuple, list)):
         items = "".join(f"{_argument(cg, item)}, " for item in value)
         return f"({items})" if isinstance(value, tuple) else f"[{items}]"
@@ -271,3 +269,51 @@ def symbolic_math(tx, function, args: list, kwargs: dict):
 
         return tx.graph.call(tx, "call_function", getattr(math, name), args, {})
     return None
+
+
+def symbolic_equal(tx, left, right) -> bool | None:
+    """`left == right` where one is a symbolic number (inside `in`, list.index, tuple ==): the
+    ShapeEnv decides, and guards the answer; None if neither is symbolic."""
+    import operator
+
+    from .variables.operators import binary_op
+    from .variables.symbolic import SymNodeVariable
+
+    if not (isinstance(left, SymNodeVariable) or isinstance(right, SymNodeVariable)):
+        return None
+    other = right if isinstance(left, SymNodeVariable) else left
+    if isinstance(other, SymNodeVariable) or (other.is_python_constant() and
+                                               type(other.as_python_constant()) in (bool, int, float)):
+        return binary_op(tx, operator.eq, left, right).truth(tx)
+    if other.is_python_constant() and not isinstance(other.as_python_constant(), complex):
+        value = other.as_python_constant()
+        if not isinstance(value, (int, float)) and type(value).__eq__ is object.__eq__ or \
+                isinstance(value, (str, bytes, tuple, list, dict, set, frozenset, type(None))):
+            return False  # (an int or float never equals a str, None, a container...)
+    from .errors import Unsupported
+
+    raise Unsupported(f"comparing a symbolic number with {other!r}")
+
+
+_DIVISIONS = ("truediv", "floordiv", "mod", "itruediv", "ifloordiv", "imod")
+
+
+def check_divisor(tx, function, left, right) -> None:
+    """`left / right` (//, %) with a symbolic number: a divisor that is 0 raises eager's
+    ZeroDivisionError here (guarded: `d == 0`), else the graph divides (guarded: `d != 0`)."""
+    import operator
+
+    from .errors import UserException
+    from .variables.base import constant
+    from .variables.operators import binary_op
+    from .variables.symbolic import SymNodeVariable
+
+    if getattr(function, "__name__", "") not in _DIVISIONS or not isinstance(right, SymNodeVariable):
+        return
+    if not binary_op(tx, operator.eq, right, constant(0)).truth(tx):
+        return
+    hints = [v.value.node.hint if isinstance(v, SymNodeVariable) else v.as_python_constant() for v in (left, right)]
+    try:
+        function(*hints)
+    except ZeroDivisionError as error:
+        raise UserException(error) from None

@@ -214,3 +214,38 @@ def test_dynamic_true_also_makes_changing_numbers_inputs():
         x = torch.randn(n)
         torch.testing.assert_close(f(x, scale), x * scale)
     assert len(graphs) == 2
+
+
+def test_containers_compare_a_dynamic_int_by_value():
+    """`(key, n) in d.items()`, `ints.index(2)`: equality with a symbol is decided (and guarded)
+    by the ShapeEnv, never taken for False."""
+    @ember.compile(backend="eager")
+    def f(x, d, ints):
+        return x * ints.index(2), ("a", 1) in d.items(), 3 in ints, d["a"] == 1
+
+    x = torch.randn(3)
+    for a, ints in ((1, [2, 3]), (2, [5, 2]), (1, [3, 2, 7]), (7, [2, 9])):
+        d = {"a": a, "b": 2}
+        got, expected = f(x, d, ints), (x * ints.index(2), ("a", 1) in d.items(), 3 in ints, a == 1)
+        torch.testing.assert_close(got[0], expected[0])
+        assert got[1:] == expected[1:]
+
+
+def test_division_by_a_dynamic_int_that_is_zero_raises_as_eager():
+    @ember.compile(backend="eager")
+    def f(x, d):
+        try:
+            r = 1 / d
+        except ZeroDivisionError as error:
+            raise ValueError(f"bad divisor {d}") from error
+        return x * r, 7 // d
+
+    x = torch.randn(4)
+    for d in (2, 0, 4, 1, 0, -5):
+        if d == 0:
+            with pytest.raises(ValueError, match="bad divisor 0"):
+                f(x, d)
+        else:
+            got = f(x, d)
+            torch.testing.assert_close(got[0], x * (1 / d))
+            assert got[1] == 7 // d

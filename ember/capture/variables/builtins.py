@@ -145,6 +145,11 @@ def values_equal(tx, left: VariableTracker, right: VariableTracker) -> bool:
             return bool(left.as_python_constant() == right.as_python_constant())
         except Exception as error:
             raise UserException(error) from None
+    from ..scalars import symbolic_equal
+
+    equal = symbolic_equal(tx, left, right)  # (a number captured as a symbol: the ShapeEnv decides)
+    if equal is not None:
+        return equal
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
         if isinstance(left, ConstantVariable) and left.value is None or \
                 isinstance(right, ConstantVariable) and right.value is None:

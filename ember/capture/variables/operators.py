@@ -74,6 +74,9 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
         other = right if _is_symbolic(left) else left
         if _is_symbolic(other) or (other.is_python_constant() and
                                    isinstance(other.as_python_constant(), (int, float, bool))):
+            from ..scalars import check_divisor
+
+            check_divisor(tx, function, left, right)  # (by a symbol that is 0: eager's ZeroDivisionError)
             return tx.graph.call(tx, "call_function", INPLACE_TO_BINARY.get(function, function), [left, right], {})
     if _is_tensor(left) or _is_tensor(right):
         if inplace and _is_tensor(left):
