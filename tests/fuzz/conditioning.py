@@ -66,8 +66,14 @@ _FLOAT32_MAX = torch.finfo(torch.float32).max
 _SQUARES_SUM_LIMIT = torch.finfo(torch.float32).max / 4
 
 
-def _rows_ill_conditioned(x: torch.Tensor, dims: list[int]) -> bool:
-    x = x.detach().double()
+def _rows_ill_conditioned(x: torch.Tensor, dims: list[int], exact_constant_rows_ok: bool = False) -> bool:
+    """`exact_constant_rows_ok` (var/std): a row of equal values whose mean this run computes
+    exactly is not noise: its variance is 0 and its gradient, 2 / (n - c) * (x - mean(x)), too, in
+    every implementation that gets the mean right (issue 32: eager's var of 16 equal float64
+    values had gradient 0, ember's 1e-5).  Where this run's own mean is inexact (eager sums 3 or
+    9 equal values with rounding) the gradient is noise, and the row stays ill-conditioned."""
+    original = x.detach()
+    x = original.double()
     if x.numel() == 0:
         return False
     # Squares that overflow: even a row of one element, whose x - mean(x) is exactly 0 in
@@ -90,6 +96,11 @@ def _rows_ill_conditioned(x: torch.Tensor, dims: list[int]) -> bool:
     spread = x.std(dim=dims, correction=0)
     size = x.abs().amax(dim=dims)
     amplified = (ACCUMULATION_EPS * size > ATOL * spread) & (size > 0)
+    if exact_constant_rows_ok and original.is_floating_point():
+        constant = (x.amax(dim=dims) == x.amin(dim=dims)) & torch.isfinite(size)
+        exact = (original.mean(dim=dims, keepdim=True) == original).all(dim=tuple(dims))
+        if exact.shape == amplified.shape:
+            amplified &= ~(constant & exact)
     return bool(amplified.any())
 
 
@@ -609,7 +620,8 @@ class ConditionWatch(TorchDispatchMode):
         if (func in _NORMS or func in _STATISTICS) and isinstance(args[0], torch.Tensor):
             try:
                 dims = _normalized_dims(func, args, kwargs)
-                if _rows_ill_conditioned(args[0], dims) or (func in _STATISTICS and _infinity_last(args[0], dims)):
+                if _rows_ill_conditioned(args[0], dims, exact_constant_rows_ok=func in _STATISTICS) or (
+                        func in _STATISTICS and _infinity_last(args[0], dims)):
                     self.ill_conditioned = True
                 if func in (aten.var_mean.correction, aten.std_mean.correction) and args[0] in self.abs_noise:
                     # the mean of values with absolute noise carries at most the largest of it

@@ -414,3 +414,18 @@ def test_quotients_of_a_batch_norms_column_sums_are_ill_conditioned():
     assert _watched(lambda t: torch.floor_divide(batch_norm(t, None, None, training=True).sum([0, 2]), 0.5), x)
     assert not _watched(quotient(1), x)
     assert not _watched(quotient(0, bias=torch.ones(12, dtype=torch.float64)), x)
+
+
+def test_variance_of_equal_values_is_ill_conditioned_only_where_their_mean_is_inexact():
+    """var of a row of equal values is 0, and so is its gradient where the mean of the row comes
+    out exact (eager's pairwise sum of 16 equal float64 values: issue 32, ember's gradient was
+    1e-5): comparable, not excused.  Where eager's own mean rounds (3 equal values of 0.1) the
+    gradient is noise, and a value mismatch is excused."""
+    exact_row = torch.full((2, 16), 0.1, dtype=torch.float64)
+    assert (exact_row.mean(-1) == 0.1).all()
+    assert not _watched(lambda t: torch.var(t, -1), exact_row)
+    assert not _watched(lambda t: torch.var(torch.var(t.expand(9, 16), 0), -1), torch.randn(9, 1, dtype=torch.float64))
+    noisy_row = torch.full((2, 3), 0.1, dtype=torch.float64)
+    assert (noisy_row.mean(-1) != 0.1).any()
+    assert _watched(lambda t: torch.var(t, -1), noisy_row)
+    assert _watched(lambda t: torch.nn.functional.layer_norm(t, (16,)), exact_row)  # (normalized: noise / noise)
