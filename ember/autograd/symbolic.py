@@ -18,13 +18,15 @@ Python predicate over the inputs, so a compiled graph is only used for inputs it
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from typing import Any, Callable
 
 import sympy
 import torch
 import torch.fx
-from torch.utils._sympy.functions import FloatTrueDiv, FloorDiv, IntTrueDiv, Max, Min, Mod, PythonMod, ToFloat
+from torch.utils._sympy.functions import (CeilToInt, FloatPow, FloatTrueDiv, FloorDiv, FloorToInt, IntTrueDiv, Max,
+                                         Min, Mod, PowByNatural, PythonMod, ToFloat, TruncToInt)
 
 aten = torch.ops.aten
 
@@ -146,6 +148,11 @@ class SymbolNodes:
             operand = self._build(expr.args[0])
             built = self.graph.call_function(torch.sym_float, (operand,))
             built.meta["val"] = torch.sym_float(_value(operand))
+        elif _unary_of(expr) is not None:  # (|x|, sqrt(x), floor(x) of a number captured as a symbol)
+            function = _unary_of(expr)
+            operand = self._build(expr.args[0])
+            built = self.graph.call_function(function, (operand,))
+            built.meta["val"] = function(_value(operand))
         else:
             function = _function_of(expr)
             operands = [self._build(arg) for arg in _operands(expr)]
@@ -167,7 +174,21 @@ _FUNCTIONS = [
     (sympy.Add, operator.add), (sympy.Mul, operator.mul), (FloorDiv, operator.floordiv),
     (PythonMod, operator.mod), (Mod, operator.mod), (Max, torch.sym_max), (Min, torch.sym_min),
     (FloatTrueDiv, operator.truediv), (IntTrueDiv, operator.truediv),
+    (FloatPow, operator.pow), (PowByNatural, operator.pow), (sympy.Pow, operator.pow),
 ]
+_UNARY = [(sympy.Abs, operator.abs), (FloorToInt, math.floor), (CeilToInt, math.ceil), (TruncToInt, math.trunc)]
+
+
+def _unary_of(expr: sympy.Expr) -> Callable | None:
+    if len(expr.args) != 1:
+        return None
+    for kind, function in _UNARY:
+        if isinstance(expr, kind):
+            return function
+    name = type(expr).__name__
+    if name.startswith("OpaqueUnaryFn_"):  # torch's math functions of symbols (sqrt, cos, ...)
+        return getattr(torch, "_sym_" + name[len("OpaqueUnaryFn_"):], None)
+    return None
 
 
 def _function_of(expr: sympy.Expr) -> Callable:

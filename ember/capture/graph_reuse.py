@@ -37,7 +37,7 @@ def graph_key(module: torch.fx.GraphModule, example_inputs: list) -> tuple | Non
         parts.append((torch.is_grad_enabled(), torch.get_default_dtype(), _autocast_state()))
         key = tuple(parts)
         hash(key)
-    except _NotComparable:
+    except (_NotComparable, TypeError):  # (an unhashable target or constant: compiled anew)
         return None
     return key
 

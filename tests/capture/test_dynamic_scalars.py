@@ -249,3 +249,26 @@ def test_division_by_a_dynamic_int_that_is_zero_raises_as_eager():
             got = f(x, d)
             torch.testing.assert_close(got[0], x * (1 / d))
             assert got[1] == 7 // d
+
+
+@pytest.mark.parametrize("case", ["float", "int", "sqrt", "abs", "pow"])
+def test_python_functions_of_a_dynamic_float_stay_symbolic(case):
+    """float(), int(), math.sqrt, abs and ** of a symbol: no graph break, and ember's AOT builds
+    their nodes from the symbol (before: one backend compile per value)."""
+    import math
+
+    functions = {
+        "float": lambda x, s: x * float(s),
+        "int": lambda x, s: x * int(s * 10),
+        "sqrt": lambda x, s: x * math.sqrt(s),
+        "abs": lambda x, s: x * abs(s - 1),
+        "pow": lambda x, s: x * s ** 2,
+    }
+    fn = functions[case]
+    compiled = ember.compile(fn, backend="aot_eager")
+    for s in (0.5, 0.7, 0.9, 1.3):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x, s), fn(x, s))
+    assert counters["stats"]["unique_graphs"] == 2
+    assert counters["stats"]["backend_compiles"] == 2
+    assert not counters["graph_break"]

@@ -40,6 +40,14 @@ class SymNodeVariable(VariableTracker):
     def as_python_constant(self):
         raise StaticShapesNeeded(f"a dynamic size ({self.value}) is used where capture needs a number", self.value)
 
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name in ("__float__", "__int__") and not args and not kwargs:  # float(n), int(lr)
+            kind = float if name == "__float__" else int
+            if self.python_type() is kind:
+                return self
+            return tx.graph.call(tx, "call_function", torch.sym_float if kind is float else torch.sym_int, [self], {})
+        return super().call_method(tx, name, args, kwargs)
+
     def truth(self, tx) -> bool:
         try:
             return bool(self.value)  # (the ShapeEnv records the answer as a guard)
