@@ -331,5 +331,8 @@ def _compile_graph(context, graph: OutputGraph, outputs, root):
     if log_graph.isEnabledFor(logging.DEBUG):
         log_graph.debug("graph for %s:\n%s", root.code.co_name, module.print_readable(print_output=False))
     state = graph.shape_plan.state if graph.shape_plan is not None else None
-    compiled = compile_or_reuse(context, state.compiled if state is not None else None, module, example_inputs)
+    # (only where numbers are dynamic: their branches recapture the same graph; elsewhere one
+    # backend compile per capture, as torch.compile counts them)
+    compiled = compile_or_reuse(context, state.compiled if state is not None and state.scalars else None,
+                                module, example_inputs)
     return module, compiled

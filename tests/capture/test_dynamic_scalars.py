@@ -272,3 +272,15 @@ def test_python_functions_of_a_dynamic_float_stay_symbolic(case):
     assert counters["stats"]["unique_graphs"] == 2
     assert counters["stats"]["backend_compiles"] == 2
     assert not counters["graph_break"]
+
+
+def test_a_method_of_a_dynamic_number_makes_it_a_constant_again():
+    """`m.is_integer()`, `n.bit_length()`: no symbolic form, so that number is guarded by value
+    again (fullgraph=True holds: no graph break)."""
+    @ember.compile(backend="eager", fullgraph=True)
+    def f(x, m, n):
+        return x + m.is_integer() + n.bit_length()
+
+    x = torch.randn(3)
+    for m, n in ((1.0, 3), (1.5, 4), (2.0, 9), (2.5, 9)):
+        torch.testing.assert_close(f(x, m, n), x + m.is_integer() + n.bit_length())

@@ -48,6 +48,13 @@ class SymNodeVariable(VariableTracker):
             return tx.graph.call(tx, "call_function", torch.sym_float if kind is float else torch.sym_int, [self], {})
         return super().call_method(tx, name, args, kwargs)
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        from ..scalars import scalar_sources
+
+        if scalar_sources(tx.graph, self.value):  # (a number captured as a symbol: a constant again)
+            raise StaticShapesNeeded(f"{name!r} of a dynamic number ({self.value})", self.value)
+        return super().var_getattr(tx, name)
+
     def truth(self, tx) -> bool:
         try:
             return bool(self.value)  # (the ShapeEnv records the answer as a guard)
