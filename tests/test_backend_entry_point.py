@@ -1,12 +1,27 @@
 """torch.compile(model, backend="ember"): the entry point, and only ember's backend stages run."""
 import sys
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, distribution, entry_points
 
 import pytest
 import torch
 
 import ember
 from ember.backends import torch_compile
+
+
+def _installed() -> bool:
+    try:
+        distribution("ember")
+        return True
+    except PackageNotFoundError:
+        return False
+
+
+# Entry points exist only where ember is installed (CI, `pip install -e .`); the GPU machine runs it
+# from the source tree on PYTHONPATH, where torch.compile gets the same callable directly.
+INSTALLED = _installed()
+BACKEND = "ember" if INSTALLED else torch_compile.ember
+needs_install = pytest.mark.skipif(not INSTALLED, reason="ember runs from a source tree, not installed: no entry points")
 
 
 @pytest.fixture(autouse=True)
@@ -18,12 +33,14 @@ def fresh_dynamo():
     torch._dynamo.reset()
 
 
+@needs_install
 def test_entry_point_names_a_callable_with_torch_backends_signature():
     found = [point for point in entry_points(group="torch_dynamo_backends") if point.name == "ember"]
     assert len(found) == 1, "reinstall ember (pip install -e .) to register its entry points"
     assert found[0].load() is torch_compile.ember
 
 
+@needs_install
 def test_torch_compile_finds_ember_by_name():
     from torch._dynamo import list_backends
 
@@ -47,7 +64,7 @@ def test_torch_compile_with_ember_gives_eager_results_forward_and_backward(monke
                         lambda gm, inputs: lowered.append(gm) or original_graph(gm, inputs))
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
-    compiled = torch.compile(model, backend="ember")
+    compiled = torch.compile(model, backend=BACKEND)
     x = torch.randn(3, 4)
     out = compiled(x)
     out.square().sum().backward()
@@ -71,7 +88,7 @@ def test_dynamic_sizes_from_torch_compile_are_read_from_the_tensors(monkeypatch)
     def f(x):
         return (x.view(x.size(0), -1) * 2).sum(dim=1)
 
-    compiled = torch.compile(f, backend="ember")
+    compiled = torch.compile(f, backend=BACKEND)
     for rows in (2, 3, 5):  # the second size makes Dynamo capture with a size symbol as an input
         x = torch.randn(rows, 2, 3)
         torch.testing.assert_close(compiled(x), f(x))
