@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 276
+MIN_PASSED = 282
 
 _NUMPY = "Tensor.numpy() leaves torch: no numpy tracing (torch._numpy) in ember"
 _PARTIAL_ATTR = "hasattr on a functools.partial attribute ember does not model"
@@ -48,14 +48,8 @@ EXPECTED_NON_PASS = {
     "FunctionTests.test_dict_fromkeys": ("break", "defaultdict.fromkeys"),
     "FunctionTests.test_deque": ("break", "collections.deque"),
     "FunctionTests.test_dict_hasattr": ("break", "hasattr(dict, 'to') is not answered False"),
-    "FunctionTests.test_distributed_is_available": ("break", "torch.distributed.is_available not captured"),
-    "FunctionTests.test_distributed_is_initialized": ("break", "torch.distributed.is_initialized not captured"),
     "FunctionTests.test_flat_param_same_storage_size": ("break", "fsdp._flat_param._same_storage_size not inlined"),
     "FunctionTests.test_elipsis": ("break", "ndarray.__setitem__ (numpy inputs)"),
-    "FunctionTests.test_inline_jit__unwrap_optional": ("break", "torch.jit._unwrap_optional not captured"),
-    "FunctionTests.test_jit_annotate": ("break", "torch.jit.annotate not captured"),
-    "FunctionTests.test_is_in_onnx_export": ("break", "torch.onnx.is_in_onnx_export not captured"),
-    "FunctionTests.test_is_checkpoint_valid": ("break", "torch.autograd._is_checkpoint_valid (engine method)"),
     "FunctionTests.test_inline_lru_cache_fn_with_default_args": ("break", "calling an lru_cache wrapper"),
     "FunctionTests.test_list_index_with_constant_tensor": ("break", "list[tensor] (index by a 0-d tensor)"),
     "FunctionTests.test_min_max": ("break", "max()/min() of 0-d tensors and ints"),

@@ -102,6 +102,31 @@ def _register_fixed_answers() -> None:
 
 _register_fixed_answers()
 
+# Python functions of torch whose answer is read at capture time, by (module, name): looked up
+# lazily (torch.onnx is not imported by `import torch`).  ONCE: fixed for the process (answered
+# without a guard); GUARDED: state that a program can change (a process group initialised, an
+# ONNX export running, a backward that recomputes checkpoints): the capture guards on the answer.
+_ONCE, _GUARDED = "once", "guarded"
+_NAMED_FIXED_ANSWERS = {
+    ("torch.distributed", "is_available"): _ONCE,
+    ("torch.distributed.distributed_c10d", "is_initialized"): _GUARDED,
+    ("torch.onnx", "is_in_onnx_export"): _GUARDED,
+    ("torch.autograd", "_is_checkpoint_valid"): _GUARDED,
+}
+# Python functions of torch inlined as user code although their module breaks the graph:
+# identity-like helpers of TorchScript (`annotate(type, value)` returns value).
+_INLINED = {("torch.jit", "annotate"), ("torch.jit._script", "_unwrap_optional")}
+
+
+def _named_kind(value: Any, names) -> Any:
+    """names[(module, qualname)] for a function defined in torch's own files, else None."""
+    if not isinstance(value, types.FunctionType):
+        return None
+    key = (getattr(value, "__module__", None), getattr(value, "__qualname__", None))
+    if key not in names or _torch_file(value.__code__.co_filename) is None:
+        return None
+    return names[key] if isinstance(names, dict) else True
+
 
 def classify_torch_callable(value: Any) -> VariableTracker | None:
     """The variable for a callable that ember treats specially, or None."""
@@ -140,6 +165,14 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
             return FixedAnswerVariable(value, _FIXED_ANSWERS[value])
     except TypeError:  # unhashable
         return None
+    kind = _named_kind(value, _NAMED_FIXED_ANSWERS)
+    if kind is not None:
+        if kind == _ONCE:
+            _FIXED_ANSWERS[value] = value()
+            return FixedAnswerVariable(value, _FIXED_ANSWERS[value])
+        return FixedAnswerVariable(value, None, guarded=True)
+    if _named_kind(value, _INLINED):
+        return None  # inlined as user code
     if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
         return GradModeClassVariable(value)
     if value in _AUTOCAST_CLASSES:
@@ -237,13 +270,33 @@ class TorchFunctionVariable(VariableTracker):
 
 
 class FixedAnswerVariable(VariableTracker):
-    def __init__(self, function: Any, answer: Any) -> None:
+    """A function whose answer during capture is a constant.  `guarded`: the answer is what the
+    function returns now (it takes no arguments), and the capture guards that it still does."""
+
+    def __init__(self, function: Any, answer: Any, guarded: bool = False) -> None:
         super().__init__()
         self.function = function
         self.answer = answer
+        self.guarded = guarded
+
+    def static_value(self) -> Any:
+        return self.function
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        return constant(self.answer)
+        if not self.guarded:
+            return constant(self.answer)
+        if args or kwargs:
+            raise Unsupported(f"{self.function.__qualname__} with arguments")
+        answer = self.function()
+        if type(answer) is not bool:
+            raise Unsupported(f"{self.function.__qualname__}() returned {type(answer).__name__}, not a bool")
+        from ..guard_failures import Check
+
+        guards = tx.graph.guards
+        call = f"{guards.ref(self.function)}()"
+        label = f"{self.function.__module__}.{self.function.__qualname__}()"
+        guards.add(f"{call} is {answer}", f"{label} is {answer}", Check("value", call, answer, label))
+        return constant(answer)
 
 
 class GraphBreakVariable(VariableTracker):
