@@ -318,11 +318,13 @@ def _wrap_callee(root, inst, stack: list) -> list:
 def _compile_graph(context, graph: OutputGraph, outputs, root):
     gm_graph = graph.graph
     gm_graph.output(tuple(tensor.node for tensor in outputs))
+    # A capture that recorded operations goes to the backend even when all of them are dead
+    # (`x + 1` whose result is dropped): torch.compile compiles that frame too, and a backend
+    # counting graphs sees the same count.  Nothing recorded and nothing computed: no graph.
+    recorded_ops = graph.op_count() > 0
     graph.remove_dead_code()
     graph.prune_unused_inputs()
-    if graph.op_count() == 0 and not outputs:
-        return None, None
-    if graph.op_count() == 0 and all(t.node.op == "placeholder" for t in outputs):
+    if not recorded_ops and all(t.node.op == "placeholder" for t in outputs):
         return None, None
     module = torch.fx.GraphModule(torch.nn.Module(), gm_graph)
     if context.config.verify_graphs:
