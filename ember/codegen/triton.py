@@ -97,7 +97,10 @@ _FLOAT64_OPS = {"truediv": "({0} / {1})", "reciprocal": "(1.0 / {0})", "sqrt": "
 # Triton's interpreter computes these with numpy (accurate) and has no libdevice.
 _ACCURATE = {"exp": "libdevice.exp({0})", "log": "libdevice.log({0})", "sin": "libdevice.sin({0})",
              "cos": "libdevice.cos({0})", "exp2": "libdevice.exp2({0})", "log2": "libdevice.log2({0})",
-             "erf": "libdevice.erf({0})"}
+             "erf": "libdevice.erf({0})",
+             # tl.rsqrt is the approximate instruction, which flushes subnormals (inf for 1.5e-39,
+             # eager 2.6e19); libdevice's floor/ceil keep them (ceil(1e-40) is 1)
+             "rsqrt": "libdevice.rsqrt({0})", "floor": "libdevice.floor({0})", "ceil": "libdevice.ceil({0})"}
 
 TL_DTYPES = {
     torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",

@@ -601,6 +601,15 @@ def test_a_product_minus_itself_is_zero_no_fused_multiply_add():
     (the values are checked on a GPU; the interpreter never fuses)."""
     from ember.codegen import triton_backend
 
-    assert triton_backend.COMPILE_OPTIONS == {"enable_fp_fusion": False}
+    assert triton_backend.COMPILE_OPTIONS["enable_fp_fusion"] is False
     a = (torch.randn((17, 4), generator=torch.Generator().manual_seed(70022901)) * 3.0)[1:]
     _run(_difference_of_a_product_with_itself, a, tolerance={"rtol": 0, "atol": 0})
+
+
+def test_subnormal_inputs_are_not_flushed_to_zero():
+    """eager's CUDA kernels keep subnormals: rsqrt(1.5e-39) is 2.6e19 (not inf), ceil(1e-40) is 1
+    (not 0); Triton's approximate rsqrt and libdevice's default flush them."""
+    x = torch.tensor([1.4693679e-39, 1e-40, -1e-40, 2.0, 0.0])
+    _run(lambda x: (x.rsqrt(), x.ceil(), x.floor(), x * 3), x, tolerance={"rtol": 1e-6, "atol": 0})
+    if DEVICE == "cuda":  # (libdevice only on a GPU)
+        _run(lambda x, y: torch.atan2(x, y), x, x.flip(0) + 1e-39, tolerance={"rtol": 1e-6, "atol": 0})
