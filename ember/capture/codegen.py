@@ -45,8 +45,8 @@ from .variables.containers import (
     SetVariable,
     TupleVariable,
 )
-from .variables.functions import CellVariable, NestedFunctionVariable, PartialVariable, RealCellVariable, \
-    UserFunctionVariable, UserMethodVariable
+from .variables.functions import CellVariable, NestedFunctionVariable, PartialDictVariable, PartialVariable, \
+    RealCellVariable, UserFunctionVariable, UserMethodVariable
 from .variables.model_outputs import ModelOutputVariable
 from .variables.symbolic import SymNodeVariable
 from .variables.objects import ExceptionVariable, NewObjectVariable
@@ -122,6 +122,8 @@ class GlueCodegen:
             return f"({items})"
         if isinstance(v, (ListVariable, DictVariable, SetVariable)) and v.source is not None:
             return v.source.expr()
+        if isinstance(v, PartialDictVariable):  # (empty: writes to it are refused)
+            return self._new(v, f"{self.reconstruct(v.owner)}.__dict__")
         if isinstance(v, ListVariable):
             return self._new(v, "[" + ", ".join(self.reconstruct(item) for item in v.items) + "]")
         if isinstance(v, DictVariable):
@@ -161,7 +163,7 @@ class GlueCodegen:
             args = "".join(f", {self.reconstruct(arg)}" for arg in v.args)
             kwargs = "".join(f", {text}" for text in keyword_arguments(
                 (key, self.reconstruct(arg)) for key, arg in v.keywords.items()))
-            return f"{self.ref(functools.partial)}({self.reconstruct(v.function)}{args}{kwargs})"
+            return self._new(v, f"{self.ref(functools.partial)}({self.reconstruct(v.function)}{args}{kwargs})")
         if isinstance(v, NestedFunctionVariable):
             return self._nested_function(v)
         if isinstance(v, CellVariable):
@@ -305,6 +307,8 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
         if isinstance(v, TensorVariable):
             if v.source is None:
                 found.append(v)
+        elif isinstance(v, PartialDictVariable):
+            visit(v.owner)
         elif isinstance(v, BaseListVariable):
             for item in v.known_items():  # a list never read holds its old items: they are not outputs
                 visit(item)

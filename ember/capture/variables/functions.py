@@ -7,6 +7,7 @@ its writes go to the side-effect log).
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any
@@ -15,6 +16,7 @@ import torch
 
 from ..errors import Unsupported, UserException
 from .base import ConstantVariable, VariableTracker, constant
+from .containers import DictVariable
 
 
 class CellVariable(VariableTracker):
@@ -298,6 +300,7 @@ class PartialVariable(VariableTracker):
         self.args = args
         self.keywords = keywords
         self.real = real
+        self.instance_dict: PartialDictVariable | None = None  # `__dict__`, once read
 
     def python_type(self) -> type:
         import functools
@@ -320,18 +323,60 @@ class PartialVariable(VariableTracker):
             return DictVariable(self.keywords)
         if name == "__call__":
             return self
+        from ..sources import AttrSource
+        from .builder import wrap, wrap_static
+
+        if name == "__dict__":
+            if self.real is None:  # made during capture: its (empty) instance dict
+                if self.instance_dict is None:
+                    self.instance_dict = PartialDictVariable(self)
+                return self.instance_dict
+            if self.source is not None:
+                return wrap(tx, self.real.__dict__, AttrSource(self.source, "__dict__"))
         instance_dict = getattr(self.real, "__dict__", None) or {}
         if name in instance_dict and self.source is not None:
-            from ..sources import AttrSource
-            from .builder import wrap
-
             return wrap(tx, instance_dict[name], AttrSource(self.source, name))
-        if hasattr(functools.partial, name):
-            raise Unsupported(f"functools.partial.{name}")  # a method: callers treat it as one
+        if self.real is not None and (type(self.real) is not functools.partial or self.source is None):
+            if hasattr(functools.partial, name):
+                raise Unsupported(f"functools.partial.{name}")  # a method: callers treat it as one
+        else:
+            # A plain partial's other attributes come from its class (the same for every partial
+            # with nothing of that name in its instance dict): what a fresh partial answers.
+            try:
+                found = getattr(_PARTIAL_PROBE, name)
+            except AttributeError:
+                found = _MISSING
+            if found is not _MISSING and not (found is None or isinstance(found, (str, type))):
+                raise Unsupported(f"functools.partial.{name}")  # a method: callers treat it as one
+            if self.source is not None:
+                expr = self.source.expr()
+                tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
+            if found is not _MISSING:
+                return wrap_static(tx, found)
         if self.source is not None:
             expr = self.source.expr()
             tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
         raise UserException(AttributeError(f"'functools.partial' object has no attribute '{name}'"))
+
+
+def _probe_target() -> None:
+    pass
+
+
+_PARTIAL_PROBE = functools.partial(_probe_target)  # (its __dict__ is never read: it stays empty)
+_MISSING = object()
+
+
+class PartialDictVariable(DictVariable):
+    """`p.__dict__` of a partial made during capture: empty, and read-only here (a write would
+    have to reach the partial rebuilt after the graph)."""
+
+    def __init__(self, owner: PartialVariable) -> None:
+        super().__init__({})
+        self.owner = owner
+
+    def mutated(self, tx) -> None:
+        raise Unsupported("writing the __dict__ of a functools.partial made in the compiled code")
 
 
 def bind_arguments(code: types.CodeType, name: str, args: list, kwargs: dict,
