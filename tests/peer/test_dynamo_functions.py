@@ -23,10 +23,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 282
+MIN_PASSED = 288
 
 _NUMPY = "Tensor.numpy() leaves torch: no numpy tracing (torch._numpy) in ember"
-_PARTIAL_ATTR = "hasattr on a functools.partial attribute ember does not model"
 _DEAD = "ember captures no graph when every op is dead or constant; Dynamo counts 1 frame"
 _GRAPH_TEXT = "Dynamo's placeholder names (L_lambda0_keywords_y_, L_x_) vs ember's (x)"
 
@@ -74,12 +73,6 @@ EXPECTED_NON_PASS = {
     "FunctionTests.test_return_multiple_numpy_ndarray": ("break", _NUMPY),
     "FunctionTests.test_return_numpy_ndarray": ("break", _NUMPY),
     "FunctionTests.test_torch_from_numpy": ("break", _NUMPY),
-    "FunctionTests.test_partials_hasattr_attr___annotations__": ("break", _PARTIAL_ATTR),
-    "FunctionTests.test_partials_hasattr_attr___dict__": ("break", _PARTIAL_ATTR),
-    "FunctionTests.test_partials_hasattr_attr___doc__": ("break", _PARTIAL_ATTR),
-    "FunctionTests.test_partials_hasattr_attr___module__": ("break", _PARTIAL_ATTR),
-    "FunctionTests.test_partials_hasattr_attr___name__": ("break", _PARTIAL_ATTR),
-    "FunctionTests.test_partials_hasattr_attr___qualname__": ("break", _PARTIAL_ATTR),
     "FunctionTests.test_partials_udf_kwarg_method": ("break", "constructing an nn.Module inside the frame"),
     "FunctionTests.test_partials_udf_kwarg_module": ("break", "constructing an nn.Module inside the frame"),
     "FunctionTests.test_symbool_to_int": ("break", "sum() of a generator of bools"),
