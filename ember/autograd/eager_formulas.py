@@ -2,8 +2,8 @@
 
 A few of autograd's formulas choose their implementation by the kind of tensor they see.  For
 `min()`, `max()` and `median()` over all elements, eager (on real CPU tensors) scatters the
-gradient into zeros at the selected positions; on tensor subclasses, fake tensors included, it
-multiplies a 0/1 mask by the gradient instead, so an infinite or NaN gradient turns the zeros
+gradient into zeros at the selected positions; on CUDA tensors and on tensor subclasses, fake
+tensors included, it multiplies a 0/1 mask by the gradient instead, so an infinite or NaN gradient turns the zeros
 into NaN.  `prod` likewise divides by the input unless an element is zero.  While the joint
 graph is traced, `EagerFormulas` routes these calls through autograd.Functions whose backward
 writes eager's result with `where`.
@@ -97,7 +97,9 @@ class EagerFormulas(TorchFunctionMode):
             torch.is_grad_enabled()
         if differentiable:
             reduce = _SELECT_ALL.get(func)
-            if reduce is not None and len(args) == 1 and not kwargs:
+            if reduce is not None and len(args) == 1 and not kwargs and args[0].device.type != "cuda":
+                # (on CUDA eager multiplies the mask, as autograd does on fakes: a NaN gradient
+                # makes every element NaN there; fuzz reductions 700927 on an H200)
                 return _SelectAll.apply(args[0], reduce)
             if func in _PROD and args[0].is_floating_point():
                 result = _prod(*args, **kwargs)

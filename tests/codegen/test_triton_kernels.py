@@ -613,3 +613,19 @@ def test_subnormal_inputs_are_not_flushed_to_zero():
     _run(lambda x: (x.rsqrt(), x.ceil(), x.floor(), x * 3), x, tolerance={"rtol": 1e-6, "atol": 0})
     if DEVICE == "cuda":  # (libdevice only on a GPU)
         _run(lambda x, y: torch.atan2(x, y), x, x.flip(0) + 1e-39, tolerance={"rtol": 1e-6, "atol": 0})
+
+
+@pytest.mark.parametrize("reduce", ["min", "max", "median"])
+def test_a_nan_gradient_through_a_full_min_spreads_as_eagers_on_the_device(reduce):
+    """eager's min()/max()/median() backward scatters into zeros on the CPU but multiplies a mask
+    on CUDA, where a NaN gradient makes every element NaN: ember follows the device."""
+    def f(x):
+        selected = getattr(x, reduce)()
+        return torch.std(selected.reshape(1))  # the std of one value: NaN, and so is its gradient
+
+    x = torch.randn(6, 5, device=DEVICE)
+    function, _ = ember_compiled(f)
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    function(ours).backward()
+    f(theirs).backward()
+    torch.testing.assert_close(ours.grad, theirs.grad, equal_nan=True, rtol=0, atol=0)
