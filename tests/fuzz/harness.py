@@ -457,6 +457,10 @@ def run_program(program: Program, backends=("ember",), raise_capture_errors: boo
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if namespace.get("DEVICE", "cpu") != "cpu":
+            # float32 convolutions in float32 on both sides: cuDNN may use TF32 by default, and
+            # which algorithm does depends on the layout (ember's channels-last ones did, eager's
+            # did not: 1e-4 differences in fuzz conv on an H200 that say nothing of either)
+            torch.backends.cudnn.allow_tf32 = False
             # On a GPU, eager's bounds checks are device-side asserts that end the process's CUDA
             # context: a program eager refuses on the CPU is not run there.
             namespace["DEVICE"] = "cpu"
