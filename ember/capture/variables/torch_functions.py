@@ -8,6 +8,7 @@ for tensor metadata (`torch.is_floating_point(x)`) fold to constants.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import types
@@ -340,10 +341,13 @@ class _ContextClassVariable(VariableTracker):
 
 class GradModeClassVariable(_ContextClassVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        if self.cls is torch.no_grad:
-            return GradModeVariable(False)
-        if self.cls is torch.enable_grad:
-            return GradModeVariable(True)
+        if self.cls in (torch.no_grad, torch.enable_grad):
+            target = self.cls is torch.enable_grad
+            if kwargs or len(args) > 1:
+                raise Unsupported(f"{self.cls.__name__} with these arguments")
+            if args:  # `@torch.no_grad` without parentheses: the decorated function
+                return GradModeFunctionVariable(target, args[0])
+            return GradModeVariable(target)
         mode = (args[0] if args else kwargs["mode"]).as_python_constant()
         # set_grad_enabled acts at construction; as a context manager it restores on exit.
         variable = GradModeVariable(bool(mode), prior=torch.is_grad_enabled())
@@ -371,6 +375,14 @@ class GradModeVariable(VariableTracker):
         set_grad_mode(tx, self.prior)
         return constant(None)
 
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        """`@torch.no_grad()` as a decorator: the decorated function.  (set_grad_enabled, which
+        switched the mode when it was made, switches it back when it decorates: not captured.)"""
+        if self.entered_early or kwargs or len(args) != 1:
+            raise Unsupported("call of a torch.set_grad_enabled object" if self.entered_early
+                              else "call of a grad mode object with these arguments")
+        return GradModeFunctionVariable(self.target, args[0])
+
     def call_method(self, tx, name, args, kwargs) -> VariableTracker:
         if name == "__enter__":
             return self.enter(tx)
@@ -379,6 +391,50 @@ class GradModeVariable(VariableTracker):
         if name == "clone":
             return GradModeVariable(self.target)
         raise Unsupported(f"grad mode object method {name}")
+
+
+class GradModeFunctionVariable(VariableTracker):
+    """A Python function decorated with torch.no_grad() / enable_grad() in the compiled code: each
+    call runs it inlined inside that grad mode.  Rebuilt after the graph by decorating it again."""
+
+    def __init__(self, target: bool, wrapped: VariableTracker) -> None:
+        super().__init__()
+        from .functions import BaseFunctionVariable
+
+        if not isinstance(wrapped, BaseFunctionVariable):
+            raise Unsupported(f"decorating {wrapped} with a grad mode")
+        if wrapped.get_code().co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            raise Unsupported("a generator decorated with a grad mode (the mode applies per resumption)")
+        self.target = target
+        self.wrapped = wrapped
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        manager = GradModeVariable(self.target)
+        manager.enter(tx)
+        try:
+            result = self.wrapped.call_function(tx, args, kwargs)
+        except BaseException:
+            manager.exit(tx)  # (the with-block of torch's wrapper restores the mode)
+            raise
+        manager.exit(tx)
+        return result
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name == "__wrapped__":
+            return self.wrapped
+        if name in functools.WRAPPER_ASSIGNMENTS:  # copied from the function by functools.wraps
+            return self.wrapped.var_getattr(tx, name)
+        raise Unsupported(f"attribute {name} of a function decorated with a grad mode")
+
+    def contained_values(self) -> list:
+        return [self.wrapped]
+
+    def reconstruct_expr(self, codegen) -> str:
+        decorator = torch.enable_grad if self.target else torch.no_grad
+        return f"{codegen.ref(decorator)}()({codegen.reconstruct(self.wrapped)})"
 
 
 class NullContextVariable(VariableTracker):
