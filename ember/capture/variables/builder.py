@@ -156,6 +156,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     if is_model_output_class(value_type):
         guards.type_match(source, value)
         return ModelOutputVariable.from_existing(tx, value, source)
+    from .torch_settings import TorchSettingsVariable, is_settings_object
+
+    if is_settings_object(value):  # torch.backends.cuda.matmul: settings read through __getattr__
+        guards.identity(source, value)
+        return TorchSettingsVariable(value, source=source)
     # Any other object: its type is guarded; attributes are read lazily, each with a guard.
     guards.type_match(source, value)
     from .objects import UserObjectVariable
@@ -274,6 +279,10 @@ def wrap_static(tx, value: Any) -> VariableTracker:
         from .objects import WeakRefVariable
 
         return WeakRefVariable(value)
+    from .torch_settings import TorchSettingsVariable, is_settings_object
+
+    if is_settings_object(value):
+        return TorchSettingsVariable(value)
     return UserObjectVariable(value)
 
 
