@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 289
+MIN_PASSED = 290
 
 _NUMPY = "Tensor.numpy() leaves torch: no numpy tracing (torch._numpy) in ember"
 _DEAD = "ember captures no graph when every op is dead or constant; Dynamo counts 1 frame"
@@ -37,7 +37,6 @@ EXPECTED_NON_PASS = {
     "FunctionTests.test_class_dict": ("break", "iterating/`in` on a mappingproxy (type(a).__dict__)"),
     "FunctionTests.test_compare_constant_and_tensor": ("break", "operator.is_ / is_not not captured"),
     "FunctionTests.test_truth": ("break", "operator.truth not captured"),
-    "FunctionTests.test_cublas_allow_tf32": ("break", "torch.backends.cuda.matmul (cuBLASModule.__getattr__)"),
     "FunctionTests.test_custom_dict_kwargs": ("break", "constructing an OrderedDict subclass"),
     "FunctionTests.test_defaultdict_setdefault1": ("break", "defaultdict.fromkeys"),
     "FunctionTests.test_defaultdict_setdefault2": ("break", "defaultdict.fromkeys"),
