@@ -87,3 +87,66 @@ def test_fields_of_torch_return_types_stay_in_the_graph():
     x = torch.randn(4, 5)
     for ours, theirs in zip(ember.compile(fn, fullgraph=True)(x), fn(x)):
         assert torch.equal(ours, theirs)
+
+
+def _fromkeys(x, y):
+    plain = dict.fromkeys(["a", "b"])
+    scaled = dict.fromkeys(plain, x + 1)
+    default = collections.defaultdict.fromkeys(iter(scaled), x - 2)
+    ordered = collections.OrderedDict.fromkeys(("a", "b"), value=y)
+    letters = collections.defaultdict.fromkeys("ab", "z")
+    return (plain, scaled, dict(default), type(default).__name__, default.default_factory, ordered,
+            type(ordered).__name__, dict(letters))
+
+
+def test_fromkeys_of_dict_ordered_dict_and_defaultdict():
+    assert_matches_eager(_fromkeys, torch.randn(3), torch.randn(3), graphs=1)
+
+
+def _deques(a, b):
+    d = collections.deque([a, b])
+    d.append(a + 1)
+    d.extend([a, b])
+    d.insert(0, "foo")
+    tmp = d.pop()
+    other = collections.deque([tmp])
+    d.extendleft(other)
+    other.clear()
+    d[2] = "set"
+    d = d.copy()
+    d.append(d.popleft())
+    d.rotate(2)
+    bounded = collections.deque(range(5), maxlen=3)
+    bounded.append(7)
+    bounded.appendleft(-1)
+    return list(d), len(d), d[0], list(bounded), bounded.maxlen, 7 in bounded, isinstance(d, collections.deque)
+
+
+def test_deque_made_in_the_frame():
+    assert_matches_eager(_deques, torch.randn(3), torch.randn(3), graphs=1)
+
+
+def _returned_deque(x):
+    d = collections.deque([x + 1], maxlen=2)
+    d.appendleft(x * 2)
+    return d
+
+
+def test_a_deque_made_in_the_frame_is_returned_as_a_deque():
+    for backend in BACKENDS:
+        expected, got = run_both(_returned_deque, torch.ones(2), backend=backend)
+        assert type(got) is collections.deque and got.maxlen == 2
+        assert all(torch.equal(left, right) for left, right in zip(expected, got))
+
+
+def _deque_errors(x):
+    d = collections.deque()
+    try:
+        d.pop()
+    except IndexError as error:
+        message = str(error)
+    return x + 1, message
+
+
+def test_deque_errors_are_eagers():
+    assert_matches_eager(_deque_errors, torch.randn(2), graphs=1)

@@ -6,6 +6,7 @@ pure (it runs for real); anything else is a graph break with the builtin's name.
 from __future__ import annotations
 
 import builtins
+import collections
 import inspect
 import functools
 import itertools
@@ -90,8 +91,10 @@ class BuiltinVariable(VariableTracker):
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if self.function is object and name in ("__setattr__", "__new__", "__init__"):
             return ObjectMethodVariable(name)
-        if self.function is dict and name == "fromkeys":
-            return BuiltinVariable(_dict_fromkeys)
+        if name == "fromkeys" and self.function in (dict, collections.OrderedDict, collections.defaultdict):
+            from .collections_types import DictFromkeysVariable
+
+            return DictFromkeysVariable(self.function)
         from .builder import wrap_static
 
         try:
@@ -102,10 +105,6 @@ class BuiltinVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.function, '__name__', self.function)})"
-
-
-def _dict_fromkeys(keys, value=None):  # marker for the handler below
-    return dict.fromkeys(keys, value)
 
 
 class ObjectMethodVariable(VariableTracker):
@@ -204,6 +203,17 @@ def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableT
 
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor depends on its values")
+    proxy = getattr(container, "real_object", None)
+    if type(proxy) is types.MappingProxyType and container.source is not None and item.is_python_constant():
+        # `"x" in cls.__dict__`: answered now from the live class dict, guarded on the answer
+        key = item.as_python_constant()
+        try:
+            answer = key in proxy
+        except TypeError as error:
+            raise UserException(error) from None
+        expr = f"({tx.graph.guards.ref(key)} in {container.source.expr()}) is {answer}"
+        tx.graph.guards.add(expr, f"{key!r} {'in' if answer else 'not in'} {container.source.expr()}")
+        return constant(answer)
     if isinstance(container, (UserObjectVariable, NewObjectVariable)):
         found, raw = _class_attribute(container.python_type(), "__contains__")
         if found and isinstance(raw, types.FunctionType):
@@ -225,6 +235,17 @@ def sorted_items(tx, items: list[VariableTracker], kwargs: dict) -> list[Variabl
         raise Unsupported("sorting values that are not constants")
     order = sorted(range(len(items)), key=lambda index: keys[index].as_python_constant(), reverse=reverse)
     return [items[index] for index in order]
+
+
+def _run_for_real(tx, function, *args, **kwargs) -> VariableTracker:
+    """A pure builtin on constants: its real result (its exception is the user's)."""
+    from .builder import wrap_constant_result
+
+    try:
+        value = function(*args, **kwargs)
+    except Exception as error:
+        raise UserException(error) from None
+    return wrap_constant_result(tx, value)
 
 
 def _iterate(tx, value: VariableTracker) -> list[VariableTracker]:
@@ -291,6 +312,9 @@ def _getattr(tx, value, name, default=None):
 
 @register(hasattr)
 def _hasattr(tx, value, name):
+    kind = _python_type_or_none(value)
+    if kind in _SLOTLESS_TYPES:  # no instance attributes: the type answers
+        return constant(hasattr(kind, name.as_python_constant()))
     try:
         tx.load_attr(value, name.as_python_constant())
         return constant(True)
@@ -298,6 +322,18 @@ def _hasattr(tx, value, name):
         if isinstance(error.value, AttributeError):
             return constant(False)
         raise
+
+
+# Builtin types whose instances have no attributes of their own.
+_SLOTLESS_TYPES = (dict, list, tuple, set, frozenset, collections.OrderedDict, collections.defaultdict,
+                   collections.deque, str, int, float, bool, type(None))
+
+
+def _python_type_or_none(value: VariableTracker) -> type | None:
+    try:
+        return value.python_type()
+    except (Unsupported, NotImplementedError):
+        return None
 
 
 @register(setattr)
@@ -366,11 +402,17 @@ def _tuple(tx, iterable=None):
 
 @register(set)
 def _set(tx, iterable=None):
+    if isinstance(iterable, SetVariable):  # the same members: their order does not matter
+        return SetVariable.from_keys(iterable.items)
     return SetVariable(_iterate(tx, iterable) if iterable is not None else [])
 
 
 @register(frozenset)
 def _frozenset(tx, iterable=None):
+    if isinstance(iterable, SetVariable):
+        if iterable.frozen:
+            return iterable  # frozenset(a frozenset) is that frozenset
+        return SetVariable.from_keys(iterable.items, frozen=True)
     return SetVariable(_iterate(tx, iterable) if iterable is not None else [], frozen=True)
 
 
@@ -391,22 +433,15 @@ def new_dict(tx, dict_type: type, args: tuple, kwargs: dict) -> DictVariable:
     return result
 
 
-@register(_dict_fromkeys)
-def _fromkeys(tx, keys, value=None):
-    value = value or constant(None)
-    result = DictVariable({})
-    for key in _iterate(tx, keys):
-        result.setitem(tx, key, value)
-    return result
-
-
 @register(sum)
 def _sum(tx, iterable, start=None):
     from .operators import binary_op
 
     items = _iterate(tx, iterable)
     if all(item.is_python_constant() for item in items) and (start is None or start.is_python_constant()):
-        return None  # run for real
+        # run for real on the items (the iterable itself may be a generator, not a constant)
+        start_value = () if start is None else (start.as_python_constant(),)
+        return _run_for_real(tx, sum, [item.as_python_constant() for item in items], *start_value)
     total = start if start is not None else constant(0)
     for item in items:
         total = binary_op(tx, operator.add, total, item)
@@ -419,7 +454,9 @@ def _min_max(tx, function, args, kwargs):
     else:
         items = list(args)
     if all(item.is_python_constant() for item in items) and all(v.is_python_constant() for v in kwargs.values()):
-        return None
+        constants = [item.as_python_constant() for item in items]
+        return _run_for_real(tx, function, *([constants] if len(args) == 1 else constants),
+                             **{key: value.as_python_constant() for key, value in kwargs.items()})
     if not items:
         if "default" in kwargs:
             return kwargs["default"]
@@ -649,6 +686,25 @@ def _not(tx, value):
     return constant(not value.truth(tx))
 
 
+@register(operator.is_)
+def _operator_is(tx, left, right):
+    from .operators import is_op
+
+    return constant(bool(is_op(tx, left, right)))
+
+
+@register(operator.is_not)
+def _operator_is_not(tx, left, right):
+    from .operators import is_op
+
+    return constant(not is_op(tx, left, right))
+
+
+@register(operator.truth)
+def _operator_truth(tx, value):
+    return constant(value.truth(tx))
+
+
 @register(operator.contains)
 def _operator_contains(tx, container, item):
     return contains(tx, container, item)
@@ -718,4 +774,4 @@ def _attrgetter(tx, *names):
 
 
 # Handlers for other standard-library callables register into the same table.
-from . import collections_types, iterators  # noqa: E402,F401
+from . import collections_types, deques, iterators  # noqa: E402,F401

@@ -1,4 +1,5 @@
-"""collections.OrderedDict, defaultdict and namedtuple made inside a compiled function.
+"""collections.OrderedDict, defaultdict and namedtuple made inside a compiled function, and
+the fromkeys of dict, OrderedDict and defaultdict.
 
 OrderedDict and defaultdict become DictVariables of that dict type (a defaultdict keeps its
 factory, called on a missing key).  `namedtuple(...)` with constant arguments makes the real
@@ -11,8 +12,35 @@ from __future__ import annotations
 import collections
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker
+from .base import ConstantVariable, VariableTracker, constant
 from .builtins import new_dict, register
+from .containers import DictVariable
+
+
+class DictFromkeysVariable(VariableTracker):
+    """`dict.fromkeys`, `OrderedDict.fromkeys`, `defaultdict.fromkeys`: a new dict of that type
+    (a defaultdict's factory is None) mapping each key to the one value."""
+
+    def __init__(self, dict_type: type) -> None:
+        super().__init__()
+        self.dict_type = dict_type
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        kwargs = dict(kwargs)
+        if self.dict_type is collections.OrderedDict and "value" in kwargs and len(args) == 1:
+            args = [*args, kwargs.pop("value")]  # OrderedDict.fromkeys also takes value=
+        if kwargs:
+            raise UserException(TypeError("fromkeys() takes no keyword arguments"))
+        if not 1 <= len(args) <= 2:
+            raise UserException(TypeError(f"fromkeys expected 1 or 2 arguments, got {len(args)}"))
+        value = args[1] if len(args) == 2 else constant(None)
+        result = DictVariable({}, dict_type=self.dict_type)
+        for key in args[0].get_iter(tx).unpack_sequence(tx):
+            result.setitem(tx, key, value)
+        return result
+
+    def __repr__(self) -> str:
+        return f"DictFromkeysVariable({self.dict_type.__name__})"
 
 
 @register(collections.OrderedDict)

@@ -8,6 +8,8 @@ back after the graph runs.
 from __future__ import annotations
 
 import collections
+import inspect
+import operator
 import types
 from typing import Any
 
@@ -42,7 +44,7 @@ class BaseListVariable(VariableTracker):
         return self.items
 
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
-        key = index.as_python_constant() if index.is_python_constant() else None
+        key = index.as_python_constant() if index.is_python_constant() else _constant_tensor_index(index)
         if key is None:
             raise Unsupported(f"indexing a {self.container_type.__name__} with {index}")
         try:
@@ -82,6 +84,17 @@ class TupleVariable(BaseListVariable):
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         raise Unsupported(f"attribute {name!r} of a tuple")
+
+
+def _constant_tensor_index(index: VariableTracker) -> int | None:
+    """`items[t]` where t is a one-element integer tensor made from constants: its value."""
+    known = getattr(index, "known_value", lambda: None)()
+    if known is None:
+        return None
+    try:
+        return operator.index(known)
+    except TypeError as error:
+        raise UserException(error) from None
 
 
 class SizeLikeTuple(TupleVariable):
@@ -130,11 +143,17 @@ class NamedTupleVariable(TupleVariable):
             from .builder import wrap_constant_result
 
             return wrap_constant_result(tx, value)  # fixed when the class was made
-        if callable(value):
+        raw = inspect.getattr_static(self.tuple_class, name, None)
+        if isinstance(raw, (types.FunctionType, staticmethod, classmethod)):
+            from .builder import wrap_static
             from .functions import UserFunctionVariable, UserMethodVariable
+            from .objects import ClassVariable
 
-            if isinstance(value, types.FunctionType):
-                return UserMethodVariable(UserFunctionVariable(value), self)
+            if isinstance(raw, staticmethod):  # called without the instance
+                return wrap_static(tx, raw.__func__)
+            if isinstance(raw, classmethod):
+                return UserMethodVariable(wrap_static(tx, raw.__func__), ClassVariable(self.tuple_class))
+            return UserMethodVariable(UserFunctionVariable(raw), self)
         raise Unsupported(f"attribute {name!r} of named tuple {self.tuple_class.__name__}")
 
 

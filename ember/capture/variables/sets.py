@@ -124,7 +124,7 @@ class SetVariable(VariableTracker):
         return bool(self.items)
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
-        if self.order_known:
+        if self.order_known or len(self.items) <= 1:  # one member: no order to get wrong
             return list(self.items.values())
         if any(is_identity_based(key) for key in self.items):
             raise Unsupported("iterating a set of tensors or objects: the order depends on their addresses")

@@ -83,6 +83,12 @@ class TensorVariable(VariableTracker):
     def truth(self, tx) -> bool:
         raise Unsupported("data-dependent branch: bool() of a tensor depends on its value")
 
+    def known_value(self) -> torch.Tensor | None:
+        """The value of a small tensor made from constants in the frame (`torch.as_tensor(2)`),
+        which fake tensors keep until something writes into it; None when unknown."""
+        value = getattr(self.example, "constant", None)
+        return value if isinstance(value, torch.Tensor) else None
+
     # -- attributes ----------------------------------------------------------------------------
     def var_getattr(self, tx, name: str) -> VariableTracker:
         example = self.example

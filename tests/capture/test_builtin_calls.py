@@ -1,0 +1,113 @@
+"""Builtins and operator-module functions called inside a compiled function, in one graph."""
+import operator
+from typing import NamedTuple
+
+import torch
+
+from capture_helpers import assert_matches_eager
+
+
+def _identity_ops(x):
+    return (operator.is_(-10, x), operator.is_not(-10, x), operator.is_(None, None),
+            operator.truth(3), operator.truth([]), x + 1)
+
+
+def test_operator_is_is_not_and_truth():
+    assert_matches_eager(_identity_ops, torch.randn(3), graphs=1)
+
+
+def _hasattr_of_dict(d):
+    if hasattr(d, "to"):
+        return d.to("cpu")
+    if hasattr(d, "items") and not hasattr([], "shape") and hasattr((), "count"):
+        return torch.cos(d["a"])
+    return d
+
+
+def test_hasattr_of_a_builtin_container_is_answered_by_its_type():
+    assert_matches_eager(_hasattr_of_dict, {"a": torch.randn(3)}, graphs=1)
+
+
+class _Pair(NamedTuple):
+    first: torch.Tensor
+    second: torch.Tensor
+
+    def total(self):
+        return self.first + self.second
+
+    @staticmethod
+    def one():
+        return 1
+
+    @classmethod
+    def name(cls):
+        return cls.__name__
+
+
+def _named_tuple_methods(a, b):
+    pair = _Pair(a, b)
+    return pair.total(), pair.one(), pair.name()
+
+
+def test_named_tuple_static_and_class_methods_through_an_instance():
+    assert_matches_eager(_named_tuple_methods, torch.randn(3), torch.randn(3), graphs=1)
+
+
+def _index_by_constant_tensor(a, b):
+    items = [a, b, a + 1, b + 1]
+    return items[torch.as_tensor(2)], (a, b)[torch.tensor([1])]
+
+
+def test_a_list_indexed_by_a_tensor_made_from_a_constant():
+    assert_matches_eager(_index_by_constant_tensor, torch.randn(3), torch.randn(3), graphs=1)
+
+
+def _one_tensor_sets(x):
+    y = x.add_(1)
+    s = set({x})
+    s.add(y)
+    frozen = frozenset({x})
+    again = frozenset(frozen)
+    copied = set(frozenset({x, y * 2}))
+    return len(s), len(again), again is frozen, len(copied), [t + 1 for t in s]
+
+
+def test_sets_of_one_tensor_iterate_and_copies_keep_their_members():
+    assert_matches_eager(_one_tensor_sets, torch.randn(4), graphs=1)
+
+
+def _sum_of_generator(x):
+    count = sum(size == -1 for size in x.size())
+    largest = max(size for size in x.size())
+    smallest = min((size for size in x.size()), default=0)
+    return (x + 1 if count == 0 else x - 1), largest, smallest, sum((s for s in x.size()), 10)
+
+
+def test_sum_min_max_of_a_generator_of_constants():
+    assert_matches_eager(_sum_of_generator, torch.randn(3, 5), graphs=1)
+
+
+class _WithClassAttribute:
+    x = 4
+
+
+def _in_class_dict(x):
+    if "x" in _WithClassAttribute.__dict__ and "missing" not in type(_WithClassAttribute()).__dict__:
+        return x + 1
+    return x + 2
+
+
+def test_in_on_a_class_dict_is_guarded_on_the_answer():
+    import ember
+
+    assert_matches_eager(_in_class_dict, torch.randn(3), graphs=1)
+    ember.reset()
+    compiled = ember.compile(_in_class_dict, backend="eager", fullgraph=True)
+    x = torch.zeros(2)
+    assert torch.equal(compiled(x), x + 1)
+    del _WithClassAttribute.x
+    try:
+        assert torch.equal(compiled(x), x + 2)  # the class changed: captured again
+    finally:
+        _WithClassAttribute.x = 4
+    assert torch.equal(compiled(x), x + 1)
