@@ -163,6 +163,8 @@ class OutputGraph:
     # -- operations ----------------------------------------------------------------------------
     def call(self, tx, kind: str, target: Any, args: list, kwargs: dict) -> VariableTracker:
         """Add `target(*args, **kwargs)` to the graph and return the variable for its result."""
+        if target == "type" and kind == "call_method" or target is torch.Tensor.type:
+            args, kwargs = [_tensor_type_name(a) for a in args], {k: _tensor_type_name(v) for k, v in kwargs.items()}
         proxy_args, fake_args = _unwrap(tx, args)
         proxy_kwargs, fake_kwargs = _unwrap(tx, kwargs)
         try:
@@ -336,6 +338,18 @@ def _unwrap(tx, value: Any) -> tuple[Any, Any]:
 # tensors): an object it could write into, or a function it could call, would let capture
 # change the user's objects, so anything else breaks the graph.
 _PASSABLE_OBJECTS = (enum.Enum, torch.finfo, torch.iinfo)
+# torch.FloatTensor, torch.cuda.HalfTensor, ...: classes that name a dtype and device (Tensor.type).
+_LEGACY_TENSOR_TYPES = frozenset(getattr(torch, "_tensor_classes", ()))
+
+
+def _tensor_type_name(value: Any) -> Any:
+    """Tensor.type's argument: a legacy tensor class becomes its name ("torch.HalfTensor"), which
+    Tensor.type takes to mean the same (a class is no literal in the graph's code)."""
+    static = getattr(value, "static_value", None)
+    known = static() if static is not None else None
+    if isinstance(known, type) and known in _LEGACY_TENSOR_TYPES:
+        return ConstantVariable(f"{known.__module__}.{known.__name__}")
+    return value
 
 
 def tree_has_tensor(value: Any) -> bool:
