@@ -173,7 +173,11 @@ class TensorVariable(VariableTracker):
             self.node = result.node
             self.example = result.example
             return self
-        return result
+        # `x.float()`, `x.contiguous()`, `x.to(x.dtype)` return x itself when nothing changes
+        # (the fake op returns the same fake): `is` answers as in eager.
+        from .torch_functions import _same_object_as_argument
+
+        return _same_object_as_argument(result, [self, *args, *kwargs.values()])
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         if self.example.dim() == 0:
