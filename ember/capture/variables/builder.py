@@ -259,6 +259,10 @@ def wrap_static(tx, value: Any) -> VariableTracker:
         return special
     if is_supported_builtin(value):
         return BuiltinVariable(value)
+    from .fresh_modules import PlainModuleClassVariable, is_plain_module_class
+
+    if is_plain_module_class(value):
+        return PlainModuleClassVariable(value)
     if isinstance(value, type):
         return ClassVariable(value)
     if isinstance(value, types.FunctionType):
