@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 311
+MIN_PASSED = 313
 
 _NUMPY = "Tensor.numpy() leaves torch: no numpy tracing (torch._numpy) in ember"
 _GRAPH_TEXT = "Dynamo's placeholder names (L_lambda0_keywords_y_, L_x_) vs ember's (x)"
@@ -58,8 +58,6 @@ EXPECTED_NON_PASS = {
     "FunctionTests.test_return_multiple_numpy_ndarray": ("break", _NUMPY),
     "FunctionTests.test_return_numpy_ndarray": ("break", _NUMPY),
     "FunctionTests.test_torch_from_numpy": ("break", _NUMPY),
-    "FunctionTests.test_partials_udf_kwarg_method": ("break", "constructing an nn.Module inside the frame"),
-    "FunctionTests.test_partials_udf_kwarg_module": ("break", "constructing an nn.Module inside the frame"),
     "FunctionTests.test_torch_distributions_functions": ("break", "constructing torch.distributions.Normal"),
     "DefaultsTests.test_cast_tensor_single_elem":
         ("break", "float()/int() of a tensor: captured scalars not supported"),
