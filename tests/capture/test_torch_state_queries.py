@@ -73,3 +73,19 @@ def test_unwrap_optional_of_none_raises_as_in_eager():
     ember.reset()
     with pytest.raises(AssertionError, match="null optional"):
         ember.compile(f, backend="eager")(torch.randn(2))
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="no torch.distributed")
+def test_fsdp_storage_size_query_is_guarded_on_the_input_storage():
+    import torch.distributed.fsdp._flat_param as flat_param
+
+    def f(x):
+        return x + 1 if flat_param._same_storage_size(x, 4) else x - 1
+
+    assert_matches_eager(f, torch.randn(4), graphs=1)
+    ember.reset()
+    compiled = ember.compile(f, backend="eager")
+    plain, view = torch.zeros(4), torch.zeros(8)[:4]  # same sizes and strides, other storage sizes
+    assert torch.equal(compiled(plain), plain + 1)
+    assert torch.equal(compiled(view), view - 1)
+    assert torch.equal(compiled(plain), plain + 1)

@@ -114,6 +114,9 @@ _NAMED_FIXED_ANSWERS = {
     ("torch.onnx", "is_in_onnx_export"): _GUARDED,
     ("torch.autograd", "_is_checkpoint_valid"): _GUARDED,
 }
+# Python functions of torch that answer a question about a graph input's storage (not guarded by
+# the tensor's guards): answered from the real input and guarded on that answer.
+_STORAGE_QUERIES = {("torch.distributed.fsdp._flat_param", "_same_storage_size")}
 # Python functions of torch inlined as user code although their module breaks the graph:
 # identity-like helpers of TorchScript (`annotate(type, value)` returns value).
 _INLINED = {("torch.jit", "annotate"), ("torch.jit._script", "_unwrap_optional")}
@@ -174,6 +177,8 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return FixedAnswerVariable(value, None, guarded=True)
     if _named_kind(value, _INLINED):
         return None  # inlined as user code
+    if _named_kind(value, _STORAGE_QUERIES):
+        return StorageQueryVariable(value)
     if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
         return GradModeClassVariable(value)
     if value in _AUTOCAST_CLASSES:
@@ -297,6 +302,38 @@ class FixedAnswerVariable(VariableTracker):
         call = f"{guards.ref(self.function)}()"
         label = f"{self.function.__module__}.{self.function.__qualname__}()"
         guards.add(f"{call} is {answer}", f"{label} is {answer}", Check("value", call, answer, label))
+        return constant(answer)
+
+
+class StorageQueryVariable(VariableTracker):
+    """`_same_storage_size(t, n)` of FSDP: a fact about the storage of graph input `t` (with
+    constant other arguments), answered from the real input and guarded on the answer."""
+
+    def __init__(self, function: Any) -> None:
+        super().__init__()
+        self.function = function
+
+    def static_value(self) -> Any:
+        return self.function
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .tensor import TensorVariable
+
+        name = f"{self.function.__module__}.{self.function.__qualname__}"
+        if kwargs or not args or not isinstance(args[0], TensorVariable) or args[0].real_tensor is None \
+                or args[0].source is None or not all(arg.is_python_constant() for arg in args[1:]):
+            raise Unsupported(f"{name} of a tensor that is not a graph input, or of non-constants")
+        rest = [arg.as_python_constant() for arg in args[1:]]
+        if not all(type(item) in (int, bool) for item in rest):
+            raise Unsupported(f"{name} with arguments other than ints")
+        answer = self.function(args[0].real_tensor, *rest)
+        if type(answer) is not bool:
+            raise Unsupported(f"{name} returned {type(answer).__name__}, not a bool")
+        from ..guard_failures import Check
+
+        guards = tx.graph.guards
+        call = f"{guards.ref(self.function)}({', '.join([args[0].source.expr(), *map(repr, rest)])})"
+        guards.add(f"{call} is {answer}", f"{call} is {answer}", Check("value", call, answer, call))
         return constant(answer)
 
 
