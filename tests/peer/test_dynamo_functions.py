@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 313
+MIN_PASSED = 314
 
 _NUMPY = "Tensor.numpy() leaves torch: no numpy tracing (torch._numpy) in ember"
 _GRAPH_TEXT = "Dynamo's placeholder names (L_lambda0_keywords_y_, L_x_) vs ember's (x)"
@@ -35,7 +35,6 @@ EXPECTED_NON_PASS = {
     "FunctionTests.test_foreach_lerp_": ("break", "_foreach_lerp_ with a 0-d tensor weight: aten._local_scalar_dense"),
     "FunctionTests.test_truth": ("break", "bool() of a tensor is data-dependent (torch 2.13 fails it too)"),
     "FunctionTests.test_custom_dict_kwargs": ("break", "constructing an OrderedDict subclass"),
-    "FunctionTests.test_flat_param_same_storage_size": ("break", "fsdp._flat_param._same_storage_size not inlined"),
     "FunctionTests.test_elipsis": ("break", "ndarray.__setitem__ (numpy inputs)"),
     "FunctionTests.test_inline_lru_cache_fn_with_default_args": ("break", "calling an lru_cache wrapper"),
     "FunctionTests.test_min_max": ("break", "max()/min() of 0-d tensors and ints"),
