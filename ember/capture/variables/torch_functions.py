@@ -181,6 +181,10 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return StorageQueryVariable(value)
     if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
         return GradModeClassVariable(value)
+    if value is torch.vmap:
+        from .vmap import VmapVariable
+
+        return VmapVariable()
     if value in _AUTOCAST_CLASSES:
         return AutocastClassVariable(value)
     if isinstance(value, types.FunctionType) and value.__code__.co_name == "decorate_context" \
