@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 314
+MIN_PASSED = 316
 
 _NUMPY = "Tensor.numpy() leaves torch: no numpy tracing (torch._numpy) in ember"
 _GRAPH_TEXT = "Dynamo's placeholder names (L_lambda0_keywords_y_, L_x_) vs ember's (x)"
@@ -62,10 +62,8 @@ EXPECTED_NON_PASS = {
         ("break", "float()/int() of a tensor: captured scalars not supported"),
     "DefaultsTests.test_listlike_of_tensors_contains_constant":
         ("break", "`1 in [tensor]` (== inside a container comparison)"),
-    "DefaultsTests.test_is_init_in_compile_vmapped_mutated_tensor_tensor": ("break", "torch.vmap not captured"),
     "DefaultsTests.test_is_init_in_compile_vmapped_mutated_tensor_tensor_multi_arg":
         ("break", "torch.vmap not captured"),
-    "DefaultsTests.test_is_vmapped_mutated_tensor_tensor": ("break", "torch.vmap not captured"),
     "DefaultsTests.test_pybind_object": ("break", "attribute of a pybind object (GuardDebugInfo.result)"),
     "DefaultsTests.test_str_handler_for_user_defined_object": ("break", "str() of a user object without __str__"),
     # -- count mismatches (Dynamo's exact frame counts) --
