@@ -181,6 +181,10 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return StorageQueryVariable(value)
     if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
         return GradModeClassVariable(value)
+    if value is getattr(torch, "cond", None):
+        from .control_flow import CondVariable
+
+        return CondVariable()
     if value is torch.vmap:
         from .vmap import VmapVariable
 

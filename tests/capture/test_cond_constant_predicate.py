@@ -1,0 +1,33 @@
+"""torch.cond with a Python-constant predicate inlines the branch eager would call; a tensor
+predicate breaks the graph with a reason and keeps eager's result."""
+import torch
+
+import ember
+from capture_helpers import assert_matches_eager
+
+
+def _true_branch(x, y):
+    return x.sin() + y
+
+
+def _false_branch(x, y):
+    return x.cos() - y
+
+
+def test_cond_with_a_shape_predicate_inlines_the_chosen_branch():
+    def f(x, y):
+        first = torch.cond(x.shape[0] > 2, _true_branch, _false_branch, (x, y))
+        second = torch.cond(pred=x.dim() > 3, true_fn=_true_branch, false_fn=_false_branch, operands=[x, y])
+        return first, second, torch.cond(0.0, lambda: x * 2, lambda: x * 3)
+
+    assert_matches_eager(f, torch.randn(4), torch.randn(4), graphs=1)
+    assert_matches_eager(f, torch.randn(2), torch.randn(2), graphs=1)
+
+
+def test_cond_with_a_tensor_predicate_breaks_with_a_reason():
+    def f(x):
+        return torch.cond(x.sum() > 0, lambda t: t + 1, lambda t: t - 1, (x,)) * 2
+
+    explanation = assert_matches_eager(f, torch.ones(3), breaks=None, backends=("eager",))
+    assert any("torch.cond with a tensor" in str(reason) for reason in explanation.break_reasons)
+    ember.reset()
