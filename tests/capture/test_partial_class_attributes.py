@@ -63,3 +63,17 @@ def test_writing_a_new_partials_dict_breaks_and_the_partial_keeps_it():
         return p(x), p.tag, hasattr(p, "tag")
 
     assert_matches_eager(f, torch.randn(3), breaks=None)
+
+
+def test_reading_a_partials_attributes_does_not_give_it_a_dict():
+    def f(x, p):
+        return p(x), hasattr(p, "__name__"), p.__doc__ is not None, hasattr(p, "tag")
+
+    p = functools.partial(_add, y=1.0)
+    ember.reset()
+    with ember.config.patch(raise_capture_errors=True):
+        compiled = ember.compile(f, backend="eager")
+        compiled(torch.randn(2), p)
+        compiled(torch.randn(2), p)  # (and its guards do not either)
+    # (a partial whose __dict__ was never made is flattened into a new partial of it)
+    assert functools.partial(p, 2.0).func is _add

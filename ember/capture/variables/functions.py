@@ -8,6 +8,7 @@ its writes go to the side-effect log).
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import types
 from typing import Any
@@ -333,7 +334,7 @@ class PartialVariable(VariableTracker):
                 return self.instance_dict
             if self.source is not None:
                 return wrap(tx, self.real.__dict__, AttrSource(self.source, "__dict__"))
-        instance_dict = getattr(self.real, "__dict__", None) or {}
+        instance_dict = existing_instance_dict(self.real) if self.real is not None else {}
         if name in instance_dict and self.source is not None:
             return wrap(tx, instance_dict[name], AttrSource(self.source, name))
         if self.real is not None and (type(self.real) is not functools.partial or self.source is None):
@@ -350,13 +351,25 @@ class PartialVariable(VariableTracker):
                 raise Unsupported(f"functools.partial.{name}")  # a method: callers treat it as one
             if self.source is not None:
                 expr = self.source.expr()
-                tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
+                tx.graph.guards.add(f"{name!r} not in {tx.graph.guards.ref(existing_instance_dict)}({expr})",
+                                    f"{expr} has no attribute {name!r}")
             if found is not _MISSING:
                 return wrap_static(tx, found)
         if self.source is not None:
             expr = self.source.expr()
-            tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
+            tx.graph.guards.add(f"{name!r} not in {tx.graph.guards.ref(existing_instance_dict)}({expr})",
+                                f"{expr} has no attribute {name!r}")
         raise UserException(AttributeError(f"'functools.partial' object has no attribute '{name}'"))
+
+
+def existing_instance_dict(partial_object: functools.partial) -> dict:
+    """A partial's instance dict, without making one: reading `__dict__` creates it, and a partial
+    with a dict is no longer flattened by functools.partial(p, ...), so capture must not."""
+    keywords = partial_object.keywords
+    for referent in gc.get_referents(partial_object):  # (its function, args, keywords and dict)
+        if type(referent) is dict and referent is not keywords:
+            return referent
+    return {}
 
 
 def _probe_target() -> None:
