@@ -52,6 +52,7 @@ def _in_breaking_module(module: str) -> bool:
 
 
 _CHECKPOINT = torch.utils.checkpoint.checkpoint
+_COND = getattr(torch, "cond", None)
 # torch's setters of global state (torch.set_float32_matmul_precision, torch._C._set_*, ...).
 _GLOBAL_SETTER_PREFIXES = ("set_", "_set_")
 # Functions whose answer during capture is fixed.
@@ -181,7 +182,7 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return StorageQueryVariable(value)
     if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
         return GradModeClassVariable(value)
-    if value is getattr(torch, "cond", None):
+    if value is _COND and _COND is not None:
         from .control_flow import CondVariable
 
         return CondVariable()
