@@ -134,3 +134,30 @@ def test_dropout_inside_a_checkpoint_keeps_its_mask_for_the_backward(partitions)
     kept = (y != 0).to(y.dtype)
     torch.testing.assert_close(model.linear.bias.grad, (y.cos() * kept * 2).sum(0))
     assert 0.3 < kept.mean() < 0.7
+
+
+def test_transformers_gradient_checkpointing_is_one_graph_with_eagers_gradients():
+    """transformers' gradient_checkpointing_enable: a checkpoint per layer through a partial, and a
+    forward hook calling requires_grad_() on the embedding's output (a no-op: it requires grad)."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=16,
+                                     bos_token_id=0, eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = transformers.GPT2LMHeadModel(config).train()
+    model.config.use_cache = False
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.enable_input_require_grads()
+    twin = copy.deepcopy(model)
+    ids = torch.randint(0, 100, (2, 16))
+    expected = model(input_ids=ids, labels=ids).loss
+    expected.backward()
+    ember.reset()
+    with ember.config.patch(raise_capture_errors=True):
+        explanation = ember.explain(twin)(input_ids=ids, labels=ids)
+        assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), explanation.break_reasons
+        ember.reset()
+        loss = ember.compile(twin, backend="aot_eager", fullgraph=True)(input_ids=ids, labels=ids).loss
+    loss.backward()
+    torch.testing.assert_close(loss, expected)
+    for ours, theirs in zip(twin.parameters(), model.parameters()):
+        torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-5)

@@ -133,6 +133,8 @@ class TensorVariable(VariableTracker):
         raise Unsupported(f"attribute Tensor.{name}")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        if name == "requires_grad_" and self._asks_for_its_own_requires_grad(args, kwargs):
+            return self  # a no-op (transformers' enable_input_require_grads hook on an embedding)
         if name in _BREAKING_METHODS:
             if not (name == "item" and tx.config.capture_scalar_outputs):
                 raise Unsupported(_BREAKING_METHODS[name])
@@ -178,6 +180,17 @@ class TensorVariable(VariableTracker):
         from .torch_functions import _same_object_as_argument
 
         return _same_object_as_argument(result, [self, *args, *kwargs.values()])
+
+    def _asks_for_its_own_requires_grad(self, args: list, kwargs: dict) -> bool:
+        """`t.requires_grad_(flag)` where t already is so: nothing changes, nothing to break for."""
+        flag = kwargs.get("requires_grad", args[0] if args else None)
+        if flag is None:
+            requested = True
+        elif isinstance(flag, ConstantVariable):
+            requested = bool(flag.value)
+        else:
+            return False
+        return len(args) + len(kwargs) <= 1 and requested == self.example.requires_grad
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         if self.example.dim() == 0:
