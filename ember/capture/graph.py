@@ -110,6 +110,19 @@ class OutputGraph:
         self.recompute_region: int | None = None  # the checkpoint region being captured, if any
 
     # -- inputs --------------------------------------------------------------------------------
+    def new_placeholder(self, source: Source) -> torch.fx.Node:
+        """A graph input named for its source, after the inputs made so far (inputs are made
+        lazily, as capture meets them, but stay in order at the graph's start)."""
+        if self._last_placeholder is None:
+            first = next(iter(self.graph.nodes), None)
+            context = self.graph.inserting_before(first) if first is not None else self.graph.inserting_after()
+        else:
+            context = self.graph.inserting_after(self._last_placeholder)
+        with context:
+            node = self.graph.placeholder(_placeholder_name(source.name()))
+        self._last_placeholder = node
+        return node
+
     def tensor_input(self, value: torch.Tensor, source: Source) -> VariableTracker:
         from .variables.tensor import TensorVariable
 
@@ -129,15 +142,7 @@ class OutputGraph:
             else ()
         fake = symbolic_fake(self.fake_mode, real, source.expr(), dims) if dims else None
         self.guards.tensor(source, value, fake)
-        name = _placeholder_name(source.name())
-        if self._last_placeholder is None:
-            first = next(iter(self.graph.nodes), None)
-            context = self.graph.inserting_before(first) if first is not None else self.graph.inserting_after()
-        else:
-            context = self.graph.inserting_after(self._last_placeholder)
-        with context:
-            node = self.graph.placeholder(name)
-        self._last_placeholder = node
+        node = self.new_placeholder(source)
         if fake is None:
             fake = self.fake_mode.from_tensor(real, static_shapes=True)
         if real.device.type != "cpu":

@@ -71,16 +71,7 @@ def scalar_input(tx, value: int | float, source) -> Any:
     else:
         symbolic = shape_env.create_symfloatnode(symbol, hint=value, source=name)
     graph.guards.type_match(source, value)
-    from .graph import _placeholder_name
-
-    if graph._last_placeholder is None:
-        first = next(iter(graph.graph.nodes), None)
-        context = graph.graph.inserting_before(first) if first is not None else graph.graph.inserting_after()
-    else:
-        context = graph.graph.inserting_after(graph._last_placeholder)
-    with context:
-        node = graph.graph.placeholder(_placeholder_name(source.name()))
-    graph._last_placeholder = node
+    node = graph.new_placeholder(source)
     node.meta["source"] = expr
     variable = SymNodeVariable(node, symbolic)
     graph.inputs.append(GraphInput(source, node, value))
