@@ -13,6 +13,21 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 { python3 --version; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"; nvidia-smi --query-gpu=name --format=csv,noheader; } 2>&1 | tee "$OUT/env.txt"
+if [ -n "${REPLAY:-}" ]; then
+  # Fuzz seeds on the GPU with full traces (and the generated code of the first), for wrong
+  # results a GPU fuzz run found: REPLAY="inplace:700229,701712 lowp:700735" bash scripts/gpu.sh
+  first=1
+  for group in $REPLAY; do
+    mode=${group%%:*}; seeds=${group#*:}
+    for seed in ${seeds//,/ }; do
+      if [ $first = 1 ]; then logs=output_code; first=0; else logs=; fi
+      EMBER_FUZZ_DEVICE=cuda EMBER_LOGS=$logs timeout 120 python3 -m tests.fuzz.replay --backend ember --mode "$mode" \
+        "$seed" >> "$OUT/replay_$mode.txt" 2>&1
+      grep "^== seed $seed" "$OUT/replay_$mode.txt" | tail -1
+    done
+  done
+  exit 0
+fi
 if [ -n "${FUZZ_SEEDS:-}" ]; then
   # The differential fuzzer on this machine's CPU cores (ember's C++ kernels; its GPU idles), or
   # with EMBER_FUZZ_DEVICE=cuda on its GPU (inputs on the GPU: ember's Triton kernels):
