@@ -45,9 +45,11 @@ from .variables.containers import (
     SetVariable,
     TupleVariable,
 )
+from .variables.collections_types import plain_dict_subclass_base
 from .variables.functions import CellVariable, NestedFunctionVariable, PartialDictVariable, PartialVariable, \
     RealCellVariable, UserFunctionVariable, UserMethodVariable
 from .variables.model_outputs import ModelOutputVariable
+from .variables.operators import PickedTensorVariable
 from .variables.symbolic import SymNodeVariable
 from .variables.objects import ExceptionVariable, NewObjectVariable
 from .variables.tensor import TensorVariable
@@ -104,6 +106,8 @@ class GlueCodegen:
             from .scalars import replay
 
             return replay(self, v.node, v.value)
+        if isinstance(v, PickedTensorVariable):  # min()/max() between a tensor and a number
+            return f"({self.reconstruct(v.picked)} if {self.reconstruct(v.condition)} else {self.reconstruct(v.kept)})"
         if isinstance(v, TensorVariable):
             if v.source is not None:
                 return v.source.expr()
@@ -134,6 +138,8 @@ class GlueCodegen:
             elif v.dict_type is collections.defaultdict:
                 factory = self.reconstruct(v.default_factory) if v.default_factory is not None else "None"
                 body = f"{self.ref(collections.defaultdict, 'type')}({factory}, {body})"
+            elif v.dict_type is not dict and plain_dict_subclass_base(v.dict_type) is not None:
+                body = f"{self.ref(v.dict_type, 'type')}({body})"
             elif v.dict_type is not dict:
                 raise Unsupported(f"rebuilding a {v.dict_type.__name__}")
             return self._new(v, body)
@@ -304,7 +310,10 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
         if v is None or id(v) in seen:
             return
         seen.add(id(v))
-        if isinstance(v, TensorVariable):
+        if isinstance(v, PickedTensorVariable):
+            for item in (v.condition, v.picked, v.kept):
+                visit(item)
+        elif isinstance(v, TensorVariable):
             if v.source is None:
                 found.append(v)
         elif isinstance(v, PartialDictVariable):

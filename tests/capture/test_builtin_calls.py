@@ -4,6 +4,7 @@ from typing import NamedTuple
 
 import torch
 
+import ember
 from capture_helpers import assert_matches_eager
 
 
@@ -111,3 +112,29 @@ def test_in_on_a_class_dict_is_guarded_on_the_answer():
     finally:
         _WithClassAttribute.x = 4
     assert torch.equal(compiled(x), x + 1)
+
+
+def _clamp_by_min_max(a, b, n):
+    c = a + b
+    s, t = a.sum(), b.sum()
+    s = min(max(s, 0), 1)
+    t = max(0, min(1, t))
+    both = max([s, t, 0.5])
+    ints = max(n.sum(), 3), min(-2, n.sum())
+    return max(s, t) - min(s, t) + c, both, ints
+
+
+def test_min_max_of_zero_dim_tensors_and_numbers_in_one_graph():
+    for a, b in [(torch.randn(3), torch.randn(3)), (torch.full((3,), 5.0), torch.full((3,), -5.0)),
+                 (torch.tensor([0.25, 0.25, 0.0]), torch.full((3,), 0.1))]:
+        assert_matches_eager(_clamp_by_min_max, a, b, torch.tensor([1, 4, -2]), graphs=1)
+
+
+def _nan_order(x):
+    nan = x.sum()  # NaN: Python keeps the first item when the comparison is False
+    return max(nan, 0.0), max(0.0, nan) + 0, min(nan, 1), min(1, nan) + 0
+
+
+def test_min_max_keep_pythons_choice_on_nan():
+    out = ember.compile(_nan_order, backend="eager")(torch.tensor([float("nan")]))
+    assert torch.isnan(out[0]) and out[1] == 0 and torch.isnan(out[2]) and out[3] == 1

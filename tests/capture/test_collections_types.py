@@ -150,3 +150,42 @@ def _deque_errors(x):
 
 def test_deque_errors_are_eagers():
     assert_matches_eager(_deque_errors, torch.randn(2), graphs=1)
+
+
+class _Record(collections.OrderedDict):
+    pass
+
+
+class _Bag(dict):
+    pass
+
+
+class _Custom(dict):
+    def __getitem__(self, key):
+        return 0
+
+
+def _dict_subclasses(x):
+    record = _Record(sample=x + 1, other=x * 2)
+    record["late"] = x - 1
+    bag = _Bag([("a", x)], b=2)
+    plain_copy = bag.copy()  # dict.copy() of a subclass is a dict
+    record_copy = record.copy()  # OrderedDict.copy() keeps the subclass
+    return (record, bag, type(plain_copy).__name__, type(record_copy).__name__,
+            isinstance(record, collections.OrderedDict), list(record), bag["a"] * bag["b"])
+
+
+def test_dict_subclass_that_adds_nothing_is_built_in_the_graph():
+    assert_matches_eager(_dict_subclasses, torch.randn(3), graphs=1)
+    expected, got = run_both(_dict_subclasses, torch.randn(3))
+    assert type(got[0]) is _Record and type(got[1]) is _Bag
+
+
+def _custom_dict(x):
+    d = _Custom(a=x)
+    return d["a"]
+
+
+def test_dict_subclass_with_its_own_methods_still_breaks():
+    expected, got = run_both(_custom_dict, torch.randn(3))
+    assert expected == got == 0

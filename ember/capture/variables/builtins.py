@@ -463,6 +463,12 @@ def _min_max(tx, function, args, kwargs):
         raise UserException(ValueError(f"{function.__name__}() arg is an empty sequence"))
     from .tensor import TensorVariable
 
+    if not kwargs:
+        from .operators import tensor_min_max
+
+        result = tensor_min_max(tx, function, items)  # (0-d tensors and numbers: torch.where)
+        if result is not None:
+            return result
     if all(isinstance(item, TensorVariable) for item in items) and not kwargs and len(items) == 2:
         raise Unsupported(f"{function.__name__}() of tensors compares values")
     if not kwargs:

@@ -60,6 +60,28 @@ def _defaultdict(tx, *args, **kwargs):
     return result
 
 
+# What a subclass body may hold and still be the base dict type in all but its type.
+_TRIVIAL_CLASS_ATTRIBUTES = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                                       "__annotations__", "__firstlineno__", "__static_attributes__"})
+
+
+def plain_dict_subclass_base(cls: type) -> type | None:
+    """dict or OrderedDict where `cls` is a subclass of it that defines nothing of its own
+    (`class D(OrderedDict): pass`), so that its instances behave as the base's; else None."""
+    if not isinstance(cls, type) or type(cls) is not type:
+        return None
+    for base in (collections.OrderedDict, dict):
+        if cls is base or not issubclass(cls, base) or issubclass(cls, collections.defaultdict):
+            continue
+        mro = cls.__mro__
+        own = mro[:mro.index(base)]
+        if mro[len(own):] == base.__mro__ and all(type(klass) is type for klass in own) \
+                and all(set(klass.__dict__) <= _TRIVIAL_CLASS_ATTRIBUTES for klass in own):
+            return base
+        return None
+    return None
+
+
 def _is_callable(tx, value: VariableTracker) -> bool:
     from .builtins import BuiltinVariable
 

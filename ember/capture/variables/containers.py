@@ -391,7 +391,7 @@ class DictVariable(VariableTracker):
             if not items:
                 raise UserException(KeyError("popitem(): dictionary is empty"))
             last = kwargs["last"].as_python_constant() if "last" in kwargs else True
-            if not last and self.dict_type is dict:
+            if not last and not issubclass(self.dict_type, collections.OrderedDict):
                 raise UserException(TypeError("dict.popitem() takes no keyword arguments"))
             self.mutated(tx)
             key = next(reversed(items)) if last else next(iter(items))
@@ -418,7 +418,11 @@ class DictVariable(VariableTracker):
             items.clear()
             return constant(None)
         if name == "copy" and not args:
-            copy = DictVariable(items, dict_type=self.dict_type, key_vars=self.key_vars)
+            # dict.copy() of a dict subclass is a dict; OrderedDict.copy() keeps the subclass
+            copy_type = self.dict_type
+            if not issubclass(copy_type, (collections.OrderedDict, collections.defaultdict)):
+                copy_type = dict
+            copy = DictVariable(items, dict_type=copy_type, key_vars=self.key_vars)
             copy.default_factory = self.default_factory
             return copy
         if name == "__delitem__" and len(args) == 1:

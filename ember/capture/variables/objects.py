@@ -588,6 +588,12 @@ class ClassVariable(VariableTracker):
             return ModelOutputVariable.create(tx, cls, args, kwargs)
         if issubclass(cls, torch.nn.Module) and (cls.__module__ or "").startswith("torch.nn.modules") and const_args:
             return _make_stateless_module(tx, cls, args, kwargs)
+        from .collections_types import plain_dict_subclass_base
+
+        if plain_dict_subclass_base(cls) is not None:  # `class D(OrderedDict): pass`
+            from .builtins import new_dict
+
+            return new_dict(tx, cls, args, kwargs)
         if _is_plain_user_class(cls):
             instance = NewObjectVariable(cls)
             found, init = _class_attribute(cls, "__init__")
