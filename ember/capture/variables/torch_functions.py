@@ -268,6 +268,12 @@ class TorchFunctionVariable(VariableTracker):
             # Run at capture time it would change the setting before the program does (and a
             # node that returns None would then be dropped): it runs eagerly instead.
             raise Unsupported(f"{name} changes global state")
+        if name.startswith("_foreach_"):
+            from .foreach import foreach_with_tensor_scalar
+
+            result = foreach_with_tensor_scalar(tx, function, args, kwargs)  # (a 0-d tensor as a Scalar)
+            if result is not None:
+                return result
         result = tx.graph.call(tx, "call_function", function, args, kwargs)
         return _same_object_as_argument(result, [*args, *kwargs.values()])
 
