@@ -315,6 +315,11 @@ def _unwrap(tx, value: Any) -> tuple[Any, Any]:
     if isinstance(value, TensorVariable):
         return value.node, value.example
     if isinstance(value, ConstantVariable):
+        if type(value.value).__module__ == "numpy":  # (np.float32(1.5): the number torch reads)
+            from .variables.numpy_arrays import graph_scalar
+
+            number = graph_scalar(value.value)
+            return number, number
         return value.value, value.value
     if isinstance(value, SymNodeVariable):
         return value.node, value.value

@@ -17,6 +17,7 @@ import dataclasses
 import enum
 import functools
 import inspect
+import sys
 import types
 import weakref
 from typing import Any
@@ -86,6 +87,12 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         variable = SetVariable([constant(item) for item in value], source=source, frozen=value_type is frozenset)
         return _remember(graph, value, variable)
 
+    if "numpy" in sys.modules:  # ndarray inputs, numpy functions, dtypes and scalars (numpy_arrays.py)
+        from .numpy_arrays import wrap_numpy
+
+        numpy_variable = wrap_numpy(tx, value, source)
+        if numpy_variable is not None:
+            return numpy_variable
     if isinstance(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict, set):
         # `lst.append` carried across a graph break: a method call on the (tracked) container.
         from ..sources import AttrSource
@@ -248,6 +255,12 @@ def wrap_static(tx, value: Any) -> VariableTracker:
 
     if isinstance(value, torch.Tensor):
         raise Unsupported("a tensor without a source (created outside the graph)")
+    if "numpy" in sys.modules:
+        from .numpy_arrays import wrap_numpy_static
+
+        numpy_variable = wrap_numpy_static(tx, value)
+        if numpy_variable is not None:
+            return numpy_variable
     if isinstance(value, tuple) and type(value) is tuple:
         return TupleVariable([wrap_static(tx, item) for item in value])
     if isinstance(value, list) and type(value) is list:

@@ -32,7 +32,6 @@ _METADATA_METHODS = {
 _BREAKING_METHODS = {
     "item": "Tensor.item() reads a value (set capture_scalar_outputs to capture it)",
     "tolist": "Tensor.tolist() reads values",
-    "numpy": "Tensor.numpy() leaves torch",
     "__bool__": "bool() of a tensor depends on its value",
     "__int__": "int() of a tensor depends on its value",
     "__float__": "float() of a tensor depends on its value",
@@ -135,6 +134,10 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         if name == "requires_grad_" and self._asks_for_its_own_requires_grad(args, kwargs):
             return self  # a no-op (transformers' enable_input_require_grads hook on an embedding)
+        if name == "numpy":  # an ndarray on this tensor's memory (numpy_arrays.py)
+            from .numpy_arrays import tensor_to_ndarray
+
+            return tensor_to_ndarray(tx, self, args, kwargs)
         if name in _BREAKING_METHODS:
             if not (name == "item" and tx.config.capture_scalar_outputs):
                 raise Unsupported(_BREAKING_METHODS[name])

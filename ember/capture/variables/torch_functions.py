@@ -186,6 +186,10 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         from .control_flow import CondVariable
 
         return CondVariable()
+    if value is torch.from_numpy:
+        from .numpy_arrays import FromNumpyVariable
+
+        return FromNumpyVariable()
     if value is torch.vmap:
         from .vmap import VmapVariable
 
