@@ -43,8 +43,6 @@ EXPECTED_NON_PASS = {
         ("break", "float()/int() of a tensor: captured scalars not supported"),
     "DefaultsTests.test_listlike_of_tensors_contains_constant":
         ("break", "`1 in [tensor]` (== inside a container comparison)"),
-    "DefaultsTests.test_is_init_in_compile_vmapped_mutated_tensor_tensor_multi_arg":
-        ("break", "torch.vmap of a Python function (only torch's own functions are captured)"),
     "DefaultsTests.test_pybind_object": ("break", "attribute of a pybind object (GuardDebugInfo.result)"),
     "DefaultsTests.test_str_handler_for_user_defined_object": ("break", "str() of a user object without __str__"),
     # -- count mismatches (Dynamo's exact frame counts) --

@@ -1,8 +1,26 @@
-"""torch.cond with a predicate that is a Python constant (`x.shape[0] > 4` with static sizes).
+"""torch.cond: a Python-constant predicate inlines the chosen branch; a tensor predicate
+captures both branches as subgraphs and one graph node that selects at run time.
 
 Eager torch.cond given a bool/int/float predicate just calls the chosen branch on the operands;
-under capture that branch is inlined the same way.  A tensor (or symbolic) predicate would need
-both branches as subgraphs of a conditional node: a graph break, with that reason.
+under capture that branch is inlined the same way.  With a one-element bool tensor predicate
+each branch is speculated into its own GraphModule (subgraphs.py) on the operands; both must
+return tensors of the same structure, shapes and dtypes, change no Python state and write into
+no tensor (eager torch.cond refuses those too).  The node (`ember_cond_<n>`, target
+`CondSelect`) takes the predicate, the operands and every value either branch closes over:
+
+- run on real tensors (the eager backend, a graph run as captured) it calls the taken branch
+  only, as eager does;
+- run on fakes (capture's propagation) or under a tracer (ember's AOT tracing) it is
+  `SelectBranches`, an autograd.Function: forward computes both branches (no grad) and picks
+  each output with torch.where; backward re-runs both branches on the saved inputs and picks
+  each input's gradient with torch.where, so the gradient is the taken branch's exactly (an
+  untaken branch's inf/NaN derivative never reaches it, unlike where's own backward).  The
+  traced graph therefore holds both branches' ATen ops and the selects: what a compiler may do
+  for pure branches.  Errors only the untaken branch would raise (an index out of range)
+  are the difference from eager.
+- inside a captured torch.vmap / torch.func.grad (functorch's wrapped tensors) it is torch.where
+  over both branches, as torch.cond's own batching rule is.
+A symbolic predicate (a dynamic size) still breaks the graph.
 """
 from __future__ import annotations
 
@@ -12,6 +30,7 @@ import torch
 
 from ..errors import Unsupported
 from .base import VariableTracker
+from .subgraphs import call_node, flat_leaves, leaf_variables, rebuild, speculate, union, unique_name
 
 
 class CondVariable(VariableTracker):
@@ -19,6 +38,8 @@ class CondVariable(VariableTracker):
         return torch.cond
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .tensor import TensorVariable
+
         names = ("pred", "true_fn", "false_fn", "operands")
         if len(args) > len(names) or any(key not in names for key in kwargs):
             raise Unsupported("torch.cond with these arguments")
@@ -26,8 +47,6 @@ class CondVariable(VariableTracker):
         if any(name not in bound for name in names[:3]):
             raise Unsupported("torch.cond without a predicate and two branches")
         pred = bound["pred"]
-        if not pred.is_python_constant() or type(pred.as_python_constant()) not in (bool, int, float):
-            raise Unsupported("torch.cond with a tensor or symbolic predicate (both branches would be subgraphs)")
         operands = bound.get("operands")
         if operands is None:
             operand_list = []
@@ -35,5 +54,127 @@ class CondVariable(VariableTracker):
             operand_list = operands.unpack_sequence(tx)
         else:
             raise Unsupported("torch.cond with operands that are not a tuple or list")
+        if isinstance(pred, TensorVariable):
+            return _tensor_cond(tx, pred, bound["true_fn"], bound["false_fn"], operand_list)
+        if not pred.is_python_constant() or type(pred.as_python_constant()) not in (bool, int, float):
+            raise Unsupported("torch.cond with a symbolic predicate (a dynamic size)")
         branch = bound["true_fn"] if pred.as_python_constant() else bound["false_fn"]
         return branch.call_function(tx, operand_list, {})
+
+
+def _tensor_cond(tx, pred, true_fn, false_fn, operands: list) -> VariableTracker:
+    from .tensor import TensorVariable
+
+    example = pred.example
+    if example.dtype != torch.bool or example.numel() != 1:
+        raise Unsupported("torch.cond with a tensor predicate that is not one bool element")
+    if not all(isinstance(operand, TensorVariable) for operand in operands):
+        raise Unsupported("torch.cond with operands that are not all tensors")
+
+    def arguments(region):
+        return [region.argument(operand.example) for operand in operands]
+
+    regions = []
+    for which, branch in (("true", true_fn), ("false", false_fn)):
+        region = speculate(tx, f"torch.cond's {which} branch", branch, arguments)
+        region.check_writes(set())
+        regions.append(region)
+    taken, other = regions
+    if taken.spec != other.spec or len(taken.leaves) != len(other.leaves):
+        raise Unsupported("torch.cond's branches return different structures")
+    for left, right in zip(taken.leaves, other.leaves):
+        a, b = left.example, right.example
+        if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+            raise Unsupported(f"torch.cond's branches return different tensors ({tuple(a.shape)} {a.dtype} vs "
+                              f"{tuple(b.shape)} {b.dtype})")
+    if not taken.leaves:
+        raise Unsupported("torch.cond's branches return no tensor")
+    lifted = union(taken.lifted, other.lifted)
+    name = unique_name("cond")
+    select = CondSelect(taken.module(lifted, name + "_true"), other.module(lifted, name + "_false"))
+    select.__name__ = select.__qualname__ = name
+    for region in reversed(regions):
+        region.remove()
+    result = call_node(tx, select, [pred, *operands, *lifted])
+    return rebuild(leaf_variables(result, len(taken.leaves)), taken.spec)
+
+
+class CondSelect:
+    """The graph node's target: (pred, *inputs) -> a tuple of the taken branch's tensors."""
+
+    def __init__(self, true_module: torch.fx.GraphModule, false_module: torch.fx.GraphModule) -> None:
+        self.true_module = true_module
+        self.false_module = false_module
+
+    def __call__(self, pred: torch.Tensor, *inputs) -> tuple:
+        if any(torch._C._functorch.is_functorch_wrapped_tensor(value) for value in (pred, *inputs)
+               if isinstance(value, torch.Tensor)):
+            # inside torch.vmap / torch.func.grad (a captured transform's subgraph): where over
+            # both branches, as torch.cond's own batching rule does
+            condition = pred.reshape(())
+            true_out = flat_leaves(self.true_module(*inputs))
+            false_out = flat_leaves(self.false_module(*inputs))
+            return tuple(torch.where(condition, a, b) for a, b in zip(true_out, false_out))
+        if _is_real(pred, inputs):
+            return flat_leaves((self.true_module if bool(pred) else self.false_module)(*inputs))
+        return SelectBranches.apply(pred, self, *inputs)
+
+
+def _is_real(pred, inputs) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if torch._C._len_torch_dispatch_stack() > 0 or type(pred) is not torch.Tensor or isinstance(pred, FakeTensor):
+        return False
+    return not any(isinstance(value, FakeTensor) for value in inputs)
+
+
+class SelectBranches(torch.autograd.Function):
+    """Both branches computed; outputs and gradients chosen by the predicate (torch.where)."""
+
+    @staticmethod
+    def forward(ctx, pred, select, *inputs):
+        condition = pred.reshape(())
+        true_out = flat_leaves(select.true_module(*inputs))
+        false_out = flat_leaves(select.false_module(*inputs))
+        ctx.select = select
+        ctx.tensor_positions = [i for i, value in enumerate(inputs) if isinstance(value, torch.Tensor)]
+        ctx.others = {i: value for i, value in enumerate(inputs) if not isinstance(value, torch.Tensor)}
+        ctx.save_for_backward(condition, *[inputs[i] for i in ctx.tensor_positions])
+        return tuple(torch.where(condition.to(a.device), a, b) for a, b in zip(true_out, false_out))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        condition, *saved = ctx.saved_tensors
+        needs = ctx.needs_input_grad[2:]
+        inputs: list = [None] * (len(saved) + len(ctx.others))
+        for position, value in zip(ctx.tensor_positions, saved):
+            inputs[position] = value
+        for position, value in ctx.others.items():
+            inputs[position] = value
+        wanted = [i for i in ctx.tensor_positions if needs[i]]
+        if not wanted:
+            return (None, None, *[None] * len(inputs))
+        per_branch = []
+        for module in (ctx.select.true_module, ctx.select.false_module):
+            with torch.enable_grad():
+                leaves = list(inputs)
+                for i in wanted:
+                    leaves[i] = inputs[i].detach().requires_grad_(True)
+                outs = flat_leaves(module(*leaves))
+                pairs = [(out, grad) for out, grad in zip(outs, grads) if out.requires_grad and grad is not None]
+                if pairs:
+                    found = torch.autograd.grad([o for o, _ in pairs], [leaves[i] for i in wanted],
+                                                [g for _, g in pairs], allow_unused=True)
+                else:
+                    found = [None] * len(wanted)
+            per_branch.append(found)
+        result: list = [None] * len(inputs)
+        for k, i in enumerate(wanted):
+            on_true, on_false = per_branch[0][k], per_branch[1][k]
+            if on_true is None and on_false is None:
+                continue
+            zeros = torch.zeros_like(inputs[i])
+            on_true = zeros if on_true is None else on_true
+            on_false = zeros if on_false is None else on_false
+            result[i] = torch.where(condition.to(on_true.device), on_true, on_false)
+        return (None, None, *result)

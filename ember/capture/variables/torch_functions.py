@@ -194,6 +194,10 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         from .vmap import VmapVariable
 
         return VmapVariable()
+    if value is torch.func.grad or value is torch.func.grad_and_value:
+        from .func_transforms import GradTransformVariable
+
+        return GradTransformVariable(value)
     if value in _AUTOCAST_CLASSES:
         return AutocastClassVariable(value)
     if isinstance(value, types.FunctionType) and value.__code__.co_name == "decorate_context" \

@@ -1,10 +1,16 @@
-"""torch.vmap / torch.func.vmap of one of torch's own functions (`torch.vmap(torch.Tensor.acos_)`).
+"""torch.vmap / torch.func.vmap, of torch's own functions (`torch.vmap(torch.Tensor.acos_)`)
+and of Python functions (closures, lambdas, nested vmaps, in_dims/out_dims).
 
 The batched call becomes one graph node that runs torch.vmap itself on the node's inputs: at
 capture time on fake tensors (what vmap returns, including the input itself for an in-place
-method), in the compiled code on the real ones, so the semantics are vmap's own.  Only torch's
-functions qualify: running user code on fakes at capture time could change the user's objects
-(vmapping a Python function would need inlining it under batching rules: not captured).
+method), in the compiled code on the real ones, so the semantics (batching rules, randomness,
+errors) are vmap's own; ember's AOT tracer records the ATen ops vmap's batching rules run.
+A Python function is first captured as a subgraph (subgraphs.py) on one example's tensors (each
+batched argument's fake with its batched dimension selected away; unbatched arguments and
+keywords are passed as they are, closed-over tensors become unbatched inputs) and the node
+vmaps that subgraph.  The function may write in place into its own batched arguments (vmap
+writes through to the caller's tensor, returned as that same object); other writes, Python
+state changes, and non-tensor results break the graph with the reason.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import torch
 
 from ..errors import Unsupported
 from .base import VariableTracker
+from .subgraphs import call_node, flat_leaves, leaf_variables, rebuild, speculate, unique_name
 
 
 class VmapVariable(VariableTracker):
@@ -33,14 +40,16 @@ class VmapVariable(VariableTracker):
         if not all(value.is_python_constant() for value in bound.values()):
             raise Unsupported("torch.vmap with non-constant in_dims/out_dims/randomness/chunk_size")
         options = {key: value.as_python_constant() for key, value in bound.items()}
+        from .torch_functions import TorchFunctionVariable
+
+        if type(func) is not TorchFunctionVariable:
+            return VmappedPythonFunctionVariable(func, options)
         return VmappedFunctionVariable(_torch_function_of(func), options)
 
 
 def _torch_function_of(func: VariableTracker) -> Any:
-    from .torch_functions import TorchFunctionVariable, _BREAKING, _in_breaking_module
+    from .torch_functions import _BREAKING, _in_breaking_module
 
-    if type(func) is not TorchFunctionVariable:
-        raise Unsupported(f"torch.func.vmap of {func} is not captured (only torch's own functions)")
     function = func.function
     if function in _BREAKING or _in_breaking_module(getattr(function, "__module__", "") or ""):
         raise Unsupported(f"torch.func.vmap of {getattr(function, '__qualname__', function)}")
@@ -74,3 +83,98 @@ class VmappedFunctionVariable(VariableTracker):
     def reconstruct_expr(self, codegen) -> str:
         options = "".join(f", {key}={codegen.literal(value)}" for key, value in self.options.items())
         return f"{codegen.ref(torch.vmap)}({codegen.ref(self.function)}{options})"
+
+
+class VmappedPythonFunctionVariable(VariableTracker):
+    """What torch.vmap(f, ...) returned for a Python function (or any callable ember inlines)."""
+
+    def __init__(self, function: VariableTracker, options: dict) -> None:
+        super().__init__()
+        self.function = function
+        self.options = options
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        from .tensor import TensorVariable
+
+        options = dict(self.options)
+        in_dims = options.pop("in_dims", 0)
+        out_dims = options.get("out_dims", 0)
+        if in_dims is None or isinstance(in_dims, int):
+            dims = [in_dims] * len(args)
+        elif isinstance(in_dims, (tuple, list)) and len(in_dims) == len(args):
+            dims = list(in_dims)
+        else:
+            raise Unsupported("torch.vmap with in_dims that do not match the arguments one to one")
+        if not all(dim is None or type(dim) is int for dim in dims) or \
+                not (out_dims is None or type(out_dims) is int or (isinstance(out_dims, (tuple, list)) and all(
+                    d is None or type(d) is int for d in out_dims))):
+            raise Unsupported("torch.vmap with nested in_dims/out_dims")
+        batched, normalized, sizes = [], [], set()
+        for arg, dim in zip(args, dims):
+            if dim is None:
+                normalized.append(None)
+                continue
+            if not isinstance(arg, TensorVariable) or arg.example.dim() == 0:
+                raise Unsupported("torch.vmap of a Python function: a batched argument that is not a tensor with dims")
+            dim = dim % arg.example.dim() if -arg.example.dim() <= dim < arg.example.dim() else None
+            if dim is None:
+                raise Unsupported("torch.vmap: an in_dim out of range")
+            size = arg.example.shape[dim]
+            if not isinstance(size, torch.SymInt):
+                sizes.add(size)
+            batched.append(arg)
+            normalized.append(dim)
+        # (sizes that differ, symbolic ones included, make vmap itself fail on the fakes: a break)
+        if not batched or len(sizes) > 1 or 0 in sizes:
+            raise Unsupported("torch.vmap of a Python function: no batched tensor, or batch sizes 0 or unequal")
+        fake_mode = tx.graph.fake_mode
+
+        def arguments(region):
+            made = []
+            for arg, dim in zip(args, normalized):
+                if dim is None:
+                    made.append(arg)
+                else:
+                    with fake_mode:
+                        made.append(region.argument(arg.example.select(dim, 0)))
+            return made
+
+        region = speculate(tx, "torch.vmap's function", self.function, arguments, kwargs)
+        region.check_writes(set(region.inputs))
+        if not region.leaves:
+            raise Unsupported("torch.vmap of a function that returns no tensor")
+        name = unique_name("vmap") + ("_" if region.writes else "")  # (a trailing _: kept as a write)
+        module = region.module(region.lifted, name)
+        region.remove()
+        call_dims = tuple(dim for dim in normalized if dim is not None) + (None,) * len(region.lifted)
+        target = VmapCall(module, call_dims, options)
+        target.__name__ = target.__qualname__ = name
+        result = call_node(tx, target, [*batched, *region.lifted])
+        leaves = leaf_variables(result, len(region.leaves))
+        leaves = [_argument_itself(leaf, batched) for leaf in leaves]
+        return rebuild(leaves, region.spec)
+
+    def reconstruct_expr(self, codegen) -> str:
+        options = "".join(f", {key}={codegen.literal(value)}" for key, value in self.options.items())
+        return f"{codegen.ref(torch.vmap)}({codegen.reconstruct(self.function)}{options})"
+
+
+def _argument_itself(leaf: VariableTracker, arguments: list) -> VariableTracker:
+    """A result that is a batched argument itself (written in place and returned) is its variable."""
+    for argument in arguments:
+        if argument.example is leaf.example:
+            argument.node = leaf.node
+            return argument
+    return leaf
+
+
+class VmapCall:
+    """The graph node's target: torch.vmap of a captured subgraph, its results as a flat tuple."""
+
+    def __init__(self, module: torch.fx.GraphModule, in_dims: tuple, options: dict) -> None:
+        self.module = module
+        self.in_dims = in_dims
+        self.options = options
+
+    def __call__(self, *args) -> tuple:
+        return flat_leaves(torch.vmap(self.module, in_dims=self.in_dims, **self.options)(*args))

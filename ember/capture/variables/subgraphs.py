@@ -1,0 +1,224 @@
+"""A user function speculated into a subgraph: torch.cond's branches, the function of
+torch.vmap / torch.func.grad.
+
+The function is inlined as usual, so every capture rule applies inside it; the nodes it adds
+to the frame's graph (after a mark) are then cut out into a GraphModule of their own.  Its
+inputs are, in order: the region's own input nodes (`region_input` markers standing for the
+function's arguments), then every value from outside the region the nodes read (closed-over
+tensors, parameters, sizes: "lifted" inputs, passed to the subgraph as arguments).  Its output
+is the function's result, a tensor or a (nested) tuple/list of tensors.
+
+What would make the cut wrong is refused (Unsupported, so a graph break with the reason): the
+function changing Python state (anything the side-effect log records), a value of the region
+used outside it, and writes into tensors (in place) other than the ones a caller allows
+(vmap: the function's own batched arguments, as eager's vmap writes them through).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import torch
+import torch.fx
+
+from ..errors import Unsupported
+from .base import VariableTracker
+
+_numbers = itertools.count(1)
+
+
+def region_input(value):
+    """The marker a region's argument node calls (never run: it becomes a placeholder)."""
+    raise RuntimeError("ember: a subgraph's input marker ran")  # pragma: no cover
+
+
+def _side_effect_state(side_effects) -> tuple:
+    return (tuple((key, id(value)) for key, value in side_effects.attr_writes.items()),
+            tuple((key, id(value)) for key, value in side_effects.global_writes.items()),
+            tuple((key, id(value)) for key, value in side_effects.cell_writes.items()),
+            tuple(side_effects.mutated_containers), len(side_effects.calls), tuple(side_effects.deleted_attrs))
+
+
+class Region:
+    """The nodes one speculated call added, between `start()` and `finish(result)`."""
+
+    def __init__(self, tx, what: str) -> None:
+        self.tx = tx
+        self.what = what
+        self.graph = tx.graph
+        self._mark = self.graph.graph._root.prev  # (the last node before the region)
+        self._state = _side_effect_state(self.graph.side_effects)
+        self.inputs: list[torch.fx.Node] = []
+        self.nodes: list[torch.fx.Node] = []
+        self.lifted: list[torch.fx.Node] = []
+        self.result = None
+        self.writes: list[torch.fx.Node] = []  # in-place nodes (what they write: their first argument)
+
+    def argument(self, example: torch.Tensor) -> VariableTracker:
+        """A TensorVariable for one of the function's arguments, with this fake as its value."""
+        from .tensor import TensorVariable
+
+        node = self.graph.graph.create_node("call_function", region_input, (), {})
+        node.meta["example_value"] = example
+        self.inputs.append(node)
+        return TensorVariable(node, example)
+
+    def finish(self, result: VariableTracker) -> None:
+        """Take the nodes made since the mark; check the function's result and effects."""
+        from ..graph import is_impure
+
+        if _side_effect_state(self.graph.side_effects) != self._state:
+            raise Unsupported(f"{self.what}: the function changes Python state (only tensor code is captured)")
+        self.result = result
+        self.leaves, self.spec = _flatten(result, self.what)
+        fx_graph = self.graph.graph
+        node = self._mark.next if self._mark is not fx_graph._root else next(iter(fx_graph.nodes), fx_graph._root)
+        nodes = []
+        while node is not fx_graph._root:
+            if node.op != "placeholder":
+                nodes.append(node)
+            node = node.next
+        self.nodes = nodes
+        inside = set(nodes)
+        lifted: dict[torch.fx.Node, None] = {}
+
+        def note(arg):
+            if isinstance(arg, torch.fx.Node) and arg not in inside:
+                lifted.setdefault(arg)
+            return arg
+
+        for node in nodes:
+            if node.op not in ("call_function", "call_method"):
+                raise Unsupported(f"{self.what}: a {node.op} node in the function")
+            torch.fx.map_arg((node.args, node.kwargs), note)
+            if is_impure(node) and node.target is not region_input:
+                self.writes.append(node)
+        for leaf in self.leaves:
+            note(leaf.node)
+        self.lifted = list(lifted)
+
+    def check_writes(self, allowed: set) -> None:
+        for node in self.writes:
+            written = node.args[0] if node.args else None
+            if written not in allowed:
+                raise Unsupported(f"{self.what}: the function writes into a tensor in place "
+                                  f"({getattr(node.target, '__name__', node.target)})")
+
+    def module(self, lifted: list[torch.fx.Node], name: str) -> torch.fx.GraphModule:
+        """The subgraph: placeholders for the inputs then `lifted` (a superset of this region's)."""
+        sub = torch.fx.Graph()
+        env: dict[torch.fx.Node, torch.fx.Node] = {}
+        for index, node in enumerate([*self.inputs, *lifted]):
+            placeholder = sub.placeholder(f"arg{index}")
+            placeholder.meta.update({k: v for k, v in node.meta.items() if k == "example_value"})
+            env[node] = placeholder
+        for node in self.nodes:
+            if node.target is region_input:
+                continue
+            env[node] = sub.node_copy(node, lambda arg: env[arg])
+        sub.output(_unflatten([env[leaf.node] for leaf in self.leaves], self.spec))
+        module = torch.fx.GraphModule(torch.nn.Module(), sub, class_name=name)
+        return module
+
+    def remove(self) -> None:
+        inside = set(self.nodes)
+        for node in self.nodes:
+            if any(user not in inside for user in node.users):
+                raise Unsupported(f"{self.what}: a value made in the function is used outside it")
+        for node in reversed(self.nodes):
+            self.graph.graph.erase_node(node)
+
+
+def speculate(tx, what: str, function: VariableTracker, make_args, kwargs: dict | None = None) -> Region:
+    """Call `function` on the arguments `make_args(region)` builds, as a region."""
+    region = Region(tx, what)
+    args = make_args(region)
+    result = tx.call(function, args, dict(kwargs or {}))
+    region.finish(result)
+    return region
+
+
+def union(*lists: list) -> list:
+    return list(dict.fromkeys(itertools.chain(*lists)))
+
+
+def unique_name(kind: str) -> str:
+    return f"ember_{kind}_{next(_numbers)}"
+
+
+# -- results as (tensor leaves, structure) ------------------------------------------------------
+def _flatten(value: VariableTracker, what: str):
+    from .containers import BaseListVariable, NamedTupleVariable
+    from .tensor import TensorVariable
+
+    if isinstance(value, TensorVariable):
+        return [value], None
+    if isinstance(value, BaseListVariable) and not isinstance(value, NamedTupleVariable) and \
+            value.python_type() in (tuple, list):
+        leaves, specs = [], []
+        for item in value.items:
+            item_leaves, item_spec = _flatten(item, what)
+            leaves.extend(item_leaves)
+            specs.append((len(item_leaves), item_spec))
+        return leaves, (value.python_type(), specs)
+    raise Unsupported(f"{what}: the function returns {value} (only tensors and tuples/lists of tensors are captured)")
+
+
+def _unflatten(leaves: list, spec) -> Any:
+    if spec is None:
+        return leaves[0]
+    kind, specs = spec
+    items, start = [], 0
+    for count, item_spec in specs:
+        items.append(_unflatten(leaves[start:start + count], item_spec))
+        start += count
+    return kind(items)
+
+
+def rebuild(leaves: list, spec) -> VariableTracker:
+    """The result variable of the function's structure from its leaves' variables."""
+    from .containers import ListVariable, TupleVariable
+
+    if spec is None:
+        return leaves[0]
+    kind, specs = spec
+    items, start = [], 0
+    for count, item_spec in specs:
+        items.append(rebuild(leaves[start:start + count], item_spec))
+        start += count
+    return ListVariable(items) if kind is list else TupleVariable(items)
+
+
+def flat_leaves(value: Any) -> tuple:
+    """At run time: the tensors of a (nested) tuple/list result, in order (what the node returns)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(leaf for item in value for leaf in flat_leaves(item))
+    return (value,)
+
+
+def leaf_variables(result: VariableTracker, count: int) -> list:
+    """The node's result (a tuple of `count` tensors) as a list of variables."""
+    items = result.items if hasattr(result, "items") else [result]
+    if len(items) != count:
+        raise Unsupported("a subgraph call returned another number of tensors than traced")
+    return list(items)
+
+
+def call_node(tx, target, args: list) -> VariableTracker:
+    """`target(*args)` as one graph node (args: variables or FX nodes of the region's lifted values)."""
+    from .symbolic import SymNodeVariable
+    from .tensor import TensorVariable
+
+    variables = []
+    for arg in args:
+        if isinstance(arg, torch.fx.Node):
+            example = arg.meta.get("example_value")
+            if isinstance(example, torch.Tensor):
+                variables.append(TensorVariable(arg, example))
+            elif example is not None and not isinstance(example, (tuple, list)):
+                variables.append(SymNodeVariable(arg, example))
+            else:
+                raise Unsupported(f"{getattr(target, '__name__', target)}: a lifted value without an example")
+        else:
+            variables.append(arg)
+    return tx.graph.call(tx, "call_function", target, variables, {})
