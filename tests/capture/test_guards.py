@@ -138,3 +138,30 @@ def test_guard_log_names_the_changed_fact(caplog):
     with caplog.at_level("DEBUG", logger="ember.recompiles"):
         f(torch.randn(3, dtype=torch.float64))
     assert any("float32" in record.getMessage() for record in caplog.records)
+
+
+class _Slotted:
+    __slots__ = ("flag",)
+
+    def __init__(self, flag):
+        self.flag = flag
+
+
+def _branch_on_field(x, obj):
+    if obj.flag if isinstance(obj, _Slotted) else obj.result:
+        return torch.cos(x)
+    return torch.sin(x)
+
+
+def test_slot_and_pybind_field_values_are_guarded():
+    # A slot (member descriptor) or a pybind11 field (a property with a C++ getter) is read
+    # for real at capture: a later call with another value must not reuse the graph.
+    make_pybind = torch._C._dynamo.guards.GuardDebugInfo
+    for make in (_Slotted, lambda flag: make_pybind(flag, ["a==1"], 0)):
+        ember.reset()
+        graphs, backend = _counting()
+        compiled = ember.compile(_branch_on_field, backend=backend, fullgraph=True)
+        x = torch.randn(4)
+        for flag in (True, False, True):
+            torch.testing.assert_close(compiled(x, make(flag)), _branch_on_field(x, make(flag)))
+        assert len(graphs) == 2

@@ -204,11 +204,11 @@ def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: An
         return wrap_static(tx, raw.__func__)
     if isinstance(raw, classmethod):
         return UserMethodVariable(wrap_static(tx, raw.__func__), ClassVariable(cls))
-    if isinstance(raw, property):
+    if isinstance(raw, property) and not _pybind_field(cls, raw):
         if raw.fget is None:
             raise UserException(AttributeError(f"property {name!r} has no getter"))
         return wrap_static(tx, raw.fget).call_function(tx, [owner], {})
-    if isinstance(raw, types.MemberDescriptorType) and getattr(owner, "real_object", None) is not None:
+    if isinstance(raw, (types.MemberDescriptorType, property)) and getattr(owner, "real_object", None) is not None:
         try:
             value = raw.__get__(owner.real_object, cls)
         except AttributeError as error:
@@ -221,6 +221,12 @@ def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: An
     if attr_source is not None:
         return wrap(tx, raw, attr_source)
     return wrap_static(tx, raw)
+
+
+def _pybind_field(cls: type, raw: property) -> bool:
+    """A pybind11 class's field (`def_readonly`/`def_readwrite`: a property whose getter is
+    pybind's C++ `instancemethod`): read for real like a slot, and guarded where it was found."""
+    return type(cls).__name__ == "pybind11_type" and type(raw.fget).__name__ == "instancemethod"
 
 
 def _python_protocol(variable: VariableTracker, tx, name: str) -> VariableTracker:
@@ -312,7 +318,9 @@ class UserObjectVariable(VariableTracker):
             return LoggingCallVariable(self, name)
         found, raw = _class_attribute(cls, name)
         if found and (isinstance(raw, property) or hasattr(type(raw), "__set__")):
-            return _descriptor_result(tx, self, cls, name, raw, None)
+            # (a slot's or pybind field's value is read for real: guarded where it was found)
+            source = AttrSource(self.source, name) if self.source is not None else None
+            return _descriptor_result(tx, self, cls, name, raw, source)
         instance_dict = getattr(self.value, "__dict__", None)
         if instance_dict is not None and name in instance_dict:
             value = instance_dict[name]
