@@ -104,6 +104,27 @@ def _functional_variant(func) -> Any:
     return None
 
 
+# In-place ops whose CUDA kernel computes in the target's dtype (the bounds cast to it), where
+# the CPU's computes in the common dtype and casts the result: they differ for integers that wrap.
+_CUDA_OUTPUT_DTYPE_OPS = {aten.clamp_.Tensor, aten.clamp_min_.Tensor, aten.clamp_max_.Tensor}
+
+
+def _cuda_computes_in_output_dtype(func, args, kwargs) -> bool:
+    if func not in _CUDA_OUTPUT_DTYPE_OPS or not args or not isinstance(args[0], torch.Tensor):
+        return False
+    target = args[0]
+    if target.device.type != "cuda" or target.is_floating_point() or target.is_complex():
+        return False
+    if func is aten.clamp_.Tensor:  # (one bound: eager's maximum/minimum kernel; both: its clamp kernel)
+        bounds = [kwargs.get("min", args[1] if len(args) > 1 else None), kwargs.get("max", args[2] if len(args) > 2
+                                                                                  else None)]
+        if sum(b is not None for b in bounds) != 1:
+            return False
+    else:
+        bounds = [args[1] if len(args) > 1 else kwargs.get("min", kwargs.get("max"))]
+    return any(isinstance(b, torch.Tensor) and b.dtype != target.dtype and not b.is_floating_point() for b in bounds)
+
+
 def _signature(schema) -> tuple:
     return tuple((a.name, str(a.type), a.kwarg_only) for a in schema.arguments)
 
@@ -183,7 +204,10 @@ class AtenTracer(TorchDispatchMode):
         info = self.views[id(view)]
         parent_node = self.node_of(info.parent)
         if info.index is None:
-            node = self._record(info.func, (parent_node, *info.args), info.kwargs, view)
+            args = info.args
+            if info.func is aten.as_strided.default:
+                args = self._as_strided_on_new_value(info, parent_node, scatter=False)
+            node = self._record(info.func, (parent_node, *args), info.kwargs, view)
         else:  # one piece of a split or unbind: the slice or select that makes just that piece
             func, args = _single_piece(info, view)
             node = self._record(func, (parent_node, *args), {}, view)
@@ -245,11 +269,14 @@ class AtenTracer(TorchDispatchMode):
                 return self._as_eager_returns(func, args, kwargs, result)
         if self.functionalize and schema.is_mutable:
             return self._mutation(func, args, kwargs)
+        node_args = None
         if func is aten.as_strided.default and self.functionalize:
             args, kwargs = self._as_strided_of_root(args, kwargs)
+            node_args = self._as_strided_of_written(args, kwargs)
         result = symbolic_result(func, args, kwargs)
         result = with_eager_layout(func, args, kwargs, func(*args, **kwargs) if result is None else result)
-        node = self._record(func, self._map_args(args), self._map_args(kwargs), result)
+        node = self._record(func, self._map_args(args if node_args is None else node_args),
+                            self._map_args(kwargs if node_args is None else {}), result)
         self._bind_outputs(func, args, kwargs, result, node)
         return result
 
@@ -281,6 +308,20 @@ class AtenTracer(TorchDispatchMode):
             # it): an absolute offset into it is eager's only at the traced offset
             raise TracingError(f"as_strided of a view of an input at another storage offset{self._where()}")
         return (root, bound["size"], bound["stride"], view.storage_offset() if offset is None else offset), {}
+
+    def _as_strided_of_written(self, args, kwargs) -> tuple | None:
+        """The graph's arguments for as_strided of a tensor written earlier in the graph (whose
+        node is now its new value, memory of its own): the offset counted from that memory's
+        start (see _as_strided_on_new_value).  None: not written, the arguments as they are."""
+        names = ("self", "size", "stride", "storage_offset")
+        bound = dict(zip(names, args))
+        bound.update(kwargs)
+        base = bound["self"]
+        if id(base) in self.views or self.version.get(id(base), 0) == 0:
+            return None
+        info = ViewInfo(base, aten.as_strided.default, (bound["size"], bound["stride"], bound.get("storage_offset")),
+                        {}, None)
+        return (base, *self._as_strided_on_new_value(info, self.node_of(base), scatter=False))
 
     def _as_eager_returns(self, func, args, kwargs, result):
         """A decomposition's result with the memory layout eager's kernel gives, in memory of its
@@ -366,6 +407,19 @@ class AtenTracer(TorchDispatchMode):
         ]
         if torch.Tag.inplace_view in func.tags:
             return self._metadata_mutation(func, args, kwargs)
+        if _cuda_computes_in_output_dtype(func, args, kwargs):
+            # eager's CUDA kernel casts the bounds to the target's dtype first: int8 clamp_(min=
+            # int64 -42347425741) compares with the wrapped 51, where the CPU's compares in int64
+            # (fuzz known 702451); the same op again, on the cast bounds
+            target = args[0]
+
+            def cast(value):
+                if isinstance(value, torch.Tensor) and value is not target and value.dtype != target.dtype:
+                    return aten._to_copy.default(value, dtype=target.dtype)
+                return value
+
+            with self:
+                return func(*[cast(a) for a in args], **{k: cast(v) for k, v in kwargs.items()})
         functional = _functional_variant(func)
         if functional is None or len(written) != 1 or written[0][0] != 0:
             return self._opaque_mutation(func, args, kwargs, written)
@@ -549,9 +603,47 @@ class AtenTracer(TorchDispatchMode):
                 if elements_share_memory(view):  # (as_strided_scatter would write an element twice)
                     raise TracingError(f"writing through an as_strided view whose elements share memory "
                                        f"is not supported{self._where()}")
-                offset = args[2] if len(args) > 2 else None
+                _, _, offset = self._as_strided_on_new_value(info, parent_node, scatter=True)
                 return record(aten.as_strided_scatter.default, (parent_node, value, size, stride, offset))
         raise TracingError(f"writing through a {name} view is not supported{self._where()}")
+
+    def _as_strided_on_new_value(self, info: ViewInfo, parent_node: torch.fx.Node, scatter: bool) -> tuple:
+        """(size, stride, offset) of an as_strided view replayed on its parent's new value after
+        a write.  as_strided indexes memory, not elements: the offset it was given counts from
+        the start of the parent's storage, while the new value is memory of its own (a fresh
+        result at offset 0; as_strided_scatter's clone of it).  The replay is the same view only
+        when it reads the parent's own elements and the new value has the parent's strides: then
+        the offset moves by the parent's own; otherwise it would read other memory (or past the
+        new value's end), so the graph is not traced."""
+        parent = info.parent
+        size, stride = info.args[0], info.args[1]
+        offset = info.args[2] if len(info.args) > 2 and info.args[2] is not None else parent.storage_offset()
+        new_value = parent_node.meta.get("val")
+        if parent_node.op == "placeholder" and not scatter:
+            return size, stride, offset  # the input itself: its storage, as eager's
+        if parent_node.op == "placeholder":
+            # ATen's as_strided_scatter writes into a clone of the input with the input's offset:
+            # the input's own storage positions only if the clone keeps its layout (dense), and the
+            # write reaches the input only where it writes the input's elements
+            if _has_symbols(parent) or not isinstance(offset, int) or _dense_order(parent) is None or \
+                    not _reads_within(parent, size, stride, offset):
+                raise TracingError(f"a write through an as_strided view of an input that reaches memory outside "
+                                   f"the input, or of an input that is not dense{self._where()}")
+            return size, stride, offset
+        if not isinstance(new_value, torch.Tensor) or _has_symbols(parent) or _has_symbols(new_value) or \
+                not isinstance(offset, int):
+            raise TracingError(f"an as_strided view used after a write to its base, at symbolic geometry"
+                               f"{self._where()}")
+        # (a node's value is memory of its own, at offset 0, laid out as its fake says: a fake
+        # at another offset is the target's own, kept by a write that says nothing of the layout)
+        same_layout = new_value.storage_offset() == 0 and \
+            tuple(new_value.shape) == tuple(parent.shape) and all(
+                a == b for a, b, n in zip(new_value.stride(), parent.stride(), parent.shape) if n != 1)
+        if id(parent) in self.views or not same_layout or _dense_order(parent) is None or \
+                not _reads_within(parent, size, stride, offset):
+            raise TracingError(f"an as_strided view that reads memory outside its base, or of a base whose "
+                               f"new value may have another layout, used after a write to that base{self._where()}")
+        return size, stride, offset - parent.storage_offset()
 
     def _scatter_split(self, info, value, parent_node, view) -> torch.fx.Node:
         parent = info.parent

@@ -96,3 +96,78 @@ def test_an_in_place_op_keeps_its_targets_strides(dynamic):
         expected = fn(a, index, src)
         assert out.stride() == expected.stride()
         torch.testing.assert_close(out, expected)
+
+
+def _offset_input():
+    """A (5,) view at storage offset 10 of 15 elements: as_strided's offsets count from 0."""
+    return torch.arange(15.0)[10:]
+
+
+def _own_elements_after_write(x):
+    v = x.as_strided((2,), (2,), 10)  # x's own elements 0 and 2
+    x.add_(1)
+    return v * 1
+
+
+def _other_elements_after_write(x):
+    v = x.as_strided((3,), (1,), 5)  # elements 5..7 of the storage: not x's
+    x.add_(1)
+    return v * 1
+
+
+def _as_strided_of_written_non_dense(c):
+    c.abs_()
+    return c.as_strided((5, 3), (3, 2), 17).erf()  # odd positions: memory c does not hold
+
+
+def _write_through_offset_view(x):
+    v = x.as_strided((2,), (2,), 11)
+    v.mul_(10)
+    return x + 0
+
+
+@pytest.mark.parametrize("fn", [_own_elements_after_write, _other_elements_after_write, _write_through_offset_view])
+@pytest.mark.parametrize("backend", ["aot_eager", "ember"])
+def test_as_strided_of_an_offset_input_written_in_place_matches_eager(fn, backend):
+    """Fuzz layout 702341/702137 (GPU, and the CPU too): a view as_strided(x, ..., offset) taken
+    before x was written was replayed on x's new value, memory of its own at offset 0, with the
+    absolute offset: it read past the new value's end (garbage, not x's elements).  The offset
+    now moves by x's own; a view reading memory x does not hold runs eagerly."""
+    expected_input, got_input = _offset_input(), _offset_input()
+    expected = fn(expected_input)
+    got = ember.compile(fn, backend=backend)(got_input)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got_input._base if got_input._base is not None else got_input,
+                               expected_input._base if expected_input._base is not None else expected_input)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "ember"])
+def test_as_strided_of_a_written_strided_input_reads_its_storage(backend):
+    """Fuzz layout 703259: c[:, ::2] written in place, then as_strided(c, ..., absolute offset)
+    over memory between c's elements: it was an as_strided of c's new (dense) value with the
+    storage's offset, past its end (setStorage out of bounds)."""
+    def make():
+        return (torch.linspace(-2, 2, 60).reshape(5, 12))[:, ::2]
+    expected = _as_strided_of_written_non_dense(make())
+    got = ember.compile(_as_strided_of_written_non_dense, backend=backend)(make())
+    torch.testing.assert_close(got, expected)
+
+
+def _write_through_as_strided_of_gapped_input(b):
+    v = b.permute(0, 1).as_strided((5,), (1,))  # storage positions 0..4: b's elements 0, 2, 4 and the gaps
+    v.clamp_min_(7)
+    return b * 1
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "ember"])
+def test_write_through_as_strided_of_a_strided_input_matches_eager(backend):
+    """Fuzz layout 702137: b = x[:, ::2] written through as_strided(b, (5,), (1,)): eager writes
+    storage positions 0..4 (b's elements and the gaps between them); as_strided_scatter writes
+    a contiguous clone of b, where positions 0..4 are other elements of b."""
+    def make():
+        return torch.arange(-7.0, 8.0).reshape(3, 5)[:, ::2]
+    expected_input, got_input = make(), make()
+    expected = _write_through_as_strided_of_gapped_input(expected_input)
+    got = ember.compile(_write_through_as_strided_of_gapped_input, backend=backend)(got_input)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got_input._base, expected_input._base)
