@@ -61,7 +61,10 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
     for size in normalized_shape:
         count *= size
     grad_input = None
-    if output_mask[0]:
+    if output_mask[0] and x.device.type == "cuda":
+        grad_input = downcast(_cuda_layer_norm_grad_input(grad_out, x, mean, rstd, weight_value, inner_dims, count),
+                              input_dtype)
+    elif output_mask[0]:
         scaled_grad = aten.mul.Tensor(grad_out, weight_value) if weight is not None else grad_out
         ds = aten.sum.dim_IntList(aten.mul.Tensor(scaled_grad, x), inner_dims, True)
         db = aten.sum.dim_IntList(scaled_grad, inner_dims, True)
@@ -76,8 +79,11 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
         grad_input = downcast(grad_input, input_dtype)
     grad_weight = None
     if output_mask[1] and weight is not None:
-        shift = aten.mul.Tensor(aten.neg.default(rstd), mean)
-        grad_weight = aten.mul.Tensor(grad_out, aten.add.Tensor(aten.mul.Tensor(rstd, x), shift))
+        if x.device.type == "cuda":  # (its CUDA kernel: dy * ((x - mean) * rstd))
+            normalized = aten.mul.Tensor(aten.sub.Tensor(x, mean), rstd)
+        else:
+            normalized = aten.add.Tensor(aten.mul.Tensor(rstd, x), aten.mul.Tensor(aten.neg.default(rstd), mean))
+        grad_weight = aten.mul.Tensor(grad_out, normalized)
         grad_weight = aten.sum.dim_IntList(grad_weight, outer_dims, False) if outer_dims else grad_weight
         grad_weight = downcast(grad_weight, weight.dtype)
     grad_bias = None
@@ -85,6 +91,23 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
         grad_bias = aten.sum.dim_IntList(grad_out, outer_dims, False) if outer_dims else aten.clone.default(grad_out)
         grad_bias = downcast(grad_bias, bias.dtype)
     return grad_input, grad_weight, grad_bias
+
+
+def _cuda_layer_norm_grad_input(grad_out, x, mean, rstd, weight, inner_dims, count):
+    """Eager's CUDA kernel's input gradient, term for term (x_hat-based, unlike its CPU kernel's):
+
+        s1 = sum(dy * w), s2 = sum(dy * w * (x - mean) * rstd)
+        dx = (N * w * dy - (x - mean) * rstd * s2 - s1) * (rstd / N)
+
+    so that a weight of -inf gives -inf where eager's does, not the CPU formula's NaN."""
+    scaled_grad = aten.mul.Tensor(grad_out, weight) if weight is not None else grad_out
+    normalized = aten.mul.Tensor(aten.sub.Tensor(x, mean), rstd)
+    s1 = aten.sum.dim_IntList(scaled_grad, inner_dims, True)
+    s2 = aten.sum.dim_IntList(aten.mul.Tensor(scaled_grad, normalized), inner_dims, True)
+    scaled_count = aten.mul.Tensor(weight, float(count)) if weight is not None else float(count)
+    grad = aten.mul.Tensor(grad_out, scaled_count)
+    grad = aten.sub.Tensor(aten.sub.Tensor(grad, aten.mul.Tensor(normalized, s2)), s1)
+    return aten.mul.Tensor(grad, aten.mul.Tensor(rstd, 1.0 / count))
 
 
 def _stats_dtype(x, *params):

@@ -311,3 +311,55 @@ def test_batch_norm_eval_gradient_with_a_strided_weight_is_the_formulas():
         out.backward(torch.ones_like(out))
         grads.append(x.grad)
     torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_cuda_layer_norm_input_gradient_is_eager_cuda_formula():
+    """Eager's CUDA layer_norm backward computes the input gradient from x_hat (its CPU kernel
+    from x): with a weight of -inf the two put NaN and -inf in different places (fuzz autograd
+    703579, default 701136 on an H200: eager -inf, ember's CPU formula NaN).  The CUDA form,
+    checked here on the CPU against eager's CPU kernel where every value is finite."""
+    from ember.decomp.norms import _cuda_layer_norm_grad_input
+
+    x, dy = torch.randn(4, 5, 6, dtype=torch.float64), torch.randn(4, 5, 6, dtype=torch.float64)
+    for weight in (torch.randn(6, dtype=torch.float64), None):
+        _, mean, rstd = aten.native_layer_norm.default(x, [6], weight, None, 1e-5)
+        expected = aten.native_layer_norm_backward.default(dy, x, [6], mean, rstd, weight, None,
+                                                           [True, False, False])[0]
+        torch.testing.assert_close(_cuda_layer_norm_grad_input(dy, x, mean, rstd, weight, [2], 6), expected)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="eager's CUDA layer_norm backward")
+def test_layer_norm_gradient_with_an_infinite_weight_matches_eager_on_cuda():
+    """Fuzz autograd 703579: a float64 layer_norm with weight [tiny, -inf, w]: eager's CUDA
+    gradient of the input is -inf where the CPU formula gives inf - inf = NaN."""
+    import ember
+
+    def program(a, w, b):
+        return torch.nn.functional.layer_norm(a, (3,), w, b)
+
+    weight = torch.tensor([2.2250738585072014e-308, float("-inf"), 0.7], dtype=torch.float64, device="cuda")
+    bias = torch.tensor([8.9e307, -0.0, 0.0], dtype=torch.float64, device="cuda")
+    x0 = torch.randn(33, 7, 3, dtype=torch.float64, device="cuda")
+    dy = torch.randn(33, 7, 3, dtype=torch.float64, device="cuda")
+    grads = []
+    for fn in (program, ember.compile(program, backend="ember")):
+        x = x0.clone().requires_grad_()
+        fn(x, weight, bias).backward(dy)
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[1], grads[0], equal_nan=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="eager's CUDA clamp kernel")
+def test_integer_clamp_in_place_with_wider_bounds_matches_eager_on_cuda():
+    """Fuzz known 702451: int8 c.clamp_(min=int64 b): eager's CUDA kernel casts b to int8 first
+    (-42347425741 becomes 51, which wins), its CPU kernel compares in int64 (4 wins)."""
+    import ember
+
+    def program(c, b):
+        c.view(-1).clamp_(min=b)
+        return c * 1
+
+    b = torch.tensor([-42347425741, 535493716083, -358813168334, 490147980519, 1088715567858], device="cuda")
+    c = torch.tensor([4, 8, 5, 8, 3], dtype=torch.int8, device="cuda")
+    expected, got = program(c.clone(), b), ember.compile(program, backend="ember")(c.clone(), b)
+    assert torch.equal(got, expected)
