@@ -335,7 +335,7 @@ def call_numpy(tx, function: Any, args: list, kwargs: dict, what: str, numpy_fun
 # arrays of the same shapes and dtypes (its dtypes, shapes, scalars and views do not depend on values):
 # a result that differs breaks the graph, and numpy's answer says which results are scalars and which
 # views must be copies.  Arrays are made for real: up to _CHECK_LIMIT elements in all.
-_CHECK_LIMIT = 1 << 22
+_CHECK_LIMIT = 1 << 24
 
 
 class _Reference:
@@ -396,12 +396,13 @@ def _standin(variable: VariableTracker, budget: list, standins: list, what: str)
         shape = tuple(int(n) for n in example.shape)
         if isinstance(variable, TensorVariable):  # (numpy's functions treat a tensor as eager does)
             return torch.zeros(shape, dtype=example.dtype)
-        array = np.zeros(shape, _numpy_dtype(example.dtype))
+        array = _zeros_like_layout(shape, tuple(int(n) for n in example.stride()), _numpy_dtype(example.dtype))
         if isinstance(variable, NdarrayVariable):
             standins.append((array, variable))
             if variable.scalar:
                 return array[()]
-            array.flags.writeable = not variable.readonly
+            if variable.readonly:
+                array.flags.writeable = False
         return array
     if isinstance(variable, BaseListVariable) and variable.python_type() in (list, tuple):
         items = [_standin(item, budget, standins, what) for item in variable.items]
@@ -411,6 +412,14 @@ def _standin(variable: VariableTracker, budget: list, standins: list, what: str)
     if value is None and variable.is_python_constant():
         value = variable.as_python_constant()
     return value
+
+
+def _zeros_like_layout(shape: tuple, strides: tuple, dtype: Any) -> Any:
+    """Zeros of this shape laid out with these strides (in elements), as the traced tensor is."""
+    np = _np()
+    span = 1 + sum((n - 1) * stride for n, stride in zip(shape, strides)) if all(shape) else 0
+    buffer = np.zeros(max(span, 1), dtype)
+    return np.lib.stride_tricks.as_strided(buffer, shape, tuple(stride * buffer.itemsize for stride in strides))
 
 
 def _compare(value: Any, reference: Any, what: str) -> None:
@@ -425,6 +434,11 @@ def _compare(value: Any, reference: Any, what: str) -> None:
         ours = (np.dtype(value.dtype.name), tuple(value.shape))
         if ours != (reference.dtype, reference.shape):
             raise differs(f"{ours[0]}{list(ours[1])}", f"{reference.dtype}{list(reference.shape)}")
+        if isinstance(reference, np.ndarray):  # (the layout: strides where a dimension has 2 or more)
+            itemsize = reference.itemsize
+            strides = [int(n) * itemsize for n in value.tensor.stride()]
+            if any(size > 1 and mine != theirs for size, mine, theirs in zip(reference.shape, strides, reference.strides)):
+                raise differs(f"strides {tuple(strides)}", f"strides {reference.strides}")
         return
     if isinstance(value, (tuple, list)):
         if type(reference) not in (tuple, list) or len(reference) != len(value):  # (the type: numpy's)
@@ -559,6 +573,16 @@ _BREAKING_METHODS = {
 }
 
 
+_METADATA = {
+    "shape": lambda t, itemsize: tuple(int(n) for n in t.shape),
+    "ndim": lambda t, itemsize: t.dim(),
+    "size": lambda t, itemsize: int(t.numel()),
+    "itemsize": lambda t, itemsize: itemsize,
+    "nbytes": lambda t, itemsize: int(t.numel()) * itemsize,
+    "dtype": None,
+}
+
+
 class NdarrayVariable(VariableTracker):
     """A numpy.ndarray in the frame: `tensor` (a TensorVariable) holds its values and metadata.
     `scalar`: numpy has a scalar here (np.float32: a.sum(), a[0, 1]), a 0-d ndarray to torch._numpy."""
@@ -584,6 +608,13 @@ class NdarrayVariable(VariableTracker):
         return f"{codegen.reconstruct(self.tensor)}.numpy(force=True){'[()]' if self.scalar else ''}"
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
+        if name in _METADATA:  # (from the fake: no stand-in, whatever the array's size)
+            example = self.tensor.example
+            if has_symbols(example.shape) or has_symbols(example.stride()):
+                raise StaticShapesNeeded(f"ndarray.{name} of a tensor with dynamic sizes")
+            itemsize = example.element_size()
+            return constant(_METADATA[name](example, itemsize)) if name != "dtype" else \
+                ConstantVariable(_numpy_dtype(example.dtype))
         tnp = _tnp()
         attribute = getattr(tnp.ndarray, name, None)
         if attribute is None:
