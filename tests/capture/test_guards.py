@@ -165,3 +165,23 @@ def test_slot_and_pybind_field_values_are_guarded():
         for flag in (True, False, True):
             torch.testing.assert_close(compiled(x, make(flag)), _branch_on_field(x, make(flag)))
         assert len(graphs) == 2
+
+
+def _reads_one_item(x, y):
+    return torch.sin(x) * y[1]
+
+
+def test_only_the_items_of_a_dict_or_tuple_argument_the_frame_reads_are_guarded():
+    ember.reset()
+    compiled = ember.compile(_reads_one_item, backend="eager")
+    x = torch.randn(3)
+    for first, unread_change, read_change in [({1: 1, 2: 2}, {1: 1, 2: 3}, {1: 5, 2: 3}),
+                                              ((1, 2, 3), (11, 2, 13), (1, 7, 3))]:
+        torch.testing.assert_close(compiled(x, first), _reads_one_item(x, first))
+        with ember.set_stance("fail_on_recompile"):  # another value nothing reads: no capture
+            torch.testing.assert_close(compiled(x, unread_change), _reads_one_item(x, unread_change))
+        # the value read changed: captured again, never the stale graph
+        torch.testing.assert_close(compiled(x, read_change), _reads_one_item(x, read_change))
+    with pytest.raises(Exception):  # a tuple of another length is still guarded
+        with ember.set_stance("fail_on_recompile"):
+            compiled(x, (1, 2))

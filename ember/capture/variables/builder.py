@@ -26,7 +26,7 @@ import torch
 
 from ..errors import Unsupported
 from ..scalars import has_dynamic_items, is_dynamic_candidate, scalar_input
-from ..sources import ItemSource, Source
+from ..sources import ItemSource, LocalSource, Source
 from .base import ConstantVariable, VariableTracker, constant, is_constant_value
 
 
@@ -48,6 +48,10 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             raise Unsupported(f"tensor subclass {type(value).__name__}")
         return graph.tensor_input(value, source)
     plan = graph.shape_plan
+    if type(value) is tuple and value and isinstance(source, LocalSource) and is_constant_value(value):
+        from .containers import TupleVariable  # (a tuple argument: its items guarded as read)
+
+        return TupleVariable.unread_tuple(tx, value, source)
     if is_constant_value(value) and not isinstance(value, types.CodeType) and not (
             plan is not None and type(value) is tuple and has_dynamic_items(plan, value, source)):
         if plan is not None and is_dynamic_candidate(value) and plan.dynamic_scalar(source.expr()):
@@ -70,8 +74,12 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
                                  and value_type.__name__ in ("OrderedDict", "defaultdict")):
         if all(is_constant_value(key) for key in value):
             guards.dict_keys(source, value)
-            items = {key: wrap(tx, item, item_source(tx, source, key)) for key, item in value.items()}
-            variable = DictVariable(items, source=source, dict_type=value_type)
+            variable = DictVariable({}, source=source, dict_type=value_type)
+            for key, item in value.items():
+                if is_constant_value(item):  # (read, and guarded, only if the frame reads it)
+                    variable.add_unread(tx, key, item, item_source(tx, source, key))
+                else:
+                    variable._items[key] = wrap(tx, item, item_source(tx, source, key))
         else:
             variable = _wrap_object_keyed_dict(tx, value, source)
         if value_type.__name__ == "defaultdict" and value.default_factory is not None:

@@ -80,7 +80,47 @@ class BaseListVariable(VariableTracker):
 
 
 class TupleVariable(BaseListVariable):
+    """A tuple.  A frame argument's tuple of constants wraps (and guards) its items lazily, as a
+    dict's values (`DictVariable`): `y[1]` guards only `y[1]` (and the length)."""
+
     container_type = tuple
+    unread: dict | None = None  # index -> (translator, real item, source), slot in _items: None
+
+    @classmethod
+    def unread_tuple(cls, tx, value: tuple, source) -> "TupleVariable":
+        from ..sources import ItemSource
+
+        tx.graph.guards.length(source, value)
+        variable = cls([None] * len(value), source=source)
+        variable.unread = {index: (tx, item, ItemSource(source, index)) for index, item in enumerate(value)}
+        return variable
+
+    @property
+    def items(self) -> list[VariableTracker]:
+        if self.unread:
+            for index in list(self.unread):
+                self._read(index)
+        return self._items
+
+    @items.setter
+    def items(self, value: list[VariableTracker]) -> None:
+        self._items = value
+
+    def _read(self, index: int) -> None:
+        from .builder import wrap
+
+        tx, value, source = self.unread.pop(index)
+        self._items[index] = wrap(tx, value, source)
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        if self.unread and index.is_python_constant() and type(index.as_python_constant()) is int:
+            position = index.as_python_constant()
+            if -len(self._items) <= position < len(self._items):
+                position %= len(self._items)
+                if position in self.unread:
+                    self._read(position)
+                return self._items[position]
+        return super().getitem(tx, index)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         raise Unsupported(f"attribute {name!r} of a tuple")
@@ -294,7 +334,14 @@ class ListVariable(BaseListVariable):
 
 
 class DictVariable(VariableTracker):
-    """A dict with constant keys (str, int, ...); values are any variables."""
+    """A dict with constant keys (str, int, ...); values are any variables.
+
+    A dict that existed before the frame wraps (and guards) its constant values lazily: `y[1]`
+    reads and guards only that value, so a change to a value the frame never reads does not
+    recompile.  Anything else that looks at the values (`items`) wraps them all first."""
+
+    # key -> (translator, real value, source) of values not wrapped yet (their slot in _items: None)
+    unread: dict | None = None
 
     def __init__(self, items: dict[Any, VariableTracker], source=None, dict_type: type = dict,
                  key_vars: dict[Any, VariableTracker] | None = None) -> None:
@@ -304,6 +351,36 @@ class DictVariable(VariableTracker):
         # The variable for each key (keys that are objects rather than constants).
         self.key_vars = dict(key_vars or {})
         self.default_factory: VariableTracker | None = None
+
+    @property
+    def items(self) -> dict[Any, VariableTracker]:
+        if self.unread:
+            for key in list(self.unread):
+                self._read(key)
+        return self._items
+
+    @items.setter
+    def items(self, value: dict[Any, VariableTracker]) -> None:
+        self._items = value
+
+    def add_unread(self, tx, key: Any, value: Any, source) -> None:
+        """A constant value of a dict found at a source, wrapped (and guarded) when read."""
+        if self.unread is None:
+            self.unread = {}
+        self.unread[key] = (tx, value, source)
+        self._items[key] = None
+
+    def _read(self, key: Any) -> None:
+        from .builder import wrap
+
+        tx, value, source = self.unread.pop(key)
+        self._items[key] = wrap(tx, value, source)
+
+    def read_one(self, key: Any) -> dict[Any, VariableTracker]:
+        """The items, with only `key`'s value read (the rest may stay unread)."""
+        if self.unread and key in self.unread:
+            self._read(key)
+        return self._items
 
     def python_type(self) -> type:
         return self.dict_type
@@ -330,8 +407,9 @@ class DictVariable(VariableTracker):
 
     def getitem(self, tx, key_var: VariableTracker) -> VariableTracker:
         key = self.lookup(tx, key_var)
-        if key in self.items:
-            return self.items[key]
+        items = self.read_one(key)
+        if key in items:
+            return items[key]
         if self.default_factory is not None:
             value = self.default_factory.call_function(tx, [], {})
             self.mutated(tx)
@@ -349,9 +427,14 @@ class DictVariable(VariableTracker):
             self.key_vars[key] = key_var
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        items = self.items
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
+        if name in ("__contains__", "__len__") and self.unread:  # (the keys are guarded)
+            items = self._items
+        elif name == "get" and args and self.unread:
+            items = self.read_one(self.lookup(tx, args[0]))
+        else:
+            items = self.items
         if name == "__setitem__" and len(args) == 2:
             self.setitem(tx, args[0], args[1])
             return constant(None)
