@@ -265,3 +265,18 @@ def test_ndarrays_in_containers_and_inlined_functions():
         return {"z": normalize(a), "parts": [a[0], a[1:]]}
 
     assert_numpy_matches_eager(f, torch.randn(4, 3))
+
+
+def test_linalg_results_in_numpy_layout_and_views_of_views():
+    def f(a):
+        inverse = np.linalg.inv(a)  # (LAPACK's column-major result, copied into numpy's row-major)
+        return inverse, inverse.strides, np.linalg.solve(a, a[0]), np.linalg.det(a)
+
+    assert_numpy_matches_eager(f, np.array([[2.0, 1.0], [1.0, 3.0]]))
+
+    def g(a):
+        view = np.transpose(a)
+        view[0, 1] = 42.0  # (a view, as in numpy: the write reaches a)
+        return a, np.add(a, a)
+
+    assert_numpy_matches_eager(g, np.arange(6.0).reshape(2, 3))

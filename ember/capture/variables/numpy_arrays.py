@@ -2,22 +2,23 @@
 
 As torch.compile does, an ndarray in a captured frame is a tensor in the graph:
 
-    x.numpy()                  NdarrayVariable over x's TensorVariable (same memory, as eager)
+    x.numpy()                  NdarrayVariable over a view_as of x (same memory, as eager)
     a numpy.ndarray input      a graph input read as torch.from_numpy(a) (guarded: type, dtype,
                                strides numpy can share, writeable; then as any tensor input)
     np.mean(a, 1), a.T, a + a  the torch._numpy function or method run on tnp.ndarray wrappers of
                                the fake tensors, under `_Recorder` (a TorchFunctionMode): each torch
-                               call it makes becomes an ordinary graph node (OutputGraph.call)
+                               call it makes becomes an ordinary graph node (OutputGraph.call); then
+                               numpy itself on stand-ins (numpy_check.py): dtypes, shapes, scalars,
+                               views, layouts and read-only flags as numpy gives them, or a break
     torch.from_numpy(a)        the tensor again (a view_as node: a new tensor on the same memory)
     an ndarray leaving         `tensor.numpy(force=True)` in the glue (a new ndarray object over the
-                               graph's output); an input ndarray leaves as itself
+                               graph's output; `[()]` for a numpy scalar); an input leaves as itself
 
 numpy dtypes, np.finfo/np.iinfo of constants and numpy scalars (np.float32(1.5)) are constants
-(the dtype calls run for real at capture).  What torch._numpy does not implement, what reads
-values (bool(a), a.item(), a.tolist()), numpy's random generator (torch's would give other
-numbers) and ndarray/tensor mixes (eager's result type depends on operand order) break the graph.
-Known difference, as with torch.compile: a numpy function that returns a scalar (np.sum(a))
-gives a 0-d ndarray here.
+(the dtype calls run for real at capture; a scalar handed to a torch op is the number torch reads).
+What torch._numpy does not implement or gets otherwise than numpy, what reads values (bool(a),
+a.item(), a.tolist()), numpy's random generator (torch's would give other numbers) and
+ndarray/tensor mixes (eager's result type depends on operand order) break the graph.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from ..errors import Unsupported, UserException
 from ..shapes import StaticShapesNeeded, has_symbols
 from ..sources import Source
 from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant, is_constant_value
+from .numpy_check import Reference, as_numpy_gives, numpy_dtype, numpy_reference
 
 
 def _np():
@@ -324,134 +326,8 @@ def call_numpy(tx, function: Any, args: list, kwargs: dict, what: str, numpy_fun
         if wrapper.tensor is not variable.tensor.example:
             variable.tensor = recorder.variable_of(wrapper.tensor)
             variable.source = None
-    reference = _numpy_reference(numpy_function, args, kwargs, result, what)
+    reference = numpy_reference(numpy_function, args, kwargs, result, what)
     return _from_numpy_value(tx, recorder, result, wrappers, reference, what)
-
-
-# -- the check against numpy ----------------------------------------------------------------------------
-# torch._numpy follows numpy, not everywhere: int8 arrays' sqrt is float64 (numpy: float16), int / int
-# takes torch's default float dtype, reductions give 0-d arrays where numpy gives scalars, flatten()
-# returns a view where numpy copies.  So each traced call is run once more by numpy itself on zero-filled
-# arrays of the same shapes and dtypes (its dtypes, shapes, scalars and views do not depend on values):
-# a result that differs breaks the graph, and numpy's answer says which results are scalars and which
-# views must be copies.  Arrays are made for real: up to _CHECK_LIMIT elements in all.
-_CHECK_LIMIT = 1 << 24
-
-
-class _Reference:
-    """numpy's result on stand-ins, and each stand-in's ndarray variable (for views)."""
-
-    def __init__(self, value: Any, standins: list) -> None:
-        self.value = value
-        self.standins = standins
-
-
-def _numpy_dtype(dtype: torch.dtype) -> Any:
-    return torch.empty(0, dtype=dtype).numpy().dtype
-
-
-def _numpy_reference(numpy_function: Any, args: list, kwargs: dict, result: Any, what: str) -> _Reference | None:
-    import warnings
-
-    np = _np()
-    budget = [_CHECK_LIMIT - _element_count(result)]
-    standins: list = []
-    if budget[0] < 0:
-        raise Unsupported(f"{what}: arrays over {_CHECK_LIMIT} elements (torch._numpy not checked against numpy)")
-    np_args = [_standin(arg, budget, standins, what) for arg in args]
-    np_kwargs = {key: _standin(arg, budget, standins, what) for key, arg in kwargs.items()}
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            value = numpy_function(*np_args, **np_kwargs)
-        except np.linalg.LinAlgError:
-            return None  # (zeros are singular: a fact about values; torch._numpy's dtypes stand)
-        except Exception as error:
-            raise Unsupported(f"numpy's {what} raises {type(error).__name__} on these dtypes and shapes: "
-                              f"{error}") from None
-    _compare(result, value, what)
-    return _Reference(value, standins)
-
-
-def _element_count(value: Any) -> int:
-    tnp = _tnp()
-    if isinstance(value, tnp.ndarray):
-        return int(value.tensor.numel())
-    if isinstance(value, (tuple, list)):
-        return sum(_element_count(item) for item in value)
-    return 0
-
-
-def _standin(variable: VariableTracker, budget: list, standins: list, what: str) -> Any:
-    """A real numpy value with the variable's type, dtype and shape (zeros)."""
-    from .containers import BaseListVariable
-    from .tensor import TensorVariable
-
-    np = _np()
-    if isinstance(variable, (NdarrayVariable, TensorVariable)):
-        example = (variable.tensor if isinstance(variable, NdarrayVariable) else variable).example
-        budget[0] -= int(example.numel())
-        if budget[0] < 0:
-            raise Unsupported(f"{what}: arrays over {_CHECK_LIMIT} elements (torch._numpy not checked against numpy)")
-        shape = tuple(int(n) for n in example.shape)
-        if isinstance(variable, TensorVariable):  # (numpy's functions treat a tensor as eager does)
-            return torch.zeros(shape, dtype=example.dtype)
-        array = _zeros_like_layout(shape, tuple(int(n) for n in example.stride()), _numpy_dtype(example.dtype))
-        if isinstance(variable, NdarrayVariable):
-            standins.append((array, variable))
-            if variable.scalar:
-                return array[()]
-            if variable.readonly:
-                array.flags.writeable = False
-        return array
-    if isinstance(variable, BaseListVariable) and variable.python_type() in (list, tuple):
-        items = [_standin(item, budget, standins, what) for item in variable.items]
-        return items if variable.python_type() is list else tuple(items)
-    static = getattr(variable, "static_value", None)
-    value = static() if static is not None else None
-    if value is None and variable.is_python_constant():
-        value = variable.as_python_constant()
-    return value
-
-
-def _zeros_like_layout(shape: tuple, strides: tuple, dtype: Any) -> Any:
-    """Zeros of this shape laid out with these strides (in elements), as the traced tensor is."""
-    np = _np()
-    span = 1 + sum((n - 1) * stride for n, stride in zip(shape, strides)) if all(shape) else 0
-    buffer = np.zeros(max(span, 1), dtype)
-    return np.lib.stride_tricks.as_strided(buffer, shape, tuple(stride * buffer.itemsize for stride in strides))
-
-
-def _compare(value: Any, reference: Any, what: str) -> None:
-    np, tnp = _np(), _tnp()
-
-    def differs(ours: str, theirs: str) -> Unsupported:
-        return Unsupported(f"torch._numpy's {what} gives {ours} where numpy gives {theirs}")
-
-    if isinstance(value, tnp.ndarray):
-        if not isinstance(reference, (np.ndarray, np.generic)):
-            raise differs("an ndarray", type(reference).__name__)
-        ours = (np.dtype(value.dtype.name), tuple(value.shape))
-        if ours != (reference.dtype, reference.shape):
-            raise differs(f"{ours[0]}{list(ours[1])}", f"{reference.dtype}{list(reference.shape)}")
-        if isinstance(reference, np.ndarray):  # (the layout: strides where a dimension has 2 or more)
-            itemsize = reference.itemsize
-            strides = [int(n) * itemsize for n in value.tensor.stride()]
-            if any(size > 1 and mine != theirs for size, mine, theirs in zip(reference.shape, strides, reference.strides)):
-                raise differs(f"strides {tuple(strides)}", f"strides {reference.strides}")
-        return
-    if isinstance(value, (tuple, list)):
-        if type(reference) not in (tuple, list) or len(reference) != len(value):  # (the type: numpy's)
-            raise differs(type(value).__name__, type(reference).__name__)
-        for item, expected in zip(value, reference):
-            _compare(item, expected, what)
-        return
-    if isinstance(value, tnp.DType):
-        if not isinstance(reference, np.dtype) or reference != np.dtype(value.name):
-            raise differs(str(value), repr(reference))
-        return
-    if type(value) is not type(reference) or value != reference:
-        raise differs(repr(value), repr(reference))
 
 
 def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers: list) -> Any:
@@ -491,7 +367,7 @@ def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers
     raise Unsupported(f"a {type(value).__name__} passed to a numpy function")
 
 
-def _from_numpy_value(tx, recorder: _Recorder, value: Any, wrappers: list, reference: _Reference | None,
+def _from_numpy_value(tx, recorder: _Recorder, value: Any, wrappers: list, reference: Reference | None,
                       what: str, expected: Any = None) -> VariableTracker:
     from .containers import ListVariable, TupleVariable
 
@@ -508,14 +384,7 @@ def _from_numpy_value(tx, recorder: _Recorder, value: Any, wrappers: list, refer
                 return variable if same else NdarrayVariable(variable.tensor, scalar=scalar, readonly=readonly)
         tensor = recorder.variable_of(value.tensor)
         if reference is not None and isinstance(expected, np.ndarray):
-            for array, owner in reference.standins:
-                ours = torch._C._is_alias_of(value.tensor, owner.tensor.example)
-                theirs = np.may_share_memory(expected, array)
-                if ours and not theirs:  # (a view where numpy copies: flatten())
-                    tensor = tx.graph.call(tx, "call_method", "clone", [tensor], {})
-                    break
-                if theirs and not ours:
-                    raise Unsupported(f"numpy's {what} returns a view, torch._numpy's a copy")
+            tensor = as_numpy_gives(tx, tensor, value.tensor, expected, reference, what)
         return NdarrayVariable(tensor, scalar=scalar, readonly=readonly)
     if isinstance(value, torch.Tensor):
         return recorder.variable_of(value)
@@ -595,7 +464,7 @@ class NdarrayVariable(VariableTracker):
 
     def python_type(self) -> type:
         if self.scalar:
-            return _numpy_dtype(self.tensor.example.dtype).type
+            return numpy_dtype(self.tensor.example.dtype).type
         return _np().ndarray
 
     def truth(self, tx) -> bool:
@@ -614,7 +483,7 @@ class NdarrayVariable(VariableTracker):
                 raise StaticShapesNeeded(f"ndarray.{name} of a tensor with dynamic sizes")
             itemsize = example.element_size()
             return constant(_METADATA[name](example, itemsize)) if name != "dtype" else \
-                ConstantVariable(_numpy_dtype(example.dtype))
+                ConstantVariable(numpy_dtype(example.dtype))
         tnp = _tnp()
         attribute = getattr(tnp.ndarray, name, None)
         if attribute is None:
