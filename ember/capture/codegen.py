@@ -46,6 +46,7 @@ from .variables.containers import (
     TupleVariable,
 )
 from .variables.collections_types import plain_dict_subclass_base
+from .variables.glue_values import ObjectTextVariable, TensorTruthVariable
 from .variables.functions import CellVariable, NestedFunctionVariable, PartialDictVariable, PartialVariable, \
     RealCellVariable, UserFunctionVariable, UserMethodVariable
 from .variables.model_outputs import ModelOutputVariable
@@ -160,6 +161,11 @@ class GlueCodegen:
             return f"{self.reconstruct(v.dict_var)}.{v.kind}()"
         if isinstance(v, NewObjectVariable):
             return self._new_object(v)
+        if isinstance(v, TensorTruthVariable):
+            answer = " or ".join([*(f"bool({self.reconstruct(term)})" for term in v.terms), repr(v.tail)])
+            return f"(not ({answer}))" if v.negated else f"({answer})"
+        if isinstance(v, ObjectTextVariable):
+            return f"{self.ref(v.function)}({self.reconstruct(v.owner)})"
         if isinstance(v, ExceptionVariable):
             args = ", ".join(self.reconstruct(arg) for arg in v.args)
             return f"{self.ref(v.cls, 'type')}({args})"
@@ -336,6 +342,11 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
                 visit(item)
         elif isinstance(v, NewObjectVariable):
             for item in v.attrs.values():
+                visit(item)
+        elif isinstance(v, ObjectTextVariable):
+            visit(v.owner)
+        elif isinstance(v, TensorTruthVariable):
+            for item in v.terms:
                 visit(item)
         elif isinstance(v, DictViewVariable):
             visit(v.dict_var)

@@ -253,8 +253,11 @@ def _contains_op(tx, inst):
 
     container = tx.pop()
     item = tx.pop()
-    result = contains(tx, container, item).as_python_constant()
-    tx.push(constant(result != bool(inst.arg)))
+    result = contains(tx, container, item)
+    if hasattr(result, "negate"):  # (an answer the glue reads from tensors: glue_values.py)
+        tx.push(result.negate() if inst.arg else result)
+        return
+    tx.push(constant(result.as_python_constant() != bool(inst.arg)))
 
 
 @handler("UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT")

@@ -265,3 +265,56 @@ def _hasattr_of_builtin_types(x):
 
 def test_hasattr_of_a_builtin_type_answers_false_for_a_missing_attribute():
     assert_matches_eager(_hasattr_of_builtin_types, torch.randn(2), graphs=1, breaks=0)
+
+
+class _PlainObject:
+    pass
+
+
+def _text_of_new_object(x):
+    a = _PlainObject()
+    a.value = x + 1
+    return x * 2, str(a), repr(a), a
+
+
+def test_str_of_an_object_made_in_the_frame_is_its_address_made_by_the_glue():
+    out = ember.compile(_text_of_new_object, backend="eager", fullgraph=True)(torch.ones(3))
+    assert type(out[3]) is _PlainObject
+    assert out[1] == object.__repr__(out[3]) == out[2]  # the object handed back, eager's text
+    torch.testing.assert_close(out[0], torch.ones(3) * 2)
+    torch.testing.assert_close(out[3].value, torch.ones(3) + 1)
+
+
+def _looks_at_text(x):
+    text = str(_PlainObject())
+    return x + len(text.split(" object at")[0])
+
+
+def test_reading_the_text_of_such_an_object_breaks():
+    assert_matches_eager(_looks_at_text, torch.ones(3), breaks=None)
+
+
+def _in_list_of_tensors(x, y):
+    x.add_(1)
+    found = 1 in [x]
+    missing = 2.5 not in (y, x)
+    mixed = 3 in [y, 3]
+    x.add_(10)  # after the comparison: the answer is the one eager had
+    return found, missing, mixed, x
+
+
+def test_number_in_a_list_of_one_element_tensors_is_answered_after_the_graph():
+    for start in (0.0, 1.5):
+        x, y = torch.tensor([start]), torch.tensor(2.5)
+        assert_matches_eager(_in_list_of_tensors, x, y, graphs=1)
+
+
+def _branches_on_in(x):
+    if 1 in [x]:
+        return x + 1
+    return x - 1
+
+
+def test_branching_on_in_over_tensors_breaks_and_stays_correct():
+    for value in (1.0, 2.0):
+        assert_matches_eager(_branches_on_in, torch.tensor([value]), breaks=None)

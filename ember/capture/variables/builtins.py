@@ -218,10 +218,18 @@ def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableT
         found, raw = _class_attribute(container.python_type(), "__contains__")
         if found and isinstance(raw, types.FunctionType):
             return constant(container.call_method(tx, "__contains__", [item], {}).truth(tx))
+    from .glue_values import contains_answer, tensor_comparison
+
+    terms = []  # one-element `candidate == item` tensors the glue reads (glue_values.py)
     for candidate in container.unpack_sequence(tx):
-        if values_equal(tx, candidate, item):
-            return constant(True)
-    return constant(False)
+        term = tensor_comparison(tx, candidate, item) if isinstance(container, BaseListVariable) else None
+        if term is not None:
+            terms.append(term)
+        elif values_equal(tx, candidate, item):
+            break
+    else:
+        return contains_answer(terms, False)
+    return contains_answer(terms, True)
 
 
 def sorted_items(tx, items: list[VariableTracker], kwargs: dict) -> list[VariableTracker]:
@@ -556,6 +564,11 @@ def to_text(tx, value: VariableTracker, kind: str) -> VariableTracker:
                 if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
                     raise Unsupported(f"{name} returned a non-string")
                 return result
+        if isinstance(value, NewObjectVariable) and _class_attribute(value.cls, "__repr__")[1] is object.__repr__ \
+                and _class_attribute(value.cls, "__str__")[1] is object.__str__:
+            from .glue_values import ObjectTextVariable  # "<mod.Class object at 0x...>": the glue's
+
+            return ObjectTextVariable(value, str if kind == "__str__" else repr)
     raise Unsupported(f"{kind[2:-2]}() of {value}")
 
 

@@ -1,0 +1,96 @@
+"""Values only the glue can compute: the capture knows what they are, not what they hold.
+
+`str(obj)` / `repr(obj)` of an object made in the frame whose class keeps object's own
+`__repr__` is "<module.Class object at 0x...>", the address of the object eager makes: it
+exists only once the glue makes the object again.  Such a value can be returned, stored and
+passed along (the glue computes it from the rebuilt object after the graph; object's repr
+runs no user code, so when it runs cannot matter); anything that would look at its text
+during the capture breaks.
+"""
+from __future__ import annotations
+
+from ..errors import Unsupported
+from .base import ConstantVariable, VariableTracker
+
+
+class ObjectTextVariable(VariableTracker):
+    def __init__(self, owner: VariableTracker, function) -> None:
+        super().__init__()
+        self.owner = owner
+        self.function = function  # str or repr
+
+    def python_type(self) -> type:
+        return str
+
+    def _unknown(self, what: str):
+        raise Unsupported(f"{what} of {self.function.__name__}() of a {self.owner.python_type().__name__} "
+                          "object made in the frame (its address is known only when the glue runs)")
+
+    def as_python_constant(self):
+        self._unknown("the value")
+
+    def truth(self, tx) -> bool:
+        self._unknown("bool()")
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        self._unknown(f"attribute {name!r}")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        self._unknown(f"method {name!r}")
+
+    def unpack_sequence(self, tx):
+        self._unknown("iteration")
+
+    def __repr__(self) -> str:
+        return f"ObjectTextVariable({self.function.__name__}, {self.owner!r})"
+
+
+class TensorTruthVariable(VariableTracker):
+    """`value in [t, ...]` where comparing with a one-element tensor decides: Python's answer
+    `t is value or bool(t == value) or ...` in order, each `t == value` a graph output (taken
+    where the frame compares, so later writes to t do not change it) and each bool() by the glue
+    after the graph; `tail` is the answer where no tensor matched.  With `negated`, `not in`.
+    Each comparison has one element, so bool() cannot raise: nothing is reordered."""
+
+    def __init__(self, terms: list, tail: bool, negated: bool = False) -> None:
+        super().__init__()
+        self.terms, self.tail, self.negated = terms, tail, negated
+
+    def python_type(self) -> type:
+        return bool
+
+    def as_python_constant(self):
+        raise Unsupported("`in` on a list of tensors: the answer depends on their values")
+
+    def truth(self, tx) -> bool:
+        raise Unsupported("data-dependent branch: `in` on a list of tensors depends on their values")
+
+    def negate(self) -> "TensorTruthVariable":
+        return TensorTruthVariable(self.terms, self.tail, not self.negated)
+
+    def __repr__(self) -> str:
+        return f"TensorTruthVariable({len(self.terms)} comparisons)"
+
+
+def contains_answer(terms: list, tail: bool) -> VariableTracker:
+    return TensorTruthVariable(terms, tail) if terms else ConstantVariable(tail)
+
+
+def tensor_comparison(tx, candidate: VariableTracker, item: VariableTracker):
+    """`candidate == item` as a graph value where a tensor compares with a number or another
+    tensor and the result has one element (so bool() of it cannot raise); else None."""
+    import operator
+
+    from .operators import binary_op, is_op
+    from .tensor import TensorVariable
+
+    tensors = [v for v in (candidate, item) if isinstance(v, TensorVariable)]
+    if not tensors or is_op(tx, candidate, item):
+        return None
+    other = item if candidate in tensors else candidate
+    if not isinstance(other, TensorVariable) and not (
+            isinstance(other, ConstantVariable) and type(other.value) in (int, float, bool)):
+        return None
+    if any(type(t.example.numel()) is not int or t.example.numel() != 1 for t in tensors):
+        return None  # (static sizes only: a symbolic size is not asked)
+    return binary_op(tx, operator.eq, candidate, item)
