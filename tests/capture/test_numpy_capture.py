@@ -280,3 +280,10 @@ def test_linalg_results_in_numpy_layout_and_views_of_views():
         return a, np.add(a, a)
 
     assert_numpy_matches_eager(g, np.arange(6.0).reshape(2, 3))
+
+
+def test_python_types_and_strings_as_dtypes():
+    def f(a):
+        return np.zeros(3, dtype=float), a.astype(int), np.ones(2, dtype=bool), a.astype("int16"), a.dtype.type(3)
+
+    assert_numpy_matches_eager(f, np.arange(3.0))

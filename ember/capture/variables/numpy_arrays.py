@@ -356,6 +356,8 @@ def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers
         raise Unsupported(f"{variable} passed to a numpy function")
     if isinstance(value, np.dtype) or (isinstance(value, type) and _is_scalar_type(value)):
         return tnp.dtype(np.dtype(value).name)
+    if value in (float, int, bool, complex):  # (dtype=float: numpy's float64)
+        return tnp.dtype(np.dtype(value).name)
     if isinstance(value, np.generic):
         if isinstance(value, np.bool_):
             return bool(value)
