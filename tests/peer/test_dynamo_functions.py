@@ -23,31 +23,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 340
+MIN_PASSED = 345
 
 _GRAPH_TEXT = "Dynamo's placeholder names (L_lambda0_keywords_y_, L_x_) vs ember's (x)"
 
 # test -> (outcome, why)
 EXPECTED_NON_PASS = {
     # -- graph breaks under fullgraph (ember.CaptureError) --
-    "FunctionTests.test_broadcast_foreach_pow": ("break", "_foreach_pow with a 0-d tensor: aten._local_scalar_dense"),
-    "FunctionTests.test_foreach_lerp_": ("break", "_foreach_lerp_ with a 0-d tensor weight: aten._local_scalar_dense"),
     "FunctionTests.test_truth": ("break", "bool() of a tensor is data-dependent (torch 2.13 fails it too)"),
-    "FunctionTests.test_custom_dict_kwargs": ("break", "constructing an OrderedDict subclass"),
     "FunctionTests.test_inline_lru_cache_fn_with_default_args": ("break", "calling an lru_cache wrapper"),
-    "FunctionTests.test_min_max": ("break", "max()/min() of 0-d tensors and ints"),
     "FunctionTests.test_numpy_random":
         ("break", "np.random.randn draws from numpy's generator (torch._numpy's would draw torch's: other numbers)"),
     "FunctionTests.test_torch_distributions_functions": ("break", "constructing torch.distributions.Normal"),
     "DefaultsTests.test_cast_tensor_single_elem":
         ("break", "float()/int() of a tensor: captured scalars not supported"),
-    "DefaultsTests.test_listlike_of_tensors_contains_constant":
-        ("break", "`1 in [tensor]` (== inside a container comparison)"),
-    "DefaultsTests.test_pybind_object": ("break", "attribute of a pybind object (GuardDebugInfo.result)"),
-    "DefaultsTests.test_str_handler_for_user_defined_object": ("break", "str() of a user object without __str__"),
-    # -- count mismatches (Dynamo's exact frame counts) --
-    "FunctionTests.test_dict_tuple_lazy_guard":
-        ("count mismatch", "recompiles when an unread dict value / tuple item changes (guards the whole container)"),
     # -- Dynamo's printed graph --
     "FunctionTests.test_partials_graph_break_reconstruct": ("graph text", _GRAPH_TEXT),
     "FunctionTests.test_partials_graph_break_reconstruct_args_and_kwargs": ("graph text", _GRAPH_TEXT),
