@@ -287,3 +287,10 @@ def test_python_types_and_strings_as_dtypes():
         return np.zeros(3, dtype=float), a.astype(int), np.ones(2, dtype=bool), a.astype("int16"), a.dtype.type(3)
 
     assert_numpy_matches_eager(f, np.arange(3.0))
+
+
+def test_result_type_of_arrays_and_of_dtypes():
+    def f(a, b):
+        return np.result_type(a, b), np.result_type(a.dtype, np.float32), np.can_cast(a.dtype, np.float32)
+
+    assert_numpy_matches_eager(f, np.arange(3.0, dtype=np.float32), np.arange(3), graphs=0)

@@ -111,10 +111,10 @@ def wrap_numpy_static(tx, value: Any) -> VariableTracker | None:
         return NumpyFunctionVariable(value, None)
     if isinstance(value, type) and value.__name__ in _FOLDED_NAMES and getattr(np, value.__name__, None) is value:
         return NumpyFunctionVariable(value, None)
-    if not isinstance(value, type) and getattr(value, "__name__", None) in _FOLDED_NAMES and \
-            getattr(np, value.__name__, None) is value:
-        return NumpyFunctionVariable(value, None)
     entry = _numpy_map().get(id(value))
+    if not isinstance(value, type) and getattr(value, "__name__", None) in _FOLDED_NAMES and \
+            getattr(np, value.__name__, None) is value:  # (np.result_type of arrays: torch._numpy's)
+        return NumpyFunctionVariable(value, entry[1] if entry is not None and entry[0] is value else None)
     if entry is not None and entry[0] is value:
         return NumpyFunctionVariable(value, entry[1])
     return None
@@ -596,7 +596,8 @@ class NumpyFunctionVariable(VariableTracker):
                               f"(not captured: torch's generator would give other numbers)")
         values = [*args, *kwargs.values()]
         constant_args = all(value.is_python_constant() for value in values)
-        if constant_args and (self.counterpart is None or isinstance(function, type)):
+        if constant_args and (self.counterpart is None or isinstance(function, type) or
+                              getattr(function, "__name__", None) in _FOLDED_NAMES):
             # np.dtype('float'), np.finfo(np.float32), np.float32(1.5): computed on constants
             try:
                 result = function(*[a.as_python_constant() for a in args],
