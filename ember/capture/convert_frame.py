@@ -46,6 +46,9 @@ log_perf = logs.get("perf")
 log_recompiles = logs.get("recompiles")
 
 
+EAGER_THIS_CALL = object()  # capture_frame's answer: run this call eagerly, capture the next again
+
+
 @dataclasses.dataclass
 class GraphBreak:
     reason: str
@@ -112,7 +115,9 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
             continue
         except RestartCapture as restart:
             record = GraphBreak(restart.reason, restart.filename, restart.lineno, code.co_name)
-            if context.fullgraph:
+            if context.fullgraph and not getattr(restart, "user_raises", False):
+                # (the frame raising the user's exception is no break: the graph before it, then
+                # the glue runs the raising instruction and the exception propagates as eager's)
                 raise CaptureError(
                     f"graph break with fullgraph=True at {restart.filename}:{restart.lineno}: {restart.reason}"
                 ) from None
@@ -133,6 +138,12 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
         except (CaptureError, BackendCompilerFailed, DynamicShapeError):
             raise
         except SkipFrame as skip:
+            if getattr(skip, "user_raises", False):
+                # The frame raises the user's exception where no break can resume (in a loop, a
+                # handler): this call runs eagerly and raises it; later calls capture again.
+                log_fallbacks.debug("running %s eagerly this call: %s", code.co_name, skip)
+                context.record_skip(code, str(skip))
+                return EAGER_THIS_CALL
             if context.fullgraph:
                 raise CaptureError(f"cannot capture {code.co_name} ({code.co_filename}:{code.co_firstlineno}) "
                                    f"with fullgraph=True: {skip}") from None

@@ -35,7 +35,7 @@ from .. import logs
 from .. import stance as _stance
 from ..gc_pause import gc_paused
 from . import defaults
-from .convert_frame import CacheEntry, GraphBreak, capture_frame
+from .convert_frame import EAGER_THIS_CALL, CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
 from .scalars import mark_changed_scalars
 from .shapes import ShapeState
@@ -306,6 +306,8 @@ class CodeRunner:
         counters["stats"]["captures"] += 1
         with gc_paused():  # (the first run too: graphs compile at their first call)
             entry = capture_frame(self.context, self.code, self.f_globals, closure, args, self.shapes)
+            if entry is EAGER_THIS_CALL:  # (the frame raises the user's exception: eager raises it)
+                return self.run_eagerly(closure, args)
             if entry is None:
                 self.eager = True
                 return self.run_eagerly(closure, args)

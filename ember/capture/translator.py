@@ -427,19 +427,25 @@ class RootTranslator(Translator):
             self.break_at(inst, reason)
         except UserException as error:
             # User code raised and nothing in the frame caught it: let Python raise it for real.
-            self.break_at(self.current, f"user code raised {type(error.value).__name__}: {error.value}")
+            self.break_at(self.current, f"user code raised {type(error.value).__name__}: {error.value}",
+                          user_raises=True)
         if self.stop is None and self.done:
             self.stop = ("return", None, None)
 
-    def break_at(self, inst: dis.Instruction, reason: str) -> None:
+    def break_at(self, inst: dis.Instruction, reason: str, user_raises: bool = False) -> None:
+        """`user_raises`: the frame raises the user's own exception here (not ember's limit:
+        even under fullgraph=True it propagates as eager's, see convert_frame.py)."""
         code = self.code
         if analysis.in_loop(code, inst.offset):
-            raise SkipFrame(f"graph break inside a loop: {reason}")
-        if self.exc_stack:
-            raise SkipFrame(f"graph break inside an except/finally handler: {reason}")
-        # Inside try and with blocks is fine: a resume function keeps the original exception
-        # table, and the glue re-enters grad-mode context managers (codegen.py).
-        raise RestartCapture(inst.offset, reason, self.lineno(), code.co_filename)
+            error = SkipFrame(f"graph break inside a loop: {reason}")
+        elif self.exc_stack:
+            error = SkipFrame(f"graph break inside an except/finally handler: {reason}")
+        else:
+            # Inside try and with blocks is fine: a resume function keeps the original exception
+            # table, and the glue re-enters grad-mode context managers (codegen.py).
+            error = RestartCapture(inst.offset, reason, self.lineno(), code.co_filename)
+        error.user_raises = user_raises
+        raise error
 
 
 def make_root(code: types.CodeType, f_globals: dict, closure, args: tuple, graph: OutputGraph,

@@ -318,3 +318,47 @@ def _branches_on_in(x):
 def test_branching_on_in_over_tensors_breaks_and_stays_correct():
     for value in (1.0, 2.0):
         assert_matches_eager(_branches_on_in, torch.tensor([value]), breaks=None)
+
+
+def _adds_to_frozenset():
+    s = frozenset((1, 2, 3))
+    s.add({2})
+    return len(s)
+
+
+def _raises_after_work(x, log):
+    log.append(x + 1)
+    raise KeyError("boom")
+
+
+def _zips_strictly(x, ys, zs):
+    x = x.clone()
+    for y, z in zip(ys, zs, strict=True):
+        x += y * z
+    return x
+
+
+def test_fullgraph_lets_the_users_own_exception_propagate_as_eager():
+    ember.reset()
+    with pytest.raises(AttributeError, match="frozenset"):
+        ember.compile(_adds_to_frozenset, backend="eager", fullgraph=True)()
+    log = []
+    with pytest.raises(KeyError, match="boom"):
+        ember.compile(_raises_after_work, backend="eager", fullgraph=True)(torch.ones(2), log)
+    torch.testing.assert_close(log[0], torch.ones(2) + 1)  # what ran before the raise, ran
+
+
+def test_an_exception_raised_in_a_loop_runs_that_call_eagerly_only():
+    ember.reset()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = ember.compile(_zips_strictly, backend=backend, fullgraph=True)
+    x, ys, zs = torch.ones(3), [1.0, 2.0, 3.0], [2.0, 5.0, 8.0]
+    with pytest.raises(ValueError, match=r"zip\(\) argument 2 is longer"):
+        compiled(x, ys[:1], zs)
+    torch.testing.assert_close(compiled(x, ys, zs), _zips_strictly(x, ys, zs))
+    assert len(graphs) == 1  # the valid call was still captured

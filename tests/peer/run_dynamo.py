@@ -25,7 +25,9 @@ backend ("inductor", or none given) becomes --default-backend (ember's own "embe
 torch._dynamo.config.capture_scalar_outputs and error_on_recompile are honoured (the first as
 ember's option of that name, the second by raising when a call recompiles), and
 `torch._dynamo.exc.Unsupported` also matches ember.CaptureError (ember's fullgraph break) in
-`assertRaises`.
+`assertRaises`, and `UserError` / `InternalTorchDynamoError` (Dynamo's wrappers of an exception
+the user's code raised while tracing) also match a builtin exception: ember lets the user's own
+exception propagate, as eager raises it.
 
 Outcomes: passed; wrong value (a failed assertion on values); count mismatch (a failed
 assertion on frame_count/op_count, Dynamo's exact numbers); graph text (assertExpectedInline
@@ -102,6 +104,20 @@ class _AliasMeta(type):
 
     def __instancecheck__(cls, obj):
         return isinstance(obj, cls._targets)
+
+
+class _UsersOwnExceptionAlias(_AliasMeta):
+    """Dynamo wraps an exception the user's code raises while it traces in its own types
+    (`UserError` for zip(strict=True)'s ValueError, `InternalTorchDynamoError` for frozenset.add's
+    AttributeError); ember lets the user's own exception propagate unwrapped, as eager raises
+    it.  So these also match a builtin exception type (never ember's CaptureError)."""
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, cls._targets) or (
+            isinstance(sub, type) and issubclass(sub, Exception) and sub.__module__ == "builtins")
+
+    def __instancecheck__(cls, obj):
+        return cls.__subclasscheck__(type(obj))
 
 
 class RecompileError(RuntimeError):
@@ -214,6 +230,9 @@ def install_ember_shim(default_backend: str = "ember"):
 
     unsupported = _AliasMeta("Unsupported", (Exception,),
                              {"_targets": (torch._dynamo.exc.Unsupported, CaptureError)})
+    user_error = _UsersOwnExceptionAlias("UserError", (Exception,), {"_targets": (torch._dynamo.exc.UserError,)})
+    internal_error = _UsersOwnExceptionAlias("InternalTorchDynamoError", (Exception,),
+                                             {"_targets": (torch._dynamo.exc.InternalTorchDynamoError,)})
     replacements = [
         (torch, "compile", compile),
         (torch._dynamo, "optimize", optimize),
@@ -225,6 +244,8 @@ def install_ember_shim(default_backend: str = "ember"):
         (torch._dynamo.testing, "reset", reset),
         (torch._dynamo.test_case, "reset", reset),
         (torch._dynamo.exc, "Unsupported", unsupported),
+        (torch._dynamo.exc, "UserError", user_error),
+        (torch._dynamo.exc, "InternalTorchDynamoError", internal_error),
     ]
     saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in replacements if name in owner.__dict__]
     try:

@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 345
+MIN_PASSED = 347
 
 _GRAPH_TEXT = "Dynamo's placeholder names (L_lambda0_keywords_y_, L_x_) vs ember's (x)"
 
@@ -42,12 +42,6 @@ EXPECTED_NON_PASS = {
     "FunctionTests.test_partials_graph_break_reconstruct_args_and_kwargs": ("graph text", _GRAPH_TEXT),
     "FunctionTests.test_partials_graph_break_reconstruct_mix": ("graph text", _GRAPH_TEXT),
     "FunctionTests.test_partials_graph_break_reconstruct_mix_no_source": ("graph text", _GRAPH_TEXT),
-    # -- exceptions of another type than Dynamo's --
-    "DefaultsTests.test_frozenset_illegal_call_method":
-        ("exception mismatch", "CaptureError wrapping the user's AttributeError; expects InternalTorchDynamoError"),
-    "DefaultsTests.test_zip_strict":
-        ("exception mismatch",
-         "CaptureError wrapping zip(strict=True)'s ValueError; expects UserError (torch 2.13 fails it too)"),
 }
 
 # Outcomes that are not failures of ember.
