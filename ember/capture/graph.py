@@ -119,7 +119,7 @@ class OutputGraph:
         else:
             context = self.graph.inserting_after(self._last_placeholder)
         with context:
-            node = self.graph.placeholder(_placeholder_name(source.name()))
+            node = self.graph.placeholder(placeholder_name(source))
         self._last_placeholder = node
         return node
 
@@ -293,10 +293,26 @@ def _target_name(kind: str, target: Any) -> str:
     return getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
 
 
-def _placeholder_name(name: str) -> str:
-    cleaned = re.sub(r"[^0-9a-zA-Z_]", "_", name)
-    if not cleaned or cleaned[0].isdigit():
-        cleaned = "_" + cleaned
+def placeholder_name(source) -> str:
+    """torch.compile's name for the input found at `source`: its path with the frame's locals
+    as `L[...]` and globals as `G[...]`, each run of other characters one `_` (`x` -> `L_x_`,
+    `lambda0.keywords['y']` -> `L_lambda0_keywords_y_`).  FX names the node itself in snake
+    case (`l_x_`), so printed graphs start `l_x_ = L_x_` as Dynamo's do."""
+    from .sources import ClosureSource, GlobalSource, LocalSource
+
+    root, expr = source.root(), source.expr()
+    prefix = None
+    if isinstance(root, LocalSource):
+        prefix = f"L[{root.local!r}]"
+    elif isinstance(root, ClosureSource):
+        prefix = f"L[{root.var_name!r}]"
+    elif isinstance(root, GlobalSource):
+        prefix = f"G[{root.global_name!r}]"
+    if prefix is not None and expr.startswith(root.expr()):
+        expr = prefix + expr[len(root.expr()):]
+    cleaned = re.sub(r"[^0-9a-zA-Z]+", "_", expr)
+    if not cleaned or cleaned[0].isdigit() or cleaned[0] == "_":
+        cleaned = "L" + cleaned if cleaned.startswith("_") else "L_" + cleaned
     return cleaned
 
 

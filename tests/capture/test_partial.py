@@ -42,3 +42,30 @@ def test_a_different_partial_recompiles():
         for p in (functools.partial(_scale, factor=2.0), functools.partial(_scale, factor=2.0, shift=1.0),
                   functools.partial(_scale, factor=5.0), functools.partial(_scale, 0.5)):
             torch.testing.assert_close(compiled(x, p), p(x))
+
+
+def _mul3(x, y, z):
+    return x * y * z
+
+
+SHIFT = torch.ones(2, 2)
+
+
+def _partials_of_an_argument(udf, x):
+    first = functools.partial(udf, x, 4, z=x)
+    return first() + SHIFT
+
+
+def test_graph_inputs_are_named_as_torch_compile_names_them():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    ember.reset()
+    ember.compile(_partials_of_an_argument, backend=backend, fullgraph=True)(_mul3, torch.randn(2, 2))
+    inputs = [(node.name, node.target) for node in graphs[0].graph.nodes if node.op == "placeholder"]
+    assert inputs == [("l_x_", "L_x_"), ("g_shift_", "G_SHIFT_")]
+    code = graphs[0].print_readable(print_output=False)
+    assert 'def forward(self, L_x_: "f32[2, 2]", G_SHIFT_: "f32[2, 2]")' in code and "l_x_ = L_x_" in code

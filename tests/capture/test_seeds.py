@@ -40,28 +40,29 @@ def test_toy_example_three_graphs_from_the_talk():
         torch.testing.assert_close(toy_example(a, b), expected, rtol=0, atol=0)
 
     assert len(graphs) == 3
+    # (inputs named as torch.compile names them: target L_a_ for the local a, node l_a_)
     first = _table(graphs[0])
     assert first == [
-        ("placeholder", "a", "a", ()),
-        ("placeholder", "b", "b", ()),
-        ("call_function", "abs_1", torch.abs, ("a",)),
+        ("placeholder", "l_a_", "L_a_", ()),
+        ("placeholder", "l_b_", "L_b_", ()),
+        ("call_function", "abs_1", torch.abs, ("l_a_",)),
         ("call_function", "add", operator.add, ("abs_1", 1)),
-        ("call_function", "truediv", operator.truediv, ("a", "add")),
-        ("call_method", "sum_1", "sum", ("b",)),
+        ("call_function", "truediv", operator.truediv, ("l_a_", "add")),
+        ("call_method", "sum_1", "sum", ("l_b_",)),
         ("call_function", "lt", operator.lt, ("sum_1", 0)),
         ("output", "output", "output", (("truediv", "lt"),)),
     ]
     negative_branch = [
-        ("placeholder", "b", "b", ()),
-        ("placeholder", "x", "x", ()),
-        ("call_function", "mul", operator.mul, ("b", -1)),
-        ("call_function", "mul_1", operator.mul, ("x", "mul")),
+        ("placeholder", "l_b_", "L_b_", ()),
+        ("placeholder", "l_x_", "L_x_", ()),
+        ("call_function", "mul", operator.mul, ("l_b_", -1)),
+        ("call_function", "mul_1", operator.mul, ("l_x_", "mul")),
         ("output", "output", "output", (("mul_1",),)),
     ]
     positive_branch = [
-        ("placeholder", "b", "b", ()),
-        ("placeholder", "x", "x", ()),
-        ("call_function", "mul", operator.mul, ("x", "b")),
+        ("placeholder", "l_b_", "L_b_", ()),
+        ("placeholder", "l_x_", "L_x_", ()),
+        ("call_function", "mul", operator.mul, ("l_x_", "l_b_")),
         ("output", "output", "output", (("mul",),)),
     ]
     rest = [_table(graphs[1]), _table(graphs[2])]
