@@ -67,7 +67,9 @@ TRITON_OPS: dict[str, str] = {
     "logical_xor": "(({0} != 0) != ({1} != 0))",
     "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
     "where": "tl.where({0}, {1}, {2})",
-    "sign": "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)).to({0}.dtype)",
+    # (not where(x > 0, 1, where(x < 0, -1, 0)): Triton 3.6 on an H200 gave +1 for negative
+    # bfloat16 values there, once fused with a log_softmax; lowp 700735)
+    "sign": "(({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype))",
     "isinf": "(tl.abs({0}) == float('inf'))",
     # CUDA's libdevice (not in Triton's interpreter: kernels using these run on a GPU only)
     "tanh": "libdevice.tanh({0})", "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
@@ -149,6 +151,15 @@ def _ember_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
     share = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))
     return mean_a + delta * share, m2_a + m2_b + delta * delta * n_a * share, n
 '''
+
+def _exact_quotient(total: str, count: str, dtype: torch.dtype) -> str:
+    """total / count, rounded once: Triton's `/` on float32 is the GPU's approximate division
+    (8 equal values' sum / 8 came out 1 ulp off their value, so their variance was not 0 and
+    a quotient of it jumped: fuzz stats 702024 on an H200)."""
+    if dtype == torch.float32:
+        return f"tl.div_rn({total}, tl.full([1, 1], {count}, tl.float32))"
+    return f"({total} / {count})"
+
 
 PERSISTENT_RNUMEL = 2048  # rows up to this many elements are reduced in one block, without a loop
 
@@ -388,6 +399,8 @@ class TritonOps:
                 # booleans add as `or` and multiply as `and` (int1 arithmetic would wrap 1 + 1 to 0)
                 either = name in ("add", "maximum")
                 return kernel.emit(f"({args[0]} {'|' if either else '&'} {args[1]})", torch.bool)
+            if name == "sign" and dtypes[0] == torch.bool:
+                return args[0]  # (the sign of a bool is itself; int1 does not subtract)
             if name == "neg" and dtypes[0] is not None and dtypes[0].is_floating_point:
                 # Triton's unary minus is 0 - x: -(+0.0) would be +0.0
                 return kernel.emit(f"({args[0]} * -1.0)", dtypes[0])
@@ -687,8 +700,8 @@ class TritonKernel(KernelArguments):
         # eager's Welford: an infinity meeting another value makes the mean NaN (inf - inf)
         infinite = self.emit(f"tl.max(tl.where({valid}, (tl.abs({means}) == float('inf')).to(tl.int8), 0), 1)"
                              f"[:, None]", torch.int8)
-        mean = self.emit(f"tl.where(({infinite} != 0) & ({rnumel} > 1), float('nan'), {total} / {rnumel})",
-                         acc_torch)
+        mean = self.emit(f"tl.where(({infinite} != 0) & ({rnumel} > 1), float('nan'), "
+                         f"{_exact_quotient(total, str(rnumel), acc_torch)})", acc_torch)
         deviation = self.emit(f"tl.where({valid}, {means} - {mean}, 0)", acc_torch)
         m2 = self.emit(f"tl.sum(tl.where({valid}, {m2s} + {counts} * {deviation} * {deviation}, 0), 1)[:, None]",
                        acc_torch)
@@ -869,12 +882,21 @@ class _Reducer:
             positions = kernel.emit(f"tl.broadcast_to(rindex, {masked}.shape)")
             pair = kernel.emit(f"tl.reduce(({masked}, {positions}), 1, _ember_{kind})")
             return {kind: kernel.emit(f"{pair}[1][:, None]")}
-        # welford: two passes over registers (as exact as Welford's, and cheaper).  Eager's
+        # welford: passes over registers (as exact as Welford's, and cheaper).  Eager's
         # Welford makes the mean NaN once an infinity meets another value (inf - inf): so here.
+        # The sum's mean is refined by the mean of the deviations from it: a GPU thread adds
+        # its elements in order, so 8 equal values sum to 8x only up to rounding and their
+        # variance came out 1e-3, not 0 (fuzz stats 702024 on an H200); refined, the mean of
+        # equal values is the value (Welford's running mean is), as exact elsewhere or more.
         total = kernel.emit(f"tl.sum({masked}, 1)[:, None]")
         infinite = kernel.emit(f"tl.max(tl.where(xmask & rmask, (tl.abs({value}) == float('inf')).to(tl.int8), 0), 1)"
                                f"[:, None]")
-        mean = kernel.emit(f"tl.where(({infinite} != 0) & (rnumel > 1), float('nan'), {total} / rnumel)")
+        first = kernel.emit(f"tl.where(({infinite} != 0) & (rnumel > 1), float('nan'), "
+                            f"{_exact_quotient(total, 'rnumel', self.acc_torch)})")
+        shift = kernel.emit(f"tl.sum(tl.where(xmask & rmask, {value} - {first}, 0), 1)[:, None]")
+        refined = kernel.emit(f"({first} + {_exact_quotient(shift, 'rnumel', self.acc_torch)})")
+        # (an overflowing sum's inf mean stays: inf - inf would make it NaN)
+        mean = kernel.emit(f"tl.where({refined} == {refined}, {refined}, {first})")
         centered = kernel.emit(f"tl.where(xmask & rmask, {value} - {mean}, 0)")
         m2 = kernel.emit(f"tl.sum({centered} * {centered}, 1)[:, None]")
         return {"welford_mean": mean, "welford_m2": m2}

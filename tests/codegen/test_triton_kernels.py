@@ -629,3 +629,37 @@ def test_a_nan_gradient_through_a_full_min_spreads_as_eagers_on_the_device(reduc
     function(ours).backward()
     f(theirs).backward()
     torch.testing.assert_close(ours.grad, theirs.grad, equal_nan=True, rtol=0, atol=0)
+
+
+def test_sign_of_negative_low_precision_values_fused_into_a_log_softmax():
+    """Fuzz lowp 700735 on an H200: sign spelled where(x > 0, 1, where(x < 0, -1, 0)) came out +1
+    for negative bfloat16 values once fused with a log_softmax and its layer_norm (Triton 3.6),
+    so the variance after them was 104448 where eager's is 76288.  Now spelled as the difference
+    of two comparisons; a bool's sign is itself."""
+    generator = torch.Generator().manual_seed(70073503)
+    c = (torch.randn((7, 7, 5, 4), generator=generator) * 10.0).to(torch.bfloat16)
+    d = (torch.randn((5, 4), generator=generator) * 300.0).to(torch.bfloat16)
+    e = (torch.rand((5, 4), generator=generator) + 0.1).to(torch.bfloat16)
+
+    def program(c, d, e):
+        return F.layer_norm(c.sign().log_softmax(0), (5, 4), d, e, eps=1e-3).float().sum((0, 1, 2))
+
+    _run(program, c, d, e, tolerance={"atol": 1e-2, "rtol": 1e-3})
+    _run(lambda x: torch.sign(x).logical_not(), torch.tensor([True, False, True]))
+    _run(lambda x: torch.sign(x) * 3, torch.tensor([-2, 0, 5], dtype=torch.int8))
+
+
+def test_variance_of_equal_values_is_exactly_zero():
+    """Fuzz stats 702024 on an H200: the variance of 8 equal values (an expanded input times 1e6)
+    was 1e-3, not 0: a GPU thread adds its elements in order, 8x came out rounded, and the mean
+    sum / n was not x.  The mean is refined by the mean deviation from it (x exactly here, as
+    eager's Welford gives); 3 equal values show the rounding in the interpreter too."""
+    x = torch.tensor([0.18419209122657776]).expand(3, 2)
+
+    def program(t):
+        return torch.var(t, 0), torch.var_mean(t * 1e6, 0, correction=0)
+
+    _run(program, x)
+    out = ember_compiled(program)[0](x.to(DEVICE))
+    assert out[0].eq(0).all() and out[1][0].eq(0).all()
+    assert out[1][1].eq((x * 1e6)[0].to(DEVICE)).all()
