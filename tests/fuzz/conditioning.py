@@ -264,17 +264,37 @@ def _zero_meets_overflow(func, args) -> bool:
     return bool((zero & (growth > math.log(torch.finfo(x.dtype).max))).any())
 
 
-def _infinity_last(x: torch.Tensor, dims: list[int]) -> bool:
-    """A row of more than one value whose only infinity is its last element: Welford's mean is
-    that infinity when the row is updated in order (eager's CPU kernels) and NaN when the last
-    element's partial mean is combined with others (eager's CUDA kernels for longer rows,
-    ember's Triton kernels: any infinity meeting another value); conv 10231."""
+def _infinity_by_order(x: torch.Tensor, dims: list[int]) -> bool:
+    """A row of more than one value whose Welford mean is inf or NaN by the order the partial
+    means combine in (inf + (finite - inf) * w is NaN, finite + (inf - finite) * w inf).  On the
+    CPU eager updates a row in order, so only a row whose one infinity is last is ambiguous (conv
+    10231: inf there, NaN where it is combined with others, as ember's Triton kernels do).  On
+    CUDA eager's tree of partial results follows its launch shape (a row of 3 in 2 threads:
+    [0, inf, 1] is inf, default 703671; ember's Triton kernels NaN): a row's one infinity is,
+    wherever it stands.  Two infinities give NaN in every order (inf - inf where they meet), so
+    such rows excuse nothing (lowp 700735: a column of -inf hid a wrong finite column)."""
     if not x.is_floating_point() or not dims or math.prod(x.shape[d] for d in dims) < 2:
         return False
     rows = x.detach().movedim(dims, list(range(x.dim() - len(dims), x.dim())))
     rows = rows.reshape(*rows.shape[:x.dim() - len(dims)], -1)
     infinite = torch.isinf(rows)
+    if x.device.type == "cuda":
+        return bool((infinite.sum(-1) == 1).any())
     return bool((infinite[..., -1] & ~infinite[..., :-1].any(-1)).any())
+
+
+def _mean_noise_zeros(x: torch.Tensor, dims: list[int], keepdim: bool, mean: torch.Tensor) -> torch.Tensor | None:
+    """Where a Welford mean is 0 in exact arithmetic up to its rounding error (eps * sum |x|):
+    the running update leaves 0 +- noise of either sign (reductions 703664: the mean of integers
+    summing to 0 is -1e-8 in eager's CUDA kernel, exactly 0 from a sum; rsqrt gives NaN or inf)."""
+    if not x.is_floating_point() or not dims:
+        return None
+    bound = ACCUMULATION_EPS * torch.nan_to_num(x.detach().double().abs(), nan=0.0).sum(dims, keepdim=keepdim)
+    size = mean.detach().double().abs()
+    if bound.shape != size.shape:
+        return None
+    mask = torch.isfinite(bound) & (size <= bound)
+    return mask if bool(mask.any()) else None
 
 
 def _normalization_overflows(args) -> bool:
@@ -339,6 +359,32 @@ def _eager_batch_norm_backward_misreads(func, args, result) -> bool:
             if bool(((got - want).abs() > tolerance * (1 + want.abs()))[both_finite].any()):
                 return True
         return False
+    except Exception:  # noqa: BLE001 - a watch must never change the run
+        return False
+
+
+# every backward of batch norm eager may call (CUDA's eval mode: batch_norm_backward)
+_BATCH_NORM_BACKWARDS = (aten.native_batch_norm_backward.default, aten.batch_norm_backward.default,
+                         aten.cudnn_batch_norm_backward.default)
+
+
+def _eager_batch_norm_bias_gradient_wrong(args, result) -> bool:
+    """A bias gradient that is not the sum of the output gradient over the batch and spatial dims,
+    which it is by definition: eager's CUDA eval-mode backward of an input [6, 1, 1, 1] with
+    strides (1, 6, 6, 6) (channels-last by its size-1 dims) and no weight gave 0 where the sum
+    is -3.85 (conv 703382, torch 2.11; float64 too).  Eager's error, not one to hold ember to."""
+    try:
+        grad, x = args[0], args[1]
+        if len(result) < 3 or result[2] is None or x.dim() < 2:
+            return False
+        want = grad.detach().double().sum([0, *range(2, x.dim())])
+        got = result[2].detach().double()
+        if got.shape != want.shape:
+            return False
+        both_finite = torch.isfinite(got) & torch.isfinite(want)
+        tolerance = max(1e-3, 4 * torch.finfo(result[2].dtype).eps)
+        scale = 1 + grad.detach().double().abs().sum([0, *range(2, x.dim())])
+        return bool(((got - want).abs() > tolerance * scale)[both_finite].any())
     except Exception:  # noqa: BLE001 - a watch must never change the run
         return False
 
@@ -621,8 +667,12 @@ class ConditionWatch(TorchDispatchMode):
             try:
                 dims = _normalized_dims(func, args, kwargs)
                 if _rows_ill_conditioned(args[0], dims, exact_constant_rows_ok=func in _STATISTICS) or (
-                        func in _STATISTICS and _infinity_last(args[0], dims)):
+                        func in _STATISTICS and _infinity_by_order(args[0], dims)):
                     self.ill_conditioned = True
+                if func in (aten.var_mean.correction, aten.std_mean.correction):
+                    mask = _mean_noise_zeros(args[0], dims, bool(kwargs.get("keepdim", False)), result[1])
+                    if mask is not None:
+                        self.noise_zeros[result[1]] = mask
                 if func in (aten.var_mean.correction, aten.std_mean.correction) and args[0] in self.abs_noise:
                     # the mean of values with absolute noise carries at most the largest of it
                     # (the mean of a layer_norm's row is 0 +- that noise)
@@ -635,6 +685,11 @@ class ConditionWatch(TorchDispatchMode):
             return result
         if func is aten.native_batch_norm_backward.default and (
                 _eager_eval_batch_norm_misreads(args, result) or _eager_batch_norm_backward_misreads(func, args, result)):
+            self.ill_conditioned = True
+            return result
+        if func in _BATCH_NORM_BACKWARDS and _eager_batch_norm_bias_gradient_wrong(
+                (args[1], args[0]) if func is aten.cudnn_batch_norm_backward.default else args, result):
+            # (cudnn's takes the input first)
             self.ill_conditioned = True
             return result
         if func in _NORM_BACKWARD_CANCELS:

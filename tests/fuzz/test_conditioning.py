@@ -429,3 +429,23 @@ def test_variance_of_equal_values_is_ill_conditioned_only_where_their_mean_is_in
     assert (noisy_row.mean(-1) != 0.1).any()
     assert _watched(lambda t: torch.var(t, -1), noisy_row)
     assert _watched(lambda t: torch.nn.functional.layer_norm(t, (16,)), exact_row)  # (normalized: noise / noise)
+
+
+def test_root_of_a_welford_mean_that_is_zero_up_to_its_rounding_is_ill_conditioned():
+    """Reductions 703664: rsqrt of the var_mean mean of integers summing to 0: eager's CUDA
+    Welford leaves -1e-8 (NaN), a sum gives exactly 0 (inf)."""
+    values = torch.tensor([[3.0, -1.0, -2.0, 5.0, -5.0]], dtype=torch.float64)
+    assert _watched(lambda t: torch.var_mean(t, 1)[1].rsqrt(), values)
+    assert not _watched(lambda t: torch.var_mean(t, 1)[1].rsqrt(), values + 1)
+
+
+def test_a_batch_norm_bias_gradient_that_is_not_the_sum_of_the_output_gradient_is_eagers_error():
+    """Conv 703382: eager's CUDA eval backward gave the bias gradient 0 (its input [6, 1, 1, 1]
+    channels-last by its size-1 dims, no weight); by definition it is the sum of dy."""
+    from .conditioning import _eager_batch_norm_bias_gradient_wrong
+
+    dy = torch.randn(6, 1, 1, 1, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(6, 1, 1, 1)
+    args = (dy, x, None, torch.zeros(1), torch.ones(1), None, None, False, 1e-5, [True, False, True])
+    assert _eager_batch_norm_bias_gradient_wrong(args, (dy, None, torch.zeros(1)))
+    assert not _eager_batch_norm_bias_gradient_wrong(args, (dy, None, dy.sum([0, 2, 3])))
