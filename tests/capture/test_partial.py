@@ -69,3 +69,45 @@ def test_graph_inputs_are_named_as_torch_compile_names_them():
     assert inputs == [("l_x_", "L_x_"), ("g_shift_", "G_SHIFT_")]
     code = graphs[0].print_readable(print_output=False)
     assert 'def forward(self, L_x_: "f32[2, 2]", G_SHIFT_: "f32[2, 2]")' in code and "l_x_ = L_x_" in code
+
+
+def _udf_mul(x, y):
+    return x * y
+
+
+def _partials_across_a_break(udf, x):
+    lambda0 = functools.partial(udf, y=x)
+    lambda1 = functools.partial(udf, y=x)
+    print("break")
+    return torch.mul(lambda0(x), lambda1(x))
+
+
+def test_inputs_come_in_the_order_the_frame_first_reads_them():
+    # After the break, the resume function loads lambda0 before x: the tensor is first met as
+    # lambda0's keyword (torch.compile's name for it), and x is the same input.
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    ember.reset()
+    x = torch.randn(2, 2)
+    out = ember.compile(_partials_across_a_break, backend=backend)(_udf_mul, x)
+    torch.testing.assert_close(out, (x * x) * (x * x))
+    inputs = [node.target for node in graphs[-1].graph.nodes if node.op == "placeholder"]
+    assert inputs == ["L_lambda0_keywords_y_"]
+
+
+def _unread_argument(x, unused, flag):
+    return x + 1 if flag else x - 1
+
+
+def test_an_argument_the_frame_never_reads_is_not_guarded():
+    ember.reset()
+    compiled = ember.compile(_unread_argument, backend="eager")
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x, 1, True), x + 1)
+    with ember.set_stance("fail_on_recompile"):
+        torch.testing.assert_close(compiled(x, "anything", True), x + 1)
+    torch.testing.assert_close(compiled(x, 1, False), x - 1)  # flag is read: guarded
