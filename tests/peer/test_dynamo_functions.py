@@ -23,9 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 347
-
-_GRAPH_TEXT = "Dynamo's placeholder names (L_lambda0_keywords_y_, L_x_) vs ember's (x)"
+MIN_PASSED = 351
 
 # test -> (outcome, why)
 EXPECTED_NON_PASS = {
@@ -37,11 +35,6 @@ EXPECTED_NON_PASS = {
     "FunctionTests.test_torch_distributions_functions": ("break", "constructing torch.distributions.Normal"),
     "DefaultsTests.test_cast_tensor_single_elem":
         ("break", "float()/int() of a tensor: captured scalars not supported"),
-    # -- Dynamo's printed graph --
-    "FunctionTests.test_partials_graph_break_reconstruct": ("graph text", _GRAPH_TEXT),
-    "FunctionTests.test_partials_graph_break_reconstruct_args_and_kwargs": ("graph text", _GRAPH_TEXT),
-    "FunctionTests.test_partials_graph_break_reconstruct_mix": ("graph text", _GRAPH_TEXT),
-    "FunctionTests.test_partials_graph_break_reconstruct_mix_no_source": ("graph text", _GRAPH_TEXT),
 }
 
 # Outcomes that are not failures of ember.
