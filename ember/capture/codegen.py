@@ -46,7 +46,7 @@ from .variables.containers import (
     TupleVariable,
 )
 from .variables.collections_types import plain_dict_subclass_base
-from .variables.glue_values import ObjectTextVariable, TensorTruthVariable
+from .variables.glue_values import ObjectTextVariable, TensorNumberVariable, TensorTruthVariable
 from .variables.functions import CellVariable, NestedFunctionVariable, PartialDictVariable, PartialVariable, \
     RealCellVariable, UserFunctionVariable, UserMethodVariable
 from .variables.model_outputs import ModelOutputVariable
@@ -164,6 +164,8 @@ class GlueCodegen:
         if isinstance(v, TensorTruthVariable):
             answer = " or ".join([*(f"bool({self.reconstruct(term)})" for term in v.terms), repr(v.tail)])
             return f"(not ({answer}))" if v.negated else f"({answer})"
+        if isinstance(v, TensorNumberVariable):
+            return f"{self.ref(v.kind)}({self.reconstruct(v.tensor)})"
         if isinstance(v, ObjectTextVariable):
             return f"{self.ref(v.function)}({self.reconstruct(v.owner)})"
         if isinstance(v, ExceptionVariable):
@@ -345,6 +347,8 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
                 visit(item)
         elif isinstance(v, ObjectTextVariable):
             visit(v.owner)
+        elif isinstance(v, TensorNumberVariable):
+            visit(v.tensor)
         elif isinstance(v, TensorTruthVariable):
             for item in v.terms:
                 visit(item)

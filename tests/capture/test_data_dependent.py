@@ -7,7 +7,7 @@ import torch
 
 import ember
 
-from capture_helpers import assert_same_value
+from capture_helpers import assert_matches_eager, assert_same_value
 
 FLAGS = dict(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True)
 
@@ -64,3 +64,35 @@ def test_an_item_leaving_the_graph_or_deciding_a_branch_breaks_there(fn):
         explanation = _run(fn, x, "aot_eager", fullgraph=False, **FLAGS)
         assert explanation.graph_break_count >= 1
         assert not explanation.frames_run_eagerly
+
+
+def _converts(x, y):
+    x = x + 1
+    number = float(x)
+    count = int(y)
+    x.add_(10)  # after the conversion: eager's number is the one before
+    return number, count, x
+
+
+def test_float_and_int_of_a_one_element_tensor_are_converted_by_the_glue():
+    for x, y in [(torch.tensor([1.5]), torch.tensor([3])), (torch.tensor(2.0), torch.tensor(True))]:
+        compiled = ember.compile(_converts, backend="eager", fullgraph=True)
+        got, expected = compiled(x.clone(), y), _converts(x.clone(), y)
+        assert type(got[0]) is float and type(got[1]) is int
+        assert got[:2] == expected[:2]
+        torch.testing.assert_close(got[2], expected[2])
+
+
+def test_float_of_a_tensor_of_several_elements_raises_eagers_value_error():
+    compiled = ember.compile(_converts, backend="eager", fullgraph=True)
+    with pytest.raises(ValueError, match="only one element tensors"):
+        compiled(torch.ones(2), torch.tensor([1]))
+
+
+def _int_of_float(x):
+    return int(x) + 1
+
+
+def test_int_of_a_float_tensor_still_breaks():
+    # (int(nan) raises: converted after the graph, the raise would move)
+    assert_matches_eager(_int_of_float, torch.tensor([2.5]), breaks=None)

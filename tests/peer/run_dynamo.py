@@ -25,7 +25,7 @@ backend ("inductor", or none given) becomes --default-backend (ember's own "embe
 torch._dynamo.config.capture_scalar_outputs and error_on_recompile are honoured (the first as
 ember's option of that name, the second by raising when a call recompiles), and
 `torch._dynamo.exc.Unsupported` also matches ember.CaptureError (ember's fullgraph break) in
-`assertRaises`, and `UserError` / `InternalTorchDynamoError` (Dynamo's wrappers of an exception
+`assertRaises`, and `UserError` / `InternalTorchDynamoError` / `TorchRuntimeError` (Dynamo's wrappers of an exception
 the user's code raised while tracing) also match a builtin exception: ember lets the user's own
 exception propagate, as eager raises it.
 
@@ -109,7 +109,7 @@ class _AliasMeta(type):
 class _UsersOwnExceptionAlias(_AliasMeta):
     """Dynamo wraps an exception the user's code raises while it traces in its own types
     (`UserError` for zip(strict=True)'s ValueError, `InternalTorchDynamoError` for frozenset.add's
-    AttributeError); ember lets the user's own exception propagate unwrapped, as eager raises
+    AttributeError, `TorchRuntimeError` for float() of a two-element tensor's ValueError); ember lets the user's own exception propagate unwrapped, as eager raises
     it.  So these also match a builtin exception type (never ember's CaptureError)."""
 
     def __subclasscheck__(cls, sub):
@@ -233,6 +233,8 @@ def install_ember_shim(default_backend: str = "ember"):
     user_error = _UsersOwnExceptionAlias("UserError", (Exception,), {"_targets": (torch._dynamo.exc.UserError,)})
     internal_error = _UsersOwnExceptionAlias("InternalTorchDynamoError", (Exception,),
                                              {"_targets": (torch._dynamo.exc.InternalTorchDynamoError,)})
+    runtime_error = _UsersOwnExceptionAlias("TorchRuntimeError", (Exception,),
+                                            {"_targets": (torch._dynamo.exc.TorchRuntimeError,)})
     replacements = [
         (torch, "compile", compile),
         (torch._dynamo, "optimize", optimize),
@@ -246,6 +248,7 @@ def install_ember_shim(default_backend: str = "ember"):
         (torch._dynamo.exc, "Unsupported", unsupported),
         (torch._dynamo.exc, "UserError", user_error),
         (torch._dynamo.exc, "InternalTorchDynamoError", internal_error),
+        (torch._dynamo.exc, "TorchRuntimeError", runtime_error),
     ]
     saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in replacements if name in owner.__dict__]
     try:

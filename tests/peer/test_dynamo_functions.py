@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TEST_FILE = Path(__file__).resolve().parent / "dynamo" / "test_functions.py"
 
-MIN_PASSED = 351
+MIN_PASSED = 352
 
 # test -> (outcome, why)
 EXPECTED_NON_PASS = {
@@ -33,8 +33,6 @@ EXPECTED_NON_PASS = {
     "FunctionTests.test_numpy_random":
         ("break", "np.random.randn draws from numpy's generator (torch._numpy's would draw torch's: other numbers)"),
     "FunctionTests.test_torch_distributions_functions": ("break", "constructing torch.distributions.Normal"),
-    "DefaultsTests.test_cast_tensor_single_elem":
-        ("break", "float()/int() of a tensor: captured scalars not supported"),
 }
 
 # Outcomes that are not failures of ember.

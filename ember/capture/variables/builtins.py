@@ -534,8 +534,10 @@ def _scalar(kind):
             return None
         from .tensor import TensorVariable
 
-        if isinstance(value, TensorVariable):
-            raise Unsupported(f"{kind.__name__}() of a tensor reads its value")
+        if isinstance(value, TensorVariable):  # (converted by the glue after the graph)
+            from .glue_values import tensor_to_number
+
+            return tensor_to_number(tx, value, kind)
         return value.call_method(tx, f"__{kind.__name__}__", [], {})
 
     return handler

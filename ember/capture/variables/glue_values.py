@@ -94,3 +94,52 @@ def tensor_comparison(tx, candidate: VariableTracker, item: VariableTracker):
     if any(type(t.example.numel()) is not int or t.example.numel() != 1 for t in tensors):
         return None  # (static sizes only: a symbolic size is not asked)
     return binary_op(tx, operator.eq, candidate, item)
+
+
+class TensorNumberVariable(VariableTracker):
+    """`float(t)` / `int(t)` of a one-element tensor: a graph output (a copy taken where the
+    frame converts, so later writes to t do not change it) that the glue converts after the
+    graph with the builtin itself.  Only where the conversion cannot raise (float() of a real
+    tensor, int() of an integer or bool one), so nothing is reordered; using the number during
+    the capture breaks there."""
+
+    def __init__(self, tensor: VariableTracker, kind: type) -> None:
+        super().__init__()
+        self.tensor, self.kind = tensor, kind
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def as_python_constant(self):
+        raise Unsupported(f"{self.kind.__name__}() of a tensor reads its value")
+
+    def truth(self, tx) -> bool:
+        raise Unsupported(f"data-dependent branch: {self.kind.__name__}() of a tensor reads its value")
+
+    def __repr__(self) -> str:
+        return f"TensorNumberVariable({self.kind.__name__})"
+
+
+def tensor_to_number(tx, tensor: VariableTracker, kind: type) -> VariableTracker | None:
+    """float(t)/int(t): eager's ValueError where t's (static) size is not one element; the
+    glue's conversion (TensorNumberVariable) where it cannot raise; else a break."""
+    import torch
+
+    from ..errors import UserException
+
+    from ..shapes import StaticShapesNeeded
+
+    example = tensor.example
+    numel = example.numel()
+    if example.is_complex():
+        raise Unsupported(f"{kind.__name__}() of a complex tensor")
+    if type(numel) is not int:  # (whether it raises depends on the size: decide on numbers)
+        raise StaticShapesNeeded(f"{kind.__name__}() of a tensor with dynamic sizes", numel)
+    if numel != 1:
+        raise UserException(ValueError("only one element tensors can be converted to Python scalars"))
+    if kind is int and (example.is_floating_point() or example.dtype not in (
+            torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)):
+        # (int() of nan or inf raises: the glue would raise it after the graph, not here)
+        raise Unsupported(f"{kind.__name__}() of a {example.dtype} tensor reads its value")
+    snapshot = tx.graph.call(tx, "call_method", "clone", [tensor], {})
+    return TensorNumberVariable(snapshot, kind)
