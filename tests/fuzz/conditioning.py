@@ -379,6 +379,8 @@ def _eager_batch_norm_bias_gradient_wrong(args, result) -> bool:
             return False
         want = grad.detach().double().sum([0, *range(2, x.dim())])
         got = result[2].detach().double()
+        if got.numel() == 0 and want.numel() > 0:
+            return True  # (eager's CUDA eval backward without a weight returns an empty bias gradient)
         if got.shape != want.shape:
             return False
         both_finite = torch.isfinite(got) & torch.isfinite(want)
@@ -707,6 +709,14 @@ class ConditionWatch(TorchDispatchMode):
             try:  # its gradients are sums of products too: past float32's largest value, see below
                 twins = func(args[0].abs(), args[1].abs(), args[2].abs(), *args[3:], **kwargs)
                 self.ill_conditioned = any(t is not None and bool((t.double() > _FLOAT32_MAX).any()) for t in twins)
+                # the input and weight gradients are sums of products too: where they cancel far
+                # beyond the tolerance, a few ulps of difference in the output gradient (another
+                # kernel's rounding) show (conv 703949: a weight gradient of -2.7e8 out of terms
+                # adding up to 1.7e11 in size; eager -2.68749e8, ember -2.68759e8)
+                for got, twin in zip(result[:2], twins[:2]):
+                    if not self.ill_conditioned and got is not None and twin is not None and \
+                            got.shape == twin.shape and got.is_floating_point():
+                        self.ill_conditioned = _beyond_tolerance(got.detach().double(), twin.double())
                 bounds = self.sum_bounds.get(args[0])
                 if not self.ill_conditioned and bounds is not None and result[2] is not None:
                     # the bias gradient adds up the output gradient, and its terms' own rounding

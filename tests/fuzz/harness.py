@@ -330,9 +330,18 @@ def compare_runs(program: Program, got: Execution, expected: Execution, referenc
 def _eager_runs(program: Program, namespace: dict):
     function = namespace["program"]
     eager = execute(function, namespace, program.seed, watch_conditioning=True)
-    again = execute(function, namespace, program.seed)
-    dtypes = [getattr(o, "dtype", None) for o in eager.outputs]
-    reference = execute(function, namespace, program.seed, reference=True, grad_dtypes=dtypes)
+    try:
+        again = execute(function, namespace, program.seed)
+        dtypes = [getattr(o, "dtype", None) for o in eager.outputs]
+        reference = execute(function, namespace, program.seed, reference=True, grad_dtypes=dtypes)
+    except Exception as error:  # noqa: BLE001
+        # a fault of eager's own kernel surfaces at the next CUDA call, here the next run's first
+        # (index 704133: embedding's backward over an (8, 0) table, an illegal memory access)
+        if namespace.get("DEVICE", "cpu") == "cpu":
+            raise
+        again, reference = Execution(), Execution()
+        again.error = reference.error = error
+        again.error_stage = reference.error_stage = "forward"
     return eager, again, reference
 
 
@@ -470,7 +479,8 @@ def _device_failure(namespace: dict, *runs) -> str | None:
     if namespace.get("DEVICE", "cpu") == "cpu":
         return None
     for run in runs:
-        if run.error is not None and "device-side assert" in str(run.error):
+        if run.error is not None and ("device-side assert" in str(run.error) or
+                                      "illegal memory access" in str(run.error)):
             return first_line(run.error)
     try:
         torch.cuda.synchronize()

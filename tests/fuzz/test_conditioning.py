@@ -449,3 +449,20 @@ def test_a_batch_norm_bias_gradient_that_is_not_the_sum_of_the_output_gradient_i
     args = (dy, x, None, torch.zeros(1), torch.ones(1), None, None, False, 1e-5, [True, False, True])
     assert _eager_batch_norm_bias_gradient_wrong(args, (dy, None, torch.zeros(1)))
     assert not _eager_batch_norm_bias_gradient_wrong(args, (dy, None, dy.sum([0, 2, 3])))
+
+
+def test_a_convolution_weight_gradient_that_cancels_far_beyond_the_tolerance_is_ill_conditioned():
+    """Conv 703949 (GPU): conv2d of values ~1e3 with weights ~1e3, then var over the batch: the
+    weight gradient -2.7e8 is what is left of terms adding up to 1.7e11 in size, so a few ulps of
+    difference in the output gradient move it by 4e-5 of itself."""
+    generator = torch.Generator().manual_seed(70394901)
+    a = torch.randn(4, 64, 1, 6, generator=generator, dtype=torch.float64) * 1000
+    c = (torch.randn(1, 64, 3, 3, generator=generator, dtype=torch.float64) * 1000).requires_grad_()
+
+    def step(a, c):
+        torch.nn.functional.conv2d(a, c, padding=1).var(0).sum().backward()
+
+    assert _watched(step, a, c)
+    small = torch.randn(2, 3, 4, 4, generator=generator, dtype=torch.float64)
+    weight = torch.randn(2, 3, 3, 3, generator=generator, dtype=torch.float64).requires_grad_()
+    assert not _watched(lambda x, w: torch.nn.functional.conv2d(x, w).square().sum().backward(), small, weight)
