@@ -2,6 +2,7 @@
 predicate is captured too (both branches as subgraphs: test_cond_tensor_predicate.py)."""
 import torch
 
+import ember
 from capture_helpers import assert_matches_eager
 
 
@@ -29,3 +30,15 @@ def test_cond_with_a_tensor_predicate_is_captured_in_the_same_graph():
 
     assert_matches_eager(f, torch.ones(3), graphs=1, breaks=0)
     assert_matches_eager(f, -torch.ones(3), graphs=1, breaks=0)
+
+
+def test_cond_with_a_dynamic_size_predicate_is_decided_and_guarded():
+    def f(x):
+        return torch.cond(x.shape[0] > 4, lambda t: t + 1, lambda t: t - 1, [x])
+
+    ember.reset()
+    compiled = ember.compile(f, backend="aot_eager", fullgraph=True, dynamic=True)
+    for size in (6, 3, 8, 2):
+        x = torch.randn(size)
+        torch.testing.assert_close(compiled(x), f(x))
+    ember.reset()

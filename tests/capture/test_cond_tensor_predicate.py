@@ -106,3 +106,13 @@ def test_branch_that_mutates_python_state_is_refused_with_a_reason():
         ember.compile(f, backend="eager", fullgraph=True)(torch.ones(3))
     assert seen == []
     ember.reset()
+
+
+def test_branch_drawing_random_numbers_is_refused_with_a_reason():
+    def f(x):
+        return torch.cond(x.sum() > 0, lambda t: torch.nn.functional.dropout(t, 0.5), lambda t: t * 2, (x,))
+
+    ember.reset()
+    with pytest.raises(Exception, match="torch.cond's true branch draws random numbers"):
+        ember.compile(f, backend="eager", fullgraph=True)(torch.ones(3))
+    ember.reset()

@@ -98,6 +98,16 @@ def test_grad_with_argnums_and_aux_and_grad_and_value():
     assert_matches_eager(f, torch.randn(3), torch.randn(3), graphs=1, breaks=0)
 
 
+def test_grad_with_constant_arguments_and_keywords():
+    def loss(a, scale, b, power=2):
+        return ((a * scale - b) ** power).sum()
+
+    def f(x, y):
+        return torch.func.grad(loss, argnums=(0, 2))(x, 3.0, y, power=3), torch.func.grad(loss)(x, 0.5, b=y)
+
+    assert_matches_eager(f, torch.randn(4), torch.randn(4), graphs=1, breaks=0)
+
+
 def test_nested_grad_and_grad_inside_vmap():
     def f(x):
         second = torch.func.grad(torch.func.grad(lambda t: t.sin() * t))(x[0, 0])

@@ -1,11 +1,12 @@
-"""torch.cond: a Python-constant predicate inlines the chosen branch; a tensor predicate
+"""torch.cond: a Python-constant (or size) predicate inlines the chosen branch; a tensor predicate
 captures both branches as subgraphs and one graph node that selects at run time.
 
 Eager torch.cond given a bool/int/float predicate just calls the chosen branch on the operands;
 under capture that branch is inlined the same way.  With a one-element bool tensor predicate
 each branch is speculated into its own GraphModule (subgraphs.py) on the operands; both must
 return tensors of the same structure, shapes and dtypes, change no Python state and write into
-no tensor (eager torch.cond refuses those too).  The node (`ember_cond_<n>`, target
+no tensor (eager torch.cond refuses those too), and draw no random numbers (both branches run
+compiled: the random stream would not be eager's).  The node (`ember_cond_<n>`, target
 `CondSelect`) takes the predicate, the operands and every value either branch closes over:
 
 - run on real tensors (the eager backend, a graph run as captured) it calls the taken branch
@@ -20,7 +21,8 @@ no tensor (eager torch.cond refuses those too).  The node (`ember_cond_<n>`, tar
   are the difference from eager.
 - inside a captured torch.vmap / torch.func.grad (functorch's wrapped tensors) it is torch.where
   over both branches, as torch.cond's own batching rule is.
-A symbolic predicate (a dynamic size) still breaks the graph.
+A symbolic predicate (a comparison of dynamic sizes, a Python bool in eager) is decided at
+capture with a guard on the sizes, and that branch inlined.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ import torch
 
 from ..errors import Unsupported
 from .base import VariableTracker
-from .subgraphs import call_node, flat_leaves, leaf_variables, rebuild, speculate, union, unique_name
+from .subgraphs import call_node, flat_leaves, leaf_variables, random_op, rebuild, speculate, union, unique_name
 
 
 class CondVariable(VariableTracker):
@@ -56,9 +58,16 @@ class CondVariable(VariableTracker):
             raise Unsupported("torch.cond with operands that are not a tuple or list")
         if isinstance(pred, TensorVariable):
             return _tensor_cond(tx, pred, bound["true_fn"], bound["false_fn"], operand_list)
-        if not pred.is_python_constant() or type(pred.as_python_constant()) not in (bool, int, float):
-            raise Unsupported("torch.cond with a symbolic predicate (a dynamic size)")
-        branch = bound["true_fn"] if pred.as_python_constant() else bound["false_fn"]
+        from .symbolic import SymNodeVariable
+
+        if isinstance(pred, SymNodeVariable):
+            # a comparison of dynamic sizes: a Python bool in eager, decided now and guarded
+            taken = pred.truth(tx)
+        elif pred.is_python_constant() and type(pred.as_python_constant()) in (bool, int, float):
+            taken = pred.as_python_constant()
+        else:
+            raise Unsupported(f"torch.cond with a predicate that is {pred}")
+        branch = bound["true_fn"] if taken else bound["false_fn"]
         return branch.call_function(tx, operand_list, {})
 
 
@@ -92,6 +101,11 @@ def _tensor_cond(tx, pred, true_fn, false_fn, operands: list) -> VariableTracker
     lifted = union(taken.lifted, other.lifted)
     name = unique_name("cond")
     select = CondSelect(taken.module(lifted, name + "_true"), other.module(lifted, name + "_false"))
+    for which, module in (("true", select.true_module), ("false", select.false_module)):
+        drawn = random_op(tx, module)
+        if drawn is not None:
+            # (compiled, both branches run: the random stream would not be eager's)
+            raise Unsupported(f"torch.cond's {which} branch draws random numbers ({drawn})")
     select.__name__ = select.__qualname__ = name
     for region in reversed(regions):
         region.remove()

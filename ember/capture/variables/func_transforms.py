@@ -4,7 +4,8 @@ The function is captured as a subgraph (subgraphs.py) on the call's tensors (eac
 fresh fake, requiring grad where argnums names it, as functorch's wrappers do; closed-over
 tensors become extra inputs that are not differentiated, as functorch treats them); the node
 runs torch.func.grad (or grad_and_value) of that subgraph: at capture time on fakes (which gives
-the result's structure), in the compiled code on the real tensors.  ember's AOT tracer records
+the result's structure), in the compiled code on the real tensors.  Constant arguments (not
+differentiated) are passed to the function as they are.  ember's AOT tracer records
 the ATen ops of the forward and of the transform's backward, and autograd through the result
 (a gradient of the gradient) is functorch's own.  Writes into tensors, Python state changes and
 non-tensor arguments or results break the graph with the reason.
@@ -66,16 +67,26 @@ class GradFunctionVariable(VariableTracker):
         from .tensor import TensorVariable
 
         what = f"torch.func.{TRANSFORMS[self.transform]}'s function"
-        if not args or not all(isinstance(arg, TensorVariable) for arg in args):
-            raise Unsupported(f"{what}: called with arguments that are not all tensors")
         argnums = self.options.get("argnums", 0)
-        positions = {n % len(args) for n in (argnums if isinstance(argnums, tuple) else (argnums,))
-                     if -len(args) <= n < len(args)}
+        numbers = argnums if isinstance(argnums, tuple) else (argnums,)
+        if not all(-len(args) <= n < len(args) for n in numbers):
+            raise Unsupported(f"{what}: argnums out of range")
+        positions = [n % len(args) for n in numbers]
+        tensors = [i for i, arg in enumerate(args) if isinstance(arg, TensorVariable)]
+        if not all(i in tensors or args[i].is_python_constant() for i in range(len(args))) or \
+                not all(i in tensors for i in positions):
+            raise Unsupported(f"{what}: an argument that is neither a tensor nor a constant, or argnums naming one")
+        # constants are passed to the function as they are; argnums count the tensors only
+        remapped = tuple(tensors.index(i) for i in positions)
+        options = dict(self.options, argnums=remapped if isinstance(argnums, tuple) else remapped[0])
         fake_mode = tx.graph.fake_mode
 
         def arguments(region):
             made = []
             for index, arg in enumerate(args):
+                if index not in tensors:
+                    made.append(arg)
+                    continue
                 with fake_mode:
                     example = arg.example.detach()
                     if index in positions and (example.is_floating_point() or example.is_complex()):
@@ -88,9 +99,9 @@ class GradFunctionVariable(VariableTracker):
         name = unique_name(TRANSFORMS[self.transform])
         module = region.module(region.lifted, name)
         region.remove()
-        target = GradCall(self.transform, module, self.options)
+        target = GradCall(self.transform, module, options)
         target.__name__ = target.__qualname__ = name
-        result = call_node(tx, target, [*args, *region.lifted])
+        result = call_node(tx, target, [*[args[i] for i in tensors], *region.lifted])
         if target.spec is _UNKNOWN:
             raise Unsupported(f"{what}: the result's structure is unknown")
         return rebuild(leaf_variables(result, target.count), target.spec)

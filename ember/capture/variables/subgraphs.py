@@ -20,7 +20,9 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.utils._python_dispatch import TorchDispatchMode
 
+from ... import logs
 from ..errors import Unsupported
 from .base import VariableTracker
 
@@ -118,6 +120,9 @@ class Region:
             env[node] = sub.node_copy(node, lambda arg: env[arg])
         sub.output(_unflatten([env[leaf.node] for leaf in self.leaves], self.spec))
         module = torch.fx.GraphModule(torch.nn.Module(), sub, class_name=name)
+        if logs.enabled("graph_code"):
+            logs.get("graph_code").debug("subgraph %s (%s):\n%s", name, self.what,
+                                         module.print_readable(print_output=False))
         return module
 
     def remove(self) -> None:
@@ -127,6 +132,31 @@ class Region:
                 raise Unsupported(f"{self.what}: a value made in the function is used outside it")
         for node in reversed(self.nodes):
             self.graph.graph.erase_node(node)
+
+
+class _SeededOps(TorchDispatchMode):
+    """Notes the first ATen op that draws random numbers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.found is None and torch.Tag.nondeterministic_seeded in func.tags:
+            self.found = func
+        return func(*args, **(kwargs or {}))
+
+
+def random_op(tx, module: torch.fx.GraphModule):
+    """The first random ATen op the subgraph runs (on its inputs' fakes), or None."""
+    examples = [node.meta.get("example_value") for node in module.graph.nodes if node.op == "placeholder"]
+    detector = _SeededOps()
+    try:
+        with tx.graph.fake_mode, detector:
+            module(*examples)
+    except Exception as error:  # noqa: BLE001 - it ran on these fakes once already
+        raise Unsupported(f"a captured subgraph failed on fake tensors ({type(error).__name__}: {error})") from None
+    return detector.found
 
 
 def speculate(tx, what: str, function: VariableTracker, make_args, kwargs: dict | None = None) -> Region:
