@@ -237,6 +237,25 @@ def _rounded_accumulation(func, args, kwargs, result) -> bool:
     return bool((bound[finite] > rtol * size[finite] + atol).any())
 
 
+_MATRIX_PRODUCTS = (aten.mm.default, aten.bmm.default, aten.matmul.default, aten.addmm.default)
+_EXTREME_REDUCTIONS = (aten.amin.default, aten.amax.default, aten.min.default, aten.max.default)
+
+
+def _zero_extreme_of_both_zeros(x, result) -> bool:
+    """Does a min/max reduction return a zero of a tensor holding both 0.0 and -0.0?"""
+    try:
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or not isinstance(result, torch.Tensor):
+            return False
+        values = x.detach()
+        zeros = values == 0
+        if not bool(zeros.any()):
+            return False
+        negative = torch.signbit(values) & zeros
+        return bool(negative.any()) and bool((negative != zeros).any()) and bool((result.detach() == 0).any())
+    except Exception:  # noqa: BLE001 - a watch must never change the run
+        return False
+
+
 def _opposite_zero_ties(args) -> bool:
     """Does max/min compare a 0.0 with a -0.0 anywhere (after broadcasting)?"""
     try:
@@ -763,6 +782,11 @@ class ConditionWatch(TorchDispatchMode):
             if bool((ACCUMULATION_EPS * x[torch.isfinite(x)] > PERIODIC_LIMIT).any()):
                 self.ill_conditioned = True
             return result
+        if func in _EXTREME_REDUCTIONS and _zero_extreme_of_both_zeros(args[0], result):
+            # amin/amax over 0.0 and -0.0: which zero is the extreme is the kernel's choice (conv
+            # 12457: eager's amin -0.0, ember's +0.0; a division by it gives -inf or inf)
+            self.ill_conditioned = True
+            return result
         if func in (aten.maximum.default, aten.minimum.default) and _opposite_zero_ties(args):
             # eager's own choice between 0.0 and -0.0 differs by path (float64 vector lanes take
             # the second, its scalar loop and float32 the first); a division shows it (default 9031)
@@ -807,6 +831,11 @@ class ConditionWatch(TorchDispatchMode):
                 self.noise_zeros[result] = noisy
             if bound.shape == result.shape:
                 self.sum_bounds[result] = torch.where(torch.isfinite(bound), bound, 0)
+                if func in _MATRIX_PRODUCTS:
+                    # a product's rounding (its own order of additions) carried into a sensitive
+                    # op after it (layout 12594: -2 / (v.T @ v) where the 7-term products cancel to
+                    # -0.0046: eager -431.846, ember's another order -431.857)
+                    self.abs_noise[result] = torch.where(torch.isfinite(bound), bound, 0)
         return result
 
     def _sums_cancel(self, args, result) -> bool:
@@ -861,7 +890,7 @@ class ConditionWatch(TorchDispatchMode):
             noise = self.abs_noise[args[0]]
             if func in _SENSITIVE:
                 return _moves_beyond_tolerance(func, args, noise)
-            if func.is_view and isinstance(result, torch.Tensor):
+            if (func.is_view or func is aten._unsafe_view.default) and isinstance(result, torch.Tensor):
                 self.abs_noise[result] = func(noise, *args[1:])
             elif func in (aten.clone.default, aten._to_copy.default) and isinstance(result, torch.Tensor):
                 self.abs_noise[result] = noise

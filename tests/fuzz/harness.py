@@ -44,6 +44,10 @@ EAGER_ONLY_BACKWARD_ERRORS = (VERSION_COUNTER_ERROR,
 # (fuzz conv and stats on an H200).
 # The same backward on CUDA with running statistics but no weight returns a gradient of shape [0]
 # that autograd rejects ("returned an invalid gradient at index 2").
+# Eager's autograd refusing, in the forward, a write into an output of an op returning several
+# views (unbind, split) while grad is recorded, even a write of no element (fuzz inplace 12605):
+# a safety rule of its view tracking, which a functionalized graph (torch.compile's too) has not.
+EAGER_ONLY_FORWARD_ERRORS = ("This view is the output of a function that returns multiple views",)
 EAGER_INTERNAL_ERRORS = ("tensor does not have a device", "NativeBatchNormBackward0 returned an invalid gradient")
 CLASSES = ("ok", "wrong", "crash", "eager_error", "flaky_eager", "ill_conditioned", "timeout", "worker_died")
 
@@ -412,6 +416,10 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
                 # decomposition computes it, as torch.compile's may
                 outcome.cls, outcome.type_match = "eager_error", False
                 outcome.detail = f"eager: {first_line(eager.error)}; ember computed it"
+                continue
+            if got.error is None and any(text in str(eager.error) for text in EAGER_ONLY_FORWARD_ERRORS):
+                outcome.cls, outcome.type_match = "eager_error", False
+                outcome.detail = f"eager's autograd refused: {first_line(eager.error)}; ember's graph ran"
                 continue
             if got.error is None and _eager_error_in_unused_code(program, got, call, growth):
                 # eager raised in a statement nothing kept uses (the GPU's where refuses 65536 as

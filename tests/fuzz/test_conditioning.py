@@ -466,3 +466,19 @@ def test_a_convolution_weight_gradient_that_cancels_far_beyond_the_tolerance_is_
     small = torch.randn(2, 3, 4, 4, generator=generator, dtype=torch.float64)
     weight = torch.randn(2, 3, 3, 3, generator=generator, dtype=torch.float64).requires_grad_()
     assert not _watched(lambda x, w: torch.nn.functional.conv2d(x, w).square().sum().backward(), small, weight)
+
+
+def test_the_zero_extreme_of_both_signed_zeros_is_ill_defined():
+    """Conv 12457: amin over 0.0 and -0.0 is either (eager -0.0, ember +0.0); 1 / it is -inf or inf."""
+    both = torch.tensor([[0.0, -0.0], [1.0, 2.0]], dtype=torch.float64)
+    assert _watched(lambda t: t.amin(0), both)
+    assert not _watched(lambda t: t.amin(0), torch.tensor([[0.0, 3.0], [1.0, 2.0]], dtype=torch.float64))
+
+
+def test_reciprocal_of_a_matrix_product_that_cancels_is_ill_conditioned():
+    """Layout 12594: -2 / (v.T @ v) where a 7-term product cancels to -0.0046: another order of
+    its additions moves the quotient by 2.5e-5 of itself."""
+    a = torch.tensor([[1000.0, -1000.0, 0.5]], dtype=torch.float64)
+    b = torch.ones(3, 1, dtype=torch.float64)
+    assert _watched(lambda x, y: -2 / (x @ y), a, b)
+    assert not _watched(lambda x, y: -2 / (x @ y), torch.tensor([[1.0, 2.0, 0.5]], dtype=torch.float64), b)
