@@ -50,7 +50,7 @@ from .variables.glue_values import ObjectTextVariable, TensorNumberVariable, Ten
 from .variables.functions import CellVariable, NestedFunctionVariable, PartialDictVariable, PartialVariable, \
     RealCellVariable, UserFunctionVariable, UserMethodVariable
 from .variables.model_outputs import ModelOutputVariable
-from .variables.operators import PickedTensorVariable
+from .variables.number_or_tensor import NumberOrTensorVariable
 from .variables.symbolic import SymNodeVariable
 from .variables.objects import ExceptionVariable, NewObjectVariable
 from .variables.tensor import TensorVariable
@@ -107,8 +107,8 @@ class GlueCodegen:
             from .scalars import replay
 
             return replay(self, v.node, v.value)
-        if isinstance(v, PickedTensorVariable):  # min()/max() between a tensor and a number
-            return f"({self.reconstruct(v.picked)} if {self.reconstruct(v.condition)} else {self.reconstruct(v.kept)})"
+        if isinstance(v, NumberOrTensorVariable):  # min()/max() between a tensor and a number
+            return v.glue(self, *(self.reconstruct(part) for part in v.parts))
         if isinstance(v, TensorVariable):
             if v.source is not None:
                 return v.source.expr()
@@ -318,8 +318,8 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
         if v is None or id(v) in seen:
             return
         seen.add(id(v))
-        if isinstance(v, PickedTensorVariable):
-            for item in (v.condition, v.picked, v.kept):
+        if isinstance(v, NumberOrTensorVariable):
+            for item in v.parts:
                 visit(item)
         elif isinstance(v, TensorVariable):
             if v.source is None:

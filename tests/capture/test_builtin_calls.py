@@ -138,3 +138,20 @@ def _nan_order(x):
 def test_min_max_keep_pythons_choice_on_nan():
     out = ember.compile(_nan_order, backend="eager")(torch.tensor([float("nan")]))
     assert torch.isnan(out[0]) and out[1] == 0 and torch.isnan(out[2]) and out[3] == 1
+
+
+def _arithmetic_on_the_winner(a, c, n):
+    m = max(a.sum(), 0)
+    shifted = m + 1 - min(0, a.sum()) * 2  # eager: an int where every winner was a number
+    scaled = m * c  # with a float tensor: c's dtype either way
+    return shifted, scaled, torch.mul(m, n) if isinstance(n, torch.Tensor) else m
+
+
+def test_min_max_winners_keep_eagers_type_through_arithmetic():
+    # m is the int 0 or a 0-d tensor depending on a's values: the glue rebuilds what eager has;
+    # torch.mul(m, int tensor) would give another dtype for the int: a graph break there.
+    for a in (torch.tensor([-1.0, -2.0]), torch.tensor([1.0, 2.5])):
+        assert_matches_eager(_arithmetic_on_the_winner, a, torch.randn(3), torch.tensor([1, 2]), breaks=None)
+        expected, got = _arithmetic_on_the_winner(a, torch.ones(3), 0), \
+            ember.compile(_arithmetic_on_the_winner, backend="eager")(a, torch.ones(3), 0)
+        assert type(got[0]) is type(expected[0]) and type(got[2]) is type(expected[2])

@@ -472,7 +472,7 @@ def _min_max(tx, function, args, kwargs):
     from .tensor import TensorVariable
 
     if not kwargs:
-        from .operators import tensor_min_max
+        from .number_or_tensor import tensor_min_max
 
         result = tensor_min_max(tx, function, items)  # (0-d tensors and numbers: torch.where)
         if result is not None:

@@ -74,6 +74,11 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
     result = ndarray_binary_op(tx, function, left, right)  # (None: no ndarray operand)
     if result is not None:
         return result
+    from .number_or_tensor import number_or_tensor_binary
+
+    result = number_or_tensor_binary(tx, function, left, right)  # (max(t, 0) and the like)
+    if result is not None:
+        return result
     inplace = function in INPLACE_TO_BINARY
     if _is_symbolic(left) or _is_symbolic(right):
         other = right if _is_symbolic(left) else left
@@ -272,70 +277,3 @@ def unary_op(tx, function: Callable, value: VariableTracker) -> VariableTracker:
     if isinstance(value, (UserObjectVariable, NewObjectVariable)) and function in names:
         return value.call_method(tx, names[function], [], {})
     raise Unsupported(f"unary {function.__name__} on {value}")
-
-
-def tensor_min_max(tx, function: Callable, items: list) -> VariableTracker | None:
-    """min()/max() over 0-d tensors and numbers (`min(max(t.sum(), 0), 1)`): Python keeps the
-    first item and takes each next one where `item < best` (min) / `item > best` (max); each
-    step is that comparison and a `torch.where` between the two, so ties and NaNs pick what
-    Python picks.  Only where every choice is exact in the tensors' dtype: 0-d tensors of one
-    dtype and device, numbers that dtype holds exactly (int numbers with integer tensors).
-    None where that does not hold (the caller breaks)."""
-    import torch
-
-    tensors = [item for item in items if _is_tensor(item)]
-    if not tensors:
-        return None
-    dtype, device = tensors[0].example.dtype, tensors[0].example.device
-    for item in items:
-        if _is_tensor(item):
-            example = item.example
-            if example.dim() != 0 or example.dtype != dtype or example.device != device:
-                return None
-        elif not _exact_in(item, dtype):
-            return None
-    compare = operator.lt if function is min else operator.gt
-    best = items[0]
-    for item in items[1:]:
-        condition = binary_op(tx, compare, item, best)
-        picked = tx.graph.call(tx, "call_function", torch.where, [condition, item, best], {})
-        if not (_is_tensor(item) and _is_tensor(best)) or isinstance(item, PickedTensorVariable) \
-                or isinstance(best, PickedTensorVariable):
-            picked = PickedTensorVariable(picked, condition, item, best)
-        best = picked
-    return best
-
-
-def _picked_tensor_class():
-    from .tensor import TensorVariable
-
-    class PickedTensorVariable(TensorVariable):
-        """min()/max()'s winner where one contender is a number: in the graph the 0-d tensor
-        `torch.where(condition, picked, kept)`; outside it (returned, alive after a break) the
-        glue picks the Python object itself, `picked if condition else kept`, as eager did."""
-
-        def __init__(self, result, condition, picked, kept) -> None:
-            super().__init__(result.node, result.example, class_type=result.class_type)
-            self.condition, self.picked, self.kept = condition, picked, kept
-
-    return PickedTensorVariable
-
-
-PickedTensorVariable = _picked_tensor_class()
-
-
-def _exact_in(item: VariableTracker, dtype) -> bool:
-    import torch
-
-    if not isinstance(item, ConstantVariable) or type(item.value) not in (int, float):
-        return False
-    value = item.value
-    if dtype.is_floating_point:
-        try:
-            return torch.tensor(value, dtype=dtype).item() == value
-        except (OverflowError, RuntimeError):
-            return False
-    if dtype.is_complex or dtype == torch.bool or type(value) is not int:
-        return False
-    info = torch.iinfo(dtype)
-    return info.min <= value <= info.max
