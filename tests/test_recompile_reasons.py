@@ -50,8 +50,7 @@ def test_python_values_and_globals_show_both_values(recompile_log):
     compiled(x, True, 2)
     compiled(x, False, 2)
     assert "flag expected True, got False" in recompile_log()
-    compiled(x, False, 2.0)  # (n unread where flag is False: not guarded there, no recompile)
-    compiled(x, True, 2.0)
+    compiled(x, False, 2.0)
     assert "n expected 2 (int), got 2.0 (float)" in recompile_log()
     try:
         SCALE = 3

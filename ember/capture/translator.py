@@ -451,62 +451,17 @@ class RootTranslator(Translator):
 def make_root(code: types.CodeType, f_globals: dict, closure, args: tuple, graph: OutputGraph,
               config, break_plan: dict[int, str]) -> RootTranslator:
     names = argument_names(code)
+    local_vars: dict[str, VariableTracker] = {}
     cells: dict[str, VariableTracker] = {}
     for index, name in enumerate(code.co_freevars):
         cells[name] = real_cell(graph, closure[index], ClosureSource(index, name), name)
     for name in code.co_cellvars:
         cells[name] = CellVariable(None, name)
-    local_vars = ArgumentLocals()
     root = RootTranslator(code, f_globals, graph, local_vars, cells, config, break_plan)
+    # Arguments are wrapped in order so that graph inputs follow the signature.
     for name, value in zip(names, args):
-        local_vars.add_unread(root, name, value)
+        local_vars[name] = wrap(root, value, LocalSource(name))
     return root
-
-
-class ArgumentLocals(dict):
-    """The root frame's locals, its arguments wrapped when first read (LOAD_FAST, a live local
-    at a break), as torch.compile realizes them: graph inputs come in the order the frame meets
-    them, each named by the path it was first met through (`lambda0.keywords['y']` before `x`
-    where lambda0 is loaded first), and an argument the frame never reads is never guarded.
-    Writing or deleting a local before it is read drops it unread."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.unread: dict[str, tuple] = {}
-
-    def add_unread(self, tx, name: str, value) -> None:
-        self.unread[name] = (tx, value)
-        dict.__setitem__(self, name, None)
-
-    def _read(self, name: str) -> None:
-        if name in self.unread:
-            tx, value = self.unread.pop(name)
-            dict.__setitem__(self, name, wrap(tx, value, LocalSource(name)))
-
-    def __getitem__(self, name: str):
-        self._read(name)
-        return dict.__getitem__(self, name)
-
-    def get(self, name: str, default=None):
-        self._read(name)
-        return dict.get(self, name, default)
-
-    def pop(self, name: str, *default):
-        self._read(name)
-        return dict.pop(self, name, *default)
-
-    def __setitem__(self, name: str, value) -> None:
-        self.unread.pop(name, None)
-        dict.__setitem__(self, name, value)
-
-    def values(self):
-        for name in list(self.unread):
-            self._read(name)
-        return dict.values(self)
-
-    def items(self):
-        self.values()
-        return dict.items(self)
 
 
 def argument_names(code: types.CodeType) -> list[str]:

@@ -59,9 +59,9 @@ def test_toy_example_three_graphs_from_the_talk():
         ("call_function", "mul_1", operator.mul, ("l_x_", "mul")),
         ("output", "output", "output", (("mul_1",),)),
     ]
-    positive_branch = [  # (inputs in the order the frame first reads them: `return x * b`)
-        ("placeholder", "l_x_", "L_x_", ()),
+    positive_branch = [
         ("placeholder", "l_b_", "L_b_", ()),
+        ("placeholder", "l_x_", "L_x_", ()),
         ("call_function", "mul", operator.mul, ("l_x_", "l_b_")),
         ("output", "output", "output", (("mul",),)),
     ]
