@@ -385,6 +385,10 @@ class TritonOps:
         interpreted = os.environ.get("TRITON_INTERPRET") == "1"
         if name in _ACCURATE and not interpreted:
             template = _ACCURATE[name]
+        if name == "relu" and not interpreted:
+            # eager's CUDA relu (clamp_min's fmax) makes -0.0 +0.0, its CPU kernel keeps -0.0
+            # (the interpreter checks against the CPU's); atan2 of it showed (fuzz special 705232)
+            template = "tl.where({0} <= 0, 0, {0})"
         libdevice = "libdevice." in template
         if libdevice and interpreted:
             raise NotImplementedError(f"ops.{name} needs CUDA's libdevice, which Triton's interpreter lacks")

@@ -663,3 +663,11 @@ def test_variance_of_equal_values_is_exactly_zero():
     out = ember_compiled(program)[0](x.to(DEVICE))
     assert out[0].eq(0).all() and out[1][0].eq(0).all()
     assert out[1][1].eq((x * 1e6)[0].to(DEVICE)).all()
+
+
+def test_relu_of_negative_zero_keeps_eagers_sign():
+    """Fuzz special 705232 on an H200: eager's CUDA relu(-0.0) is +0.0 (its CPU kernel's -0.0), so
+    atan2(relu(x), relu(x)) is 0 there, and ember's -pi made log1p NaN.  (1 / relu shows the sign:
+    checked against the CPU's kernel in the interpreter, the CUDA one's on a GPU.)"""
+    x = torch.tensor([-0.0, 0.0, -1.0, 2.0, float("nan")])
+    _run(lambda t: 1 / torch.relu(t) + torch.relu(t), x)
