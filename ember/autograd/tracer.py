@@ -19,7 +19,6 @@ BatchNorm running stats) is reported with its final node so the caller can write
 from __future__ import annotations
 
 import dataclasses
-import math
 import operator
 from typing import Any, Callable
 
@@ -31,8 +30,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .eager_check import eager_accepts, eager_overlap_error, elements_share_memory, storage_key
 from .eager_layout import with_eager_layout
-from .symbolic import SymbolicSizeError, SymbolNodes, dense_in_order, expr, hint
+from .symbolic import SymbolicSizeError, SymbolNodes, expr
 from .symbolic_rules import symbolic_result
+from .view_geometry import dense_order as _dense_order, has_symbols as _has_symbols, reads_within as _reads_within
 
 aten = torch.ops.aten
 
@@ -685,25 +685,6 @@ def _single_piece(info: ViewInfo, view: torch.Tensor) -> tuple[Any, tuple]:
     return aten.slice.Tensor, (dim, start, start + view.shape[dim], 1)
 
 
-def _reads_within(view: torch.Tensor, size, stride, offset) -> bool:
-    """Does as_strided(view's storage, size, stride, offset) read only elements of `view`?
-    (Symbolic or large geometries: not known, so False.)"""
-    def positions(sizes, strides, start):
-        if any(not isinstance(n, int) for n in (*sizes, *strides, start)) or math.prod(sizes) > 1 << 20:
-            return None
-        flat = torch.full((), start, dtype=torch.int64)
-        for n, st in zip(sizes, strides):
-            flat = (flat.unsqueeze(-1) + torch.arange(n, dtype=torch.int64) * st).flatten()
-        return flat
-
-    with torch._C._DisableTorchDispatch():
-        read = positions(list(size), list(stride), offset)
-        own = positions(list(view.shape), list(view.stride()), view.storage_offset())
-        if read is None or own is None:
-            return False
-        return bool(torch.isin(read, own).all())
-
-
 def _data_dependent_sizes(args) -> bool:
     """Does some tensor argument have a size that depends on data (an unbacked symbol, even one
     the ShapeEnv has since fixed)?  Such graphs run as ATen calls: a decomposition there would
@@ -717,22 +698,6 @@ def _data_dependent_sizes(args) -> bool:
                     if any(s.name.startswith(("u", "zuf")) for s in getattr(raw, "free_symbols", ())):
                         return True
     return False
-
-
-def _has_symbols(tensor: torch.Tensor) -> bool:
-    return any(isinstance(d, torch.SymInt) for d in (*tensor.shape, *tensor.stride()))
-
-
-def _dense_order(tensor: torch.Tensor) -> list[int] | None:
-    """Dimensions from outermost to innermost if the tensor is dense (a permutation of a
-    contiguous layout), else None.  Symbolic sizes are ordered by their hints (the guards pin
-    the inputs' strides, so the order is that of every allowed size) without guarding them."""
-    sizes, strides = [hint(n) for n in tensor.shape], [hint(st) for st in tensor.stride()]
-    if None in sizes or None in strides:
-        return None
-    order = sorted(range(tensor.dim()), key=lambda d: (-strides[d], -sizes[d]))
-    return order if dense_in_order(sizes, strides, order) else None
-
 
 
 def _sym_key(value) -> Any:

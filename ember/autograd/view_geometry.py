@@ -1,0 +1,43 @@
+"""The memory geometry of views, as the joint trace needs it: which storage positions an
+as_strided reads, whether a layout is dense (and in which order), whether sizes are symbolic."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .symbolic import dense_in_order, hint
+
+
+def reads_within(view: torch.Tensor, size, stride, offset) -> bool:
+    """Does as_strided(view's storage, size, stride, offset) read only elements of `view`?
+    (Symbolic or large geometries: not known, so False.)"""
+    def positions(sizes, strides, start):
+        if any(not isinstance(n, int) for n in (*sizes, *strides, start)) or math.prod(sizes) > 1 << 20:
+            return None
+        flat = torch.full((), start, dtype=torch.int64)
+        for n, st in zip(sizes, strides):
+            flat = (flat.unsqueeze(-1) + torch.arange(n, dtype=torch.int64) * st).flatten()
+        return flat
+
+    with torch._C._DisableTorchDispatch():
+        read = positions(list(size), list(stride), offset)
+        own = positions(list(view.shape), list(view.stride()), view.storage_offset())
+        if read is None or own is None:
+            return False
+        return bool(torch.isin(read, own).all())
+
+
+def has_symbols(tensor: torch.Tensor) -> bool:
+    return any(isinstance(d, torch.SymInt) for d in (*tensor.shape, *tensor.stride()))
+
+
+def dense_order(tensor: torch.Tensor) -> list[int] | None:
+    """Dimensions from outermost to innermost if the tensor is dense (a permutation of a
+    contiguous layout), else None.  Symbolic sizes are ordered by their hints (the guards pin
+    the inputs' strides, so the order is that of every allowed size) without guarding them."""
+    sizes, strides = [hint(n) for n in tensor.shape], [hint(st) for st in tensor.stride()]
+    if None in sizes or None in strides:
+        return None
+    order = sorted(range(tensor.dim()), key=lambda d: (-strides[d], -sizes[d]))
+    return order if dense_in_order(sizes, strides, order) else None
