@@ -197,7 +197,7 @@ for _name, _op in _UNARY.items():
 
 _BINARY = {
     "add": [aten.add.Tensor, aten.add.Scalar], "sub": [aten.sub.Tensor, aten.sub.Scalar],
-    "mul": [aten.mul.Tensor, aten.mul.Scalar], "truediv": [aten.div.Tensor, aten.div.Scalar],
+    "mul": [aten.mul.Tensor, aten.mul.Scalar],
     "maximum": [aten.maximum.default], "minimum": [aten.minimum.default],
     "pow": [aten.pow.Tensor_Tensor], "atan2": [aten.atan2.default],
     "fmod": [aten.fmod.Tensor, aten.fmod.Scalar], "remainder": [aten.remainder.Tensor, aten.remainder.Scalar],
@@ -288,17 +288,6 @@ def rsub(ctx, node, a, b, alpha=1):
     if alpha != 1:
         a = pointwise(ctx, node, "mul", [a, alpha])
     return pointwise(ctx, node, "sub", [b, a])
-
-
-@register(aten.div.Tensor_mode, aten.div.Scalar_mode)
-def div_mode(ctx, node, a, b, *, rounding_mode=None):
-    if rounding_mode is None:
-        return pointwise(ctx, node, "truediv", [a, b])
-    if not _val(node).dtype.is_floating_point:
-        raise FallbackNeeded("integer division (ATen raises on division by zero)")
-    if rounding_mode == "floor":
-        return pointwise(ctx, node, "floordiv", [a, b])
-    return pointwise(ctx, node, "truncdiv", [a, b])
 
 
 @register(aten.where.self)
@@ -1068,3 +1057,4 @@ def getitem(ctx, node, values, position):
     raise FallbackNeeded("getitem of a single value")
 from . import pooling  # noqa: E402,F401  (registers its lowerings)
 from . import scatter  # noqa: E402,F401  (registers its lowerings)
+from . import division  # noqa: E402,F401  (registers its lowerings)
