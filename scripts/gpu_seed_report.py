@@ -10,6 +10,7 @@ import os
 import sys
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import ember
 from tests.fuzz.generator import generate
@@ -21,6 +22,19 @@ VARIANTS = {
     "ember_no_tune": ("ember", {"autotune": False}),
     "ember_nchw": ("ember", {"channels_last_convolutions": ""}),
 }
+
+
+class ChannelsLastConvolutions(TorchDispatchMode):
+    """Eager with every 4-d convolution's operands in channels-last order, forward and backward
+    (what ember's conv_layout pass asks cuDNN for): do eager's own NHWC kernels give ember's
+    result?"""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in (torch.ops.aten.convolution.default, torch.ops.aten.convolution_backward.default):
+            last = torch.channels_last
+            args = [a.contiguous(memory_format=last) if isinstance(a, torch.Tensor) and a.dim() == 4 else a
+                    for a in args]
+        return func(*args, **(kwargs or {}))
 
 
 def tensors(run):
@@ -71,6 +85,8 @@ def probe(mode, seed):
     runs["eager_cuda"] = tensors(eager)
     runs["reference"] = tensors(execute(namespace["program"], namespace, seed, reference=True,
                                         grad_dtypes=[getattr(o, "dtype", None) for o in eager.outputs]))
+    with ChannelsLastConvolutions():
+        runs["eager_cl"] = tensors(execute(namespace["program"], namespace, seed))
     device, namespace["DEVICE"] = namespace["DEVICE"], "cpu"
     runs["eager_cpu"] = tensors(execute(namespace["program"], namespace, seed))
     namespace["DEVICE"] = device

@@ -3,7 +3,8 @@
 A float element is fine when it equals eager's (NaN equals NaN, inf equals inf) or lies within a
 tolerance of eager's value or of the float64 reference's. The tolerance is that of the least
 precise float dtype in the program (atol scaled by the typical magnitude, rtol) plus 8 times
-eager's own error against the reference at that element, so reassociation noise that eager
+eager's own error against the reference at that element (or its median relative error over the
+tensor, where that is larger), so reassociation noise that eager
 itself shows is never called wrong, while ember being far from both is. Where eager overflowed
 (non-finite, while the float64 reference is finite) any ember value is accepted, and so is a
 non-finite ember value anywhere else in that tensor.  Integer and bool elements must be equal to
@@ -86,10 +87,24 @@ def _bad_elements(got: torch.Tensor, expected: torch.Tensor, reference: torch.Te
     eager_error = torch.nan_to_num((e - r).abs(), nan=0.0, posinf=0.0, neginf=0.0)
     magnitude = torch.maximum(torch.nan_to_num(e.abs(), nan=0.0, posinf=0.0),
                               torch.nan_to_num(r.abs(), nan=0.0, posinf=0.0))
-    tolerance = atol * scale + rtol * magnitude + EAGER_ERROR_FACTOR * eager_error
+    # Eager's typical relative error over the tensor counts at every element: where eager's own
+    # float32 is off by 1e-4 nearly everywhere (a gradient carrying a softmax backward's
+    # cancellation through a sum), an element where its error happened to be small is no
+    # stricter (conv 705081 on an H200: eager's weight gradient 0.6e-6 off at one element,
+    # 2e-6 to 4e-6 at the others, every other kernel ~3e-6 there).
+    typical = _typical_relative_error(eager_error, magnitude)
+    tolerance = atol * scale + rtol * magnitude + EAGER_ERROR_FACTOR * torch.maximum(eager_error, typical * magnitude)
     close_e = (c - e).abs() <= tolerance
     close_r = (c - r).abs() <= tolerance
     return ~(same | close_e | close_r)
+
+
+def _typical_relative_error(error: torch.Tensor, magnitude: torch.Tensor) -> float:
+    """The median of eager's relative errors against the reference over the tensor's nonzero elements."""
+    nonzero = magnitude > 0
+    if not bool(nonzero.any()):
+        return 0.0
+    return float((error[nonzero] / magnitude[nonzero]).median())
 
 
 def compare_tensor(got: torch.Tensor, expected: torch.Tensor, reference: torch.Tensor | None, *, where: str,

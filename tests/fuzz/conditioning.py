@@ -316,20 +316,23 @@ def _mean_noise_zeros(x: torch.Tensor, dims: list[int], keepdim: bool, mean: tor
     return mask if bool(mask.any()) else None
 
 
-def _normalization_overflows(args) -> bool:
+def _normalization_overflows(func, args) -> bool:
     """batch_norm of values near the dtype's limit: x * invstd overflows while (x - mean) * invstd
     does not, so the result is finite or NaN by the order of the operations (conv 10072: a
     channel of -1.7e38, eager's kernel 1, a decomposition's x * invstd - mean * invstd NaN)."""
     x = args[0].detach()
     if not x.is_floating_point() or x.dim() < 2 or x.numel() == 0:
         return False
-    training, eps = args[5], args[7]
+    training = _batch_norm_training(func, args)
+    eps = args[-1] if func in (aten._batch_norm_with_update.default, aten._native_batch_norm_legit.no_stats) \
+        else args[7]
+    running_var = None if func is aten._native_batch_norm_legit.no_stats else args[4]
     dims = [0, *range(2, x.dim())]
     values = x.double()
-    if training or args[4] is None:
+    if training or running_var is None:
         variance = values.var(dims, unbiased=False)
     else:
-        variance = args[4].detach().double()
+        variance = running_var.detach().double()
     invstd = (variance + eps).rsqrt()
     largest = values.abs().amax(dims)
     return bool((largest * invstd > torch.finfo(x.dtype).max).any())
@@ -545,8 +548,17 @@ _DIVISIONS = (aten.div.Tensor, aten.div.Tensor_mode, aten.floor_divide.default, 
               aten.fmod.Tensor)
 _ROUNDED_QUOTIENTS = (aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default,
                       aten.remainder.Tensor, aten.remainder.Scalar)
+# (on a GPU eager's batch_norm reaches cuDNN's or the update op's kernel, not native_batch_norm:
+# the rules below missed them there, conv 705710)
 _BATCH_NORMS = (aten.native_batch_norm.default, aten._native_batch_norm_legit.default,
-                aten._native_batch_norm_legit_functional.default, aten._native_batch_norm_legit.no_stats)
+                aten._native_batch_norm_legit_functional.default, aten._native_batch_norm_legit.no_stats,
+                aten.cudnn_batch_norm.default, aten._batch_norm_with_update.default)
+
+
+def _batch_norm_training(func, args) -> bool:
+    if func is aten._batch_norm_with_update.default:
+        return True
+    return bool(args[3] if func is aten._native_batch_norm_legit.no_stats else args[5])
 
 
 def _rounds_quotient(func, kwargs) -> bool:
@@ -560,8 +572,8 @@ def _batch_norm_zero_sum_dims(func, args) -> set | None:
     """A training batch norm without bias normalizes each channel to mean 0: its sum over the
     batch and spatial dims is 0 +- rounding noise (times the channel's weight, if any)."""
     x = args[0]
-    training = True if func is aten._native_batch_norm_legit.no_stats else bool(args[5])
-    if not isinstance(x, torch.Tensor) or x.dim() < 2 or not training or args[2] is not None:
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or not _batch_norm_training(func, args) or \
+            args[2] is not None:
         return None
     return {0, *range(2, x.dim())}
 _NOISE_AMPLIFYING = (aten.reciprocal.default, aten.rsqrt.default, aten.sqrt.default, aten.log.default,
@@ -654,23 +666,20 @@ class ConditionWatch(TorchDispatchMode):
         if isinstance(result, torch.Tensor) and (
                 func in _LIBM or (func in _VALUE_KEEPING and args and self._from_libm(args[0]))):
             self.from_libm[result] = True
-        if func in (aten.native_batch_norm.default, aten._native_batch_norm_legit.default,
-                    aten._native_batch_norm_legit_functional.default) and \
-                isinstance(args[1], torch.Tensor) and bool((args[1].detach().double().abs() > _SQUARE_LIMIT).any()):
+        if func in _BATCH_NORMS and isinstance(args[1], torch.Tensor) and bool((args[1].detach().double().abs() > _SQUARE_LIMIT).any()):
             # a weight beyond sqrt(float32 max): its products with the normalized values and the
             # gradients reach float32's limit, finite or inf by the order of the multiplications
             # (conv 125: eager's backward kernel -2.1e38, a decomposition's -inf)
             self.ill_conditioned = True
             return result
-        if func in (aten.native_batch_norm.default, aten._native_batch_norm_legit.default,
-                    aten._native_batch_norm_legit_functional.default):
+        if func in _BATCH_NORMS:
             try:
                 # a training batch_norm normalizes each channel by its spread, as layer_norm does
                 # its rows: a channel of values far from 0 compared with their spread (a constant
                 # one: 0 +- rounding noise times 1/sqrt(eps); conv 10541, ember's x * invstd -
                 # mean * invstd contracted to an FMA: 7e-4 off) is ill-conditioned the same way
                 channels = [0, *range(2, args[0].dim())]
-                if _normalization_overflows(args) or (args[5] and args[0].dim() >= 2 and
+                if _normalization_overflows(func, args) or (_batch_norm_training(func, args) and args[0].dim() >= 2 and
                                                       _rows_ill_conditioned(args[0], channels)):
                     self.ill_conditioned = True
                     return result

@@ -482,3 +482,26 @@ def test_reciprocal_of_a_matrix_product_that_cancels_is_ill_conditioned():
     b = torch.ones(3, 1, dtype=torch.float64)
     assert _watched(lambda x, y: -2 / (x @ y), a, b)
     assert not _watched(lambda x, y: -2 / (x @ y), torch.tensor([[1.0, 2.0, 0.5]], dtype=torch.float64), b)
+
+
+def test_a_batch_norm_of_values_far_from_their_spread_is_ill_conditioned_whichever_kernel_eager_takes():
+    """On a GPU eager's batch_norm is cuDNN's op or the update op, not native_batch_norm: a
+    channel of values near -64 spread by 0.02 (a convolution's bias with a small product) is
+    normalized noise there too (conv 705710: eager itself 1e-3 off the float64 reference)."""
+    from .conditioning import _batch_norm_training, _normalization_overflows
+
+    aten = torch.ops.aten
+    x = (torch.randn(33, 2, 2, 1, dtype=torch.float64) * 0.02 - 64.0)
+    mean, var = torch.zeros(2, dtype=x.dtype), torch.ones(2, dtype=x.dtype)
+    assert _watched(lambda t: aten._batch_norm_with_update.default(t, None, None, mean.clone(), var.clone(), 0.1,
+                                                                   1e-5), x)
+    assert not _watched(lambda t: aten._batch_norm_with_update.default(t, None, None, mean.clone(), var.clone(),
+                                                                       0.1, 1e-5), x + 64.0)
+    args = (x, None, None, mean, var, 0.1, 1e-5)
+    assert _batch_norm_training(aten._batch_norm_with_update.default, args)
+    assert _batch_norm_training(aten.cudnn_batch_norm.default, (x, None, None, mean, var, True, 0.1, 1e-5))
+    assert not _batch_norm_training(aten._native_batch_norm_legit.no_stats, (x, None, None, False, 0.1, 1e-5))
+    assert not _normalization_overflows(aten._batch_norm_with_update.default, args)
+    constant = torch.full((4, 2, 2, 1), -1.7e38)  # (x * invstd beyond float32's range)
+    assert _normalization_overflows(aten._batch_norm_with_update.default,
+                                    (constant, None, None, mean.float(), var.float(), 0.1, 1e-5))
