@@ -259,12 +259,26 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
     # records the copy as eager recorded the in-place op.  Two nodes, as eager has two histories:
     # a loss that uses only the forward outputs never reaches the mutated input's own history
     # (running its grad_fn on a None gradient can raise, e.g. a saved value written in place).
-    grad_mutations = [k for k in range(num_mutated) if spec.mutation_is_differentiable(k)]
-    position_of = {index: k for k, index in enumerate(returned)}
-    mutation_position = {num_outputs + k: position for position, k in enumerate(grad_mutations)}
+    differentiable = [k for k in range(num_mutated) if spec.mutation_is_differentiable(k)]
     is_mutation = [index >= num_outputs for index in spec.diff_outputs]
     forward_tangents = frozenset(p for p, mutation in enumerate(is_mutation) if not mutation)
-    mutation_tangents = frozenset(p for p, mutation in enumerate(is_mutation) if mutation)
+
+    def reached_by(positions: frozenset[int]) -> set[int]:
+        return {index for index, sources in zip(spec.grad_inputs, spec.grad_sources) if sources & positions}
+
+    # A new value computed only from inputs the outputs reach leaves CompiledFunction itself, as
+    # one more output: one backward then gets every tangent at once, as eager's one history does.
+    # Split over two Functions, each backward would run with the other's tangents as zeros and
+    # autograd add the two: 0 * inf is NaN where eager's sum of the tangents times inf is inf
+    # (fuzz autograd 706455: b.div_(0), then gather(b) and b returned; also the backward twice).
+    reached_by_outputs = reached_by(forward_tangents)
+    inline_mutations = [k for k in differentiable
+                        if reached_by(frozenset({spec.diff_outputs.index(num_outputs + k)})) <= reached_by_outputs]
+    grad_mutations = [k for k in differentiable if k not in inline_mutations]
+    position_of = {index: k for k, index in enumerate(returned)}
+    position_of.update({num_outputs + k: len(returned) + j for j, k in enumerate(inline_mutations)})
+    mutation_position = {num_outputs + k: position for position, k in enumerate(grad_mutations)}
+    mutation_tangents = frozenset(p for p, index in enumerate(spec.diff_outputs) if index - num_outputs in grad_mutations)
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
@@ -274,7 +288,7 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             saved = list(results[num_outputs + num_mutated:])
             if num_mutated:
                 saved = _before_writes(spec, args, saved)
-            _write_back(spec, args, values[num_outputs:], skip=set(grad_mutations))
+            _write_back(spec, args, values[num_outputs:], skip=set(differentiable))
             _save(ctx, saved)
             ctx.ember_tensor_inputs = [isinstance(arg, torch.Tensor) for arg in args]
             if spec.shape_env is not None:  # (symbolic sizes: a missing tangent's zeros take these)
@@ -284,6 +298,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             if non_diff:
                 ctx.mark_non_differentiable(*non_diff)
             ctx.set_materialize_grads(False)  # an output the loss does not use has no gradient: None
+            inline = [num_outputs + k for k in inline_mutations]
+            outputs += _own_memory([values[i] for i in inline], inline, spec, args)
             if grad_mutations:
                 indices = [num_outputs + k for k in grad_mutations]
                 # (a new value that is also an output, one graph value, leaves MutationFunction as a
@@ -332,9 +348,6 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
                         for index in spec.diff_outputs]
             return (None, *_run_backward(pair, ctx, tangents))
 
-    def reached_by(positions: frozenset[int]) -> set[int]:
-        return {index for index, sources in zip(spec.grad_inputs, spec.grad_sources) if sources & positions}
-
     # Inputs no output's autograd graph reaches enter a Function detached: eager's graph has
     # no edge to them, and an edge would make the engine run their grad_fn on a None gradient
     # (NotImplemented for floor_divide raises; hooks would fire).
@@ -351,10 +364,12 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             values = CompiledFunction.apply(state, *_detached(args, unreached))
             if grad_mutations:
                 new_values = MutationFunction.apply(state, *_detached(args, unreached_by_mutations))
+        written = list(zip(inline_mutations, values[len(returned):]))
         if grad_mutations:
-            for k, value in zip(grad_mutations, new_values):
-                args[spec.mutated_inputs[k]].copy_(value)  # recorded by autograd, as eager's in-place op was
-        return _assemble(spec, list(values), returned, args, made)
+            written += list(zip(grad_mutations, new_values))
+        for k, value in written:
+            args[spec.mutated_inputs[k]].copy_(value)  # recorded by autograd, as eager's in-place op was
+        return _assemble(spec, list(values[:len(returned)]), returned, args, made)
 
     run.autograd_function = CompiledFunction
     return run
