@@ -1,12 +1,13 @@
 """Lowerings of true and rounding division (`x / y`, `torch.div(x, y, rounding_mode=...)`).
 
-On a GPU, eager divides by a CPU scalar (a Python number, or a CPU tensor of no dims) as a
-multiplication by the scalar's reciprocal: the scalar is first converted to the common dtype,
-its reciprocal taken in the op's math type (float32 for float16/bfloat16/float32, float64 for
-float64), then `x * (1 / y)`, truncated for rounding_mode='trunc'.  That can differ from `x / y`
-by one bit, and a truncation or a later softmax makes one bit a different integer:
-`div(e, 1e-3, rounding_mode='trunc')` of 6.0 is 5999 either way, but of other values not
-(tests/codegen/test_division.py).  On the CPU eager divides, and so do its kernels here.
+On a GPU, eager truncates a division by a CPU scalar (a Python number, or a CPU tensor of no
+dims) as `trunc(x * (1 / y))`: the scalar converted to the common dtype first, its reciprocal
+taken in the op's math type (float32 for float16/bfloat16/float32, float64 for float64).  The
+product can round otherwise than the quotient, and the truncation makes one bit a different
+integer (`div(e, 1e-3, rounding_mode='trunc')`, fuzz conv 704734; tests/codegen/test_division.py).
+Its true division by such a scalar divides (torch 2.11 on an H200: -2220 / 0.001 is -2220000,
+where -2220 * fl(1 / 0.001) is -2219999.75), and so does ember's; on the CPU eager divides in
+both, and so do its kernels here.
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def _divide(ctx, node, a, b, rounding_mode):
     promoted = value.dtype
     compute = _LOW_PRECISION.get(promoted, promoted)
     out_size = _size(value)
-    inverse = _reciprocal_loader(node, b, out_size, promoted, compute)
+    inverse = _reciprocal_loader(node, b, out_size, promoted, compute) if rounding_mode == "trunc" else None
     if inverse is None:
         return pointwise(ctx, node, "truediv" if rounding_mode is None else "truncdiv", [a, b])
     numerator = loader_for(a, out_size, compute)

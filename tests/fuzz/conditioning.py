@@ -154,6 +154,7 @@ def _near_tie(func, args, kwargs, exact_ties: bool = False, noise: float | None 
 # carries the flip everywhere.  Values exactly on the jump are not counted: every
 # implementation computes those exactly.
 _ROUNDINGS = tuple(getattr(aten, name).default for name in ("floor", "ceil", "trunc", "round"))
+_KINKED_AT_ZERO = (aten.sign.default, aten.relu.default, aten.abs.default)
 _QUOTIENTS = (aten.div.Tensor_mode, aten.div.Scalar_mode, aten.floor_divide.default, aten.remainder.Tensor,
               aten.remainder.Scalar, aten.fmod.Tensor, aten.fmod.Scalar)
 _COMPARISONS = tuple(getattr(getattr(aten, name), overload)
@@ -314,6 +315,15 @@ def _mean_noise_zeros(x: torch.Tensor, dims: list[int], keepdim: bool, mean: tor
         return None
     mask = torch.isfinite(bound) & (size <= bound)
     return mask if bool(mask.any()) else None
+
+
+def _non_finite_operand_on_a_gpu(operands) -> bool:
+    """A GPU convolution over a NaN or inf: which other elements it reaches (through 0 * NaN, a
+    padded or strided position's zero times it) is cuDNN's algorithm's choice, which follows the
+    memory order (conv 705295: a NaN weight made the input gradient NaN at 30 of 360 elements in
+    eager's NCHW kernels, at 120 in its own NHWC ones, as ember's)."""
+    tensors = [t for t in operands if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    return any(t.is_cuda for t in tensors) and any(not bool(torch.isfinite(t).all()) for t in tensors)
 
 
 def _normalization_overflows(func, args) -> bool:
@@ -657,6 +667,7 @@ class ConditionWatch(TorchDispatchMode):
         self.from_libm = WeakIdKeyDictionary()  # tensors holding a libm function's results
         self.sum_bounds = WeakIdKeyDictionary()  # a sum's result -> its rounding error bound
         self.abs_noise = WeakIdKeyDictionary()  # a normalization's output -> its absolute rounding noise
+        self.log_prob_dims = WeakIdKeyDictionary()  # a log_softmax output -> the dim its rows sum over
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -731,6 +742,10 @@ class ConditionWatch(TorchDispatchMode):
                         self.sum_bounds[result[0]] = bound
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
+            return result
+        if func in (aten.convolution.default, aten.convolution_backward.default) and \
+                _non_finite_operand_on_a_gpu(args[:3]):
+            self.ill_conditioned = True
             return result
         if func is aten.convolution_backward.default:
             # (a tuple: before the tensor-only checks below)
@@ -884,6 +899,14 @@ class ConditionWatch(TorchDispatchMode):
             noise = _layer_norm_noise(args)
             if noise is not None:
                 self.abs_noise[result[0]] = noise
+                # an output that is its rounding noise beyond the tolerance: an element equal to its
+                # row's mean (0 +- eps) times a weight of 9e307 is 0.5 (the bias) or 3e291 by the
+                # kernel (special 706390: eager's CUDA layer_norm 3e291, its CPU one 0.5)
+                out = result[0].detach().double()
+                finite = torch.isfinite(out) & torch.isfinite(noise)
+                if bool(finite.any()):
+                    floor = ATOL * max(1.0, float(out[finite].abs().median()))
+                    return bool((noise[finite] > floor + SENSITIVE_RELATIVE_LIMIT * out[finite].abs()).any())
             return False
         if func in _BATCH_NORMS:
             dims = _batch_norm_zero_sum_dims(func, args)
@@ -903,7 +926,15 @@ class ConditionWatch(TorchDispatchMode):
                 self.abs_noise[result] = func(noise, *args[1:])
             elif func in (aten.clone.default, aten._to_copy.default) and isinstance(result, torch.Tensor):
                 self.abs_noise[result] = noise
+        if func is aten.logsumexp.default and args[0] in self.log_prob_dims:
+            # the logsumexp of log-probabilities over their rows is log(1 +- eps): 0 +- noise
+            # (reductions 705951: v / v of it, NaN or 1 by the kernel's rounding)
+            dims = {d % max(args[0].dim(), 1) for d in args[1]} if args[1] else set(range(args[0].dim()))
+            if self.log_prob_dims[args[0]] <= dims:
+                self.noise_zeros[result] = torch.ones(result.shape, dtype=torch.bool, device=result.device)
+            return False
         if func is aten._log_softmax.default and isinstance(result, torch.Tensor):
+            self.log_prob_dims[result] = {args[1] % max(args[0].dim(), 1)}
             # log_softmax near 0 (the max of a row whose other terms are tiny) is -log(sum) of a
             # sum near 1: an ulp of the sum is a relative error of eps / |y|, and dividing by y
             # shows it (default 49189: eager -1.278e6, ember -1.266e6)
@@ -937,9 +968,11 @@ class ConditionWatch(TorchDispatchMode):
             return bool(((exponent < 0) | (exponent != exponent.round())).any())
         if func is aten._to_copy.default and (kwargs or {}).get("dtype") is torch.bool:
             return first is not None and bool(first.any())  # bool() of noise: True or False by chance
-        if func in _ROUNDINGS or func is aten.sign.default:
+        if func in _ROUNDINGS or func in _KINKED_AT_ZERO:
             # floor/ceil of 0 +- noise is 0 or -1 by the noise's sign (default 60988: floor of a
-            # layer_norm element equal to its row's mean: eager 0, ember -1)
+            # layer_norm element equal to its row's mean: eager 0, ember -1); relu's and abs's
+            # derivatives jump there (conv 706351: relu of a Welford mean of integers summing to
+            # 0, eager's CUDA kernel +1e-17 and gradient 1, its CPU one 0 and gradient 0)
             return first is not None and bool(first.any())
         if func in _LOGICAL:  # (default 36491: logical_and of a layer_norm output's nansum)
             return any(mask is not None and bool(mask.any()) for mask in (first, second))

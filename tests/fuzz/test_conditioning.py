@@ -505,3 +505,46 @@ def test_a_batch_norm_of_values_far_from_their_spread_is_ill_conditioned_whichev
     constant = torch.full((4, 2, 2, 1), -1.7e38)  # (x * invstd beyond float32's range)
     assert _normalization_overflows(aten._batch_norm_with_update.default,
                                     (constant, None, None, mean.float(), var.float(), 0.1, 1e-5))
+
+
+def test_a_layer_norm_output_that_is_its_own_noise_is_ill_conditioned():
+    """Special 706390: an element equal to its row's mean (0 +- eps after normalizing) under a weight
+    of 9e307 is the bias (eager's CPU kernel, 0.5) or 3e291 (its CUDA kernel)."""
+    f = torch.nn.functional.layer_norm
+    x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]], dtype=torch.float64)
+    bias = torch.full((3,), 0.5, dtype=torch.float64)
+    assert _watched(lambda t: f(t, (3,), torch.tensor([1.0, 9e307, 1.0], dtype=torch.float64), bias), x)
+    assert not _watched(lambda t: f(t, (3,), torch.tensor([1.0, 2.0, 1.0], dtype=torch.float64), bias), x)
+
+
+def test_relu_of_a_mean_that_is_zero_up_to_rounding_is_ill_conditioned():
+    """Conv 706351: relu of a Welford mean of integers summing to 0 (eager's CUDA kernel 1e-17,
+    relu's gradient 1; its CPU one 0, gradient 0)."""
+    x = torch.tensor([[-2.0, 1.0, 1.0], [3.0, 1.0, 1.0]], dtype=torch.float64)
+    assert _watched(lambda t: torch.relu(torch.var_mean(t, 1)[1]), x)
+    assert not _watched(lambda t: torch.relu(torch.var_mean(t, 1)[1]), x[1:])
+
+
+def test_a_quotient_of_the_logsumexp_of_log_probabilities_is_ill_conditioned():
+    """Reductions 705951: logsumexp(log_softmax(a, 1), 1) is log(1 +- eps), 0 +- noise: v / v of
+    it is NaN or 1 by the kernel's rounding."""
+    x = torch.randn(4, 5, dtype=torch.float64)
+    assert _watched(lambda t: (lambda v: v / v)(torch.log_softmax(t, 1).logsumexp(1)), x)
+    assert not _watched(lambda t: (lambda v: v / v)(torch.log_softmax(t, 1).logsumexp(0)), x)
+    assert not _watched(lambda t: (lambda v: v / v)(t.logsumexp(1)), x)
+
+
+def test_a_gpu_convolution_over_a_nan_spreads_it_by_the_algorithm():
+    """Conv 705295 (H200): the NaN positions of a convolution's gradients over a NaN weight follow
+    cuDNN's algorithm (eager's NHWC kernels: 120 of 360, its NCHW ones: 30).  Only on a GPU; a
+    finite convolution is not flagged."""
+    from .conditioning import _non_finite_operand_on_a_gpu
+
+    w = torch.randn(2, 3, 2, 2)
+    x = torch.randn(1, 3, 4, 4)
+    assert not _non_finite_operand_on_a_gpu([x, w, None])
+    w[0, 0, 0, 0] = float("nan")
+    assert not _non_finite_operand_on_a_gpu([x, w, None])  # (the CPU's kernels keep to the definition)
+    if torch.cuda.is_available():
+        assert _non_finite_operand_on_a_gpu([x.cuda(), w.cuda(), None])
+        assert not _non_finite_operand_on_a_gpu([x.cuda(), w.nan_to_num().cuda(), None])
