@@ -1,13 +1,14 @@
 """Lowerings of true and rounding division (`x / y`, `torch.div(x, y, rounding_mode=...)`).
 
-On a GPU, eager truncates a division by a CPU scalar (a Python number, or a CPU tensor of no
-dims) as `trunc(x * (1 / y))`: the scalar converted to the common dtype first, its reciprocal
-taken in the op's math type (float32 for float16/bfloat16/float32, float64 for float64).  The
-product can round otherwise than the quotient, and the truncation makes one bit a different
-integer (`div(e, 1e-3, rounding_mode='trunc')`, fuzz conv 704734; tests/codegen/test_division.py).
-Its true division by such a scalar divides (torch 2.11 on an H200: -2220 / 0.001 is -2220000,
-where -2220 * fl(1 / 0.001) is -2219999.75), and so does ember's; on the CPU eager divides in
-both, and so do its kernels here.
+On a GPU, eager divides by a Python number as a multiplication by its reciprocal: a true
+division by `fl(1 / y)`, the reciprocal taken in float64 and rounded to the op's math type
+(float32 for float16/bfloat16/float32), a truncating one `trunc(x * (1 / y))` with the
+reciprocal taken in the math type (measured on an H200, torch 2.11: scripts/gpu_div_probe.py,
+0 of 12000 elements apart for each dtype and divisor).  The product can round otherwise than
+the quotient, and a truncation makes one bit a different integer (`div(e, 1e-3,
+rounding_mode='trunc')`, fuzz conv 704734; tests/codegen/test_division.py).  A CPU tensor of no
+dims as the divisor is inverted in the kernel for truncation.  On the CPU eager divides, and so
+do ember's kernels.
 """
 from __future__ import annotations
 
@@ -25,24 +26,21 @@ def _cpu_scalar_copy(arg) -> bool:
             isinstance(arg.args[0], torch.fx.Node) and bool(arg.args[0].meta.get("ember_copied_to_device")))
 
 
-def _reciprocal_loader(node, divisor, out_size, promoted, compute):
+def _reciprocal_loader(node, divisor, out_size, compute, rounding_mode):
     """The divisor's reciprocal as eager's CUDA kernels take it, or None where they divide."""
-    if _val(node).device.type != "cuda" or not promoted.is_floating_point:
+    if _val(node).device.type != "cuda" or not _val(node).dtype.is_floating_point:
         return None
     if isinstance(divisor, (int, float)) and not isinstance(divisor, bool):
-        rounded = torch.tensor(divisor, dtype=torch.float64).to(promoted).to(compute)
-        inverse = float(torch.tensor(1.0, dtype=compute) / rounded)
-        return loader_for(inverse, out_size, compute)
-    if isinstance(divisor, IRNode) and len(node.args) > 1 and _cpu_scalar_copy(node.args[1]):
-        load = loader_for(divisor, out_size, promoted)
-
-        def inverse(ops, index):
-            value = load(ops, index)
-            if compute != promoted:
-                value = ops.to_dtype(value, compute)
-            return ops.reciprocal(value)
-
-        return inverse
+        scalar = torch.tensor(divisor, dtype=torch.float64)
+        if rounding_mode == "trunc":  # 1 / b in the op's math type
+            inverse = torch.tensor(1.0, dtype=compute) / scalar.to(compute)
+        else:  # 1 / b in float64, then rounded to it
+            inverse = (torch.tensor(1.0, dtype=torch.float64) / scalar).to(compute)
+        return loader_for(float(inverse), out_size, compute)
+    if rounding_mode == "trunc" and isinstance(divisor, IRNode) and len(node.args) > 1 and \
+            _cpu_scalar_copy(node.args[1]):
+        load = loader_for(divisor, out_size, compute)
+        return lambda ops, index: ops.reciprocal(load(ops, index))
     return None
 
 
@@ -51,7 +49,7 @@ def _divide(ctx, node, a, b, rounding_mode):
     promoted = value.dtype
     compute = _LOW_PRECISION.get(promoted, promoted)
     out_size = _size(value)
-    inverse = _reciprocal_loader(node, b, out_size, promoted, compute) if rounding_mode == "trunc" else None
+    inverse = _reciprocal_loader(node, b, out_size, compute, rounding_mode)
     if inverse is None:
         return pointwise(ctx, node, "truediv" if rounding_mode is None else "truncdiv", [a, b])
     numerator = loader_for(a, out_size, compute)

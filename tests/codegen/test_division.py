@@ -31,10 +31,13 @@ def _lowered(target, dtype, divisor, **kwargs):
     return ir_text(_lower(gm))
 
 
-def test_true_division_by_a_number_divides():
-    """(torch 2.11's CUDA kernel divides: -2220 / 0.001 is -2220000 there, not -2219999.75)"""
-    text = _lowered(aten.div.Tensor, torch.float32, 0.001)
-    assert "ops.truediv(tmp0, ops.constant(0.001, float32))" in text, text
+def test_true_division_by_a_number_multiplies_by_its_float64_reciprocal_rounded():
+    """(torch 2.11 on an H200: -2220 / 0.001 is -2220000 there, -2220 * fl32(1 / fl32(0.001)) would
+    be -2219999.75; x / 7 is x * fl32(1 / 7) at every element)"""
+    text = _lowered(aten.div.Tensor, torch.float32, 7.0)
+    inverse = float(torch.tensor(1.0 / 7.0).float())
+    assert f"ops.mul(tmp0, ops.constant({inverse!r}, float32))" in text and "truediv" not in text, text
+    assert "ops.constant(1000.0, float32)" in _lowered(aten.div.Tensor, torch.float32, 0.001)
 
 
 def test_truncating_division_by_a_number_truncates_the_product_with_its_float32_reciprocal():
@@ -44,10 +47,10 @@ def test_truncating_division_by_a_number_truncates_the_product_with_its_float32_
     assert "truncdiv" not in text
 
 
-def test_a_half_divisor_is_rounded_to_the_half_type_first():
-    # eager converts the scalar to the common dtype (0.1 -> 0.0999755859375), then takes 1/b in float32
+def test_a_half_division_takes_the_reciprocal_of_the_unrounded_divisor():
+    # (not of 0.1 rounded to float16, 0.0999755859375: 3332 of 12000 elements apart on an H200)
     text = _lowered(aten.div.Tensor_mode, torch.float16, 0.1, rounding_mode="trunc")
-    inverse = float(torch.tensor(1.0) / torch.tensor(0.1, dtype=torch.float16).float())
+    inverse = float(torch.tensor(1.0) / torch.tensor(0.1))
     assert f"ops.constant({inverse!r}, float32)" in text, text
 
 
@@ -96,12 +99,13 @@ def test_the_values_that_tell_them_apart_exist():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("rounding", [None, "trunc"])
-@pytest.mark.parametrize("divisor", [0.001, 0.3, 7.0])
-def test_ember_divides_by_a_number_as_eagers_cuda_kernel(rounding, divisor):
+@pytest.mark.parametrize("divisor", [0.001, 0.3, 7.0, 0.007])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_ember_divides_by_a_number_as_eagers_cuda_kernel(rounding, divisor, dtype):
     """fuzz conv 704734: log_softmax of div(e, 1e-3, rounding_mode='trunc') on an H200."""
     import ember
 
-    a = (torch.arange(-6000, 6000, dtype=torch.float32) * 0.37).cuda()
+    a = (torch.arange(-6000, 6000, dtype=torch.float32) * 0.37).to(dtype).cuda()
 
     def f(x):
         return torch.div(x, divisor, rounding_mode=rounding) + 0.0
