@@ -6,6 +6,8 @@ import operator
 import torch
 
 aten = torch.ops.aten
+# node.meta key: a mean the partitioner found subtracted from its own input (centering_means)
+CENTERS_ITS_INPUT = "ember_centers_its_input"
 
 _EXTREMA = {aten.amax.default, aten.amin.default, aten.max.default, aten.min.default, aten.max.dim,
             aten.min.dim}
@@ -73,3 +75,16 @@ def subtracted_from_its_extremum(graph: torch.fx.Graph) -> set:
                 and _through_views(other.args[0]) is value and _from_transcendental(value)):
             pinned.add(value)
     return pinned
+
+
+def centering_means(graph: torch.fx.Graph) -> set:
+    """`mean(x)` nodes subtracted from that same x (`x - x.mean(dims, keepdim=True)`, var's and
+    std's backward).  The lowering makes such a mean exact for a row of equal values (their
+    difference must be exactly 0, as in eager); the partitioner marks them on the joint graph,
+    since the forward may keep the mean and the backward recompute x (fuzz stats 706258: the
+    gradient of var over 16 equal values was 1e-5 on an H200, not 0)."""
+    return {user.args[1] for node in graph.nodes
+            if node.op == "call_function" and node.target in (aten.mean.dim, aten.mean.default)
+            for user in node.users
+            if user.target is aten.sub.Tensor and len(user.args) == 2 and user.args[0] is node.args[0]
+            and user.args[1] is node and not user.kwargs}

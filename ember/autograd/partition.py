@@ -23,7 +23,7 @@ import torch
 import torch.fx
 
 from .eager_check import node_eager_accepts
-from ..graph_patterns import compared_with_its_extremum
+from ..graph_patterns import CENTERS_ITS_INPUT, centering_means, compared_with_its_extremum
 from .joint import JointSpec
 from .symbolic import SymbolicSizeError, SymbolNodes
 
@@ -325,6 +325,8 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
 
 
 def _build(joint, spec, primals, tangents, fw_outputs, grads, saved) -> Partition:
+    for mean in centering_means(joint.graph):  # (the mark travels with the node into either graph)
+        mean.meta[CENTERS_ITS_INPUT] = True
     backward = None
     if tangents and grads:
         recomputed = _not_after(joint, tangents) if RECOMPUTE_NEAR_USE else None

@@ -72,3 +72,23 @@ def test_centering_a_row_of_equal_values_gives_zeros():
     assert torch.equal(mean[2:4], eager_mean[2:4]) and torch.equal(centered[2:4], eager_centered[2:4])
     torch.testing.assert_close(mean, eager_mean, rtol=1e-15, atol=0)
     torch.testing.assert_close(centered[4], eager_centered[4], rtol=0, atol=1e-15)
+
+
+def test_a_mean_the_partitioner_keeps_in_the_forward_stays_exact_for_equal_values(caplog):
+    """Fuzz stats 706258 (H200): var's backward subtracts mean(x) from x; the partitioner kept the
+    mean in the forward and recomputed x in the backward, so the lowering no longer saw the two
+    meet and summed 16 equal values with rounding (gradient 1e-5, eager's 0).  The joint graph's
+    mark travels with the mean: the forward computes it exactly where the row's values are equal."""
+    import logging
+
+    def f(b):
+        v0 = torch.stack([b, b, b], 0)
+        return torch.var(v0.narrow(3, 0, 1).expand_as(v0) * 3.0, 3, correction=2)
+
+    leaf = torch.randn(3, 3, 16, requires_grad=True)
+    with caplog.at_level(logging.DEBUG, logger="ember.ir"):
+        out = ember.compile(f, backend="ember")(leaf)
+    forward_ir = caplog.text
+    assert "mean_dim = aten.mean.dim" in forward_ir and "max over [16]" in forward_ir, forward_ir
+    out.backward(torch.randn_like(out))
+    assert torch.equal(leaf.grad, torch.zeros_like(leaf))
