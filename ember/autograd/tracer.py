@@ -432,6 +432,9 @@ class AtenTracer(TorchDispatchMode):
             # into an empty slice of a stride-0 view; fuzz layout 902): the op on the fakes only.
             # (Unless its value requires grad: eager's autograd records the write all the same,
             # and the tensor written requires grad from then on; fuzz inplace 363.)
+            # Eager still checks the result type's cast to the target's (a bool x[:0] *= 7
+            # raises; fuzz inplace 13245).
+            self._check_cast(functional(*args, **kwargs), target)
             return func(*args, **kwargs)
         if not empty and isinstance(target, torch.Tensor) and elements_share_memory(target):
             # eager writes such a view element by element, each write seen by the later reads of
@@ -474,13 +477,16 @@ class AtenTracer(TorchDispatchMode):
         if refused is not None:
             raise TracingError(f"{func}: {refused}{self._where()}")
 
+    def _check_cast(self, value: torch.Tensor, target: torch.Tensor) -> None:
+        if not torch.can_cast(value.dtype, target.dtype):  # fakes do not check; eager raises
+            raise TracingError(f"result type {value.dtype} can't be cast to the desired output type "
+                               f"{target.dtype}{self._where()}")
+
     def _keep_dtype(self, value_node: torch.fx.Node, value: torch.Tensor, target: torch.Tensor) -> torch.fx.Node:
         """An in-place op keeps its target's dtype (a bfloat16 x.sub_(float32) stays bfloat16)."""
         if value.dtype == target.dtype:
             return value_node
-        if not torch.can_cast(value.dtype, target.dtype):  # fakes do not check; eager raises
-            raise TracingError(f"result type {value.dtype} can't be cast to the desired output type "
-                               f"{target.dtype}{self._where()}")
+        self._check_cast(value, target)
         return self._record(aten._to_copy.default, (value_node,), {"dtype": target.dtype}, value.to(target.dtype))
 
     def _opaque_mutation(self, func, args, kwargs, written):

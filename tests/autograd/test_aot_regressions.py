@@ -380,6 +380,21 @@ def test_inplace_result_that_cannot_be_cast_back_raises(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_inplace_write_of_no_element_still_checks_the_cast(backend):
+    """Fuzz inplace 13245: a write into an empty bool view (`v[:] *= 7`) skipped the graph and
+    the dtype check with it; eager refuses the int64 result all the same."""
+    def fn(a):
+        view = a[a].view(2, 0)
+        view[:] *= 7
+        return view
+
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        fn(torch.zeros(0, 5, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ember.compile(fn, backend=backend)(torch.zeros(0, 5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_decomposed_op_keeps_eager_strides(backend):
     """softmax's decomposition of a transposed input came out transposed, eager's kernel returns
     it contiguous: the tracer then made `reshape` a copy instead of a view, and a later write to

@@ -382,6 +382,28 @@ def test_eagers_cpu_batch_norm_backward_misreading_a_transposed_input_is_flagged
             assert right
 
 
+def test_eagers_cpu_batch_norm_backward_misreading_a_strided_weight_is_flagged():
+    """torch 2.13's CPU batch_norm backward reads a strided weight as contiguous in its
+    channels-last kernel, which an [N, C, 1, 1] or [N, C] input takes too (conv 12961: the input
+    gradient used w[::2]'s storage[0:3]); its forward reads it right.  Run again on contiguous
+    copies it is right; a contiguous weight is not flagged."""
+    x = torch.randn(4, 3, 1, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    storage = torch.randn(6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    grad = torch.randn(4, 3, 1, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    expected = None
+    for weight, misread in ((storage[::2].contiguous(), False), (storage[::2], True)):
+        leaf = x.clone().requires_grad_()
+        out = torch.nn.functional.batch_norm(leaf, None, None, weight, None, training=True)
+        with ConditionWatch() as watch:
+            (found,) = torch.autograd.grad(out, leaf, grad)
+        expected = found if expected is None else expected
+        right = torch.allclose(found, expected)
+        # (where a later torch fixes its kernel, eager is right and nothing is flagged)
+        assert watch.ill_conditioned == (not right), (misread, right)
+        if not misread:
+            assert right
+
+
 def test_remainder_by_a_noisy_normalized_divisor_with_a_large_quotient_is_ill_conditioned():
     """fmod(1, y) for a layer_norm output y of about 0.0156 moves by 64 times y's rounding noise
     (default 11412, on the resized call: eager 0.015574, ember_ca 0.0155894); divisors of 0.7 and
@@ -548,3 +570,15 @@ def test_a_gpu_convolution_over_a_nan_spreads_it_by_the_algorithm():
     if torch.cuda.is_available():
         assert _non_finite_operand_on_a_gpu([x.cuda(), w.cuda(), None])
         assert not _non_finite_operand_on_a_gpu([x.cuda(), w.nan_to_num().cuda(), None])
+
+
+def test_log1p_of_a_sine_near_minus_one_is_ill_conditioned():
+    """log1p(sin(x)) at sin(x) = -0.99989 has condition number 1e3: one ulp of the sine (eager's
+    Sleef and ember's libmvec round it differently) moves it by 6e-5 relative, beyond float32's
+    rtol (layout 13050: eager -9.13777, ember -9.13722).  Away from -1, or without the libm
+    function before it (an input's value is exact), it is not flagged."""
+    near = torch.tensor([-1.5854613780975342, 0.3])
+    assert _watched(lambda t: torch.sin(t).split(1)[0].log1p(), near)
+    assert _watched(lambda t: torch.sin(t.double()).log1p(), near)
+    assert not _watched(lambda t: torch.sin(t).log1p(), torch.tensor([-1.2, 0.3]))
+    assert not _watched(torch.log1p, torch.sin(near))
