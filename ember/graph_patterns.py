@@ -77,14 +77,18 @@ def subtracted_from_its_extremum(graph: torch.fx.Graph) -> set:
     return pinned
 
 
+def centers_its_input(mean: torch.fx.Node) -> bool:
+    """Is `mean(x)` subtracted from that same x (`x - x.mean(dims, keepdim=True)`, var's and std's
+    backward)?  The lowering makes such a mean exact for a row of equal values (their difference
+    must be exactly 0, as in eager)."""
+    return any(user.target is aten.sub.Tensor and len(user.args) == 2 and user.args[0] is mean.args[0]
+               and user.args[1] is mean and not user.kwargs for user in mean.users)
+
+
 def centering_means(graph: torch.fx.Graph) -> set:
-    """`mean(x)` nodes subtracted from that same x (`x - x.mean(dims, keepdim=True)`, var's and
-    std's backward).  The lowering makes such a mean exact for a row of equal values (their
-    difference must be exactly 0, as in eager); the partitioner marks them on the joint graph,
-    since the forward may keep the mean and the backward recompute x (fuzz stats 706258: the
-    gradient of var over 16 equal values was 1e-5 on an H200, not 0)."""
-    return {user.args[1] for node in graph.nodes
+    """The means of `graph` that center their input.  The partitioner marks them on the joint
+    graph (CENTERS_ITS_INPUT), since the forward may keep the mean and the backward recompute x
+    (fuzz stats 706258: the gradient of var over 16 equal values was 1e-5 on an H200, not 0)."""
+    return {node for node in graph.nodes
             if node.op == "call_function" and node.target in (aten.mean.dim, aten.mean.default)
-            for user in node.users
-            if user.target is aten.sub.Tensor and len(user.args) == 2 and user.args[0] is node.args[0]
-            and user.args[1] is node and not user.kwargs}
+            and centers_its_input(node)}

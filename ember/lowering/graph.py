@@ -396,15 +396,13 @@ class GraphLowering(torch.fx.Interpreter):
         self.buffers.append(_SideEffectMarker(self.new_name("call"), call))
         return value
 
-
     def _in_traced_strides(self, arg, value):
         """`value` (the IR of graph node `arg`) realized with `arg`'s fake strides where it is dense."""
         fake = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(value, IRNode) or not isinstance(fake, torch.Tensor):
             return value
         realized = self.realize(value)
-        wanted = _layout_of(fake)
-        wanted.offset = sympy.Integer(0)
+        wanted = dataclasses.replace(_layout_of(fake), offset=sympy.Integer(0))
         if _same_layout(dataclasses.replace(realized.layout, offset=sympy.Integer(0)), wanted):
             return realized
         dense = _dense_layout(wanted)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import sympy
 import torch
 
-from ..graph_patterns import CENTERS_ITS_INPUT
+from ..graph_patterns import CENTERS_ITS_INPUT, centers_its_input
 from .indexing import broadcast_index, view_reindex
 from .ir import Buffer, ComputedBuffer, IRNode, Pointwise, Reduction, ReductionSpec, View, product
 from .symbolic import ShapesNotSupported, expr_of, is_symbolic, provably_nonnegative, static_int
@@ -921,11 +921,9 @@ def mean(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
 
 
 def _centers_its_input(node) -> bool:
-    """Is `mean(x)` subtracted from that same x (x - x.mean(dims, keepdim=True)), here or, before
-    the joint graph was partitioned, in the backward (graph_patterns.centering_means)?"""
-    return bool(node.meta.get(CENTERS_ITS_INPUT)) or any(
-        user.target is aten.sub.Tensor and len(user.args) == 2 and user.args[0] is node.args[0]
-        and user.args[1] is node and not user.kwargs for user in node.users)
+    """Is `mean(x)` subtracted from that same x, here or, before the joint graph was partitioned,
+    in the backward (graph_patterns.centering_means)?"""
+    return bool(node.meta.get(CENTERS_ITS_INPUT)) or centers_its_input(node)
 
 
 def _welford(ctx, node, x, dims, correction, keepdim, out, root: bool = False):

@@ -1,0 +1,31 @@
+"""Fuzz programs that went wrong on a GPU (EMBER_FUZZ_DEVICE=cuda), each fixed or classified since:
+run through the harness on the GPU, none may come out wrong or crash again.  Skipped without one
+(the CPU runs of the same seeds are ordinary fuzz programs)."""
+import pytest
+import torch
+
+from .generator import generate
+from .harness import run_program
+
+# (mode, seed): what it was, and what fixed or classified it
+GPU_SEEDS = [
+    ("special", 705232),    # relu's -0.0 under atan2 (triton: relu makes +0.0 on the GPU)
+    ("conv", 704734),       # trunc division by 1e-3 (lowering/division.py: eager's reciprocal)
+    ("conv", 705081),       # a weight gradient eager is 1e-4 off nearly everywhere (compare: typical error)
+    ("conv", 705295),       # NaN weight spread by cuDNN's NHWC kernels (conditioning: GPU convolution over NaN)
+    ("conv", 705710),       # batch_norm of a channel far from 0 (conditioning: cuDNN's batch_norm op)
+    ("stats", 704921),      # group_norm backward reading a transposed view (fallback arguments' strides)
+    ("stats", 706258),      # a mean kept in the forward over 16 equal values (partition: centering means)
+    ("autograd", 706455),   # two backwards added, NaN for inf (AOT runtime: one backward)
+    ("special", 706390),    # layer_norm output that is its own noise under a weight of 9e307
+    ("conv", 706351),       # relu of a Welford mean that is 0 up to rounding
+    ("reductions", 705951),  # v / v of the logsumexp of log-probabilities
+]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("mode,seed", GPU_SEEDS)
+def test_gpu_fuzz_seed_is_no_longer_wrong(mode, seed, monkeypatch):
+    monkeypatch.setenv("EMBER_FUZZ_DEVICE", "cuda")
+    (outcome,) = run_program(generate(seed, mode), ("ember",))
+    assert outcome.cls not in ("wrong", "crash"), f"{outcome.cls} {outcome.check}: {outcome.detail}"
