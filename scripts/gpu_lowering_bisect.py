@@ -16,6 +16,7 @@ from ember.lowering import graph as lowering_graph
 from ember.lowering.lowerings import LOWERINGS
 from tests.fuzz.generator import generate
 from tests.fuzz.harness import execute, load
+from tests.fuzz.replay import seed_groups
 
 
 def _all(run):
@@ -68,7 +69,5 @@ def bisect(mode, seed):
 
 if __name__ == "__main__":
     os.environ.setdefault("EMBER_FUZZ_DEVICE", "cuda")
-    for group in sys.argv[1:]:
-        mode, seeds = group.split(":")
-        for seed in seeds.split(","):
-            bisect(mode, int(seed))
+    for mode, seed in seed_groups(sys.argv[1:]):
+        bisect(mode, seed)

@@ -15,6 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import ember
 from tests.fuzz.generator import generate
 from tests.fuzz.harness import execute, load
+from tests.fuzz.replay import seed_groups
 
 VARIANTS = {
     "aot_eager": ("aot_eager", {}),
@@ -104,7 +105,5 @@ def probe(mode, seed):
 
 if __name__ == "__main__":
     os.environ.setdefault("EMBER_FUZZ_DEVICE", "cuda")
-    for group in sys.argv[1:]:
-        mode, seeds = group.split(":")
-        for seed in seeds.split(","):
-            probe(mode, int(seed))
+    for mode, seed in seed_groups(sys.argv[1:]):
+        probe(mode, seed)

@@ -428,12 +428,10 @@ class AtenTracer(TorchDispatchMode):
             target.numel() == 0
         if empty and not (torch.is_grad_enabled() and any(
                 isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args[1:], kwargs)))):
-            # A write of no element changes nothing (and eager checks no overlap for it: a copy
-            # into an empty slice of a stride-0 view; fuzz layout 902): the op on the fakes only.
-            # (Unless its value requires grad: eager's autograd records the write all the same,
-            # and the tensor written requires grad from then on; fuzz inplace 363.)
-            # Eager still checks the result type's cast to the target's (a bool x[:0] *= 7
-            # raises; fuzz inplace 13245).
+            # A write of no element changes nothing (eager checks no overlap for it: a copy into an
+            # empty slice of a stride-0 view, fuzz layout 902): the op on the fakes only, unless its
+            # value requires grad (eager's autograd records it, fuzz inplace 363); the cast is still
+            # checked (a bool x[:0] *= 7 raises: inplace 13245).
             self._check_cast(functional(*args, **kwargs), target)
             return func(*args, **kwargs)
         if not empty and isinstance(target, torch.Tensor) and elements_share_memory(target):
@@ -479,8 +477,8 @@ class AtenTracer(TorchDispatchMode):
 
     def _check_cast(self, value: torch.Tensor, target: torch.Tensor) -> None:
         if not torch.can_cast(value.dtype, target.dtype):  # fakes do not check; eager raises
-            raise TracingError(f"result type {value.dtype} can't be cast to the desired output type "
-                               f"{target.dtype}{self._where()}")
+            raise TracingError(f"result type {value.dtype} can't be cast to the desired output type {target.dtype}"
+                               f"{self._where()}")
 
     def _keep_dtype(self, value_node: torch.fx.Node, value: torch.Tensor, target: torch.Tensor) -> torch.fx.Node:
         """An in-place op keeps its target's dtype (a bfloat16 x.sub_(float32) stays bfloat16)."""

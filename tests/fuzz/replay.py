@@ -10,6 +10,14 @@ import os
 import sys
 
 
+def seed_groups(groups):
+    """(mode, seed) for arguments like "conv:705081,705295 stats:704921" (the GPU scripts' form)."""
+    for group in groups:
+        mode, seeds = group.split(":")
+        for seed in seeds.split(","):
+            yield mode, int(seed)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("seeds", nargs="+", type=int)
