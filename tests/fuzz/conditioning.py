@@ -987,7 +987,15 @@ class ConditionWatch(TorchDispatchMode):
         first, second = self._noise_mask(args[0]), self._noise_mask(args[1] if len(args) > 1 else None)
         if func is aten.pow.Tensor_Tensor and first is not None and bool(first.any()):
             exponent = args[1].detach().double().expand(result.shape)[first.expand(result.shape)]
-            return bool(((exponent < 0) | (exponent != exponent.round())).any())
+            if bool(((exponent < 0) | (exponent != exponent.round())).any()):
+                return True
+        if func in (aten.pow.Tensor_Tensor, aten.pow.Scalar) and second is not None and bool(second.any()):
+            # b ** (0 +- noise) for b <= 0 is 1 at exactly 0 and NaN (b < 0) or 0 / inf (b = 0) by
+            # the noise's sign (autograd 708256: a negative base to a layer_norm element equal to its
+            # row's mean: eager's CUDA kernel and the float64 reference NaN, ember 1)
+            base = args[0].detach().double() if isinstance(args[0], torch.Tensor) else torch.tensor(float(args[0]))
+            base = base.expand(result.shape)[second.expand(result.shape)]
+            return bool((base <= 0).any())
         if func is aten._to_copy.default and (kwargs or {}).get("dtype") is torch.bool:
             return first is not None and bool(first.any())  # bool() of noise: True or False by chance
         if func in _ROUNDINGS or func in _KINKED_AT_ZERO:

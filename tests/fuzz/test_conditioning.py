@@ -363,6 +363,19 @@ def test_power_of_a_normalized_outputs_mean_is_ill_conditioned():
     assert not _watched(lambda t: layer_norm(t, (31,))[:, :5].sum(-1) ** layer_norm(t, (31,))[:, 0], x)
 
 
+def test_a_nonpositive_base_to_a_normalized_zero_is_ill_conditioned():
+    """b ** e for b <= 0 and e a layer_norm element equal to its row's mean (0 +- noise): 1, or
+    NaN by the noise's sign (autograd 708256: eager's CUDA kernel NaN, ember 1).  A positive base
+    is continuous there."""
+    layer_norm = torch.nn.functional.layer_norm
+    b = torch.tensor([[4.0, -2.0, 0.0, 6.0, 0.0, -3.0, -5.0]], dtype=torch.float64)   # mean 0
+    base = torch.tensor([[-0.3, 0.8, -1.1, 1.6, 1.8, 0.9, 0.4]], dtype=torch.float64)
+    assert _watched(lambda t: torch.pow(base, layer_norm(t, (7,))), b)
+    assert _watched(lambda t: torch.pow(0.0, layer_norm(t, (7,))), b)
+    assert not _watched(lambda t: torch.pow(base.abs(), layer_norm(t, (7,))), b)
+    assert not _watched(lambda t: torch.pow(base, layer_norm(t, (7,))), b + torch.tensor([[0.0, 0, 0.5, 0, 0.5, 0, 0]]))
+
+
 def test_eagers_cpu_batch_norm_backward_misreading_a_transposed_input_is_flagged():
     """torch 2.13's CPU batch_norm backward (training) of an input [5, 100, 5, 1] with strides
     (500, 1, 100, 1) gives every channel's bias gradient one value (conv 11091); run again on
@@ -380,6 +393,19 @@ def test_eagers_cpu_batch_norm_backward_misreading_a_transposed_input_is_flagged
         assert watch.ill_conditioned == (not right), (misread, right)
         if not misread:
             assert right
+
+
+def test_a_nonpositive_base_to_a_normalized_zero_is_ill_conditioned():
+    """b ** e for b <= 0 and e a layer_norm element equal to its row's mean (0 +- noise): 1, or
+    NaN by the noise's sign (autograd 708256: eager's CUDA kernel NaN, ember 1).  A positive base
+    is continuous there."""
+    layer_norm = torch.nn.functional.layer_norm
+    b = torch.tensor([[4.0, -2.0, 0.0, 6.0, 0.0, -3.0, -5.0]], dtype=torch.float64)   # mean 0
+    base = torch.tensor([[-0.3, 0.8, -1.1, 1.6, 1.8, 0.9, 0.4]], dtype=torch.float64)
+    assert _watched(lambda t: torch.pow(base, layer_norm(t, (7,))), b)
+    assert _watched(lambda t: torch.pow(0.0, layer_norm(t, (7,))), b)
+    assert not _watched(lambda t: torch.pow(base.abs(), layer_norm(t, (7,))), b)
+    assert not _watched(lambda t: torch.pow(base, layer_norm(t, (7,))), b + torch.tensor([[0.0, 0, 0.5, 0, 0.5, 0, 0]]))
 
 
 def test_eagers_cpu_batch_norm_backward_misreading_a_strided_weight_is_flagged():
