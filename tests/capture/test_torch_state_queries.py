@@ -89,3 +89,17 @@ def test_fsdp_storage_size_query_is_guarded_on_the_input_storage():
     assert torch.equal(compiled(plain), plain + 1)
     assert torch.equal(compiled(view), view - 1)
     assert torch.equal(compiled(plain), plain + 1)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_device_properties_are_constants_in_the_graph():
+    """A GPU's properties (PyTorch's test_get_device_properties_tensor_device) are fixed facts:
+    their fields fold into the graph, with no graph break."""
+    def f(a):
+        x = a.to("cuda")
+        prop = torch.cuda.get_device_properties(x.device)
+        if prop.major == 8:
+            return x + prop.multi_processor_count
+        return x + prop.max_threads_per_multi_processor, prop.name
+
+    assert_matches_eager(f, torch.randn(4), graphs=1)

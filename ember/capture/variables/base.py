@@ -105,6 +105,8 @@ CONSTANT_TYPES = (
     types.CodeType,
     torch.memory_format,
     torch.layout,
+    # a GPU's fixed facts (torch.cuda.get_device_properties): read-only, one per device
+    *[cls for cls in (getattr(torch._C, "_CudaDeviceProperties", None),) if cls is not None],
 )
 
 
