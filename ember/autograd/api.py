@@ -22,13 +22,15 @@ from torch.utils import _pytree as pytree
 
 from .. import config as ember_config
 from .. import logs
-from .eager_check import overlaps_itself
-from .joint import JointSpec, trace_joint
+from ..capture.shapes import StaticShapesNeeded
+from ..eager.check import overlaps_itself
+from ..errors import InputShapeMismatch
+from ..sizes import has_symbols, symbolic_dims
 from .cse import eliminate_common_subexpressions
+from .joint import JointSpec, trace_joint
 from .partition import Partition, partition_default, partition_min_cut
 from .runtime import CompiledPair, make_autograd_function, make_inference_function
-from ..capture.shapes import StaticShapesNeeded
-from .symbolic import has_symbols, input_guards, symbolic_dims
+from .symbolic import input_guards
 
 log_graph = logs.get("graph_code")
 log_fallbacks = logs.get("fallbacks")
@@ -112,9 +114,7 @@ class AotCompiled:
             if runner is not None:
                 try:
                     return runner(*flat_args)
-                except Exception as error:  # noqa: BLE001 - only the wrapper's input check is retried
-                    if type(error).__name__ != "InputShapeMismatch":
-                        raise
+                except InputShapeMismatch as error:
                     # The compiled wrapper checks its inputs before any kernel runs: nothing was
                     # done, and these sizes compile one by one from now on.
                     self.specialized.add(_symbolic_key(flat_args, self.dynamic_dims))

@@ -140,7 +140,7 @@ def in_strides(tensor: torch.Tensor, stride: tuple) -> torch.Tensor:
 
 def _dense_order(shape: tuple, stride: tuple) -> list[int] | None:
     """Dimensions from outermost to innermost if `stride` lays `shape` out densely, else None."""
-    from .symbolic import dense_in_order
+    from ..sizes import dense_in_order
 
     order = sorted(range(len(shape)), key=lambda d: (-stride[d], -shape[d]))
     return order if dense_in_order(list(shape), list(stride), order) else None

@@ -24,7 +24,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from torch.utils import _pytree as pytree
 
 from .. import logs
-from .eager_check import storage_key
+from ..eager.check import storage_key
 from .eager_formulas import EagerFormulas
 from .tracer import AtenTracer, TracingError, _dense_order
 

@@ -22,7 +22,7 @@ import sympy
 import torch
 import torch.fx
 
-from .eager_check import node_eager_accepts
+from ..eager.check import node_eager_accepts
 from ..graph_patterns import CENTERS_ITS_INPUT, centering_means, compared_with_its_extremum
 from .joint import JointSpec
 from .symbolic import SymbolicSizeError, SymbolNodes

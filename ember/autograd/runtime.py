@@ -20,10 +20,12 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
+from ..errors import CannotCapture, InputShapeMismatch
 from ..gc_pause import gc_paused
 from ..runtime.autocast import as_traced
 from .. import logs
-from .symbolic import SymbolicSizeError, SymbolNodes, contiguous_without_guards, has_symbols
+from ..sizes import contiguous_without_guards, has_symbols
+from .symbolic import SymbolicSizeError, SymbolNodes
 from .joint import JointSpec, replay_views
 
 log = logs.get("graph_code")
@@ -130,8 +132,6 @@ def _laid_out_as_traced(compiled: Callable, graph: torch.fx.GraphModule) -> Call
     """A backward compiled with symbolic sizes reads its saved values in the layouts of the trace;
     where the compiled forward made one otherwise (its wrapper checks, before any kernel runs),
     the backward graph runs as ATen calls from then on, which take any layout."""
-    from ..codegen.wrapper import InputShapeMismatch
-
     state = {"run": compiled}
 
     def run(*args):
@@ -447,8 +447,6 @@ def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
     tangents reach) run op by op under its tracer; ember's compiled kernels would be opaque to it."""
     from torch.utils._python_dispatch import _disable_current_modes
 
-    from ..compiled_autograd.tracer import CannotCapture, InputSource, run_graph_traced
-
     spec = pair.spec
     if pair.backward_graph is None:
         raise CannotCapture("an ember region kept no backward graph")
@@ -468,8 +466,7 @@ def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
         _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
     tangents = [tangent.contiguous() if tangent is not None else None for tangent in tangents]
     region = _traced_regions.setdefault(id(pair), len(_traced_regions))
-    grads = run_graph_traced(tracer, graph, [*saved, *tangents], f"aot{region}_",
-                             lambda target: InputSource("attr", tracer.position, target))
+    grads = tracer.run_region(graph, [*saved, *tangents], f"aot{region}_")
     return _input_gradients(spec, grads, given)
 
 

@@ -30,62 +30,8 @@ from torch.utils._sympy.functions import (CeilToInt, FloatPow, FloatTrueDiv, Flo
 
 aten = torch.ops.aten
 
-SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
-
-
 class SymbolicSizeError(RuntimeError):
     """A symbolic size whose expression the graph cannot compute from its inputs."""
-
-
-def has_symbols(value: Any) -> bool:
-    """Does a tensor's layout (or a scalar) hold symbols?"""
-    if isinstance(value, SYMBOLIC):
-        return True
-    if isinstance(value, torch.Tensor) and value.layout == torch.strided:
-        return any(isinstance(s, torch.SymInt) for s in (*value.shape, *value.stride(), value.storage_offset()))
-    return False
-
-
-def expr(value):
-    """A size as a comparable value: a SymInt's expression (comparing SymInts would guard them)."""
-    return value.node.expr if isinstance(value, torch.SymInt) else value
-
-
-def hint(value) -> int | None:
-    """A size at the trace's values, read without a guard (None: data-dependent)."""
-    if isinstance(value, torch.SymInt):
-        return None if value.node.hint is None else int(value.node.hint)
-    return int(value)
-
-
-def contiguous_without_guards(tensor: torch.Tensor) -> bool:
-    """is_contiguous() without guarding symbolic sizes: strides compared as expressions."""
-    if not has_symbols(tensor):
-        return tensor.is_contiguous()
-    expected = 1
-    for size, stride in reversed(list(zip(tensor.shape, tensor.stride()))):
-        if expr(size) != 1 and expr(stride) != expr(expected):
-            return False
-        expected = expected * size
-    return True
-
-
-def dense_in_order(sizes: list[int], strides: list[int], order: list[int]) -> bool:
-    """Are these (numeric) strides a contiguous layout of the dims in `order`, outermost first
-    (size-1 dims' strides not counted)?"""
-    running = 1
-    for dim in reversed(order):
-        if sizes[dim] != 1 and strides[dim] != running:
-            return False
-        running *= sizes[dim]
-    return True
-
-
-def symbolic_dims(value: Any) -> tuple[int, ...]:
-    """The dimensions of a fake tensor whose sizes are symbols."""
-    if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
-        return ()
-    return tuple(d for d, size in enumerate(value.shape) if isinstance(size, torch.SymInt))
 
 
 class SymbolNodes:

@@ -28,10 +28,10 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .eager_check import eager_accepts, eager_overlap_error, elements_share_memory, storage_key
-from .eager_layout import with_eager_layout
-from .symbolic import SymbolicSizeError, SymbolNodes, expr
-from .symbolic_rules import symbolic_result
+from ..eager.check import eager_accepts, eager_overlap_error, elements_share_memory, storage_key
+from ..eager.layout import with_eager_layout
+from ..sizes import expr, symbolic_result
+from .symbolic import SymbolicSizeError, SymbolNodes
 from .view_geometry import dense_order as _dense_order, has_symbols as _has_symbols, reads_within as _reads_within
 
 aten = torch.ops.aten
@@ -43,10 +43,7 @@ _FRESH_ALIASES = {aten.lift_fresh.default}
 
 # Ops that only answer metadata questions: nothing to record.
 _METADATA_OPS = {
-    torch.ops.prim.device.default,
-    aten.sym_size.int,
-    aten.sym_stride.int,
-    aten.sym_numel.default,
+    torch.ops.prim.device.default, aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default,
     aten.sym_storage_offset.default,
     aten.is_same_size.default,
     aten.is_contiguous.default,

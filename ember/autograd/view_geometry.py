@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .symbolic import dense_in_order, hint
+from ..sizes import dense_in_order, hint
 
 
 def reads_within(view: torch.Tensor, size, stride, offset) -> bool:

@@ -24,7 +24,7 @@ from torch._subclasses.fake_tensor import (
 )
 from torch.utils import _pytree as pytree
 
-from ..autograd.eager_layout import EagerLayoutMode
+from ..eager.layout import EagerLayoutMode
 from .errors import Unsupported
 from .guards import GuardSet
 from .side_effects import SideEffects

@@ -23,6 +23,7 @@ import sympy
 import torch
 from torch.utils import _pytree as pytree
 
+from ..errors import InputShapeMismatch
 from ..lowering.graph import GraphLowering, ReinterpretView
 from ..lowering.indexing import python_size
 from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer, Layout, product
@@ -80,12 +81,6 @@ def _overlapping(size: tuple, stride: tuple) -> bool:
             return True
         reach = st * (n - 1) + reach
     return False
-
-
-class InputShapeMismatch(RuntimeError):
-    """A compiled graph with symbolic sizes got inputs whose sizes or strides break the relations
-    it was compiled for (two sizes that were one symbol differ, a stride that is not the traced
-    one); guards upstream should have sent these inputs elsewhere."""
 
 
 def _sizes(values) -> str:

@@ -22,9 +22,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
-
-class CannotCapture(Exception):
-    """This backward cannot be captured; autograd's engine runs it (the message says why)."""
+from ..errors import CannotCapture
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +97,11 @@ class BackwardTracer(TorchDispatchMode):
         self.resolve: Callable[[torch.Tensor], torch.fx.Node | None] = lambda tensor: None
 
     # -- inputs ----------------------------------------------------------------------------------------
+    def run_region(self, gm: torch.fx.GraphModule, args: list, prefix: str) -> Any:
+        """An ember region's backward graph, op by op (its Function's `ember_traceable_backward`):
+        tensors the graph holds are read from the region's node at each backward."""
+        return run_graph_traced(self, gm, args, prefix, lambda target: InputSource("attr", self.position, target))
+
     def placeholder(self, tensor: torch.Tensor, source: InputSource, name: str) -> torch.fx.Node:
         with self._before_ops():
             node = self.graph.placeholder(name)

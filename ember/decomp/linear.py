@@ -1,6 +1,7 @@
 """Matrix products and embeddings."""
 import torch
 
+from ..device_limits import ATOMIC_UPDATES_PER_ROW_LIMIT
 from . import register
 
 aten = torch.ops.aten
@@ -92,8 +93,6 @@ def mm(a, b):
 def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
     if scale_grad_by_freq:
         return NotImplemented
-    from ..lowering.scatter import ATOMIC_UPDATES_PER_ROW_LIMIT
-
     limit = ATOMIC_UPDATES_PER_ROW_LIMIT.get(grad_output.device.type)
     if limit is not None and isinstance(indices.numel(), int) and isinstance(num_weights, int) and \
             indices.numel() > limit * max(num_weights, 1):

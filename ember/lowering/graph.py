@@ -20,11 +20,12 @@ from torch.utils import _pytree as pytree
 
 from .. import config as ember_config
 from .. import logs
+from ..eager.check import eager_rejects_dtypes
 from ..graph_patterns import compared_with_its_extremum, subtracted_from_its_extremum
 from . import ir
 from .ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, IRNode, Layout, Pointwise, \
     Reduction, View
-from .symbolic import ShapesNotSupported, expr_of, hint
+from .symbolic import ShapesNotSupported, expr_of
 
 log_fallbacks = logs.get("fallbacks")
 SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -160,7 +161,7 @@ class GraphLowering(torch.fx.Interpreter):
             self.symbolic = True
             return expr_of(value)
         lowering = LOWERINGS.get(target)
-        if lowering is not None and _eager_rejects(node):
+        if lowering is not None and eager_rejects_dtypes(node):
             # Fake tensors do not check dtypes; the ATen call raises eager's error where eager would,
             # so it is kept (and run) even where nothing reads its result.
             result = self.fallback(target, args, kwargs, "eager's kernel rejects these dtypes")
@@ -575,64 +576,6 @@ def _dtypes_supported(value, args) -> bool:
         if dtype is not None and dtype not in SUPPORTED_DTYPES:
             return False
     return True
-
-
-# Reductions whose kernels also refuse some dtypes (argmin of bool); pointwise ops carry a tag.
-_DTYPE_CHECKED = {torch.ops.aten.argmax.default, torch.ops.aten.argmin.default, torch.ops.aten.sum.dim_IntList,
-                  torch.ops.aten.sum.default, torch.ops.aten.prod.default, torch.ops.aten.prod.dim_int,
-                  torch.ops.aten.amax.default, torch.ops.aten.amin.default, torch.ops.aten.mean.dim,
-                  torch.ops.aten.mean.default, torch.ops.aten.cumsum.default,
-                  # a scalar that the dtype cannot hold (int16 from 2**31) raises in eager
-                  torch.ops.aten.scalar_tensor.default, torch.ops.aten.full.default,
-                  torch.ops.aten.full_like.default, torch.ops.aten.new_full.default,
-                  torch.ops.aten.fill.Scalar, torch.ops.aten.masked_fill.Scalar}
-_REJECTS: dict = {}
-
-
-def _eager_rejects(node: torch.fx.Node) -> bool:
-    """Would eager's kernel refuse this op's dtypes (bitwise ops on floats, negation of bools,
-    abs of bools, ...)?  Answered by running it on one-element tensors of the same dtypes and
-    ranks (values 1: no division by zero), once per signature."""
-    target = node.target
-    if not (torch.Tag.pointwise in getattr(target, "tags", ()) or target in _DTYPE_CHECKED):
-        return False
-
-    def signature(value):  # (the key: a tensor by dtype, rank and device type)
-        if isinstance(value, torch.fx.Node):
-            fake = value.meta.get("val")
-            if isinstance(fake, torch.Tensor):
-                return fake.dtype, fake.dim(), fake.device.type
-            return hint(fake)
-        return hint(value)
-
-    def tiny(value):
-        if isinstance(value, torch.fx.Node):
-            fake = value.meta.get("val")
-            if isinstance(fake, torch.Tensor):
-                return torch.ones([1] * fake.dim(), dtype=fake.dtype, device=fake.device)
-            return hint(fake)
-        return hint(value)
-
-    args = node.args
-    if target is torch.ops.aten.full.default:
-        args = ([1] * len(args[0]),) + tuple(args[1:])
-    try:
-        key = (target, repr(pytree.tree_map(signature, (args, dict(node.kwargs)))))
-    except Exception:
-        return False
-    if key not in _REJECTS:
-        # (one-element tensors made only for a new signature: 2507 checks of ViT-B's training step
-        # made CUDA tensors for 0.5 s of its cold start, for 25 signatures)
-        try:
-            tiny_args, tiny_kwargs = pytree.tree_map(tiny, args), pytree.tree_map(tiny, dict(node.kwargs))
-        except Exception:
-            return False
-        try:
-            target(*tiny_args, **tiny_kwargs)
-            _REJECTS[key] = False
-        except Exception:
-            _REJECTS[key] = True
-    return _REJECTS[key]
 
 
 def _dry_run(result, new_buffers) -> None:

@@ -9,16 +9,12 @@ from __future__ import annotations
 import sympy
 import torch
 
+from ..device_limits import ATOMIC_UPDATES_PER_ROW_LIMIT
 from .ir import IRNode, Pointwise, Scatter
 from .lowerings import FallbackNeeded, _check_indexable, _dim, _size, _val, loader_for, register
 
 aten = torch.ops.aten
 
-# Devices whose kernels accumulate scattered updates with atomics, and how many updates per
-# target row (on average) they take before ATen runs the op instead: atomic adds to one address
-# serialize, and BERT's token-type embedding (8192 updates into 2 rows) took 390 ms on an H100
-# where ATen's sorting kernel takes 0.1 ms.
-ATOMIC_UPDATES_PER_ROW_LIMIT = {"cuda": 64}
 
 
 def _check_contention(device, updates, rows) -> None:

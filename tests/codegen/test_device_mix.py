@@ -60,7 +60,7 @@ def test_a_one_element_tensor_with_dims_is_not_a_scalar():
 def test_eager_accepts_follows_eagers_device_rule():
     """The op's device check, not only its dtypes: index_select takes no CPU index with a CUDA
     input (its decomposition, `index`, would), a product no CPU tensor with dims."""
-    from ember.autograd.eager_check import eager_accepts
+    from ember.eager.check import eager_accepts
 
     with FakeTensorMode(allow_non_fake_inputs=True):
         x = torch.empty(3, 2, device="cuda")

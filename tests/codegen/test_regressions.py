@@ -959,7 +959,7 @@ def test_untagged_elementwise_results_have_eagers_layout(op):
     where the graph ran as ATen calls; fuzz layout 10705) and batch norm of one (the CPU kernel's
     result contiguous, the meta function's permuted: `.view(-1)` after a graph break raised; fuzz
     conv 10874).  The compiled results have eager's strides, and what follows works as in eager."""
-    from ember.autograd.eager_layout import with_eager_layout
+    from ember.eager.layout import with_eager_layout
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     c = torch.rand(16, 5, 4).permute(1, 2, 0) + 0.5

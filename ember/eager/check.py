@@ -164,6 +164,72 @@ def node_eager_accepts(node: torch.fx.Node) -> bool:
     return eager_accepts(node.target, args, kwargs)
 
 
+# Reductions whose kernels also refuse some dtypes (argmin of bool); pointwise ops carry a tag.
+_DTYPE_CHECKED = {torch.ops.aten.argmax.default, torch.ops.aten.argmin.default, torch.ops.aten.sum.dim_IntList,
+                  torch.ops.aten.sum.default, torch.ops.aten.prod.default, torch.ops.aten.prod.dim_int,
+                  torch.ops.aten.amax.default, torch.ops.aten.amin.default, torch.ops.aten.mean.dim,
+                  torch.ops.aten.mean.default, torch.ops.aten.cumsum.default,
+                  # a scalar that the dtype cannot hold (int16 from 2**31) raises in eager
+                  torch.ops.aten.scalar_tensor.default, torch.ops.aten.full.default,
+                  torch.ops.aten.full_like.default, torch.ops.aten.new_full.default,
+                  torch.ops.aten.fill.Scalar, torch.ops.aten.masked_fill.Scalar}
+_REJECTS: dict = {}
+
+
+def _size_hint(value):
+    """A SymInt at its value in the example inputs (2 where it has none), without a guard."""
+    if isinstance(value, torch.SymInt):
+        return int(value.node.hint) if value.node.hint is not None else 2
+    return value
+
+
+def eager_rejects_dtypes(node: torch.fx.Node) -> bool:
+    """Would eager's kernel refuse this op's dtypes (bitwise ops on floats, negation of bools,
+    abs of bools, ...)?  Answered by running it on one-element tensors of the same dtypes and
+    ranks (values 1: no division by zero), once per signature.  Lowering asks it of each node it
+    has a rule for: a rejected one stays an ATen call, which raises as eager does."""
+    target = node.target
+    if not (torch.Tag.pointwise in getattr(target, "tags", ()) or target in _DTYPE_CHECKED):
+        return False
+
+    def signature(value):  # (the key: a tensor by dtype, rank and device type)
+        if isinstance(value, torch.fx.Node):
+            fake = value.meta.get("val")
+            if isinstance(fake, torch.Tensor):
+                return fake.dtype, fake.dim(), fake.device.type
+            return _size_hint(fake)
+        return _size_hint(value)
+
+    def tiny(value):
+        if isinstance(value, torch.fx.Node):
+            fake = value.meta.get("val")
+            if isinstance(fake, torch.Tensor):
+                return torch.ones([1] * fake.dim(), dtype=fake.dtype, device=fake.device)
+            return _size_hint(fake)
+        return _size_hint(value)
+
+    args = node.args
+    if target is torch.ops.aten.full.default:
+        args = ([1] * len(args[0]),) + tuple(args[1:])
+    try:
+        key = (target, repr(pytree.tree_map(signature, (args, dict(node.kwargs)))))
+    except Exception:
+        return False
+    if key not in _REJECTS:
+        # (one-element tensors made only for a new signature: 2507 checks of ViT-B's training step
+        # made CUDA tensors for 0.5 s of its cold start, for 25 signatures)
+        try:
+            tiny_args, tiny_kwargs = pytree.tree_map(tiny, args), pytree.tree_map(tiny, dict(node.kwargs))
+        except Exception:
+            return False
+        try:
+            target(*tiny_args, **tiny_kwargs)
+            _REJECTS[key] = False
+        except Exception:
+            _REJECTS[key] = True
+    return _REJECTS[key]
+
+
 _OVERLAP_WORDS = "refer to a single memory location"
 
 
@@ -269,7 +335,7 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
 
 def _same_view_without_guards(a: torch.Tensor, b: torch.Tensor) -> bool:
     """The same sizes, strides and offset, as expressions (symbolic ones are not evaluated)."""
-    from .symbolic import expr
+    from ..sizes import expr
 
     def same(x, y):
         return len(x) == len(y) and all(str(expr(p)) == str(expr(q)) for p, q in zip(x, y))

@@ -24,7 +24,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
-from .symbolic import contiguous_without_guards, dense_in_order, expr, hint
+from ..sizes import contiguous_without_guards, dense_in_order, expr, hint, symbolic_result
 
 # Real inputs are made only up to this many elements in all (as eager_check does).
 _REAL_ELEMENTS_LIMIT = 1 << 22
@@ -246,8 +246,6 @@ class EagerLayoutMode(TorchDispatchMode):
     """Entered above a FakeTensorMode: every op's result gets eager's strides (with_eager_layout)."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        from .symbolic_rules import symbolic_result
-
         kwargs = kwargs or {}
         result = symbolic_result(func, args, kwargs)
         if result is None:
