@@ -40,7 +40,7 @@ def _check_versions() -> None:
 _check_versions()
 
 from . import config, logs  # noqa: E402
-from .api import OptimizedModule, compile, disable, explain, graph_break, mark_dynamic, mark_static, reset  # noqa: E402
+from .api import OptimizedModule, compile, disable, explain, mark_dynamic, mark_static, reset  # noqa: E402
 from .autograd import aot_function, aot_module  # noqa: E402
 from .backends import list_backends  # noqa: E402
 from .capture.errors import BackendCompilerFailed, CaptureError  # noqa: E402
@@ -48,7 +48,7 @@ from .capture.runtime import counters  # noqa: E402
 from .capture.shapes import DynamicShapeError  # noqa: E402
 from .codegen.triton_backend import check_index_errors  # noqa: E402
 from . import compiled_autograd  # noqa: E402
-from .in_graph import allow_in_graph, disallow_in_graph, is_compiling  # noqa: E402
+from .in_graph import allow_in_graph, disallow_in_graph, graph_break, is_compiling  # noqa: E402
 from .stance import RecompileError, set_stance  # noqa: E402
 
 __all__ = [

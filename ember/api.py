@@ -19,10 +19,6 @@ from .backends import lookup_backend
 from .capture.runtime import CaptureObserver, CompileContext, make_dispatcher, reset_all
 
 
-def graph_break() -> None:
-    """Marks a graph break: ember ends the graph here and resumes after it (a no-op in eager)."""
-
-
 def disable(fn: Callable | None = None, *, reason: str | None = None):
     """Keep `fn` out of capture: ember calls it as plain Python (a graph break around the call)."""
     if fn is None:

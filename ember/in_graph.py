@@ -1,4 +1,4 @@
-"""`ember.allow_in_graph`, `ember.disallow_in_graph` and `ember.is_compiling`.
+"""`ember.allow_in_graph`, `ember.disallow_in_graph`, `ember.is_compiling` and `ember.graph_break`.
 
     @ember.allow_in_graph
     def fused_gelu(x):          # calls become one call_function node, not inlined
@@ -35,6 +35,10 @@ def _register(fn: Any, name: str, add: dict, remove: dict) -> Any:
     remove.pop(id(fn), None)
     add[id(fn)] = fn
     return fn
+
+
+def graph_break() -> None:
+    """Marks a graph break: ember ends the graph here and resumes after it (a no-op in eager)."""
 
 
 def allow_in_graph(fn: Any) -> Any:

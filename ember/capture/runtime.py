@@ -32,9 +32,9 @@ import torch
 from .. import config as ember_config
 from .. import debug_dir as _debug_dir
 from .. import logs
-from .. import stance as _stance
 from ..gc_pause import gc_paused
 from . import defaults
+from . import stance as _stance
 from .convert_frame import EAGER_THIS_CALL, CacheEntry, GraphBreak, capture_frame
 from .errors import BackendCompilerFailed, CaptureError
 from .scalars import mark_changed_scalars
@@ -97,6 +97,15 @@ class CompileContext:
     def settings_scope(self):
         """The compile call's options applied to ember.config, for one capture."""
         return ember_config.patch(**self.settings) if self.settings else contextlib.nullcontext()
+
+    def graph_compiler(self) -> Callable:
+        """A compiler of FX GraphModules with this context's backend, each graph in a context of
+        its own (as `ember.compile(gm, backend=...)`): compiled autograd's graphs under
+        ember.config.compiled_autograd, compiled as the enclosing call's backend compiles."""
+        def compile_graph(gm: torch.fx.GraphModule) -> Callable:
+            context = CompileContext(self.backend, self.backend_name, False, None, None, {})
+            return lambda *args: context.call_module(gm, args, {})
+        return compile_graph
 
     def code_runner(self, code: types.CodeType, f_globals: dict) -> "CodeRunner":
         runner = self.runners.get(code)
@@ -232,6 +241,18 @@ _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 _dispatch_modes = torch._C._len_torch_dispatch_stack  # (how many TorchDispatchModes are active)
+
+
+def enclosing_context() -> "CompileContext | None":
+    """The context of the innermost compiled call running on this thread (a backward called in
+    the Python a graph break resumes in), found on the stack so that calls pay nothing for it."""
+    runner_code = CodeRunner.__call__.__code__
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is runner_code:
+            return getattr(frame.f_locals.get("self"), "context", None)
+        frame = frame.f_back
+    return None
 
 
 def _is_internal(code: types.CodeType) -> bool:

@@ -19,6 +19,7 @@ import builtins
 import dis
 import inspect
 import linecache
+import os
 import sys
 import types
 from typing import Any
@@ -388,12 +389,11 @@ class _Expr(Source):
 TRACEABLE_EMBER_CODE: set = set()
 
 
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the ember package
+
+
 def _is_ember_internal(code: types.CodeType) -> bool:
-    import os
-
-    import ember
-
-    return code.co_filename.startswith(os.path.dirname(ember.__file__)) and code not in TRACEABLE_EMBER_CODE
+    return code.co_filename.startswith(_EMBER_DIR) and code not in TRACEABLE_EMBER_CODE
 
 
 class InliningTranslator(Translator):

@@ -25,12 +25,12 @@ from .. import config as ember_config
 from .. import logs
 from ..lowering.bias_epilogue import use_bias_epilogues
 from ..lowering.graph import GraphLowering, GraphNotSupported
-from ..lowering.printer import ir_text, schedule_text
+from ..lowering.printer import ir_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
 from ..lowering.symbolic import bounds_scope
 from ..runtime.autocast import as_traced
 from ..scheduling.input_writes import input_writes
-from ..scheduling.scheduler import Kernel, Scheduler
+from ..scheduling.scheduler import Kernel, Scheduler, schedule_text
 from .cpp_build import KernelCompileError
 from .devices import BACKENDS, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen

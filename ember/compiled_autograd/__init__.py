@@ -25,7 +25,6 @@ raises eager's error all the same.
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import weakref
 from typing import Callable, Iterator
@@ -33,7 +32,8 @@ from typing import Callable, Iterator
 import torch
 import torch.utils.hooks
 
-from .. import logs
+from .. import config, logs
+from ..capture.runtime import enclosing_context
 from .engine import CACHE, DYNAMIC, CompiledAutograd, graph_text
 from .walk import note_node_hooks
 from .tracer import call_hook, call_module_hooks, call_module_pre_hooks
@@ -76,46 +76,22 @@ def active() -> CompiledAutograd | None:
     stack = _stack()
     if stack:
         return stack[-1]
-    from .. import config
-
-    if config.get("compiled_autograd") and _inside_compiled_call():
-        return _config_engine()
+    if config.get("compiled_autograd"):
+        context = enclosing_context()
+        if context is not None:
+            return _config_engine(context)
     return None
 
 
-def _config_engine() -> CompiledAutograd:
-    """The engine `ember.config.compiled_autograd` uses: graphs compiled by ember.compile with
-    the enclosing call's backend."""
-    backend = _enclosing_backend() or "ember"
+def _config_engine(context) -> CompiledAutograd:
+    """The engine `ember.config.compiled_autograd` uses inside a compiled call: graphs compiled
+    with the enclosing call's backend (one engine per backend)."""
+    backend = context.backend_name or "ember"
     engine = _by_compiler.get(backend)
     if engine is None:
-        from ..api import compile as ember_compile
-
-        engine = CompiledAutograd(lambda gm: ember_compile(gm, backend=backend))
+        engine = CompiledAutograd(context.graph_compiler())
         _by_compiler[backend] = engine
     return engine
-
-
-def _frames():
-    frame = sys._getframe(1)
-    while frame is not None:
-        yield frame
-        frame = frame.f_back
-
-
-def _inside_compiled_call() -> bool:
-    return _enclosing_backend() is not None
-
-
-def _enclosing_backend() -> str | None:
-    from ..capture.runtime import CodeRunner
-
-    runner_code = CodeRunner.__call__.__code__
-    for frame in _frames():
-        if frame.f_code is runner_code:
-            context = getattr(frame.f_locals.get("self"), "context", None)
-            return getattr(context, "backend_name", None) or "ember"
-    return None
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,

@@ -147,23 +147,3 @@ def ir_text(graph) -> str:
                         for v in graph.outputs)
     lines.append(f"outputs = ({outputs})")
     return "\n".join(lines)
-
-
-def schedule_text(scheduler) -> str:
-    """The steps in order: fused kernels with their loop structure, and extern calls."""
-    from ..scheduling.scheduler import Kernel
-
-    lines = []
-    for step in scheduler.steps:
-        if isinstance(step, Kernel):
-            lines.append(f"{step.name}: outer loops {sizes(step.outer)}")
-            for group in step.groups():
-                kind = "reduction" if group.reduction else "pointwise"
-                for node in group.nodes:
-                    lines.append(f"    {kind} over {sizes(group.inner)}: {node.name}  # {provenance(node)}")
-        else:
-            call = step.call
-            names = ", ".join(b.name for b in call.outputs if b is not None) or "-"
-            lines.append(f"extern {call.target} -> {names}  # {call.origin}")
-    return "\n".join(lines)
-

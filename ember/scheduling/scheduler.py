@@ -30,6 +30,7 @@ import sympy
 from ..lowering.analysis import record
 from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
 from ..lowering.indexing import simplify_index
+from ..lowering.printer import provenance, sizes
 from ..lowering.symbolic import is_size_symbol
 from ..lowering.ir import (Buffer, ComputedBuffer, ExternBuffer, ExternCall, Layout, Pointwise, Reduction, Scatter,
                            index_vars, store_layout)
@@ -452,3 +453,20 @@ def refine(node: ComputedBuffer, ranges: list) -> Pointwise | None:
     refined.inner_fn = lambda ops, index: inner_fn(ops, to_own(index))
     refined.store_layout = Layout(layout.device, layout.dtype, list(ranges), strides, layout.offset)
     return refined
+
+
+def schedule_text(scheduler) -> str:
+    """The steps in order: fused kernels with their loop structure, and extern calls."""
+    lines = []
+    for step in scheduler.steps:
+        if isinstance(step, Kernel):
+            lines.append(f"{step.name}: outer loops {sizes(step.outer)}")
+            for group in step.groups():
+                kind = "reduction" if group.reduction else "pointwise"
+                for node in group.nodes:
+                    lines.append(f"    {kind} over {sizes(group.inner)}: {node.name}  # {provenance(node)}")
+        else:
+            call = step.call
+            names = ", ".join(b.name for b in call.outputs if b is not None) or "-"
+            lines.append(f"extern {call.target} -> {names}  # {call.origin}")
+    return "\n".join(lines)

@@ -362,9 +362,11 @@ class ModuleSliceVariable(NNModuleVariable):
 
 
 def _is_compiled_module(module: torch.nn.Module) -> bool:
-    from ...api import OptimizedModule
+    """ember.compile(module) (api.OptimizedModule): a wrapper whose calls go through a compile
+    context, its original the child `_orig_mod`."""
+    from ..runtime import CompileContext
 
-    return isinstance(module, OptimizedModule)
+    return isinstance(module.__dict__.get("_ember_context"), CompileContext) and "_orig_mod" in module._modules
 
 
 def _dedupe(items: list[VariableTracker]) -> list[VariableTracker]:

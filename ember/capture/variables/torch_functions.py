@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ... import in_graph
 from ..errors import Unsupported, UserException
 from .base import ConstantVariable, VariableTracker, constant
 
@@ -135,9 +136,7 @@ def _named_kind(value: Any, names) -> Any:
 
 def classify_torch_callable(value: Any) -> VariableTracker | None:
     """The variable for a callable that ember treats specially, or None."""
-    import ember
-
-    if value is ember.graph_break:
+    if value is in_graph.graph_break:
         return GraphBreakVariable()
     if value is _CHECKPOINT:  # (torch marks it not to be traced: ember captures it as a region)
         from .checkpoint import CheckpointVariable
@@ -150,8 +149,6 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         # torch.compile has run in the process (its own optimizer support calls it eagerly).
         return DisabledFunctionVariable(value, "is torch.compiler.disable'd")
     # -- ember.allow_in_graph / disallow_in_graph / is_compiling (ember/in_graph.py) --
-    from ... import in_graph
-
     if value is in_graph.is_compiling:
         return FixedAnswerVariable(value, True)
     registered = in_graph.verdict(value)
