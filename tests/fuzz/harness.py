@@ -349,6 +349,35 @@ def _eager_runs(program: Program, namespace: dict):
     return eager, again, reference
 
 
+_LEAF_WRITE = "a leaf Variable that requires grad is being used in an in-place operation"
+
+
+class _FreshViewGradFns(torch.overrides.TorchFunctionMode):
+    """Reads every tensor argument's grad_fn before each call, as printing the tensor would: a
+    view made before its base needed grad is then a view with a grad_fn, not a leaf."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        for value in torch.utils._pytree.tree_leaves((args, kwargs or {})):
+            if isinstance(value, torch.Tensor):
+                value.grad_fn  # noqa: B018 - the read is the point
+        return func(*args, **(kwargs or {}))
+
+
+def _eager_with_fresh_view_grad_fns_agrees(program: Program, namespace: dict, got: Execution, call: int,
+                                           growth: dict) -> bool:
+    def fresh(*args):
+        with _FreshViewGradFns():
+            return namespace["program"](*args)
+
+    again = execute(fresh, namespace, program.seed, watch_conditioning=True, resized=growth.get(call, 0))
+    if again.error is not None:
+        return False
+    dtypes = [getattr(o, "dtype", None) for o in again.outputs]
+    reference = execute(fresh, namespace, program.seed, reference=True, grad_dtypes=dtypes, resized=growth.get(call, 0))
+    with _FreshViewGradFns():  # (the comparison runs the program's statements for their dtypes)
+        return compare_runs(program, got, again, reference) is None
+
+
 def _eager_error_in_unused_code(program: Program, got: Execution, call: int, growth: dict) -> bool:
     """Does eager without the statements the outputs do not use run, and agree with `got`?"""
     live = program.live_only()
@@ -420,6 +449,15 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
             if got.error is None and any(text in str(eager.error) for text in EAGER_ONLY_FORWARD_ERRORS):
                 outcome.cls, outcome.type_match = "eager_error", False
                 outcome.detail = f"eager's autograd refused: {first_line(eager.error)}; ember's graph ran"
+                continue
+            if got.error is None and _LEAF_WRITE in str(eager.error) and \
+                    _eager_with_fresh_view_grad_fns_agrees(program, namespace, got, call, growth):
+                # eager's in-place check called a view a leaf: a view taken before its base needed
+                # grad gets its grad_fn only when something reads it (inplace 13752: `v1 =
+                # v0.narrow(...)`, then `v0.scatter_(..., b)`, then `v1[0:] = b`); read first, eager
+                # runs the program and agrees with ember
+                outcome.cls, outcome.type_match = "eager_error", False
+                outcome.detail = f"eager's autograd (a view's grad_fn not yet made): {first_line(eager.error)}"
                 continue
             if got.error is None and _eager_error_in_unused_code(program, got, call, growth):
                 # eager raised in a statement nothing kept uses (the GPU's where refuses 65536 as
