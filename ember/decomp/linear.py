@@ -24,6 +24,14 @@ def addmm(bias, mat1, mat2, *, beta=1, alpha=1):
         beta, alpha = _integer_factor(beta, mat1.dtype), _integer_factor(alpha, mat1.dtype)
         if beta is None or alpha is None:
             return NotImplemented
+    if alpha == 0:
+        # BLAS does not form the product when alpha is 0: eager's result is beta * bias, with
+        # no inf or NaN from the product (0 * inf would be NaN)
+        size = [mat1.shape[0], mat2.shape[1]]
+        if beta == 0:
+            return aten.full.default(size, 0, dtype=mat1.dtype, device=mat1.device)
+        bias = bias if beta == 1 else aten.mul.Tensor(bias, beta)
+        return aten.clone.default(aten.expand.default(bias, size))
     product = aten.mm.default(mat1, mat2)
     if alpha != 1:
         product = aten.mul.Tensor(product, alpha)

@@ -213,13 +213,16 @@ class Scheduler:
             return False
         if not outer and not reductions:
             return len({tuple(squeeze(n.data.ranges)) for n in nodes}) == 1
-        # A consumer may read a kernel-mate's output only within the same outer iteration.
+        # A consumer may read a kernel-mate's output only within the same outer iteration, and one
+        # that shares its loop body (tests/codegen/test_fusion_legality.py) only the element that
+        # iteration wrote: another element of it is written by a later iteration, or by another lane.
         produced = {member.name: member for member in kernel.nodes}
+        loop_mates = _loop_mates(kernel.nodes, node, outer)
         for name, index in self._loads.get(node.name) or record(node.data).loads:
             producer = produced.get(name)
             if producer is None:
                 continue
-            if not self._same_outer_row(producer, node, index, outer):
+            if not self._same_outer_row(producer, node, index, outer, same_element=name in loop_mates):
                 return False
         kernel.outer = outer
         return True
@@ -266,14 +269,18 @@ class Scheduler:
             cached = self._touched[kernel.name] = (len(kernel.nodes), touched)
         return cached[1]
 
-    def _same_outer_row(self, producer: ComputedBuffer, consumer: ComputedBuffer, load_index, outer) -> bool:
-        """Does the consumer's load stay inside the producer's row for the same outer position?"""
+    def _same_outer_row(self, producer: ComputedBuffer, consumer: ComputedBuffer, load_index, outer,
+                        same_element: bool = False) -> bool:
+        """Does the consumer's load stay inside the producer's row for the same outer position
+        (`same_element`: read the very element the producer stores in the same iteration)?"""
         consumer_vars = _kernel_vars(consumer, outer)
         producer_vars = _kernel_vars(producer, outer)
         # (simplified: a load through views splits its index, k*floor(x/k) + Mod(x, k) for x)
         load = simplify_index(sympy.expand(sympy.sympify(load_index).subs(consumer_vars["to_kernel"])))
         store = sympy.expand(store_layout(producer).index(producer_vars["index"]))
         store = simplify_index(sympy.expand(store.subs(producer_vars["to_kernel"])))
+        if same_element:
+            return sympy.expand(load - store) == 0
         outer_symbols = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(outer))]
         # (size symbols stay: they are the same in every iteration)
         load_inner_zero = load.subs({s: 0 for s in load.free_symbols if s not in outer_symbols
@@ -354,6 +361,20 @@ def _serializes(outer: list, node: ComputedBuffer) -> bool:
     small_outer = iterations.is_number and int(iterations) < MIN_OUTER_ITERATIONS
     long_inner = not work.is_number or int(work) > MAX_SERIAL_INNER
     return small_outer and long_inner
+
+
+def _loop_mates(nodes: list[ComputedBuffer], node: ComputedBuffer, outer: list) -> set[str]:
+    """The nodes that would share `node`'s loop body were it appended to `nodes` (Kernel.groups:
+    the trailing run of pointwise nodes over the same inner ranges)."""
+    if isinstance(node.data, Reduction):
+        return set()
+    inner = inner_ranges(node, outer)
+    mates = set()
+    for member in reversed(nodes):
+        if isinstance(member.data, Reduction) or inner_ranges(member, outer) != inner:
+            break
+        mates.add(member.name)
+    return mates
 
 
 def _kernel_vars(node: ComputedBuffer, outer: list) -> dict:

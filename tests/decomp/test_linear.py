@@ -36,3 +36,16 @@ def test_integer_addmm_with_a_factor_out_of_range_raises_like_eager():
     fn = ember.compile(lambda a: torch.addmm(a, a, a, beta=300), backend="ember")
     with pytest.raises(RuntimeError, match="overflow"):
         fn(ones)
+
+
+@pytest.mark.parametrize("beta", [0, 1, 0.5])
+def test_addmm_with_alpha_zero_ignores_the_product_like_blas(beta):
+    """alpha=0: eager's BLAS call never forms the product, so an inf or NaN in it does not reach
+    the result (fuzz intmm 14300: `addmm(c, c, d, beta=0, alpha=0)` was NaN, eager 0)."""
+    c = torch.tensor([[float("inf"), 1.0, -0.0], [2.0, float("nan"), 3.0]])
+    d = torch.tensor([[1.0, 0.0, 2.0], [0.0, 1.0, 1.0], [5.0, 1.0, 0.0]])
+    fn = lambda c, d: torch.addmm(c, c, d, beta=beta, alpha=0)  # noqa: E731
+    expected = fn(c, d)
+    got = ember.compile(fn, backend="ember")(c, d)
+    torch.testing.assert_close(got, expected, equal_nan=True)
+    assert torch.equal(torch.signbit(got), torch.signbit(expected))
