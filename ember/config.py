@@ -16,7 +16,16 @@ import functools
 import os
 import sys
 import types
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
+
+
+def _environment_flag(name: str, default: bool = True) -> Callable[[], bool]:
+    """A default read from $name at start-up: "0" turns the setting off, anything else on."""
+    return lambda: os.environ.get(name, "1" if default else "0") != "0"
+
+
+def _environment_int(name: str, default: Callable[[], int]) -> Callable[[], int]:
+    return lambda: int(os.environ[name]) if os.environ.get(name) else default()
 
 
 def disabled_by_environment() -> bool:
@@ -65,11 +74,23 @@ class Config:
     # channels-last memory order, which then carries through the graph (autograd/conv_layout.py):
     # cuDNN's fast kernels are NHWC.  Empty: keep the program's memory order.
     channels_last_convolutions: str = "cuda"
+    # A training graph's backward is begun with its forward where the compilers allow it (its
+    # kernels compile beside the forward's); False: at its first call.  Default: $EMBER_BEGIN_BACKWARD.
+    begin_backward: bool = dataclasses.field(default_factory=_environment_flag("EMBER_BEGIN_BACKWARD"))
+    # A backward's recomputed forward nodes go just before their first user; False: where the
+    # joint graph has them.  Default: $EMBER_RECOMPUTE_NEAR_USE.
+    recompute_near_use: bool = dataclasses.field(default_factory=_environment_flag("EMBER_RECOMPUTE_NEAR_USE"))
 
     # ---- lowering (ATen graph -> loop IR) ----------------------------------------------------
     # A lowering rule that crashes raises (True) instead of running its op as an ATen call:
     # the fallback keeps results right, but hides the bug; the test suite turns this on.
     raise_lowering_errors: bool = False
+
+    # ---- scheduling -------------------------------------------------------------------------
+    # Buffers one kernel may read and write in all.  A chain of recomputations (BERT's backward
+    # recomputes every layer's LayerNorm output from the one before) otherwise fuses into one
+    # kernel of 150 pointers whose Triton compile took 7 s.  Default: $EMBER_MAX_KERNEL_BUFFERS or 64.
+    max_kernel_buffers: int = dataclasses.field(default_factory=_environment_int("EMBER_MAX_KERNEL_BUFFERS", lambda: 64))
 
     # ---- codegen ---------------------------------------------------------------------------
     # Generated kernels check data-dependent indices (embedding, gather, x[idx], index_put,
@@ -87,6 +108,19 @@ class Config:
     # Triton kernels that move enough memory time a few block sizes and warp counts when their
     # graph is built and keep the fastest (codegen/triton_tune.py); choices are cached on disk.
     autotune: bool = True
+    # Worker processes for cold Triton compiles (0: threads of this process only); the default
+    # leaves one core to the parent.  Default: $EMBER_COMPILE_WORKERS, else min(32, cores - 1).
+    compile_workers: int = dataclasses.field(default_factory=_environment_int(
+        "EMBER_COMPILE_WORKERS", lambda: max(0, min(32, (os.cpu_count() or 1) - 1))))
+    # The workers start when a GPU graph begins tracing (they import Triton's compiler meanwhile);
+    # False: when its kernels are handed over.  Default: $EMBER_COMPILE_PREWARM.
+    compile_prewarm: bool = dataclasses.field(default_factory=_environment_flag("EMBER_COMPILE_PREWARM"))
+    # The wrapper calls each compiled Triton kernel's launcher directly; False: every launch
+    # through Triton's JIT.  Default: $EMBER_TRITON_DIRECT.
+    triton_direct_launch: bool = dataclasses.field(default_factory=_environment_flag("EMBER_TRITON_DIRECT"))
+    # Values read only inside the Triton kernel that computes them stay in registers; False:
+    # every value is stored.  Default: $EMBER_TRITON_ELIDE_STORES.
+    triton_elide_stores: bool = dataclasses.field(default_factory=_environment_flag("EMBER_TRITON_ELIDE_STORES"))
 
     # ---- compiled autograd --------------------------------------------------------------------
     # Backward calls made inside ember.compile'd functions run as one captured, compiled graph

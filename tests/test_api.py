@@ -265,3 +265,30 @@ def test_config_disable_defaults_from_the_environment_at_import():
     out = subprocess.run([sys.executable, "-c", "import ember; print(ember.config.disable)"], env=env,
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
+
+
+def test_tuning_knobs_are_config_settings_defaulting_from_the_environment():
+    """The environment variables that tune the compiler are ember.config settings (patchable, in
+    EMBER_CONFIG), their defaults read from the variables at import."""
+    import os
+    import subprocess
+    import sys
+
+    names = {"EMBER_MAX_KERNEL_BUFFERS": ("max_kernel_buffers", "7", 7),
+             "EMBER_COMPILE_WORKERS": ("compile_workers", "0", 0),
+             "EMBER_COMPILE_PREWARM": ("compile_prewarm", "0", False),
+             "EMBER_BEGIN_BACKWARD": ("begin_backward", "0", False),
+             "EMBER_RECOMPUTE_NEAR_USE": ("recompute_near_use", "0", False),
+             "EMBER_TRITON_DIRECT": ("triton_direct_launch", "0", False),
+             "EMBER_TRITON_ELIDE_STORES": ("triton_elide_stores", "0", False)}
+    env = {**os.environ, **{variable: raw for variable, (_, raw, _) in names.items()}}
+    code = "import ember; print(repr([getattr(ember.config, n) for n in %r]))" % [n for n, _, _ in names.values()]
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == repr([value for _, _, value in names.values()])
+    defaults = {variable: None for variable in names}
+    clean = {k: v for k, v in os.environ.items() if k not in defaults}
+    out = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True, check=True).stdout
+    max_buffers, workers, *flags = eval(out)
+    assert max_buffers == 64 and workers == max(0, min(32, (os.cpu_count() or 1) - 1)) and all(flags)
+    with ember.config.patch(max_kernel_buffers=3, triton_elide_stores=False):
+        assert ember.config.max_kernel_buffers == 3 and not ember.config.triton_elide_stores

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
 import time
 from typing import Any, Callable
 
@@ -36,9 +35,6 @@ log_graph = logs.get("graph_code")
 log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")
 
-# A training graph's backward is begun with its forward where the compilers allow it
-# (EMBER_BEGIN_BACKWARD=0: at its first call only, as before).
-BEGIN_BACKWARD = os.environ.get("EMBER_BEGIN_BACKWARD", "1") != "0"
 
 
 def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
@@ -240,7 +236,7 @@ class AotCompiled:
         compiles overlap)."""
         start_forward = getattr(self.fw_compiler, "start", None)
         start_backward = getattr(self.bw_compiler, "start", None)
-        if not BEGIN_BACKWARD or start_forward is None or start_backward is None or spec.shape_env is not None:
+        if not ember_config._config.begin_backward or start_forward is None or start_backward is None or spec.shape_env is not None:
             return self.fw_compiler(partition.forward, flat_args), None
         finish_forward = start_forward(partition.forward, flat_args)
         if finish_forward is None:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import os
 
 import networkx
 import sympy
 import torch
 import torch.fx
 
+from .. import config as ember_config
 from ..eager.check import node_eager_accepts
 from ..graph_patterns import CENTERS_ITS_INPUT, centering_means, compared_with_its_extremum
 from .joint import JointSpec
@@ -156,8 +156,6 @@ def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str
     return module
 
 
-# A backward's recomputed forward nodes go just before their first user (0: where the joint has them)
-RECOMPUTE_NEAR_USE = os.environ.get("EMBER_RECOMPUTE_NEAR_USE", "1") != "0"
 
 
 def _not_after(joint: torch.fx.GraphModule, roots: list) -> set:
@@ -329,7 +327,7 @@ def _build(joint, spec, primals, tangents, fw_outputs, grads, saved) -> Partitio
         mean.meta[CENTERS_ITS_INPUT] = True
     backward = None
     if tangents and grads:
-        recomputed = _not_after(joint, tangents) if RECOMPUTE_NEAR_USE else None
+        recomputed = _not_after(joint, tangents) if ember_config._config.recompute_near_use else None
         backward = _extract(joint, saved + tangents, list(grads), "BackwardGraph", recomputed)
         extra = _sizes_for_backward(joint, primals, backward)
         if extra:

@@ -17,6 +17,7 @@ from typing import Callable
 
 import sympy
 
+from .. import config as ember_config
 from .. import logs
 from ..lowering.indexing import python_size
 from ..lowering.ir import ComputedBuffer, Layout
@@ -111,7 +112,7 @@ class TritonLauncher:
         self.after_sizes = self.pointers + len(self.sizes)
 
     def __call__(self, grid, *args):
-        if self.compiled is not None and DIRECT_LAUNCH and not _launch_hooks() and \
+        if self.compiled is not None and ember_config._config.triton_direct_launch and not _launch_hooks() and \
                 args[self.pointers:self.after_sizes] == self.sizes and _aligned_as_declared(args, self.pointer_dtypes) \
                 and (not self.flags or args[-1].data_ptr() % 16 == 0):
             self.launch(grid[0], grid[1] if len(grid) > 1 else 1, 1, self.stream(self.device), *self.head, *args,
@@ -180,15 +181,12 @@ def _log_mismatch(launcher: "TritonLauncher", args: tuple) -> None:
                         "; ".join(found) or "sizes or launch hooks differ")
 
 
-DIRECT_LAUNCH = os.environ.get("EMBER_TRITON_DIRECT", "1") != "0"  # (0: every launch through Triton's JIT)
-# Values read only inside the kernel that computes them stay in registers (0: every value stored)
-ELIDE_STORES = os.environ.get("EMBER_TRITON_ELIDE_STORES", "1") != "0"
 
 
 def direct_launches(*inputs) -> bool:
     """May a graph call launch its kernels directly: no launch hook set (a profiler's; those
     launches go through Triton, which calls it), and these inputs 16-byte aligned as compiled."""
-    if not DIRECT_LAUNCH or _launch_hooks():
+    if not ember_config._config.triton_direct_launch or _launch_hooks():
         return False
     for tensor in inputs:
         if tensor.data_ptr() % 16:
@@ -348,7 +346,7 @@ class TritonBackend:
         int64 = _needs_int64(graph)
         empty = _maybe_empty(graph)
         try:
-            internal = frozenset(scheduler.internal_values()) if ELIDE_STORES else frozenset()
+            internal = frozenset(scheduler.internal_values()) if ember_config._config.triton_elide_stores else frozenset()
             steps = {step.name: TritonStep(triton_kernels(step, dtypes, offsets, int64, empty, internal))
                      for step in scheduler.steps if isinstance(step, Kernel)}
         except NotImplementedError as reason:  # (the graph runs as ATen calls)
@@ -468,7 +466,7 @@ class TritonBackend:
         now: sizes (static), the pointers' dtypes and alignment (buffers the wrapper allocates;
         constants).  Graph inputs are checked once per call (`direct`, the first lines) and
         extern results where the condition reads them."""
-        if not DIRECT_LAUNCH or launcher.compiled is None or launcher.sizes is None or source.size_args:
+        if not ember_config._config.triton_direct_launch or launcher.compiled is None or launcher.sizes is None or source.size_args:
             return None
         sizes = [source.xnumel] + ([source.rnumel] if source.rnumel is not None else [])
         if tuple(int(sympy.sympify(size)) for size in sizes) != launcher.sizes:

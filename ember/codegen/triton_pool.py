@@ -25,19 +25,21 @@ import sys
 import threading
 import time
 
+from .. import config as ember_config
 from .. import logs
 
 log_perf = logs.get("perf")
 
-# Worker processes for cold compiles: 0 turns them off (threads only).  EMBER_COMPILE_WORKERS
-# overrides; the default leaves one core to the parent.
-COMPILE_WORKERS = int(os.environ.get("EMBER_COMPILE_WORKERS", max(0, min(32, (os.cpu_count() or 1) - 1))))
 MIN_KERNELS = 8  # fewer kernels than this compile in the parent's threads (no hand-over cost)
 WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "triton_worker.py")
 
 
 def workers_enabled() -> bool:
-    return COMPILE_WORKERS > 0 and os.environ.get("TRITON_INTERPRET") != "1"
+    return _workers_wanted() > 0 and os.environ.get("TRITON_INTERPRET") != "1"
+
+
+def _workers_wanted() -> int:
+    return ember_config._config.compile_workers  # (ember.config.compile_workers: 0 turns them off)
 
 
 class Worker:
@@ -83,8 +85,8 @@ def _pool(count: int) -> list[Worker]:
 def prewarm() -> None:
     """Starts the workers now, without waiting for them: each imports Triton's compiler while the
     parent lowers and schedules its first graph (a second or two of every cold compile)."""
-    if workers_enabled() and os.environ.get("EMBER_COMPILE_PREWARM", "1") != "0":
-        _pool(COMPILE_WORKERS)
+    if workers_enabled() and ember_config._config.compile_prewarm:
+        _pool(_workers_wanted())
 
 
 def shutdown() -> None:
@@ -111,7 +113,7 @@ class Batch:
         self.pending: queue.Queue = queue.Queue()
         for position, job in enumerate(jobs):
             self.pending.put((position, job))
-        workers = _pool(min(count or COMPILE_WORKERS, len(jobs))) if jobs else []
+        workers = _pool(min(count or _workers_wanted(), len(jobs))) if jobs else []
         self.threads = [threading.Thread(target=self._serve, args=(worker,), daemon=True) for worker in workers]
         for thread in self.threads:
             thread.start()

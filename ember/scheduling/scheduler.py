@@ -14,7 +14,7 @@ Input: the lowered graph's buffers (ComputedBuffers and extern calls) in creatio
    whose outer loop is too short to spread its work (MIN_OUTER_ITERATIONS).  A node the current kernel cannot
    take joins an earlier kernel over the same outer loop that reads the same data, when that
    kernel runs after everything the node reads.  A scatter is a kernel of its own.  A kernel
-   reads and writes at most MAX_KERNEL_BUFFERS buffers.
+   reads and writes at most `ember.config.max_kernel_buffers` buffers.
 3. Last uses: after which step each buffer can be freed.
 """
 from __future__ import annotations
@@ -22,11 +22,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import os
 from typing import Any
 
 import sympy
 
+from .. import config as ember_config
 from ..lowering.analysis import record
 from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
 from ..lowering.indexing import simplify_index
@@ -201,7 +201,7 @@ class Scheduler:
         return squeeze(nodes[0].data.ranges)
 
     def _can_join(self, kernel: Kernel, node: ComputedBuffer) -> bool:
-        if len(self._buffers_touched(kernel) | self._node_buffers(node)) > MAX_KERNEL_BUFFERS:
+        if len(self._buffers_touched(kernel) | self._node_buffers(node)) > ember_config._config.max_kernel_buffers:
             return False
         nodes = kernel.nodes + [node]
         reductions = [n for n in nodes if isinstance(n.data, Reduction)]
@@ -340,11 +340,6 @@ class Scheduler:
                 dying.setdefault(position, []).append(name)
         return dying
 
-
-# Buffers one kernel may read and write in all.  A chain of recomputations (BERT's backward
-# recomputes every layer's LayerNorm output from the one before) otherwise fuses into one kernel
-# of 150 pointers whose Triton compile took 7 s (per autotuning candidate).
-MAX_KERNEL_BUFFERS = int(os.environ.get("EMBER_MAX_KERNEL_BUFFERS", 64))
 
 # A pointwise node joins a kernel whose outer loop has fewer iterations than this only when its
 # inner loop is short: otherwise one program (one GPU block, one CPU thread) would walk all of

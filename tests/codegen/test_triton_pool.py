@@ -8,6 +8,7 @@ import torch
 
 pytest.importorskip("triton")
 
+import ember  # noqa: E402
 from ember.codegen import triton_pool  # noqa: E402
 
 KERNEL = '''import triton
@@ -73,7 +74,7 @@ def test_the_parent_finds_every_kernel_the_workers_compiled(monkeypatch):
 
     import ember
 
-    monkeypatch.setattr(triton_pool, "COMPILE_WORKERS", 2)
+    monkeypatch.setattr(ember.config._config, "compile_workers", 2)
     monkeypatch.setattr(triton_pool, "MIN_KERNELS", 2)
     c = random.random() + 1.0
 
