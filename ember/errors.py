@@ -8,6 +8,12 @@ class CannotCapture(Exception):
     says why).  Raised also by the AOT runtime's traceable backward (an ember region's)."""
 
 
+class GraphNotSupported(Exception):
+    """Some node of this graph cannot be compiled or called as one ATen op on ember's buffers
+    (the reason names it): the graph runs as its ATen calls.  Raised by lowering and by the
+    kernel backends, caught where a graph is compiled (codegen/compile.py)."""
+
+
 class InputShapeMismatch(RuntimeError):
     """A compiled graph with symbolic sizes got inputs whose sizes or strides break the relations
     it was compiled for (two sizes that were one symbol differ, a stride that is not the traced

@@ -24,7 +24,8 @@ import torch
 from .. import config as ember_config
 from .. import logs
 from ..lowering.bias_epilogue import use_bias_epilogues
-from ..lowering.graph import GraphLowering, GraphNotSupported
+from ..errors import GraphNotSupported
+from ..lowering.graph import GraphLowering
 from ..lowering.printer import ir_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
 from ..lowering.symbolic import bounds_scope

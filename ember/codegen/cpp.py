@@ -813,7 +813,7 @@ def _reduction_init(kind: str, dtype: torch.dtype, acc_type: str) -> str:
 
 
 def _contiguous(ranges: list) -> list:
-    from ..lowering.ir import contiguous_strides
+    from ..lowering.indexing import contiguous_strides
 
     return contiguous_strides(ranges)
 

@@ -31,7 +31,7 @@ def backend_name(device_type: str) -> str | None:
 def kernel_backend(device_type: str):
     name = backend_name(device_type)
     if name not in BACKENDS:
-        from ..lowering.graph import GraphNotSupported
+        from ..errors import GraphNotSupported
 
         raise GraphNotSupported(f"no kernel backend for {device_type} graphs")
     return BACKENDS[name]

@@ -269,7 +269,7 @@ class DeviceIndexFlags:
     def view(self, offset: int, device):
         import torch
 
-        from ..lowering.graph import GraphNotSupported
+        from ..errors import GraphNotSupported
 
         if len(self.sites) > self.CAPACITY:
             raise GraphNotSupported(f"more than {self.CAPACITY} bounds-checked indexing sites")
@@ -340,7 +340,7 @@ class TritonBackend:
     name = "triton"
 
     def sources(self, graph, scheduler, dtypes: dict) -> dict[str, TritonStep]:
-        from ..lowering.graph import GraphNotSupported
+        from ..errors import GraphNotSupported
 
         offsets = _planned_offsets(graph)
         int64 = _needs_int64(graph)

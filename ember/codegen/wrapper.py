@@ -24,9 +24,9 @@ import torch
 from torch.utils import _pytree as pytree
 
 from ..errors import InputShapeMismatch
-from ..lowering.graph import GraphLowering, ReinterpretView
+from ..lowering.graph import GraphLowering
 from ..lowering.indexing import python_size
-from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer, Layout, product
+from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer, Layout, ReinterpretView, product
 from ..lowering.symbolic import ShapesNotSupported, size_symbols
 from ..lowering.printer import provenance, user_line
 from ..runtime.autocast import AUTOCAST_KEYS, exclude_keys

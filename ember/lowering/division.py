@@ -15,7 +15,8 @@ from __future__ import annotations
 import torch
 
 from .ir import IRNode, Pointwise
-from .lowerings import _LOW_PRECISION, _size, _val, FallbackNeeded, loader_for, pointwise, register
+from .pointwise import pointwise
+from .registry import _LOW_PRECISION, _size, _val, FallbackNeeded, loader_for, register
 
 aten = torch.ops.aten
 

@@ -21,10 +21,11 @@ from torch.utils import _pytree as pytree
 from .. import config as ember_config
 from .. import logs
 from ..eager.check import eager_rejects_dtypes
+from ..errors import GraphNotSupported
 from ..graph_patterns import compared_with_its_extremum, subtracted_from_its_extremum
 from . import ir
 from .ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, IRNode, Layout, Pointwise, \
-    Reduction, View
+    Reduction, ReinterpretView, View
 from .symbolic import ShapesNotSupported, expr_of
 
 log_fallbacks = logs.get("fallbacks")
@@ -417,34 +418,8 @@ def _paired(nodes, values, function):
     return function(nodes, values)
 
 
-class GraphNotSupported(Exception):
-    """Some node of this graph cannot be compiled or called as one ATen op on ember's buffers
-    (the reason names it): the graph runs as its ATen calls."""
-
-
 # views whose values depend on how their input is laid out in memory (not only on its values)
 _READS_STORAGE = {torch.ops.aten.as_strided.default}
-
-
-class ReinterpretView(IRNode):
-    """A buffer read with another size/stride/offset (what torch.as_strided makes)."""
-
-    def __init__(self, buffer: Buffer, layout: Layout) -> None:
-        self.buffer = buffer
-        self.layout = layout
-        self.dtype = layout.dtype
-        self.device = layout.device
-
-    def get_size(self):
-        return list(self.layout.size)
-
-    def make_loader(self):
-        name, layout = self.buffer.name, self.layout
-
-        def load(ops, index):
-            return ops.load(name, layout.index(index))
-
-        return load
 
 
 class _SideEffectMarker(Buffer):

@@ -10,8 +10,19 @@ from typing import Sequence
 
 import sympy
 
-from .ir import Expr, contiguous_strides
 from .symbolic import ShapesNotSupported, is_size_symbol, provably_less, provably_nonnegative
+
+Expr = sympy.Expr
+
+
+def contiguous_strides(size: Sequence[Expr]) -> list[Expr]:
+    """Row-major strides of a size (the last dim's stride is 1)."""
+    strides: list[Expr] = []
+    running: Expr = sympy.Integer(1)
+    for dim in reversed(size):
+        strides.append(running)
+        running = running * dim
+    return list(reversed(strides))
 
 
 def broadcast_index(index: Sequence[Expr], out_size: Sequence[Expr], in_size: Sequence[Expr]) -> list[Expr]:

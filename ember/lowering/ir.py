@@ -22,21 +22,15 @@ from typing import Any, Callable, Sequence
 import sympy
 import torch
 
+from .indexing import contiguous_strides, simplify_index
+from .symbolic import is_size_symbol
+
 Expr = sympy.Expr
 _counter = itertools.count()
 
 
 def index_vars(count: int, prefix: str = "i") -> list[sympy.Symbol]:
     return [sympy.Symbol(f"{prefix}{n}", integer=True, nonnegative=True) for n in range(count)]
-
-
-def contiguous_strides(size: Sequence[Expr]) -> list[Expr]:
-    strides: list[Expr] = []
-    running: Expr = sympy.Integer(1)
-    for dim in reversed(size):
-        strides.append(running)
-        running = running * dim
-    return list(reversed(strides))
 
 
 def product(values: Sequence[Expr]) -> Expr:
@@ -255,7 +249,6 @@ def strided_view_of(value: IRNode) -> tuple[Buffer, Layout] | None:
     index = list(variables)
     for view in chain:
         index = view.reindex(index)
-    from .indexing import simplify_index
 
     symbolic = any(not s.is_number for s in size)
     bounds = {var: size - 1 for var, size in zip(variables, value.get_size()) if size.is_number or symbolic}
@@ -270,11 +263,30 @@ def strided_view_of(value: IRNode) -> tuple[Buffer, Layout] | None:
 
 def _size_only(expr) -> bool:
     """A number, or an expression of size symbols alone (no index variable)."""
-    from .symbolic import is_size_symbol
-
     if expr.is_number:
         return True
     return all(is_size_symbol(s) for s in expr.free_symbols)
+
+
+class ReinterpretView(IRNode):
+    """A buffer read with another size/stride/offset (what torch.as_strided makes)."""
+
+    def __init__(self, buffer: Buffer, layout: Layout) -> None:
+        self.buffer = buffer
+        self.layout = layout
+        self.dtype = layout.dtype
+        self.device = layout.device
+
+    def get_size(self):
+        return list(self.layout.size)
+
+    def make_loader(self):
+        name, layout = self.buffer.name, self.layout
+
+        def load(ops, index):
+            return ops.load(name, layout.index(index))
+
+        return load
 
 
 def new_name(prefix: str = "buf") -> str:

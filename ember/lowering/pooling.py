@@ -18,7 +18,7 @@ import torch
 
 from .symbolic import static_int
 from .ir import Pointwise
-from .lowerings import FallbackNeeded, _size, _val, register
+from .registry import FallbackNeeded, _size, _val, register
 
 aten = torch.ops.aten
 MAX_WINDOW = 49  # positions unrolled per output element

@@ -11,7 +11,7 @@ import torch
 
 from ..device_limits import ATOMIC_UPDATES_PER_ROW_LIMIT
 from .ir import IRNode, Pointwise, Scatter
-from .lowerings import FallbackNeeded, _check_indexable, _dim, _size, _val, loader_for, register
+from .registry import FallbackNeeded, _check_indexable, _dim, _size, _val, loader_for, register
 
 aten = torch.ops.aten
 

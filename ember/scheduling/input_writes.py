@@ -25,7 +25,7 @@ import torch
 
 from .. import config as ember_config
 from ..lowering.analysis import record
-from ..lowering.graph import ReinterpretView
+from ..lowering.ir import ReinterpretView
 from ..lowering.ir import Buffer, ComputedBuffer, InputBuffer, Pointwise, index_vars, store_layout
 from .scheduler import Kernel, Scheduler
 

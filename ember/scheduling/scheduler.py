@@ -28,12 +28,12 @@ import sympy
 
 from .. import config as ember_config
 from ..lowering.analysis import record
-from ..lowering.graph import GraphLowering, ReinterpretView, _SideEffectMarker
+from ..lowering.graph import GraphLowering, _SideEffectMarker
 from ..lowering.indexing import simplify_index
 from ..lowering.printer import provenance, sizes
 from ..lowering.symbolic import is_size_symbol
-from ..lowering.ir import (Buffer, ComputedBuffer, ExternBuffer, ExternCall, Layout, Pointwise, Reduction, Scatter,
-                           index_vars, store_layout)
+from ..lowering.ir import (Buffer, ComputedBuffer, ExternBuffer, ExternCall, Layout, Pointwise, Reduction,
+                           ReinterpretView, Scatter, index_vars, store_layout)
 
 
 def squeeze(ranges) -> list:
