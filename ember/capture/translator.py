@@ -154,6 +154,7 @@ class Translator:
     # -- the loop ------------------------------------------------------------------------------------
     def run(self) -> None:
         from .opcodes import HANDLERS
+        from . import opcodes_flow  # noqa: F401  (registers the control-flow handlers)
 
         while not self.done:
             if self.ip >= len(self.insts):

@@ -1,0 +1,325 @@
+"""Opcode handlers for control flow: jumps, iteration, calls, function objects, with blocks,
+exceptions, imports and generators (registered into opcodes.HANDLERS as the data opcodes are)."""
+from __future__ import annotations
+
+from .errors import Unsupported, UserException
+from .opcodes import VERSION, handler
+from .variables.base import ConstantVariable, NullVariable, VariableTracker, constant
+
+
+# -- control flow -------------------------------------------------------------------------------------------
+@handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+def _jump(tx, inst):
+    tx.jump(inst.argval)
+
+
+def _conditional(truth_when_jump: bool | None, none_test: bool | None = None):
+    def run(tx, inst):
+        value = tx.pop()
+        if none_test is not None:
+            is_none = isinstance(value, ConstantVariable) and value.value is None
+            if not is_none and isinstance(value, ConstantVariable):
+                is_none = False
+            jump = is_none if none_test else not is_none
+        else:
+            jump = value.truth(tx) == truth_when_jump
+        if jump:
+            tx.jump(inst.argval)
+
+    return run
+
+
+def _conditional_peek(tx, value):
+    return value
+
+
+for _name, _when in (("POP_JUMP_FORWARD_IF_TRUE", True), ("POP_JUMP_FORWARD_IF_FALSE", False),
+                     ("POP_JUMP_BACKWARD_IF_TRUE", True), ("POP_JUMP_BACKWARD_IF_FALSE", False)):
+    handler(_name, max_version=(3, 11))(_conditional(_when))
+for _name, _none in (("POP_JUMP_FORWARD_IF_NONE", True), ("POP_JUMP_FORWARD_IF_NOT_NONE", False),
+                     ("POP_JUMP_BACKWARD_IF_NONE", True), ("POP_JUMP_BACKWARD_IF_NOT_NONE", False)):
+    handler(_name, max_version=(3, 11))(_conditional(None, _none))
+handler("POP_JUMP_IF_TRUE", min_version=(3, 12))(_conditional(True))
+handler("POP_JUMP_IF_FALSE", min_version=(3, 12))(_conditional(False))
+handler("POP_JUMP_IF_NONE", min_version=(3, 12))(_conditional(None, True))
+handler("POP_JUMP_IF_NOT_NONE", min_version=(3, 12))(_conditional(None, False))
+
+
+@handler("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", max_version=(3, 11))
+def _jump_or_pop(tx, inst):
+    value = tx.stack[-1]
+    truth = value.truth(tx)
+    if truth == (inst.opname == "JUMP_IF_TRUE_OR_POP"):
+        tx.jump(inst.argval)
+    else:
+        tx.pop()
+
+
+@handler("GET_ITER")
+def _get_iter(tx, inst):
+    tx.push(tx.pop().get_iter(tx))
+
+
+@handler("FOR_ITER")
+def _for_iter(tx, inst):
+    iterator = tx.stack[-1]
+    step = getattr(iterator, "next_value", None)
+    if step is None:
+        raise Unsupported(f"for-loop over {iterator}")
+    value = step(tx)
+    if value is not None:
+        tx.push(value)
+        return
+    tx.pop()
+    target = tx.insts.index_of[inst.argval]
+    if VERSION >= (3, 12) and tx.insts[target].opname == "END_FOR":
+        target += 1
+    tx.ip = target
+
+
+@handler("END_FOR", min_version=(3, 12))
+def _end_for(tx, inst):
+    tx.popn(2)
+
+
+@handler("RETURN_VALUE")
+def _return_value(tx, inst):
+    tx.return_value = tx.pop()
+    tx.done = True
+
+
+# -- calls ----------------------------------------------------------------------------------------------------
+@handler("KW_NAMES")
+def _kw_names(tx, inst):
+    tx.kw_names = tx.code.co_consts[inst.arg]
+
+
+@handler("CALL")
+def _call(tx, inst):
+    argc = inst.arg
+    args = tx.popn(argc)
+    second = tx.pop()
+    first = tx.pop()
+    if isinstance(first, NullVariable):
+        function = second
+    else:
+        function, args = first, [second, *args]
+    kwargs = {}
+    if tx.kw_names:
+        names = tx.kw_names
+        kwargs = dict(zip(names, args[len(args) - len(names):]))
+        args = args[:len(args) - len(names)]
+    tx.kw_names = None
+    tx.push(tx.call(function, args, kwargs))
+
+
+@handler("CALL_FUNCTION_EX")
+def _call_function_ex(tx, inst):
+    from .variables.containers import DictVariable
+
+    kwargs_var = tx.pop() if inst.arg & 1 else None
+    args_var = tx.pop()
+    function = tx.pop()
+    below = tx.pop()
+    if not isinstance(below, NullVariable):
+        # 3.11 method form: [callable, self] below the arguments tuple.
+        function, args_prefix = below, [function]
+    else:
+        args_prefix = []
+    args = [*args_prefix, *args_var.get_iter(tx).unpack_sequence(tx)]
+    kwargs = {}
+    if kwargs_var is not None:
+        if not isinstance(kwargs_var, DictVariable):
+            raise Unsupported("** of a non-dict")
+        kwargs = dict(kwargs_var.items)
+    tx.push(tx.call(function, args, kwargs))
+
+
+@handler("MAKE_FUNCTION")
+def _make_function(tx, inst):
+    from .variables.functions import NestedFunctionVariable
+
+    flags = inst.arg
+    if VERSION < (3, 11):
+        tx.pop()
+    code = tx.pop().as_python_constant()
+    closure = tx.pop() if flags & 0x08 else None
+    annotations = tx.pop() if flags & 0x04 else None
+    kwdefaults = tx.pop() if flags & 0x02 else None
+    defaults = tx.pop() if flags & 0x01 else None
+    cells = list(closure.items) if closure is not None else None
+    tx.push(NestedFunctionVariable(code, tx.f_globals, code.co_qualname, defaults, kwdefaults, cells, annotations))
+
+
+# -- with blocks and exceptions --------------------------------------------------------------------------
+class WithExitVariable(VariableTracker):
+    def __init__(self, manager) -> None:
+        super().__init__()
+        self.manager = manager
+
+    def call_function(self, tx, args, kwargs):
+        return self.manager.exit(tx)
+
+
+@handler("BEFORE_WITH")
+def _before_with(tx, inst):
+    manager = tx.pop()
+    enter = getattr(manager, "enter", None)
+    if enter is None:
+        raise Unsupported(f"with-statement on {manager}")
+    tx.push(WithExitVariable(manager))
+    tx.push(enter(tx))
+
+
+@handler("PUSH_EXC_INFO")
+def _push_exc_info(tx, inst):
+    value = tx.pop()
+    previous = tx.exc_stack[-1] if tx.exc_stack else constant(None)
+    tx.push(previous)
+    tx.push(value)
+    tx.exc_stack.append(value)
+
+
+@handler("POP_EXCEPT")
+def _pop_except(tx, inst):
+    tx.pop()
+    if tx.exc_stack:
+        tx.exc_stack.pop()
+
+
+@handler("CHECK_EXC_MATCH")
+def _check_exc_match(tx, inst):
+    expected = tx.pop()
+    value = tx.stack[-1]
+    classes = getattr(expected, "static_value", lambda: None)()
+    if classes is None:
+        classes = expected.as_python_constant()
+    real = getattr(value, "value", None)
+    if not isinstance(real, BaseException):
+        raise Unsupported("except clause on an unknown exception")
+    tx.push(constant(isinstance(real, classes)))
+
+
+@handler("RERAISE")
+def _reraise(tx, inst):
+    value = tx.pop()
+    if inst.arg:
+        tx.pop()  # lasti
+    real = getattr(value, "value", None)
+    if isinstance(real, BaseException):
+        raise UserException(real)
+    raise Unsupported("re-raise of an unknown exception")
+
+
+@handler("RAISE_VARARGS")
+def _raise_varargs(tx, inst):
+    from .variables.objects import ClassVariable, ExceptionVariable
+
+    if inst.arg == 0:
+        if tx.exc_stack and isinstance(getattr(tx.exc_stack[-1], "value", None), BaseException):
+            raise UserException(tx.exc_stack[-1].value)
+        raise Unsupported("bare raise")
+    cause = tx.pop() if inst.arg == 2 else None
+    value = tx.pop()
+    if isinstance(value, ClassVariable) and issubclass(value.cls, BaseException):
+        value = ExceptionVariable(value.cls, [])
+    if isinstance(value, ExceptionVariable):
+        if not all(arg.is_python_constant() for arg in value.args):
+            raise Unsupported("raise with non-constant arguments")
+        real = value.real()
+    elif isinstance(getattr(value, "value", None), BaseException):
+        real = value.value
+    else:
+        raise Unsupported(f"raise of {value}")
+    if cause is not None:
+        cause_value = getattr(cause, "value", None)
+        real.__cause__ = cause_value if isinstance(cause_value, BaseException) else None
+    raise UserException(real)
+
+
+@handler("WITH_EXCEPT_START")
+def _with_except_start(tx, inst):
+    value = tx.stack[-1]
+    exit_function = tx.stack[-4]
+    from .variables.objects import NewObjectVariable, UserObjectVariable
+
+    if isinstance(getattr(exit_function, "manager", None), (UserObjectVariable, NewObjectVariable)):
+        # A user __exit__ sees the exception and may swallow it: not modelled.
+        raise Unsupported("an exception leaving the with-block of a user context manager")
+    result = exit_function.call_function(tx, [], {})
+    real = getattr(value, "value", None)
+    if not isinstance(real, BaseException):
+        raise Unsupported("with-block exit on an unknown exception")
+    tx.push(result)
+
+
+@handler("LOAD_ASSERTION_ERROR")
+def _load_assertion_error(tx, inst):
+    from .variables.objects import ClassVariable
+
+    tx.push(ClassVariable(AssertionError))
+
+
+@handler("IMPORT_NAME")
+def _import_name(tx, inst):
+    from .variables.builder import wrap_static
+
+    fromlist = tx.pop().as_python_constant()
+    level = tx.pop().as_python_constant()
+    if level != 0:
+        raise Unsupported("relative import inside a compiled function")
+    module = __import__(inst.argval, tx.f_globals, None, fromlist, level)
+    tx.push(wrap_static(tx, module))
+
+
+@handler("IMPORT_FROM")
+def _import_from(tx, inst):
+    tx.push(tx.load_attr(tx.stack[-1], inst.argval))
+
+
+# -- generators (materialized when inlined) ---------------------------------------------------------------
+@handler("RETURN_GENERATOR")
+def _return_generator(tx, inst):
+    if tx.generated is None:
+        raise Unsupported("generator frame at the root")
+    tx.push(constant(None))
+
+
+@handler("YIELD_VALUE")
+def _yield_value(tx, inst):
+    if tx.generated is None:
+        raise Unsupported("yield outside a materialized generator")
+    tx.generated.append(tx.pop())
+    tx.push(constant(None))
+
+
+@handler("GET_YIELD_FROM_ITER")
+def _get_yield_from_iter(tx, inst):
+    tx.push(tx.pop().get_iter(tx))
+
+
+@handler("SEND")
+def _send(tx, inst):
+    tx.pop()  # the value sent in (always None when materializing)
+    iterator = tx.stack[-1]
+    value = iterator.next_value(tx)
+    if value is not None:
+        tx.push(value)
+        return
+    result = getattr(iterator, "return_value", None) or constant(None)
+    if VERSION < (3, 12):
+        tx.pop()
+    tx.push(result)
+    tx.jump(inst.argval)
+
+
+@handler("END_SEND", min_version=(3, 12))
+def _end_send(tx, inst):
+    value = tx.pop()
+    tx.pop()
+    tx.push(value)
+
+
+@handler("CLEANUP_THROW", min_version=(3, 12))
+def _cleanup_throw(tx, inst):
+    raise Unsupported("generator throw")
