@@ -395,19 +395,6 @@ def test_eagers_cpu_batch_norm_backward_misreading_a_transposed_input_is_flagged
             assert right
 
 
-def test_a_nonpositive_base_to_a_normalized_zero_is_ill_conditioned():
-    """b ** e for b <= 0 and e a layer_norm element equal to its row's mean (0 +- noise): 1, or
-    NaN by the noise's sign (autograd 708256: eager's CUDA kernel NaN, ember 1).  A positive base
-    is continuous there."""
-    layer_norm = torch.nn.functional.layer_norm
-    b = torch.tensor([[4.0, -2.0, 0.0, 6.0, 0.0, -3.0, -5.0]], dtype=torch.float64)   # mean 0
-    base = torch.tensor([[-0.3, 0.8, -1.1, 1.6, 1.8, 0.9, 0.4]], dtype=torch.float64)
-    assert _watched(lambda t: torch.pow(base, layer_norm(t, (7,))), b)
-    assert _watched(lambda t: torch.pow(0.0, layer_norm(t, (7,))), b)
-    assert not _watched(lambda t: torch.pow(base.abs(), layer_norm(t, (7,))), b)
-    assert not _watched(lambda t: torch.pow(base, layer_norm(t, (7,))), b + torch.tensor([[0.0, 0, 0.5, 0, 0.5, 0, 0]]))
-
-
 def test_eagers_cpu_batch_norm_backward_misreading_a_strided_weight_is_flagged():
     """torch 2.13's CPU batch_norm backward reads a strided weight as contiguous in its
     channels-last kernel, which an [N, C, 1, 1] or [N, C] input takes too (conv 12961: the input
