@@ -373,36 +373,6 @@ def _eager_eval_batch_norm_misreads(args, result) -> bool:
         return False
 
 
-def _eager_batch_norm_backward_misreads(func, args, result) -> bool:
-    """The same misreading in training mode: eager's CPU backward of an input [5, 100, 5, 1] with
-    strides (500, 1, 100, 1) gave every channel's bias gradient the same value (0.0434 where the
-    sums of the output gradient are -6.3, -0.66, ...; conv 11091, torch 2.13, float64 too).  The
-    kernel run again on contiguous copies is the answer; eager's differing from it is eager's
-    error, not one ember can be held to.  So is its reading of a strided weight as if it were
-    contiguous wherever it takes its channels-last kernel (channels-last inputs, and contiguous
-    ones of one element per channel and sample: [2, 3, 1, 1] or [2, 3]), where the forward's
-    TensorIterator path reads it right (conv 12961: weight `w[::2]`; eager's input gradient used
-    w's storage[0:3], float64 too)."""
-    try:
-        grad, x, per_channel = args[0], args[1], args[2:7]  # weight, running stats, saved stats
-        if x.device.type != "cpu" or x.dim() < 2 or all(
-                not isinstance(t, torch.Tensor) or t.is_contiguous() for t in (grad, x, *per_channel)):
-            return False
-        again = func(grad.contiguous(), x.contiguous(),
-                     *[t.contiguous() if isinstance(t, torch.Tensor) else t for t in per_channel], *args[7:])
-        for got, want in zip(result, again):
-            if got is None or want is None:
-                continue
-            got, want = got.detach().double(), want.detach().double()
-            both_finite = torch.isfinite(got) & torch.isfinite(want)
-            tolerance = max(1e-3, 4 * torch.finfo(result[0].dtype).eps) if result[0] is not None else 1e-3
-            if bool(((got - want).abs() > tolerance * (1 + want.abs()))[both_finite].any()):
-                return True
-        return False
-    except Exception:  # noqa: BLE001 - a watch must never change the run
-        return False
-
-
 # every backward of batch norm eager may call (CUDA's eval mode: batch_norm_backward)
 _BATCH_NORM_BACKWARDS = (aten.native_batch_norm_backward.default, aten.batch_norm_backward.default,
                          aten.cudnn_batch_norm_backward.default)
@@ -735,8 +705,7 @@ class ConditionWatch(TorchDispatchMode):
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
             return result
-        if func is aten.native_batch_norm_backward.default and (
-                _eager_eval_batch_norm_misreads(args, result) or _eager_batch_norm_backward_misreads(func, args, result)):
+        if func is aten.native_batch_norm_backward.default and _eager_eval_batch_norm_misreads(args, result):
             self.ill_conditioned = True
             return result
         if func in _BATCH_NORM_BACKWARDS and _eager_batch_norm_bias_gradient_wrong(

@@ -40,7 +40,7 @@ def _class_table(rows: list[dict]) -> list[list]:
 def _groups(rows: list[dict]) -> dict:
     groups: dict = collections.defaultdict(list)
     for row in rows:
-        if row["cls"] in ("ok", "eager_error", "flaky_eager", "ill_conditioned"):
+        if row["cls"] in ("ok", "eager_error", "eager_wrong", "flaky_eager", "ill_conditioned"):
             continue
         groups[(row["backend"], coarse_signature(row))].append(row)
     return dict(sorted(groups.items(), key=lambda item: (item[0][0], -len(item[1]))))
