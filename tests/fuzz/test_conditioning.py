@@ -573,3 +573,19 @@ def test_log1p_of_a_sine_near_minus_one_is_ill_conditioned():
     assert _watched(lambda t: torch.sin(t.double()).log1p(), near)
     assert not _watched(lambda t: torch.sin(t).log1p(), torch.tensor([-1.2, 0.3]))
     assert not _watched(torch.log1p, torch.sin(near))
+
+
+def test_a_quotient_exactly_on_its_jump_from_libm_values_is_ill_conditioned():
+    """trunc(v / w) with v gathered from w's own log_softmax values is exactly 1 in eager (one
+    value divided by itself); a compiler recomputing log_softmax in two kernels may round its log
+    1 ulp apart in each (default 14324: ember 0).  Plain values exactly on the jump are not."""
+    a = torch.tensor([0.3, -1.2, 0.7, 2.0])
+    index = torch.zeros(5, 1, dtype=torch.long)
+
+    def quotient(x):
+        w = torch.log_softmax(x, -1)
+        v = torch.cat([w.expand(3, 4)] * 2, 1).gather(0, index)
+        return torch.div(v, w, rounding_mode="trunc")
+
+    assert _watched(quotient, a)
+    assert not _watched(lambda x: torch.div(x.expand(3, 4), x, rounding_mode="trunc"), a)
