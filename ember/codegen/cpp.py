@@ -657,7 +657,11 @@ class CppKernel(KernelArguments):
             return
         mean_name, m2_name = data.partner or (None, None)
         partners = [n for n in self.kernel.nodes if n.name in (mean_name, m2_name)] if data.partner else [node]
-        acc = "double" if data.spec.src_dtype == torch.float64 else "float"
+        # Accumulated in double, as ATen's CPU var/std (its CPU acc_type of float): a float running
+        # mean rounds once per update, and in a row of near-equal values x - mean is then off by
+        # several times eager's error (a [64, 5] row, every update in the scalar tail: 1.7e-4 in
+        # a layer_norm's output; layout 14776)
+        acc = "double"
         ranges = list(data.spec.reduction_ranges)
         loop_dims = [d for d, size in enumerate(ranges) if size != 1]
         lanes = WELFORD_LANES

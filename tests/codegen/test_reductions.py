@@ -43,3 +43,20 @@ def test_column_reductions_loop_rows_outside_and_match_eager(columns):
         torch.testing.assert_close(ours, theirs, equal_nan=True, rtol=1e-5, atol=1e-5)
     source = "".join(graphs[0].kernels.values())
     assert "xb += 16" in source  # rows outside, 16 outputs per vector inside
+
+
+@pytest.mark.parametrize("shape", [(14, 64, 5), (6, 40, 20), (6, 40, 17), (6, 40, 33)], ids=str)
+def test_welford_over_a_short_inner_dimension_keeps_layer_norm_accurate(shape):
+    """A row [64, 5] of mostly equal values (2.0, a few above): its normalized values are
+    x - mean over a small spread, so the mean must be accurate to a few ulps.  With 5 < 16
+    lanes every element fell to the scalar tail, whose one float running mean rounded 320 times
+    (1.4e-4 off against float64, 2.8 times eager's error; fuzz layout 14776).  Accumulated in
+    double, as ATen's CPU var: held to twice eager's own error."""
+    torch.manual_seed(0)
+    x = torch.maximum(torch.full(shape, 2.0), torch.randn(shape) * 0.7)
+    fn = lambda x: torch.nn.functional.layer_norm(x, shape[1:])  # noqa: E731
+    got, graphs = run(fn, x)
+    want = fn(x.double())
+    ours, eagers = (got.double() - want).abs().max(), (fn(x).double() - want).abs().max()
+    assert ours <= 2 * eagers + 1e-6, (float(ours), float(eagers))
+    assert not graphs[0].fallbacks
