@@ -868,7 +868,13 @@ class _Reducer:
 
     def _across(self, block: str) -> str:
         """A [XBLOCK, RBLOCK] block (masked lanes at the identity) reduced along r: [XBLOCK, 1]."""
-        return self.kernel.emit(_BLOCK_REDUCE[self.kind].format(block))
+        reduced = self.kernel.emit(_BLOCK_REDUCE[self.kind].format(block))
+        if self.kind == "sum" and self.acc_torch.is_floating_point:
+            # eager's sum starts from +0.0, so a sum of -0.0s is +0.0; tl.sum's tree of -0.0s (or
+            # of one element, RBLOCK 1) is -0.0, and its sign shows through atan2 and division
+            # (fuzz lowp 708927 on an H200: atan2(-0.0, gelu(sum)) gave -pi, eager -0.0)
+            reduced = self.kernel.emit(f"({reduced} + 0.0)")
+        return reduced
 
     def _input(self, value: str) -> str:
         kernel = self.kernel

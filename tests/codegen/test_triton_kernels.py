@@ -671,3 +671,16 @@ def test_relu_of_negative_zero_keeps_eagers_sign():
     checked against the CPU's kernel in the interpreter, the CUDA one's on a GPU.)"""
     x = torch.tensor([-0.0, 0.0, -1.0, 2.0, float("nan")])
     _run(lambda t: 1 / torch.relu(t) + torch.relu(t), x)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (8,), (3, 64)], ids=str)
+def test_a_sum_of_negative_zeros_is_positive_zero_as_in_eager(shape):
+    """Eager's sum starts from +0.0: a sum of -0.0s is +0.0, and the sign shows through atan2
+    and division (fuzz lowp 708927 on an H200: tl.sum of one -0.0 kept it, atan2 gave -pi);
+    here 1 / sum is +inf, not -inf.  (Triton's interpreter sums through numpy, which gives +0.0
+    either way: the test tells only on a GPU.)"""
+    x = torch.full(shape, -0.0).to(DEVICE)
+    fn = lambda x: 1.0 / (x.sum(-1 if shape else 0, keepdim=True) * 2)  # noqa: E731
+    function, graphs = ember_compiled(fn)
+    assert torch.equal(function(x), fn(x))
+    assert any("tl.sum" in source for source in graphs[0].kernels.values())

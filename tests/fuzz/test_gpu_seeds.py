@@ -21,6 +21,7 @@ GPU_SEEDS = [
     ("conv", 706351),       # relu of a Welford mean that is 0 up to rounding
     ("reductions", 705951),  # v / v of the logsumexp of log-probabilities
     ("autograd", 708256),   # a negative base to a layer_norm zero: NaN or 1 by the noise's sign
+    ("lowp", 708927),       # a sum of one -0.0 under atan2 (triton: tl.sum keeps -0.0; eager starts at +0.0)
 ]
 
 
