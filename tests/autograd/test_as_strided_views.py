@@ -171,3 +171,24 @@ def test_write_through_as_strided_of_a_strided_input_matches_eager(backend):
     got = ember.compile(_write_through_as_strided_of_gapped_input, backend=backend)(got_input)
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(got_input._base, expected_input._base)
+
+
+def _as_strided_of_an_unfolded_expanded_input(b):
+    return torch.as_strided(b.unfold(0, 2, 3), (1, 3), (1, 3))
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "ember"])
+def test_as_strided_of_a_view_of_an_expanded_input_shares_the_gradient_as_eager(backend):
+    """Fuzz layout 15265: as_strided's gradient is shared among the elements reading each memory
+    location.  Eager's are the view's (the unfold covers rows 0 and 1 of the expanded [3, 7]
+    input: each gets half, row 2 nothing); recorded on the root, all 3 rows got a third.  Such a
+    graph now runs as eager does."""
+    grads = []
+    for fn in (_as_strided_of_an_unfolded_expanded_input,
+               ember.compile(_as_strided_of_an_unfolded_expanded_input, backend=backend)):
+        b = torch.arange(7.0).view(1, 7).expand(3, 7).detach().requires_grad_()
+        out = fn(b)
+        out.backward(torch.tensor([[1.0, 2.0, 3.0]]))
+        grads.append((out.detach(), b.grad))
+    torch.testing.assert_close(grads[1], grads[0])
+    assert not grads[0][1][2].any()
