@@ -26,6 +26,9 @@ CHANNELS = (
     "output_code",  # generated kernels and wrappers
     "compiled_autograd",  # each captured backward's reason ("new autograd node", "changed shapes"), its graph, fallbacks
     "autotune",  # each tuned Triton kernel's launch configurations, their times and the choice
+    # the backend's steps (pipeline.py), each printing what it made; "schedule" above is one
+    "attention_masks", "channels_last", "trace_joint", "cse", "partition",  # FX graphs
+    "cpu_scalars", "supported", "bias_epilogue", "lower", "kernels", "build", "load", "wrapper", "cudagraphs",
 )
 
 _handler = logging.StreamHandler(sys.stderr)

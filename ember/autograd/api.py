@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import time
 from typing import Any, Callable
 
 import torch
@@ -25,8 +24,9 @@ from ..capture.shapes import StaticShapesNeeded
 from ..eager.check import overlaps_itself
 from ..errors import InputShapeMismatch
 from ..sizes import has_symbols, symbolic_dims
-from .cse import eliminate_common_subexpressions
-from .joint import JointSpec, trace_joint
+from ..steps import run_steps
+from .aot_steps import AOT_STEPS, CapturedWork, JointWork
+from .joint import JointSpec
 from .partition import Partition, partition_default, partition_min_cut
 from .runtime import CompiledPair, make_autograd_function, make_inference_function
 from .symbolic import input_guards
@@ -87,8 +87,9 @@ class AotCompiled:
 
     def __init__(self, fn: Callable, fw_compiler: Callable, bw_compiler: Callable | None,
                  partition_fn: Callable, decompositions: dict | None, guarded_inputs: bool = False,
-                 dynamic_dims: dict[int, tuple[int, ...]] | None = None) -> None:
+                 dynamic_dims: dict[int, tuple[int, ...]] | None = None, steps: tuple = AOT_STEPS) -> None:
         self.fn = fn
+        self.steps = steps  # the joint ones run per input signature (steps.py)
         self.fw_compiler = fw_compiler
         self.bw_compiler = bw_compiler or fw_compiler
         self.partition_fn = partition_fn
@@ -156,9 +157,9 @@ class AotCompiled:
             isinstance(a, torch.Tensor) and a.requires_grad for a in flat_args)
         if symbolic:
             return self._compile_symbolic(flat_args, needs_grad)
-        started = time.perf_counter()
+        work = self._work(flat_args, needs_grad, None)
         try:
-            joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad)
+            after_trace = run_steps(self.steps, "joint", work, pause_after="trace_joint")
         except Exception as error:
             if not isinstance(self.fn, torch.fx.GraphModule):
                 raise  # aot_function's caller learns what it cannot trace (TracingError names op and line)
@@ -170,22 +171,27 @@ class AotCompiled:
                                   type(error).__name__, reason.rstrip())
             return self.fn.forward
         log_perf.debug("AOT: traced the %s graph (%d nodes) in %.2f s", "joint" if needs_grad else "inference",
-                       len(joint.graph.nodes), time.perf_counter() - started)
-        return self._compile_traced(joint, spec, flat_args)
+                       len(work.joint.graph.nodes), work.timings.get("trace_joint", 0.0))
+        return self._compile_traced(work, after_trace)
+
+    def _work(self, flat_args: list, needs_grad: bool, dynamic_dims: dict | None) -> JointWork:
+        return JointWork(fn=self.fn, flat_args=flat_args, decompositions=self.decompositions, needs_grad=needs_grad,
+                         dynamic_dims=dynamic_dims, partition_fn=self.partition_fn)
 
     def _compile_symbolic(self, flat_args: list, needs_grad: bool):
         dims = {i: d for i, d in self.dynamic_dims.items()  # (and numbers captured as symbols: d == ())
                 if i < len(flat_args) and (isinstance(flat_args[i], torch.Tensor) or type(flat_args[i]) in (int, float))}
+        work = self._work(flat_args, needs_grad, dims)
         try:
-            joint, spec = trace_joint(self.fn, flat_args, self.decompositions, with_backward=needs_grad,
-                                      dynamic_dims=dims)
+            after_trace = run_steps(self.steps, "joint", work, pause_after="trace_joint")
         except Exception as error:  # noqa: BLE001 - the per-shape path traces it again (or says why not)
             raise ShapesSpecialized(f"tracing with symbolic sizes failed ({type(error).__name__}: {error})") from None
+        spec = work.spec
         reason = _symbolic_unsupported(spec)
         if reason:
             raise ShapesSpecialized(reason)
         try:
-            runner = self._compile_traced(joint, spec, flat_args)
+            runner = self._compile_traced(work, after_trace)
         except ShapesSpecialized:
             raise
         except Exception as error:  # noqa: BLE001
@@ -202,26 +208,20 @@ class AotCompiled:
             log_graph.debug("graph with symbolic sizes, for inputs where %s", " and ".join(text) or "always")
         return guard, runner
 
-    def _compile_traced(self, joint: torch.fx.GraphModule, spec: JointSpec, flat_args: list) -> Callable:
-        eliminate_common_subexpressions(joint)
+    def _compile_traced(self, work: JointWork, start: int) -> Callable:
+        """The joint steps after the trace (CSE, the partition), then the graphs' compilers."""
+        run_steps(self.steps, "joint", work, start=start)
+        joint, spec, flat_args, partition = work.joint, work.spec, work.flat_args, work.partition
         self.last_joint = joint
-        if log_graph.isEnabledFor(logging.DEBUG):
-            log_graph.debug("joint graph:\n%s", joint.print_readable(print_output=False))
         if not spec.diff_outputs:
             _offer_input_writes(joint, spec, flat_args)
             forward = self.fw_compiler(joint, flat_args)
             self.last_partition = Partition(joint, None, [], 0, spec.num_fw_outputs)
             return self._unless_aliased(make_inference_function(spec, forward), spec, flat_args)
-        started = time.perf_counter()
-        partition = self.partition_fn(joint, spec)
         self.last_partition = partition
         log_perf.debug("AOT: partitioned in %.2f s (%d forward, %d backward nodes, %d saved)",
-                       time.perf_counter() - started, len(partition.forward.graph.nodes),
+                       work.timings.get("partition", 0.0), len(partition.forward.graph.nodes),
                        len(partition.backward.graph.nodes), len(partition.saved))
-        if log_graph.isEnabledFor(logging.DEBUG):
-            log_graph.debug("forward graph:\n%s\nbackward graph:\n%s",
-                            partition.forward.print_readable(print_output=False),
-                            partition.backward.print_readable(print_output=False))
         _offer_input_writes(partition.forward, spec, flat_args)
         forward, begun = self._compile_forward_begin_backward(partition, spec, flat_args)
         pair = CompiledPair(spec, forward, partition.backward, self.bw_compiler, len(partition.saved),
@@ -363,18 +363,15 @@ class AotModule(torch.nn.Module):
         return self._compiled(*[state[name] for name in self._names], *args)
 
 
-def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None) -> Callable:
-    """A capture backend: ember's AOT autograd (min-cut, core decompositions), then these compilers."""
+def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None, steps: tuple = AOT_STEPS) -> Callable:
+    """A capture backend: ember's AOT autograd (min-cut, core decompositions), then these
+    compilers; `steps` (steps.py): its "captured" ones run now, its "joint" ones per input
+    signature."""
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         from ..decomp import core_decompositions
-        from .attention import contiguous_attention_masks
-        from .conv_layout import channels_last_convolutions
 
-        contiguous_attention_masks(gm)
-        devices = tuple(d.strip() for d in ember_config.channels_last_convolutions.split(",") if d.strip())
-        if devices:
-            channels_last_convolutions(gm, devices)
+        run_steps(steps, "captured", CapturedWork(gm=gm, example_inputs=list(example_inputs)))
 
         # A graph captured with dynamic sizes is traced with the same sizes symbolic; otherwise
         # capture's guards pin every input's metadata.
@@ -385,7 +382,8 @@ def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None) -> C
         dynamic_dims.update({i: () for i, node in enumerate(placeholders)
                              if isinstance(node.meta.get("example_value"), (torch.SymInt, torch.SymFloat))})
         compiled = AotCompiled(gm, fw_compiler, bw_compiler or fw_compiler, partition_min_cut,
-                               core_decompositions(), guarded_inputs=not dynamic_dims, dynamic_dims=dynamic_dims)
+                               core_decompositions(), guarded_inputs=not dynamic_dims, dynamic_dims=dynamic_dims,
+                               steps=steps)
 
         compiled.aot = compiled  # (called directly: one Python frame less per call)
         return compiled

@@ -14,6 +14,9 @@ from typing import Callable
 
 import torch
 
+from ..pipeline import aot_eager_backend
+from ..pipeline import ember_backend as pipeline_ember_backend
+
 
 def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     return gm.forward
@@ -21,18 +24,12 @@ def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """ember's tracing, functionalization, decompositions and min-cut partition; graphs run as they are."""
-    from ..autograd import aot_eager_backend
-
     return aot_eager_backend(gm, example_inputs)
 
 
 def ember_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """ember end to end: AOT autograd, then loop IR, fusion and C++ kernels for forward and backward."""
-    from ..autograd.api import aot_backend
-    from ..codegen.compile import ember_compiler, prepare
-
-    prepare(example_inputs)
-    return aot_backend(ember_compiler)(gm, example_inputs)
+    """ember end to end (pipeline.py's steps): AOT autograd, then loop IR, fusion and kernels."""
+    return pipeline_ember_backend(gm, example_inputs)
 
 
 def _inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

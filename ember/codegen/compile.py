@@ -1,22 +1,26 @@
-"""ember's code generator, as one list of named steps: ATen graph in, a Python callable out.
+"""A graph's compile as named steps (steps.py): ATen graph in, a Python callable out.
 
-    lower      GraphLowering: ATen nodes -> loop-level IR (lowering/)
-    schedule   dead code, fusion into kernels, buffer lifetimes (scheduling/)
-    kernels    source for each fused kernel, by the device's backend (codegen/devices.py):
-               C++ for CPUs (cpp.py), Triton for CUDA GPUs (triton.py)
-    build      g++ -> shared libraries, cached and compiled in parallel (cpp_build.py); Triton
-               kernels loaded from ember's cache folder (triton_backend.py)
-    wrapper    the Python `call` that allocates, calls and frees (codegen/wrapper.py)
+    cpu_scalars    CPU scalar tensors a GPU graph reads get one copy to the device (FX rewrite)
+    supported      graphs ember's kernels do not take (several devices, sparse, data-dependent
+                   sizes) run as ATen calls
+    bias_epilogue  a linear's bias add folded into the matmul (FX rewrite, lowering/)
+    lower          GraphLowering: ATen nodes -> loop-level IR (lowering/)
+    schedule       dead code, fusion into kernels, buffer lifetimes (scheduling/)
+    kernels        source for each fused kernel, by the device's backend (codegen/devices.py):
+                   C++ for CPUs (cpp.py), Triton for CUDA GPUs (triton.py)
+    build, load    g++ -> shared libraries, cached and compiled in parallel (cpp_build.py); Triton
+                   kernels compiled by worker processes (triton_backend.py); load waits for them
+    wrapper        the Python `call` that allocates, calls and frees (codegen/wrapper.py)
+    cudagraphs     the call replayed as a CUDA graph (ember.config.cudagraphs)
 
-Every step's product can be dumped: EMBER_LOGS=ir prints the IR, EMBER_LOGS=schedule the
-kernels and extern calls in order, EMBER_LOGS=output_code the C++ kernels and the wrapper; each
-line names the ATen node it came from and the user's source line.
+Each step's product dumps under its own EMBER_LOGS name (lower also under ir, kernels and wrapper
+under output_code); each line names the ATen node it came from and the user's source line.
+The backend's whole list, from the captured graph on, is pipeline.py's.
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from typing import Callable
 
 import torch
@@ -25,13 +29,16 @@ from .. import config as ember_config
 from .. import logs
 from ..lowering.bias_epilogue import use_bias_epilogues
 from ..errors import GraphNotSupported
+from ..lowering.analysis import reads
 from ..lowering.graph import GraphLowering
+from ..lowering.ir import ComputedBuffer
 from ..lowering.printer import ir_text
 from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by compile_graph; callers catch it here)
 from ..lowering.symbolic import bounds_scope
 from ..runtime.autocast import as_traced
 from ..scheduling.input_writes import input_writes
 from ..scheduling.scheduler import Kernel, Scheduler, schedule_text
+from ..steps import Step, Work, fx_text, run_steps, verify_fx
 from .cpp_build import KernelCompileError
 from .devices import BACKENDS, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
@@ -63,85 +70,167 @@ class CompiledGraph:
         return self.call
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
-    return start_graph(gm, example_inputs)()
+@dataclasses.dataclass
+class GraphWork(Work):
+    """One graph's compile, step by step (steps.py): what each step made."""
+    gm: torch.fx.GraphModule | None = None
+    example_inputs: list = dataclasses.field(default_factory=list)
+    lowering: GraphLowering | None = None
+    scheduler: Scheduler | None = None
+    backend: object = None
+    sources: dict = dataclasses.field(default_factory=dict)
+    built: object = None       # what the backend's build began (or built)
+    functions: dict = dataclasses.field(default_factory=dict)
+    result: Callable | None = None  # a CompiledGraph, or what runs instead (ATen calls)
+    changed: bool = False  # did the last rewrite change the graph (its dump only then)
 
 
-def start_graph(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[[], CompiledGraph]:
-    """compile_graph in two halves: this one lowers, schedules, writes the kernels and hands
-    their compiles to the backend (Triton's workers go on in the background); calling what it
-    returns waits for them, tunes and writes the wrapper."""
-    with bounds_scope() as bounds:  # what this graph's size symbols allow, kept apart from other graphs'
-        timings: dict[str, float] = {}
-
-        def timed(name, function, *args):
-            started = time.perf_counter()
-            result = function(*args)
-            timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
-            return result
-
-        graph = timed("lower", _lower, gm)
-        if log_ir.isEnabledFor(logging.DEBUG):
-            log_ir.debug("%s", ir_text(graph))
-        scheduler = timed("schedule", _schedule, graph)
-        graph.input_writes = input_writes(gm, scheduler)
-        if log_schedule.isEnabledFor(logging.DEBUG):
-            log_schedule.debug("%s", schedule_text(scheduler))
-        backend = kernel_backend(_device_type(gm))
-        sources = timed("kernels", _kernel_sources, backend, graph, scheduler)
-        start_build = getattr(backend, "start_build", None)
-        started = timed("build", start_build, sources) if start_build else timed("build", backend.build, sources)
-
-    def finish() -> CompiledGraph:
-        with bounds_scope(bounds):
-            functions = timed("build", backend.finish_build, started) if start_build else started
-            return _finish_graph(gm, graph, scheduler, backend, sources, functions, timings, timed)
-
-    return finish
+def _cpu_scalars(work: GraphWork) -> None:
+    work.changed = _copy_cpu_scalars_to_device(work.gm)
 
 
-def _finish_graph(gm, graph, scheduler, backend, sources, functions, timings, timed) -> CompiledGraph:
-    wrapper_source, call = timed("wrapper", _wrapper, backend, graph, scheduler, sources, functions)
-    kernels = {name: kernel.source for name, kernel in sources.items()}
-    if log_code.isEnabledFor(logging.DEBUG):
-        log_code.debug("kernels:\n%s\nwrapper:\n%s", "\n\n".join(kernels.values()), wrapper_source)
-    log_perf.debug("compiled a graph of %d nodes into %d steps in %.2f s (%s)", len(gm.graph.nodes),
-                   len(scheduler.steps), sum(timings.values()),
-                   ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in timings.items()))
-    if graph.fallback_counts and log_fallbacks.isEnabledFor(logging.DEBUG):
-        log_fallbacks.debug("ATen fallbacks in this graph: %s", dict(graph.fallback_counts))
-    return CompiledGraph(call, kernels, wrapper_source, dict(graph.fallback_counts), timings,
-                         ir=lambda: ir_text(graph), schedule=lambda: schedule_text(scheduler), launchers=functions)
+def _supported(work: GraphWork) -> None:
+    """Graphs ember's kernels do not take run as ATen calls (the reason in the fallbacks log)."""
+    gm = work.gm
+    reason = _unsupported(gm)
+    if reason is not None:
+        log_fallbacks.debug("%s", reason)
+        work.result, work.done = as_traced(gm.forward), True
 
 
-def _lower(gm: torch.fx.GraphModule) -> GraphLowering:
-    if use_bias_epilogues(gm.graph):
-        gm.recompile()
-    graph = GraphLowering(gm)
+def _unsupported(gm: torch.fx.GraphModule) -> str | None:
+    devices = _device_types(gm)
+    if len(devices) > 1:
+        cpu = [f"{node.name} = {node.target}" for node in gm.graph.nodes
+               if any(isinstance(v, torch.Tensor) and v.device.type == "cpu" for v in _tensor_values(node))]
+        return (f"graph with tensors on {', '.join(sorted(devices))}: running it as ATen calls (on the CPU: "
+                f"{'; '.join(cpu[:4])})")
+    missing = missing_for(next(iter(devices), "cpu"))
+    if missing:
+        return f"graph not compiled ({missing}): running it as ATen calls"
+    layouts = _non_strided_layouts(gm)
+    if layouts:
+        return (f"graph with {', '.join(sorted(layouts))} tensors: ember's kernels read strided memory only; "
+                f"running it as ATen calls")
+    if _has_unbacked_symbols(gm):
+        return "graph with data-dependent sizes: running it as is"
+    scalars = _symbolic_scalar_inputs(gm)
+    if scalars:
+        # A float computed from sizes (2.0 / (s0 - 1.0), saved by a forward for its backward):
+        # ember's kernels take integer sizes only.  A backward is compiled when it first runs,
+        # where no caller could compile it another way: it runs as ATen calls, which read the
+        # value at call time.
+        return f"graph with symbolic scalar inputs ({', '.join(scalars)}): running it as is"
+    return None
+
+
+def _bias_epilogue(work: GraphWork) -> None:
+    work.changed = bool(use_bias_epilogues(work.gm.graph))
+    if work.changed:
+        work.gm.recompile()
+
+
+def _lower(work: GraphWork) -> None:
+    gm = work.gm
+    work.lowering = GraphLowering(gm)
     placeholders = [node.meta.get("val") for node in gm.graph.nodes if node.op == "placeholder"]
-    graph.run(*placeholders)
-    return graph
+    work.lowering.run(*placeholders)
 
 
-def _schedule(graph: GraphLowering) -> Scheduler:
-    scheduler = Scheduler(graph)
+def _schedule(work: GraphWork) -> None:
+    scheduler = Scheduler(work.lowering)
     scheduler.eliminate_dead_code()
     scheduler.fuse()
-    return scheduler
+    work.scheduler = scheduler
+    work.lowering.input_writes = input_writes(work.gm, scheduler)
 
 
-def _kernel_sources(backend, graph: GraphLowering, scheduler: Scheduler) -> dict:
+def _kernels(work: GraphWork) -> None:
+    graph, scheduler = work.lowering, work.scheduler
+    work.backend = kernel_backend(_device_type(work.gm))
     dtypes = {buffer.name: buffer.dtype for buffer in [*graph.inputs, *scheduler.kept] if buffer.dtype is not None}
     dtypes.update({name: tensor.dtype for name, tensor in graph.constants.items()})  # tensors the graph holds
-    return backend.sources(graph, scheduler, dtypes)
+    work.sources = work.backend.sources(graph, scheduler, dtypes)
 
 
-def _wrapper(backend, graph, scheduler, sources, functions):
-    codegen = WrapperCodegen(graph, scheduler.steps, scheduler.last_uses(), sources, backend)
-    source = codegen.generate(functions)
+def _build(work: GraphWork) -> None:
+    """Hands the kernels to the backend's build (Triton's workers go on in the background)."""
+    start_build = getattr(work.backend, "start_build", None)
+    work.built = start_build(work.sources) if start_build else work.backend.build(work.sources)
+
+
+def _load(work: GraphWork) -> None:
+    """Waits for the build: the kernels' callables."""
+    finish_build = getattr(work.backend, "finish_build", None)
+    work.functions = finish_build(work.built) if finish_build else work.built
+
+
+def _wrapper(work: GraphWork) -> None:
+    gm, graph, scheduler = work.gm, work.lowering, work.scheduler
+    codegen = WrapperCodegen(graph, scheduler.steps, scheduler.last_uses(), work.sources, work.backend)
+    source = codegen.generate(work.functions)
     namespace = dict(codegen.namespace)
     exec(compile(source, "<ember wrapper>", "exec"), namespace)
-    return source, namespace["call"]
+    kernels = {name: kernel.source for name, kernel in work.sources.items()}
+    log_perf.debug("compiled a graph of %d nodes into %d steps in %.2f s (%s)", len(gm.graph.nodes),
+                   len(scheduler.steps), sum(work.timings.values()),
+                   ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in work.timings.items()))
+    if graph.fallback_counts and log_fallbacks.isEnabledFor(logging.DEBUG):
+        log_fallbacks.debug("ATen fallbacks in this graph: %s", dict(graph.fallback_counts))
+    work.result = CompiledGraph(namespace["call"], kernels, source, dict(graph.fallback_counts), work.timings,
+                                ir=lambda: ir_text(graph), schedule=lambda: schedule_text(scheduler),
+                                launchers=work.functions)
+
+
+def _cudagraphs(work: GraphWork) -> None:
+    graph = work.result
+    if not (ember_config.cudagraphs and _device_types(work.gm) == {"cuda"}):
+        return
+    from ..runtime.cudagraphs import CudaGraphRunner, why_not_graphs
+
+    reason = why_not_graphs(work.gm, graph.wrapper)
+    if reason is None:
+        graph.call = CudaGraphRunner(graph.call, static=not any(_symbolic(value) for value in work.example_inputs))
+    else:
+        log_fallbacks.debug("CUDA graphs off for this graph: %s", reason)
+
+
+def _verify_lowering(work: GraphWork) -> None:
+    """Every buffer the loop IR reads is defined before it: an input, a constant, an earlier buffer."""
+    graph = work.lowering
+    defined = {buffer.name for buffer in graph.inputs} | set(graph.constants)
+    for buffer in graph.buffers:
+        if isinstance(buffer, ComputedBuffer):
+            undefined = reads(buffer) - defined
+            if undefined:
+                raise AssertionError(f"{buffer.name} reads {sorted(undefined)} before they are defined")
+        defined.add(buffer.name)
+
+
+CPU_SCALARS = Step("cpu_scalars", "graph", _cpu_scalars, dump=lambda w: fx_text(w.gm) if w.changed else None,
+                   verify=lambda w: verify_fx(w.gm))
+SUPPORTED = Step("supported", "graph", _supported)
+BIAS_EPILOGUE = Step("bias_epilogue", "graph", _bias_epilogue, dump=lambda w: fx_text(w.gm) if w.changed else None,
+                     verify=lambda w: w.gm.graph.lint())
+LOWER = Step("lower", "graph", _lower, dump=lambda w: ir_text(w.lowering), verify=_verify_lowering, also_logs=("ir",))
+SCHEDULE = Step("schedule", "graph", _schedule, dump=lambda w: schedule_text(w.scheduler))
+KERNELS = Step("kernels", "graph", _kernels, also_logs=("output_code",),
+               dump=lambda w: "kernels:\n" + "\n\n".join(kernel.source for kernel in w.sources.values()))
+BUILD = Step("build", "graph", _build)
+LOAD = Step("load", "graph", _load)
+WRAPPER = Step("wrapper", "graph", _wrapper, dump=lambda w: "wrapper:\n" + w.result.wrapper, also_logs=("output_code",))
+CUDAGRAPHS = Step("cudagraphs", "graph", _cudagraphs)
+
+# A graph's compile on its own (ember_compiler below; the backend's list is pipeline.py's).
+GRAPH_STEPS = (CPU_SCALARS, SUPPORTED, BIAS_EPILOGUE, LOWER, SCHEDULE, KERNELS, BUILD, LOAD, WRAPPER, CUDAGRAPHS)
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
+    """The graph's kernels and wrapper (no checks of what it holds, no CUDA graphs)."""
+    work = GraphWork(gm=gm, example_inputs=list(example_inputs))
+    with bounds_scope():  # what this graph's size symbols allow, kept apart from other graphs'
+        run_steps(GRAPH_STEPS[2:-1], "graph", work)  # (bias epilogue to wrapper)
+    return work.result
 
 
 def prepare(example_inputs: list) -> None:
@@ -154,108 +243,75 @@ def prepare(example_inputs: list) -> None:
         prewarm()
 
 
-def ember_compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """A fw/bw compiler for AotCompiled: C++ for CPU graphs, Triton for CUDA graphs; graphs on
-    other devices, or on several, run as they are."""
-    return _compile(gm, example_inputs, started=None)
+def graph_compiler(steps=GRAPH_STEPS) -> Callable:
+    """A fw/bw compiler for AotCompiled running the "graph" ones of `steps`: C++ for CPU graphs,
+    Triton for CUDA graphs; graphs on other devices, or on several, run as they are.  Its
+    `start` compiles in two halves (below)."""
+
+    def compiler(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        return _compile(gm, example_inputs, None, steps)
+
+    def start(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[[], Callable] | None:
+        """The compile in two halves, for a graph whose kernels compile in the background (Triton
+        graphs of fixed sizes): this call runs the steps up to the build, which hands the kernels
+        to the compile workers; calling what it returns finishes.  The AOT layer starts a
+        training step's backward this way while its forward's kernels compile.  None: the graph
+        would not compile in the background."""
+        if any(_symbolic(value) for value in example_inputs):
+            return None
+        _copy_cpu_scalars_to_device(gm)
+        devices = _device_types(gm)
+        if len(devices) != 1 or missing_for(next(iter(devices))) or \
+                backend_name(next(iter(devices))) not in BACKENDS or \
+                not hasattr(kernel_backend(next(iter(devices))), "start_build"):
+            return None
+        started = []
+        result = _compile(gm, example_inputs, started, steps)
+        if not started:
+            return lambda: result  # (it ran as it is, or compiled whole)
+        return started[0]
+
+    compiler.start = start
+    return compiler
 
 
-def start_compile(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[[], Callable] | None:
-    """ember_compiler in two halves, for a graph whose kernels compile in the background (Triton
-    graphs of fixed sizes): this call hands the kernels to the compile workers, calling what it
-    returns finishes.  The AOT layer starts a training step's backward this way while its
-    forward's kernels compile.  None: the graph would not compile in the background."""
-    if any(_symbolic(value) for value in example_inputs):
-        return None
-    _copy_cpu_scalars_to_device(gm)
-    devices = _device_types(gm)
-    if len(devices) != 1 or missing_for(next(iter(devices))) or \
-            backend_name(next(iter(devices))) not in BACKENDS or \
-            not hasattr(kernel_backend(next(iter(devices))), "start_build"):
-        return None
-    started = []
-    result = _compile(gm, example_inputs, started=started)
-    if not started:
-        return lambda: result  # (it ran as it is, or compiled whole)
-    return started[0]
+def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | None, steps):
+    """The graph steps; with `started` (a list), a graph that compiles is only begun: the
+    function that finishes it is appended there and None returned.
 
+    Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
+    what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
+    A kernel the system compiler rejects at every optimization level (cpp_build.py tries lower
+    ones; g++ 12 stopped with an internal compiler error on one: issue 32) must not fail the
+    user's call: its graph runs as ATen calls."""
+    work = GraphWork(gm=gm, example_inputs=list(example_inputs))
 
-ember_compiler.start = start_compile
-
-
-def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | None):
-    """ember_compiler's body; with `started` (a list), a graph that compiles is only begun: the
-    function that finishes it is appended there and None returned."""
-    _copy_cpu_scalars_to_device(gm)
-    devices = _device_types(gm)
-    if len(devices) > 1:
-        cpu = [f"{node.name} = {node.target}" for node in gm.graph.nodes
-               if any(isinstance(v, torch.Tensor) and v.device.type == "cpu" for v in _tensor_values(node))]
-        log_fallbacks.debug("graph with tensors on %s: running it as ATen calls (on the CPU: %s)",
-                            ", ".join(sorted(devices)), "; ".join(cpu[:4]))
-        return as_traced(gm.forward)
-    missing = missing_for(next(iter(devices), "cpu"))
-    if missing:
-        return as_traced(gm.forward)
-    layouts = _non_strided_layouts(gm)
-    if layouts:
-        log_fallbacks.debug("graph with %s tensors: ember's kernels read strided memory only; running it as "
-                            "ATen calls", ", ".join(sorted(layouts)))
-        return as_traced(gm.forward)
-    if _has_unbacked_symbols(gm):
-        log_fallbacks.debug("graph with data-dependent sizes: running it as is")
-        return as_traced(gm.forward)
-    scalars = _symbolic_scalar_inputs(gm)
-    if scalars:
-        # A float computed from sizes (2.0 / (s0 - 1.0), saved by a forward for its backward):
-        # ember's kernels take integer sizes only.  A backward is compiled when it first runs,
-        # where no caller could compile it another way: it runs as ATen calls, which read the
-        # value at call time.
-        log_fallbacks.debug("graph with symbolic scalar inputs (%s): running it as is", ", ".join(scalars))
-        return as_traced(gm.forward)
-    def with_graphs(graph: CompiledGraph) -> CompiledGraph:
-        if ember_config.cudagraphs and devices == {"cuda"}:
-            from ..runtime.cudagraphs import CudaGraphRunner, why_not_graphs
-
-            reason = why_not_graphs(gm, graph.wrapper)
-            if reason is None:
-                graph.call = CudaGraphRunner(graph.call, static=not any(_symbolic(value) for value in example_inputs))
-            else:
-                log_fallbacks.debug("CUDA graphs off for this graph: %s", reason)
-        return graph
-
-    # Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
-    # what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
-    # A kernel the system compiler rejects at every optimization level (cpp_build.py tries lower
-    # ones; g++ 12 stopped with an internal compiler error on one: issue 32) must not fail the
-    # user's call: its graph runs as ATen calls.
-    try:
-        if started is None:
-            return with_graphs(compile_graph(gm, example_inputs))
-        finish = start_graph(gm, example_inputs)
-    except GraphNotSupported as reason:
-        log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
-        return as_traced(gm.forward)
-    except KernelCompileError as error:
-        return _kernels_not_built(gm, error)
-
-    def finished() -> Callable:
+    def run(start: int, pause_after: str | None, bounds=None):
         try:
-            return with_graphs(finish())
+            with bounds_scope(bounds) as scope:
+                return run_steps(steps, "graph", work, start=start, pause_after=pause_after), scope
         except GraphNotSupported as reason:
             log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
-            return as_traced(gm.forward)
+            work.result, work.done = as_traced(gm.forward), True
         except KernelCompileError as error:
-            return _kernels_not_built(gm, error)
+            log_fallbacks.debug("graph not compiled (a kernel did not build: %s): running it as ATen calls",
+                                str(error).splitlines()[0])
+            work.result, work.done = as_traced(gm.forward), True
+        return len(steps), bounds
+
+    index, bounds = run(0, "build" if started is not None else None)
+    if started is None or work.done or index >= len(steps):
+        return work.result
+
+    def finished() -> Callable:
+        run(index, None, bounds)
+        return work.result
 
     started.append(finished)
     return None
 
 
-def _kernels_not_built(gm: torch.fx.GraphModule, error: Exception) -> Callable:
-    log_fallbacks.debug("graph not compiled (a kernel did not build: %s): running it as ATen calls",
-                        str(error).splitlines()[0])
-    return as_traced(gm.forward)
+ember_compiler = graph_compiler()
 
 
 def _symbolic(value) -> bool:
@@ -281,7 +337,7 @@ def _device_types(gm: torch.fx.GraphModule) -> set[str]:
     return devices
 
 
-def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> None:
+def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> bool:
     """Eager lets a CPU scalar tensor (an input or a constant of no dims) meet tensors on a GPU;
     kernels on the GPU cannot read CPU memory: each such value gets one copy to the device (an
     ATen call), which its users computing on the device read instead.  Not a tensor of one
@@ -291,7 +347,7 @@ def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> None:
     values = {node: _tensor_values(node) for node in nodes}
     targets = {v.device for vs in values.values() for v in vs if v.device.type != "cpu"}
     if len(targets) != 1:
-        return
+        return False
     (device,) = targets
     changed = False
     for node in nodes:
@@ -317,6 +373,7 @@ def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> None:
         changed = True
     if changed:
         gm.recompile()
+    return changed
 
 
 def _computes_on(node: torch.fx.Node, device: torch.device) -> bool:

@@ -1,0 +1,123 @@
+"""The ember backend's one list of steps (ember/pipeline.py): each named, logged under its own
+EMBER_LOGS channel, timed, and checked under `ember.config.verify_graphs`."""
+import dataclasses
+import logging
+
+import pytest
+import torch
+
+import ember
+from ember import logs
+from ember.codegen import compile as graph_steps
+from ember.pipeline import STEP_NAMES, STEPS
+
+
+def _train_step(x, w):
+    return torch.nn.functional.linear(torch.relu(x), w).sum()
+
+
+def _run(fn=_train_step):
+    x = torch.randn(4, 8, requires_grad=True)
+    w = torch.randn(3, 8, requires_grad=True) if fn is not _attention else torch.randn(4, 8, requires_grad=True)
+    out = ember.compile(fn)(x, w)
+    out.backward()
+    return out
+
+
+def test_every_step_has_its_own_log_channel_in_pipeline_order():
+    assert len(set(STEP_NAMES)) == len(STEP_NAMES)
+    assert all(name in logs.CHANNELS for name in STEP_NAMES)
+    units = [step.unit for step in STEPS]
+    assert units == sorted(units, key=["captured", "joint", "graph"].index)  # the units in pipeline order
+    assert STEP_NAMES.index("trace_joint") < STEP_NAMES.index("partition") < STEP_NAMES.index("lower") \
+        < STEP_NAMES.index("schedule") < STEP_NAMES.index("kernels") < STEP_NAMES.index("wrapper")
+
+
+def _attention(q, k):
+    mask = torch.ones(4, 1, dtype=torch.bool).expand(4, 4)  # broadcast last dim: made contiguous
+    return torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask).sum()
+
+
+def _convolution(x, w):
+    return torch.nn.functional.conv2d(x.view(1, 2, 4, 4), w.view(3, 8, 1, 1)[:, :2]).sum()
+
+
+# A rewrite prints the graph when it changed it: a program it changes on the CPU, with the
+# settings it needs (cpu_scalars and bias_epilogue change CUDA graphs only).
+REWRITES = {"attention_masks": (_attention, {}), "channels_last": (_convolution, {"channels_last_convolutions": "cpu"}),
+            "cpu_scalars": None, "bias_epilogue": None}
+DUMPING = [step.name for step in STEPS if step.dump is not None]
+
+
+@pytest.mark.parametrize("name", DUMPING)
+def test_ember_logs_names_each_step(name, caplog):
+    fn, settings = REWRITES.get(name, (_train_step, {})) or (None, None)
+    if fn is None:
+        pytest.skip(f"{name} rewrites CUDA graphs only")
+    logger = logs.get(name)
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        with caplog.at_level(logging.DEBUG, logger=f"ember.{name}"), ember.config.patch(**settings):
+            _run(fn)
+    finally:
+        logger.setLevel(old_level)
+    records = [r for r in caplog.records if r.name == f"ember.{name}"]
+    assert records and records[0].getMessage().strip(), name
+
+
+def test_each_graph_step_is_timed():
+    seen = []
+    original = graph_steps.CUDAGRAPHS.run  # (the last: every step before it timed)
+
+    def spy(work):
+        original(work)
+        seen.append(dict(work.timings))
+
+    steps = tuple(dataclasses.replace(step, run=spy) if step is graph_steps.CUDAGRAPHS else step for step in STEPS)
+    compiler = graph_steps.graph_compiler(steps)
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) * 2)
+    x = torch.randn(5)
+    from ember.autograd.api import aot_backend
+
+    compiled = aot_backend(compiler, steps=steps)(gm, [x])
+    torch.testing.assert_close(compiled(x), torch.relu(x) * 2)
+    assert seen and {"lower", "schedule", "kernels", "build", "load", "wrapper"} <= set(seen[0])
+
+
+def test_verify_graphs_catches_a_step_that_breaks_its_graph():
+    """A rewrite that leaves a node without its value fails at that step, named, not later."""
+    def broken(work):
+        original(work)
+        for node in work.gm.graph.nodes:
+            if node.op == "call_function":
+                node.meta.pop("val", None)
+                break
+
+    original = graph_steps.CPU_SCALARS.run
+    steps = tuple(dataclasses.replace(step, run=broken) if step is graph_steps.CPU_SCALARS else step for step in STEPS)
+    from ember.autograd.api import aot_backend
+
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) * 2)
+    x = torch.randn(5)
+    with ember.config.patch(verify_graphs=True), pytest.raises(AssertionError, match="has no meta"):
+        aot_backend(graph_steps.graph_compiler(steps), steps=steps)(gm, [x])(x)
+    with ember.config.patch(verify_graphs=False):  # (unchecked, the step's damage shows later or not at all)
+        try:
+            aot_backend(graph_steps.graph_compiler(steps), steps=steps)(gm, [x])(x)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def test_the_lowering_check_finds_a_read_of_an_undefined_buffer():
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+    x = torch.randn(5)
+    from ember.autograd.joint import trace_joint
+
+    joint, _ = trace_joint(gm, [x], with_backward=False)
+    work = graph_steps.GraphWork(gm=joint, example_inputs=[x])
+    graph_steps.LOWER.run(work)
+    graph_steps.LOWER.verify(work)  # a lowering as made passes
+    work.lowering.inputs.clear()
+    with pytest.raises(AssertionError, match="before they are defined"):
+        graph_steps.LOWER.verify(work)
