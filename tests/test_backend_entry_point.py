@@ -59,9 +59,8 @@ def test_torch_compile_with_ember_gives_eager_results_forward_and_backward(monke
     lowered = []
     from ember.codegen import compile as codegen_compile
 
-    original_graph = codegen_compile.compile_graph
-    monkeypatch.setattr(codegen_compile, "compile_graph",
-                        lambda gm, inputs: lowered.append(gm) or original_graph(gm, inputs))
+    original_lowering = codegen_compile.GraphLowering  # (the lower step makes one per graph)
+    monkeypatch.setattr(codegen_compile, "GraphLowering", lambda gm: lowered.append(gm) or original_lowering(gm))
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
     compiled = torch.compile(model, backend=BACKEND)

@@ -9,7 +9,9 @@ import torch
 import ember
 from ember import logs
 from ember.codegen import compile as graph_steps
+from ember.autograd.aot_steps import CapturedWork
 from ember.pipeline import STEP_NAMES, STEPS
+from ember.steps import run_steps
 
 
 def _train_step(x, w):
@@ -18,7 +20,7 @@ def _train_step(x, w):
 
 def _run(fn=_train_step):
     x = torch.randn(4, 8, requires_grad=True)
-    w = torch.randn(3, 8, requires_grad=True) if fn is not _attention else torch.randn(4, 8, requires_grad=True)
+    w = torch.randn(3, 8, requires_grad=True)
     out = ember.compile(fn)(x, w)
     out.backward()
     return out
@@ -59,7 +61,14 @@ def test_ember_logs_names_each_step(name, caplog):
     logger.setLevel(logging.DEBUG)
     try:
         with caplog.at_level(logging.DEBUG, logger=f"ember.{name}"), ember.config.patch(**settings):
-            _run(fn)
+            if name in REWRITES:  # (the rewrite on its own, on the graph capture makes)
+                graphs = []
+                x, w = torch.randn(4, 8), torch.randn(4 if fn is _attention else 3, 8)
+                ember.compile(fn, backend=lambda gm, inputs: graphs.append(gm) or gm.forward)(x, w)
+                (step,) = [step for step in STEPS if step.name == name]
+                run_steps([step], "captured", CapturedWork(gm=graphs[0], example_inputs=[x, w]))
+            else:
+                _run(fn)
     finally:
         logger.setLevel(old_level)
     records = [r for r in caplog.records if r.name == f"ember.{name}"]
@@ -121,3 +130,19 @@ def test_the_lowering_check_finds_a_read_of_an_undefined_buffer():
     work.lowering.inputs.clear()
     with pytest.raises(AssertionError, match="before they are defined"):
         graph_steps.LOWER.verify(work)
+
+
+def test_the_schedule_check_finds_a_step_before_what_it_reads():
+    gm = torch.fx.symbolic_trace(lambda x: torch.mm(torch.relu(x), x).exp())
+    x = torch.randn(5, 5)
+    from ember.autograd.joint import trace_joint
+
+    joint, _ = trace_joint(gm, [x], with_backward=False)
+    work = graph_steps.GraphWork(gm=joint, example_inputs=[x])
+    graph_steps.LOWER.run(work)
+    graph_steps.SCHEDULE.run(work)
+    graph_steps.SCHEDULE.verify(work)  # a schedule as made passes
+    assert len(work.scheduler.steps) >= 3  # relu's kernel, the mm, exp's kernel
+    work.scheduler.steps.reverse()
+    with pytest.raises(AssertionError, match="out of order"):
+        graph_steps.SCHEDULE.verify(work)

@@ -207,13 +207,19 @@ def _verify_lowering(work: GraphWork) -> None:
         defined.add(buffer.name)
 
 
+def _verify_schedule(work: GraphWork) -> None:
+    problems = work.scheduler.undefined_reads()
+    if problems:
+        raise AssertionError("schedule out of order: " + "; ".join(problems[:5]))
+
+
 CPU_SCALARS = Step("cpu_scalars", "graph", _cpu_scalars, dump=lambda w: fx_text(w.gm) if w.changed else None,
                    verify=lambda w: verify_fx(w.gm))
 SUPPORTED = Step("supported", "graph", _supported)
 BIAS_EPILOGUE = Step("bias_epilogue", "graph", _bias_epilogue, dump=lambda w: fx_text(w.gm) if w.changed else None,
                      verify=lambda w: w.gm.graph.lint())
 LOWER = Step("lower", "graph", _lower, dump=lambda w: ir_text(w.lowering), verify=_verify_lowering, also_logs=("ir",))
-SCHEDULE = Step("schedule", "graph", _schedule, dump=lambda w: schedule_text(w.scheduler))
+SCHEDULE = Step("schedule", "graph", _schedule, dump=lambda w: schedule_text(w.scheduler), verify=_verify_schedule)
 KERNELS = Step("kernels", "graph", _kernels, also_logs=("output_code",),
                dump=lambda w: "kernels:\n" + "\n\n".join(kernel.source for kernel in w.sources.values()))
 BUILD = Step("build", "graph", _build)

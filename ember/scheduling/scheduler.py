@@ -317,6 +317,23 @@ class Scheduler:
                 candidates.discard(base.name)
         return candidates
 
+    def undefined_reads(self) -> list[str]:
+        """Reads of buffers no earlier step (or earlier node of the same kernel) writes, nor an
+        input or constant holds: a schedule out of order.  (ember.config.verify_graphs)"""
+        defined = {buffer.name for buffer in self.graph.inputs} | set(self.graph.constants)
+        problems = []
+        for position, step in enumerate(self.steps):
+            if isinstance(step, Kernel):
+                for node in step.nodes:
+                    missing = self._reads.get(node.name, set()) - defined - {n.name for n in step.nodes}
+                    problems += [f"step {position} ({node.name}) reads {name}" for name in sorted(missing)]
+                defined |= {node.name for node in step.nodes}
+            else:
+                missing = self._extern_reads(step.call) - defined
+                problems += [f"step {position} ({step.call.origin}) reads {name}" for name in sorted(missing)]
+                defined |= {out.name for out in step.call.outputs if out is not None}
+        return problems
+
     # -- 3. lifetimes ------------------------------------------------------------------------------------
     def last_uses(self) -> dict[int, list[str]]:
         """step index -> buffers that die after it (inputs included)."""

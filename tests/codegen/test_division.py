@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from ember.codegen.compile import _copy_cpu_scalars_to_device, _lower
+from ember.codegen.compile import LOWER, GraphWork, _copy_cpu_scalars_to_device
 from ember.lowering.printer import ir_text
 
 aten = torch.ops.aten
@@ -28,7 +28,9 @@ def _lowered(target, dtype, divisor, **kwargs):
     g.output((node,))
     gm = torch.fx.GraphModule(torch.nn.Module(), g)
     _copy_cpu_scalars_to_device(gm)
-    return ir_text(_lower(gm))
+    work = GraphWork(gm=gm, example_inputs=[x, s])
+    LOWER.run(work)
+    return ir_text(work.lowering)
 
 
 def test_true_division_by_a_number_multiplies_by_its_float64_reciprocal_rounded():
@@ -78,7 +80,9 @@ def test_a_tensor_divisor_on_the_device_divides():
     with mode:
         node.meta["val"] = aten.div.Tensor(x, y)
     g.output((node,))
-    assert "ops.truediv(" in ir_text(_lower(torch.fx.GraphModule(torch.nn.Module(), g)))
+    work = GraphWork(gm=torch.fx.GraphModule(torch.nn.Module(), g))
+    LOWER.run(work)
+    assert "ops.truediv(" in ir_text(work.lowering)
 
 
 def _where_product_and_quotient_differ(divisor, rounding):

@@ -508,22 +508,22 @@ def test_training_backward_is_begun_while_the_forward_compiles(monkeypatch, buil
     strides (0, 1, 0, 0) where the trace had (C, 1, 1, 1): the begun backward is still the one
     taken (a dimension of size 1 has no stride that matters; a second backward compile would
     show as a third "start")."""
-    from ember.codegen import compile as codegen_compile
+    from ember.codegen.devices import kernel_backend
 
     events = []
-    start_graph = codegen_compile.start_graph
+    backend = kernel_backend(DEVICE)  # (the build and load steps call its start_build, finish_build)
+    start_build, finish_build = backend.start_build, backend.finish_build
 
-    def recording(gm, example_inputs):
-        finish = start_graph(gm, example_inputs)
+    def starting(sources):
         events.append("start")
+        return start_build(sources)
 
-        def finished():
-            events.append("finish")
-            return finish()
+    def finishing(started):
+        events.append("finish")
+        return finish_build(started)
 
-        return finished
-
-    monkeypatch.setattr(codegen_compile, "start_graph", recording)
+    monkeypatch.setattr(backend, "start_build", starting)
+    monkeypatch.setattr(backend, "finish_build", finishing)
     torch.manual_seed(0)
     model, x = build()
     model, x = model.to(DEVICE), x.to(DEVICE)
