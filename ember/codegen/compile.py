@@ -40,7 +40,7 @@ from ..scheduling.input_writes import input_writes
 from ..scheduling.scheduler import Kernel, Scheduler, schedule_text
 from ..steps import Step, Work, fx_text, run_steps, verify_fx
 from .cpp_build import KernelCompileError
-from .devices import BACKENDS, backend_name, kernel_backend, missing_for
+from .devices import BACKENDS, KernelBackend, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
 
 log_code = logs.get("output_code")
@@ -77,7 +77,7 @@ class GraphWork(Work):
     example_inputs: list = dataclasses.field(default_factory=list)
     lowering: GraphLowering | None = None
     scheduler: Scheduler | None = None
-    backend: object = None
+    backend: KernelBackend | None = None
     sources: dict = dataclasses.field(default_factory=dict)
     built: object = None       # what the backend's build began (or built)
     functions: dict = dataclasses.field(default_factory=dict)
@@ -155,14 +155,12 @@ def _kernels(work: GraphWork) -> None:
 
 def _build(work: GraphWork) -> None:
     """Hands the kernels to the backend's build (Triton's workers go on in the background)."""
-    start_build = getattr(work.backend, "start_build", None)
-    work.built = start_build(work.sources) if start_build else work.backend.build(work.sources)
+    work.built = work.backend.start_build(work.sources)
 
 
 def _load(work: GraphWork) -> None:
     """Waits for the build: the kernels' callables."""
-    finish_build = getattr(work.backend, "finish_build", None)
-    work.functions = finish_build(work.built) if finish_build else work.built
+    work.functions = work.backend.finish_build(work.built)
 
 
 def _wrapper(work: GraphWork) -> None:
@@ -269,7 +267,7 @@ def graph_compiler(steps=GRAPH_STEPS) -> Callable:
         devices = _device_types(gm)
         if len(devices) != 1 or missing_for(next(iter(devices))) or \
                 backend_name(next(iter(devices))) not in BACKENDS or \
-                not hasattr(kernel_backend(next(iter(devices))), "start_build"):
+                not kernel_backend(next(iter(devices))).background_builds:
             return None
         started = []
         result = _compile(gm, example_inputs, started, steps)

@@ -24,9 +24,14 @@ class KernelSource:
     def sources(self) -> dict[str, str]:
         return {"": self.source}
 
+    @property
+    def elided(self) -> set[str]:
+        return set()  # (a C++ kernel stores every value it computes)
+
 
 class CppBackend:
     name = "cpp"
+    background_builds = False  # (g++ runs in parallel, but start_build waits for it)
 
     def sources(self, graph, scheduler, dtypes: dict) -> dict[str, KernelSource]:
         sources = {}
@@ -50,6 +55,12 @@ class CppBackend:
                 [ctypes.c_int64] * len(kernel.size_args) + [ctypes.c_void_p] * bool(kernel.index_checks)
             functions[name] = function
         return functions
+
+    def start_build(self, sources: dict[str, KernelSource]) -> dict[str, Callable]:
+        return self.build(sources)
+
+    def finish_build(self, built: dict[str, Callable]) -> dict[str, Callable]:
+        return built
 
     def call_lines(self, wrapper, step: Kernel, kernel: KernelSource, function: str, own: set[str]) -> list[str]:
         """`kernel0(ptr(arg0), buf1.data_ptr(), s0)`: buffers ember allocated start at their

@@ -4,8 +4,9 @@
              the GPU code generator on machines without a GPU)
     cuda  -> "triton"
 
-A backend makes kernel sources from the schedule (`sources`), turns them into callables
-(`build`), and writes the wrapper's lines that call one kernel (`call_lines`).  Everything
+A backend (`KernelBackend`) makes kernel sources from the schedule (`sources`), turns them into
+callables (`start_build`, then `finish_build`), and writes the wrapper's lines that call one
+kernel (`call_lines`).  Everything
 upstream (lowering, scheduling, memory planning) is shared.
 """
 from __future__ import annotations
@@ -13,13 +14,42 @@ from __future__ import annotations
 import functools
 import importlib.util
 import warnings
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from .. import config as ember_config
 from .. import logs
 from .cpp_backend import CppBackend
 from .triton_backend import TritonBackend
 
-BACKENDS = {"cpp": CppBackend(), "triton": TritonBackend()}
+
+
+class KernelSources(Protocol):
+    """One scheduled kernel's code, as a backend made it."""
+    source: str                 # its whole text (the dumps show it)
+    index_checks: list[str]     # sites of bounds-checked indexing
+    elided: set[str]            # values it keeps in registers: no buffer is allocated for them
+
+
+@runtime_checkable
+class KernelBackend(Protocol):
+    """What the graph steps (compile.py) and the wrapper (wrapper.py) ask of a kernel backend."""
+    name: str
+    background_builds: bool     # start_build returns while worker processes compile
+
+    def sources(self, graph, scheduler, dtypes: dict) -> dict[str, KernelSources]: ...
+
+    def start_build(self, sources: dict[str, KernelSources]) -> Any: ...
+
+    def finish_build(self, started: Any) -> dict[str, Callable | list[Callable]]: ...
+
+    def call_lines(self, wrapper, step, kernel: KernelSources, function, own: set[str]) -> list[str]: ...
+
+    def initial_lines(self, wrapper) -> list[str]: ...
+
+    def final_lines(self, wrapper) -> list[str]: ...
+
+
+BACKENDS: dict[str, KernelBackend] = {"cpp": CppBackend(), "triton": TritonBackend()}
 
 log_fallbacks = logs.get("fallbacks")
 
@@ -28,7 +58,7 @@ def backend_name(device_type: str) -> str | None:
     return {"cpu": ember_config.cpu_kernels, "cuda": "triton"}.get(device_type)
 
 
-def kernel_backend(device_type: str):
+def kernel_backend(device_type: str) -> KernelBackend:
     name = backend_name(device_type)
     if name not in BACKENDS:
         from ..errors import GraphNotSupported

@@ -337,6 +337,7 @@ def check_index_errors() -> None:
 
 
 class TritonBackend:
+    background_builds = True  # start_build hands the compiles to worker processes (triton_pool.py)
     name = "triton"
 
     def sources(self, graph, scheduler, dtypes: dict) -> dict[str, TritonStep]:

@@ -250,7 +250,7 @@ class WrapperCodegen:
     def elided(self) -> set[str]:
         """Buffers the kernels keep in registers (never allocated)."""
         return {name for step in self.steps if isinstance(step, Kernel)
-                for name in getattr(self.kernels[step.name], "elided", ())}
+                for name in self.kernels[step.name].elided}
 
     def _shaped_as_returned(self) -> dict[str, Layout]:
         """Kernel outputs the graph returns only as one view of all their memory in order (batch

@@ -194,3 +194,12 @@ def test_a_bias_add_stored_anyway_goes_back_into_the_product(monkeypatch):
     (h, out), graphs = compiled_graphs(saved, a, w, b)
     torch.testing.assert_close(out, torch.nn.functional.gelu(a @ w + b))
     assert "addmm" in graphs[0].wrapper and len(graphs[0].kernels) == 1
+
+
+def test_every_kernel_backend_is_a_kernel_backend():
+    """The graph steps and the wrapper call the backends through one protocol (no getattr probes)."""
+    from ember.codegen.devices import BACKENDS, KernelBackend
+
+    for name, backend in BACKENDS.items():
+        assert isinstance(backend, KernelBackend), name
+        assert backend.name == name and isinstance(backend.background_builds, bool)
