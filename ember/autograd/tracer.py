@@ -298,13 +298,9 @@ class AtenTracer(TorchDispatchMode):
             # element read: which of the two a graph would need is not known here.
             raise TracingError(f"as_strided of a view, reading memory outside the view, that requires grad"
                                f"{self._where()}")
-        if view.requires_grad and torch.is_grad_enabled() and (
-                elements_share_memory(root) or elements_share_memory(view)):
-            # Its gradient is shared among the elements that read each memory location: the view's
-            # elements in eager, the root's once recorded on the root (an unfold of an expanded
-            # input: eager's reaches the unfolded rows only; tests/autograd/test_views.py)
-            raise TracingError(f"as_strided of a view whose elements, or its root's, share memory, that "
-                               f"requires grad{self._where()}")
+        if view.requires_grad and torch.is_grad_enabled() and (elements_share_memory(root) or elements_share_memory(view)):
+            # its gradient is split among the view's readers of a location in eager (test_as_strided_views.py)
+            raise TracingError(f"as_strided of a view sharing memory, that requires grad{self._where()}")
         if any(root is tensor for tensor, _ in self.inputs):
             if offset is None and view.storage_offset() == root.storage_offset():
                 return (root, bound["size"], bound["stride"]), {}  # relative to the input's offset at the call

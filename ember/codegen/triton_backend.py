@@ -23,7 +23,8 @@ from ..lowering.indexing import python_size
 from ..lowering.ir import ComputedBuffer, Layout
 from ..scheduling.scheduler import Kernel
 from . import triton_tune
-from .triton import TritonSource, load_kernel, triton_kernels
+from .triton_ops import TritonSource, load_kernel
+from .triton_split import triton_kernels
 
 log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")

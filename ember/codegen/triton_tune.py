@@ -76,7 +76,7 @@ def candidates(source) -> list[Launch]:
     sizes = static_sizes(source)
     if source.tuning == "fixed" or sizes is None:
         return [default]
-    from .triton import next_power_of_2
+    from .triton_ops import next_power_of_2
 
     xcap = next_power_of_2(max(sizes[0], 1))
     options: list[tuple[int, int | None, int]]
@@ -165,7 +165,7 @@ def key(source, device_name: str) -> str:
     Triton's version."""
     import triton
 
-    from .triton import canonical_kernel
+    from .triton_ops import canonical_kernel
 
     canonical, _ = canonical_kernel(source.source, source.name)
     parts = [CACHE_VERSION, canonical, static_sizes(source), [str(d) for d in source.pointer_dtypes],

@@ -475,9 +475,10 @@ def test_pointwise_producer_of_a_looped_reduction_runs_in_its_loop(monkeypatch):
     then cross-entropy's max over each row) is computed and stored inside the reduction's first
     loop, not in a kernel of its own that the reduction reads back; results as eager's."""
     from ember.codegen import triton as triton_codegen
+    from ember.codegen import triton_split
 
     monkeypatch.setattr(triton_codegen, "PERSISTENT_RNUMEL", 32)  # rows of 200: looped
-    monkeypatch.setattr(triton_codegen, "SPLIT_MIN_RNUMEL", 1 << 30)
+    monkeypatch.setattr(triton_split, "SPLIT_MIN_RNUMEL", 1 << 30)
 
     def loss(product, labels):
         logits = product[:, :200].contiguous().view(2, -1, 200)

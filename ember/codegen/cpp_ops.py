@@ -1,0 +1,292 @@
+"""C++'s spellings of ember's ops (`CPP_OPS`, the Triton generator's `TRITON_OPS` counterpart),
+the preamble of helpers every kernel includes, C types and literals, the CSE block, and the ops
+handler that writes C++ (CppKernel, cpp.py, drives it)."""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+import sympy
+import torch
+
+from .. import config as ember_config
+
+if TYPE_CHECKING:
+    from .cpp import CppKernel
+
+
+CTYPES = {
+    torch.float32: "float", torch.float64: "double", torch.float16: "ember_half", torch.bfloat16: "ember_bf16", torch.int64: "int64_t", torch.int32: "int32_t",
+    torch.int16: "int16_t", torch.int8: "int8_t", torch.uint8: "uint8_t", torch.bool: "bool",
+}
+
+# ops method -> C++ expression template over the operands {0}, {1}, ...
+CPP_OPS: dict[str, str] = {
+    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "({0} / {1})",
+    "neg": "(-{0})", "abs": "std::abs({0})", "exp": "std::exp({0})", "expm1": "std::expm1({0})",
+    "exp2": "std::exp2({0})", "log": "std::log({0})", "log1p": "std::log1p({0})", "log2": "std::log2({0})",
+    "log10": "std::log10({0})", "sqrt": "std::sqrt({0})", "rsqrt": "(1 / std::sqrt({0}))",
+    "sin": "std::sin({0})", "cos": "std::cos({0})", "tan": "std::tan({0})", "sinh": "std::sinh({0})",
+    "cosh": "std::cosh({0})", "tanh": "std::tanh({0})", "asin": "std::asin({0})", "acos": "std::acos({0})",
+    "atan": "std::atan({0})", "asinh": "std::asinh({0})", "acosh": "std::acosh({0})",
+    "atanh": "std::atanh({0})", "erf": "std::erf({0})", "erfc": "std::erfc({0})",
+    "sigmoid": "(1 / (1 + std::exp(-{0})))", "relu": "ember_relu({0})", "floor": "std::floor({0})",
+    "ceil": "std::ceil({0})", "round": "std::nearbyint({0})", "trunc": "std::trunc({0})",
+    "sign": "ember_sign({0})", "reciprocal": "(1 / {0})", "isnan": "std::isnan({0})",
+    "isinf": "std::isinf({0})", "signbit": "std::signbit({0})", "square": "({0} * {0})",
+    "identity": "{0}", "logical_not": "(!{0})", "bitwise_not": "ember_bitwise_not({0})",
+    "maximum": "ember_maximum({0}, {1})", "minimum": "ember_minimum({0}, {1})",
+    "pow": "ember_pow({0}, {1})", "atan2": "std::atan2({0}, {1})", "fmod": "std::fmod({0}, {1})",
+    "remainder": "ember_remainder({0}, {1})", "floordiv": "ember_floordiv({0}, {1})",
+    "truncdiv": "std::trunc({0} / {1})",
+    "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
+    "eq": "({0} == {1})", "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
+    "gt": "({0} > {1})", "ge": "({0} >= {1})",
+    "logical_and": "({0} && {1})", "logical_or": "({0} || {1})", "logical_xor": "(bool({0}) != bool({1}))",
+    "where": "({0} ? {1} : {2})",
+}
+
+PARALLEL_THRESHOLD = 8192  # elements; below this a kernel runs on one thread
+WELFORD_LANES = 16  # independent Welford accumulators per reduction (one vector of floats)
+
+PREAMBLE = r"""
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <algorithm>
+#include <type_traits>
+#include <omp.h>
+// float16 and bfloat16 are storage types: they convert to float for arithmetic (the lowerings
+// compute in float32) and round to nearest even when a float is stored into them.
+typedef _Float16 ember_half;
+struct ember_bf16 {
+    uint16_t bits;
+    ember_bf16() = default;
+    ember_bf16(float value) {
+        uint32_t word;
+        __builtin_memcpy(&word, &value, 4);
+        if ((word & 0x7fffffffu) > 0x7f800000u) { bits = uint16_t((word >> 16) | 0x40u); return; }  // quiet NaN
+        word += 0x7fffu + ((word >> 16) & 1u);
+        bits = uint16_t(word >> 16);
+    }
+    operator float() const {
+        uint32_t word = uint32_t(bits) << 16;
+        float value;
+        __builtin_memcpy(&value, &word, 4);
+        return value;
+    }
+};
+template <typename T> static inline T ember_relu(T a) { return a < T(0) ? T(0) : a; }
+// NaN wins; between equal values the first stays, as in eager (min(0.0, -0.0) is 0.0, and the
+// sign of a zero shows through atan2 and division: fuzz default 30666).
+template <typename T> static inline T ember_maximum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (b > a ? b : a)); }
+template <typename T> static inline T ember_minimum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (b < a ? b : a)); }
+// ATen's sign: NaN gives 0 (both comparisons are false).
+template <typename T> static inline T ember_sign(T a) { return T((T(0) < a) - (a < T(0))); }
+static inline bool ember_bitwise_not(bool a) { return !a; }
+template <typename T> static inline T ember_bitwise_not(T a) { return ~a; }
+// Integer powers by squaring in unsigned arithmetic (wraps as eager does); a negative exponent
+// gives 0 except for bases 1 and -1, as in ATen.
+template <typename T, typename U> static inline T ember_pow(T a, U b) {
+    if constexpr (std::is_integral_v<T> && std::is_integral_v<U>) {
+        if constexpr (std::is_signed_v<U>) {
+            if (b < 0) {
+                if (a == 1) return T(1);
+                if constexpr (std::is_signed_v<T>) { if (a == -1) return (b & 1) ? T(-1) : T(1); }
+                return T(0);
+            }
+        }
+        using W = std::make_unsigned_t<std::conditional_t<(sizeof(T) < sizeof(int)), int, T>>;
+        W result = 1, base = static_cast<W>(a);
+        for (auto e = b; e != 0; e /= 2) {
+            if (e & 1) result *= base;
+            base *= base;
+        }
+        return static_cast<T>(result);
+    } else {
+        return std::pow(a, b);
+    }
+}
+// Python's (and ATen's) floor division of floats: from fmod, so that inf // x is NaN and
+// results just below an integer are not rounded up by the division.
+template <typename T> static inline T ember_floordiv(T a, T b) {
+    if (b == T(0)) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+    if (div == T(0)) return std::copysign(T(0), a / b);
+    T floored = std::floor(div);
+    return (div - floored > T(0.5)) ? floored + T(1) : floored;
+}
+#pragma omp declare reduction(ember_max_float : float : omp_out = ember_maximum(omp_out, omp_in)) \
+    initializer(omp_priv = -std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(ember_min_float : float : omp_out = ember_minimum(omp_out, omp_in)) \
+    initializer(omp_priv = std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(ember_max_double : double : omp_out = ember_maximum(omp_out, omp_in)) \
+    initializer(omp_priv = -std::numeric_limits<double>::infinity())
+#pragma omp declare reduction(ember_min_double : double : omp_out = ember_minimum(omp_out, omp_in)) \
+    initializer(omp_priv = std::numeric_limits<double>::infinity())
+template <typename T> static inline void ember_welford_combine(T& mean, T& m2, T& n, T bmean, T bm2, T bn) {
+    if (bn == 0) return;
+    if (n == 0) { mean = bmean; m2 = bm2; n = bn; return; }  // (delta * delta * 0 is NaN if delta * delta overflows)
+    T total = n + bn, delta = bmean - mean, share = bn / total;
+    mean += delta * share;
+    m2 += bm2 + delta * delta * n * share;
+    n = total;
+}
+template <typename T> static inline T ember_remainder(T a, T b) {
+    T r = std::fmod(a, b);
+    return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+}
+"""
+
+
+def ctype(dtype: torch.dtype) -> str:
+    return CTYPES[dtype]
+
+
+# float16 and bfloat16 are storage types only: loaded into float, computed in float, rounded to
+# their own precision where the IR converts to them, converted back when stored.
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def value_ctype(dtype: torch.dtype) -> str:
+    """The C++ type of a computed value of `dtype` (what temporaries hold)."""
+    return "float" if dtype in _LOW_PRECISION else CTYPES[dtype]
+
+
+def round_to(expr: str, dtype: torch.dtype) -> str:
+    """A float value rounded to float16/bfloat16 precision, kept as a float."""
+    return f"static_cast<float>(static_cast<{ctype(dtype)}>({expr}))"
+
+
+def cast_value(expr: str, dtype: torch.dtype) -> str:
+    """`expr` converted to a value of `dtype` (float16/bfloat16 values stay floats)."""
+    return round_to(expr, dtype) if dtype in _LOW_PRECISION else f"static_cast<{ctype(dtype)}>({expr})"
+
+
+def literal(value: Any, dtype: torch.dtype) -> str:
+    if dtype in _LOW_PRECISION:
+        rounded = torch.tensor(value, dtype=torch.float32).to(dtype).item()
+        return literal(float(rounded), torch.float32)
+    kind = ctype(dtype)
+    if dtype == torch.bool:
+        return "true" if value else "false"
+    if dtype.is_floating_point:
+        value = float(value)
+        if math.isnan(value):
+            return f"std::numeric_limits<{kind}>::quiet_NaN()"
+        if math.isinf(value):
+            sign = "-" if value < 0 else ""
+            return f"{sign}std::numeric_limits<{kind}>::infinity()"
+        return f"static_cast<{kind}>({value!r})"
+    if isinstance(value, float):
+        # As ATen converts it (inf, NaN and out-of-range floats have no C++ value to cast to).
+        value = torch.tensor(value, dtype=torch.float64).to(dtype).item()
+    value = int(value)
+    if value == -2**63:  # the literal 9223372036854775808L itself does not fit in int64_t
+        return f"static_cast<{kind}>(-9223372036854775807L - 1)"
+    return f"static_cast<{kind}>({value}L)"
+
+
+class Block:
+    """Lines at one nesting level, with their own common-subexpression table."""
+
+    def __init__(self, parent: "Block | None" = None) -> None:
+        self.parent = parent
+        self.lines: list[str] = []
+        self.cse: dict[str, str] = {}
+        self.stored: dict[tuple[str, str], str] = {}
+
+    def lookup(self, key: str) -> str | None:
+        block: Block | None = self
+        while block is not None:
+            if key in block.cse:
+                return block.cse[key]
+            block = block.parent
+        return None
+
+    def lookup_store(self, key) -> str | None:
+        block: Block | None = self
+        while block is not None:
+            if key in block.stored:
+                return block.stored[key]
+            block = block.parent
+        return None
+
+
+class CppOps:
+    """The ops handler that writes C++."""
+
+    def __init__(self, kernel: "CppKernel") -> None:
+        self.kernel = kernel
+
+    def _emit(self, expr: str) -> str:
+        return self.kernel.emit_value(expr)
+
+    def load(self, name: str, index) -> str:
+        index_text = self.kernel.index(index)
+        cached = self.kernel.block.lookup_store((name, index_text))
+        if cached is not None:
+            return cached
+        pointer = self.kernel.input_pointer(name)
+        if self.kernel.buffer_dtypes.get(name) in _LOW_PRECISION:
+            return self._emit(f"static_cast<float>({pointer}[{index_text}])")
+        return self._emit(f"{pointer}[{index_text}]")
+
+    def constant(self, value, dtype) -> str:
+        return literal(value, dtype)
+
+    def index_expr(self, expr, dtype) -> str:
+        value = self._emit(f"static_cast<int64_t>({self.kernel.index(expr)})")
+        if dtype in _LOW_PRECISION:
+            return self._emit(round_to(value, dtype))
+        return self._emit(f"static_cast<{ctype(dtype)}>({value})")  # (an integer: no float -> int here)
+
+    def to_dtype(self, value: str, dtype) -> str:
+        if dtype in _LOW_PRECISION:
+            return self._emit(round_to(value, dtype))
+        if dtype != torch.bool and not dtype.is_floating_point:
+            self.kernel.converts_to_integer = True
+        return self._emit(f"static_cast<{ctype(dtype)}>({value})")
+
+    def indirect_indexing(self, value: str, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
+        """A data-dependent index, bounds-checked: an index outside [0, size) (or [-size, size)
+        where negative indices count from the end) sets this site's bit in `ember_oob` (the
+        wrapper raises after the kernel) and reads row 0 instead, so memory outside the buffer is
+        never touched."""
+        kernel = self.kernel
+        name = kernel.new_temp("idx")
+        bit = kernel.index_check_bit(site) if ember_config.bounds_checks else 0
+        size_text = kernel.c(size)
+        lines = kernel.block.lines
+        lines.append(f"int64_t {name} = static_cast<int64_t>({value});")
+        if wrap_negative:
+            lines.append(f"{name} = {name} < 0 ? {name} + {size_text} : {name};")
+        lines.append(f"bool {name}_bad = static_cast<uint64_t>({name}) >= static_cast<uint64_t>({size_text});")
+        if ember_config.bounds_checks:
+            lines.append(f"ember_oob |= {name}_bad ? {bit}L : 0L;")
+        lines.append(f"{name} = {name}_bad ? 0 : {name};")
+        return sympy.Symbol(name, integer=True, nonnegative=True)
+
+    def masked(self, mask: str, body: Callable, other, dtype) -> str:
+        kernel = self.kernel
+        name = kernel.new_temp()
+        kernel.block.lines.append(f"{value_ctype(dtype)} {name} = {literal(other, dtype)};")
+        kernel.block.lines.append(f"if ({mask}) {{")
+        kernel.push_block()
+        value = body()
+        kernel.block.lines.append(f"{name} = {value};")
+        kernel.pop_block()
+        kernel.block.lines.append("}")
+        return name
+
+    def __getattr__(self, name: str):
+        template = CPP_OPS.get(name)
+        if template is None:
+            raise NotImplementedError(f"no C++ spelling for ops.{name}")
+
+        def operation(*args):
+            return self._emit(template.format(*args))
+
+        return operation

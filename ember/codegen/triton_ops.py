@@ -1,0 +1,437 @@
+"""Triton's spellings of ember's ops (the C++ generator's `CPP_OPS` counterpart) and the ops
+handler that writes them, with the pieces of a kernel's text they need: literals, index
+expressions, the CSE scope, the prelude of helper functions, and loading a kernel's source."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import math
+import os
+from typing import TYPE_CHECKING, Callable
+
+import sympy
+import torch
+
+from .. import config as ember_config
+from ..lowering.symbolic import is_size_symbol
+
+if TYPE_CHECKING:
+    from .triton import TritonKernel
+
+TRITON_OPS: dict[str, str] = {
+    # (division and square root rounded as IEEE (and eager) round them: Triton's `/` and
+    # tl.sqrt are approximate on a GPU, and x / x then truncates to 0)
+    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "tl.div_rn({0}, {1})",
+    "neg": "(-{0})", "abs": "tl.abs({0})", "exp": "tl.exp({0})", "exp2": "tl.exp2({0})",
+    "log": "tl.log({0})", "log2": "tl.log2({0})", "sqrt": "tl.sqrt_rn({0})", "rsqrt": "tl.rsqrt({0})",
+    "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})",
+    "sigmoid": "tl.sigmoid({0})", "relu": "tl.where({0} < 0, 0, {0})", "floor": "tl.floor({0})",
+    "ceil": "tl.ceil({0})", "reciprocal": "tl.div_rn(1.0, {0})", "isnan": "({0} != {0})",
+    "square": "({0} * {0})", "identity": "{0}", "logical_not": "({0} == 0)",
+    # NaN wins; between equal values the first stays (the sign of a zero shows), as in eager
+    "maximum": "tl.where(({0} != {0}) | (({1} == {1}) & ({1} <= {0})), {0}, {1})",
+    "minimum": "tl.where(({0} != {0}) | (({1} == {1}) & ({1} >= {0})), {0}, {1})",
+    "eq": "({0} == {1})", "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
+    "gt": "({0} > {1})", "ge": "({0} >= {1})",
+    "logical_and": "(({0} != 0) & ({1} != 0))", "logical_or": "(({0} != 0) | ({1} != 0))",
+    "logical_xor": "(({0} != 0) != ({1} != 0))",
+    "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
+    "where": "tl.where({0}, {1}, {2})",
+    # (not where(x > 0, 1, where(x < 0, -1, 0)): Triton 3.6 on an H200 gave +1 for negative
+    # bfloat16 values there, once fused with a log_softmax; lowp 700735)
+    "sign": "(({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype))",
+    "isinf": "(tl.abs({0}) == float('inf'))",
+    # CUDA's libdevice (not in Triton's interpreter: kernels using these run on a GPU only)
+    "tanh": "libdevice.tanh({0})", "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
+    "log10": "libdevice.log10({0})", "tan": "libdevice.tan({0})", "sinh": "libdevice.sinh({0})",
+    "cosh": "libdevice.cosh({0})", "asin": "libdevice.asin({0})", "acos": "libdevice.acos({0})",
+    "atan": "libdevice.atan({0})", "asinh": "libdevice.asinh({0})", "acosh": "libdevice.acosh({0})",
+    "atanh": "libdevice.atanh({0})", "erfc": "libdevice.erfc({0})", "round": "libdevice.nearbyint({0})",
+    "signbit": "(libdevice.signbit({0}) != 0)", "pow": "libdevice.pow({0}, {1})",
+    "atan2": "libdevice.atan2({0}, {1})", "fmod": "libdevice.fmod({0}, {1})",
+    # truncation from floor and ceil (keeps -0.0 and NaN)
+    "trunc": "tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))",
+    "truncdiv": "tl.where(tl.div_rn({0}, {1}) < 0, tl.ceil(tl.div_rn({0}, {1})), tl.floor(tl.div_rn({0}, {1})))",
+}
+# ops whose result is a boolean, whatever their operands
+_PREDICATES = {"isnan", "isinf", "signbit", "logical_not", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+               "logical_or", "logical_xor"}
+# ops that Triton computes as C does only on floating-point operands (libdevice takes float32
+# and float64; Triton's `/` of integers is a float division, C's truncates)
+_FLOAT_ONLY = {"truediv", "reciprocal", "truncdiv", "sqrt"}
+# where an operand is float64 (tl.div_rn and tl.sqrt_rn take float32; float64 `/` and tl.sqrt
+# round exactly)
+_FLOAT64_OPS = {"truediv": "({0} / {1})", "reciprocal": "(1.0 / {0})", "sqrt": "tl.sqrt({0})",
+                "truncdiv": "tl.where(({0} / {1}) < 0, tl.ceil({0} / {1}), tl.floor({0} / {1}))"}
+
+# On a GPU, libm-accurate spellings (as eager's kernels round): tl.exp, tl.log, tl.sin, tl.cos
+# compile to approximate instructions there (log_softmax 3e-5 off, sin of 30 off by 0.05).
+# Triton's interpreter computes these with numpy (accurate) and has no libdevice.
+_ACCURATE = {"exp": "libdevice.exp({0})", "log": "libdevice.log({0})", "sin": "libdevice.sin({0})",
+             "cos": "libdevice.cos({0})", "exp2": "libdevice.exp2({0})", "log2": "libdevice.log2({0})",
+             "erf": "libdevice.erf({0})",
+             # tl.rsqrt is the approximate instruction, which flushes subnormals (inf for 1.5e-39,
+             # eager 2.6e19); libdevice's floor/ceil keep them (ceil(1e-40) is 1)
+             "rsqrt": "libdevice.rsqrt({0})", "floor": "libdevice.floor({0})", "ceil": "libdevice.ceil({0})"}
+
+TL_DTYPES = {
+    torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
+    torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32", torch.int16: "tl.int16",
+    torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
+}
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+# Helpers every kernel file defines (reduction combines with eager's NaN and tie rules).
+PRELUDE = '''
+@triton.jit
+def _ember_max(a, b):
+    return tl.where((a != a) | (a > b), a, b)
+
+
+@triton.jit
+def _ember_min(a, b):
+    return tl.where((a != a) | (a < b), a, b)
+
+
+@triton.jit
+def _ember_mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _ember_argmax(a, ia, b, ib):
+    a_nan = a != a
+    b_nan = b != b
+    pick_a = (a > b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(pick_a, a, b), tl.where(pick_a, ia, ib)
+
+
+@triton.jit
+def _ember_argmin(a, ia, b, ib):
+    a_nan = a != a
+    b_nan = b != b
+    pick_a = (a < b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (ia < ib))
+    return tl.where(pick_a, a, b), tl.where(pick_a, ia, ib)
+
+
+@triton.jit
+def _ember_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    share = tl.where(n == 0, 0.0, n_b / tl.where(n == 0, 1.0, n))
+    return mean_a + delta * share, m2_a + m2_b + delta * delta * n_a * share, n
+'''
+
+def _exact_quotient(total: str, count: str, dtype: torch.dtype) -> str:
+    """total / count, rounded once: Triton's `/` on float32 is the GPU's approximate division
+    (8 equal values' sum / 8 came out 1 ulp off their value, so their variance was not 0 and
+    a quotient of it jumped: fuzz stats 702024 on an H200)."""
+    if dtype == torch.float32:
+        return f"tl.div_rn({total}, tl.full([1, 1], {count}, tl.float32))"
+    return f"({total} / {count})"
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+class _Stored(Exception):
+    """A kernel value meant to stay in registers is read where the kernel holds none of it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+class _Split(Exception):
+    """The node at `position` cannot share the kernel with the nodes before it."""
+
+    def __init__(self, position: int, reason: str) -> None:
+        super().__init__(reason)
+        self.position = position
+
+
+def texpr(expr) -> str:
+    """A sympy index expression as Triton (Python) source: floor division and modulo."""
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        return str(int(expr))
+    if isinstance(expr, sympy.Symbol):
+        return expr.name
+    if isinstance(expr, sympy.Add):
+        return "(" + " + ".join(texpr(arg) for arg in expr.args) + ")"
+    if isinstance(expr, sympy.Mul):
+        return "(" + " * ".join(texpr(arg) for arg in expr.args) + ")"
+    if isinstance(expr, sympy.floor):
+        numerator, denominator = sympy.fraction(sympy.together(expr.args[0]))
+        return f"({texpr(numerator)} // {texpr(denominator)})"
+    if isinstance(expr, sympy.Mod):
+        return f"({texpr(expr.args[0])} % {texpr(expr.args[1])})"
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
+        return "(" + " * ".join([texpr(expr.base)] * int(expr.exp)) + ")"
+    raise NotImplementedError(f"index expression {expr} in a Triton kernel")
+
+
+def literal(value, dtype: torch.dtype) -> str:
+    if dtype == torch.bool:
+        return "1" if value else "0"
+    if dtype.is_floating_point:
+        value = float(value)
+        if value != value:
+            return 'float("nan")'
+        if value in (float("inf"), float("-inf")):
+            return 'float("inf")' if value > 0 else '-float("inf")'
+        return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):  # (eager's cast of it is the CPU's)
+        raise NotImplementedError(f"the constant {value} as {dtype}")
+    value = int(value)
+    if dtype in _INT_BITS:  # wrapped into the dtype's range, as a C cast wraps (-2 as uint8: 254)
+        bits, signed = _INT_BITS[dtype]
+        value %= 1 << bits
+        if signed and value >= 1 << (bits - 1):
+            value -= 1 << bits
+    return str(value)
+
+
+_INT_BITS = {torch.uint8: (8, False), torch.int8: (8, True), torch.int16: (16, True), torch.int32: (32, True),
+             torch.int64: (64, True)}
+
+
+@dataclasses.dataclass
+class TritonSource:
+    """One generated Triton kernel and how to launch it."""
+
+    name: str
+    source: str  # the @triton.jit function (the file adds imports and PRELUDE)
+    inputs: list[str]  # buffers read, in argument order
+    outputs: list[str]  # buffers written, after the inputs
+    size_args: list[str]  # size symbols, after xnumel (and rnumel)
+    xnumel: sympy.Expr
+    rnumel: sympy.Expr | None  # None: a 1-D kernel
+    XBLOCK: int
+    RBLOCK: int | None
+    num_warps: int
+    index_checks: list[str] = dataclasses.field(default_factory=list)  # then one more argument: oob_ptr
+    grid_y: int = 1  # split reductions: programs along the reduction (each reduces one chunk)
+    # scratch tensors the wrapper allocates for this kernel and its followers: (name, numel, dtype),
+    # passed after the outputs
+    workspaces: list = dataclasses.field(default_factory=list)
+    constexprs: dict = dataclasses.field(default_factory=dict)  # more constexpr arguments (RCHUNK)
+    pointer_dtypes: list | None = None  # on a GPU: the tensors' dtypes, for compiling ahead of the call
+    pointer_numels: list | None = None  # elements each pointer reaches (None: not known statically)
+    # which block sizes the kernel's code allows (triton_tune.py): "flat" (pointwise), "rows" /
+    # "columns" (looped reductions), "rows_persistent" / "columns_persistent" (RBLOCK holds the
+    # whole row), "fixed" (scatters with atomics, combining kernels: as generated)
+    tuning: str = "fixed"
+    elided: list = dataclasses.field(default_factory=list)  # values of the kernel never stored
+
+
+class _Scope:
+    """Lines at one indentation (the kernel body or one r loop) and what they computed."""
+
+    _serial = 0
+
+    def __init__(self, parent: "_Scope | None") -> None:
+        self.parent = parent
+        _Scope._serial += 1
+        self.serial = _Scope._serial
+        self.lines: list[str] = []
+        self.cse: dict[str, str] = {}
+        self.stored: dict[tuple[str, str], str] = {}
+
+    def find(self, table: str, key):
+        scope = self
+        while scope is not None:
+            found = getattr(scope, table).get(key)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+
+class TritonOps:
+    """The ops handler that writes Triton."""
+
+    def __init__(self, kernel: "TritonKernel") -> None:
+        self.kernel = kernel
+
+    def load(self, name: str, index) -> str:
+        kernel = self.kernel
+        index = kernel.simplified(index)
+        if name in kernel.own:  # a kernel-mate's value: from registers, or the kernel splits
+            value = kernel.scope.find("stored", (name, kernel.tex(index)))
+            if value is None:
+                if name in kernel.internal:  # (generated again with it stored)
+                    raise _Stored(name)
+                raise _Split(kernel.position, f"{name} is read where this kernel holds no value of it")
+            return value
+        pointer = kernel.input_pointer(name)
+        kernel.note_contiguity(index)
+        address, mask = kernel.address(index - kernel.offsets.get(name, 0), everywhere=name in kernel.maybe_empty)
+        masked = f", {mask}, other=0" if mask else ""
+        value = kernel.emit(f"tl.load({pointer} + {address}{masked})", kernel.buffer_dtypes.get(name))
+        if kernel.buffer_dtypes.get(name) in _LOW_PRECISION:
+            value = kernel.emit(f"{value}.to(tl.float32)", torch.float32)
+        return value
+
+    def constant(self, value, dtype) -> str:
+        """A block of one value, typed; half constants are rounded to their dtype here and
+        computed in float32."""
+        if dtype in _LOW_PRECISION:
+            value, dtype = float(torch.tensor(float(value), dtype=dtype)), torch.float32
+        if dtype.is_floating_point and float(value) == 0 and math.copysign(1.0, float(value)) < 0:
+            # (Triton's unary minus is 0 - x, which makes -0.0 of +0.0: x / -0.0 must be -inf for x > 0)
+            return self.kernel.emit(f"(tl.full({self.kernel.unit_shape}, 0.0, {TL_DTYPES[dtype]}) * -1.0)", dtype)
+        return self.kernel.emit(f"tl.full({self.kernel.unit_shape}, {literal(value, dtype)}, {TL_DTYPES[dtype]})",
+                                dtype)
+
+    def index_expr(self, expr, dtype) -> str:
+        expr = self.kernel.simplified(expr)
+        if expr.is_number:
+            return self.constant(int(expr), dtype)
+        text = self.kernel.tex(expr)
+        if all(is_size_symbol(s) for s in expr.free_symbols):
+            text = f"tl.full({self.kernel.unit_shape}, {text}, tl.int64)"  # sizes only: a scalar
+        value = self.kernel.emit(f"({text}).to({TL_DTYPES[dtype]})", dtype)
+        if dtype in _LOW_PRECISION:
+            value = self.kernel.emit(f"{value}.to(tl.float32)", torch.float32)
+        return value
+
+    def to_dtype(self, value: str, dtype) -> str:
+        if dtype in _LOW_PRECISION:  # round to the half type, compute on in float32
+            if self.kernel.value_dtypes.get(value) != torch.float32 and os.environ.get("TRITON_INTERPRET") == "1":
+                # (the interpreter converts float64 or integers to bfloat16 as if they were float32 bits)
+                value = self.kernel.emit(f"{value}.to(tl.float32)", torch.float32)
+            return self.kernel.emit(f"{value}.to({TL_DTYPES[dtype]}).to(tl.float32)", torch.float32)
+        if dtype == torch.bool:
+            return self.kernel.emit(f"({value} != 0)", torch.bool)
+        return self.kernel.emit(f"{value}.to({TL_DTYPES[dtype]})", dtype)
+
+    def indirect_indexing(self, value, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
+        """A data-dependent index, bounds-checked: one outside [0, size) (or [-size, size) where
+        negative indices count from the end) sets this site's flag in `oob_ptr` (the wrapper
+        raises after the graph) and reads row 0 instead: memory outside a buffer is never touched."""
+        kernel = self.kernel
+        kernel._temps += 1
+        name = f"idx{kernel._temps}"
+        size_text = kernel.tex(size)
+        lines = kernel.scope.lines
+        lines.append(f"{name} = {value}.to(tl.int64)")
+        if wrap_negative:
+            lines.append(f"{name} = tl.where({name} < 0, {name} + {size_text}, {name})")
+        lines.append(f"{name}_bad = ({name} < 0) | ({name} >= {size_text})")
+        if ember_config.bounds_checks:
+            position = kernel.index_check_site(site)
+            # (every lane holds the flag's address; the lanes inside the kernel's masks report)
+            masks = " & ".join([f"{dim}mask" for dim in kernel.dims] + [f"({c})" for c in kernel.conditions])
+            spread = "".join(f" + 0 * {dim}index" for dim in kernel.dims)
+            lines.append(f"tl.store(oob_ptr + {position} + 0 * {name}{spread}, 1, {masks} & {name}_bad)")
+        lines.append(f"{name} = tl.where({name}_bad, 0, {name})")
+        symbol = sympy.Symbol(name, integer=True, nonnegative=True)
+        kernel.indirect_dims[name] = set(kernel.dims)
+        kernel.bounds[symbol] = sympy.sympify(size) - 1  # (checked, and 0 where it was not in range)
+        return symbol
+
+    def masked(self, mask: str, body: Callable, other, dtype) -> str:
+        kernel = self.kernel
+        kernel.conditions.append(mask)
+        try:
+            value = body()
+        finally:
+            kernel.conditions.pop()
+        if dtype in _LOW_PRECISION:
+            dtype = torch.float32
+        if dtype == torch.bool:  # (a Python 0 would make the block int32)
+            return kernel.emit(f"(tl.where({mask}, {value}, {literal(other, dtype)}) != 0)", dtype)
+        return kernel.emit(f"tl.where({mask}, {value}, {literal(other, dtype)})", dtype)
+
+    def __getattr__(self, name: str):
+        template = TRITON_OPS.get(name)
+        if template is None:
+            raise NotImplementedError(f"no Triton spelling for ops.{name}")
+        interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+        if name in _ACCURATE and not interpreted:
+            template = _ACCURATE[name]
+        if name == "relu" and not interpreted:
+            # eager's CUDA relu (clamp_min's fmax) makes -0.0 +0.0, its CPU kernel keeps -0.0
+            # (the interpreter checks against the CPU's); atan2 of it showed (fuzz special 705232)
+            template = "tl.where({0} <= 0, 0, {0})"
+        libdevice = "libdevice." in template
+        if libdevice and interpreted:
+            raise NotImplementedError(f"ops.{name} needs CUDA's libdevice, which Triton's interpreter lacks")
+        kernel = self.kernel
+
+        def operation(*args):
+            dtypes = [kernel.value_dtypes.get(arg) for arg in args]
+            if (libdevice or name in _FLOAT_ONLY) and any(
+                    d is None or d not in (torch.float32, torch.float64) for d in dtypes):
+                raise NotImplementedError(f"ops.{name} of {dtypes} in a Triton kernel")
+            if name in ("add", "mul", "maximum", "minimum") and all(d == torch.bool for d in dtypes):
+                # booleans add as `or` and multiply as `and` (int1 arithmetic would wrap 1 + 1 to 0)
+                either = name in ("add", "maximum")
+                return kernel.emit(f"({args[0]} {'|' if either else '&'} {args[1]})", torch.bool)
+            if name == "sign" and dtypes[0] == torch.bool:
+                return args[0]  # (the sign of a bool is itself; int1 does not subtract)
+            if name == "neg" and dtypes[0] is not None and dtypes[0].is_floating_point:
+                # Triton's unary minus is 0 - x: -(+0.0) would be +0.0
+                return kernel.emit(f"({args[0]} * -1.0)", dtypes[0])
+            if name in _PREDICATES:
+                result = torch.bool
+            elif any(d is None for d in dtypes[1 if name == "where" else 0:]):
+                result = None
+            else:
+                result = dtypes[1 if name == "where" else 0]
+                for d in dtypes[2 if name == "where" else 1:]:
+                    result = torch.promote_types(result, d)
+            spelling = _FLOAT64_OPS[name] if name in _FLOAT64_OPS and torch.float64 in dtypes else template
+            return kernel.emit(spelling.format(*args), result)
+
+        return operation
+
+
+def kernel_file_text(source: str) -> str:
+    return ("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
+            + PRELUDE + "\n\n" + source)
+
+
+_LOADED: dict[str, Callable] = {}  # canonical kernel text -> its @triton.jit function, per process
+
+
+def canonical_kernel(source: str, name: str) -> tuple[str, str]:
+    """(canonical name, text): the kernel's function named by a hash of its code, without the
+    provenance comments.  Kernels that compute the same thing (a layer's kernels, repeated in every
+    layer) then share one Triton function: it compiles once, and a profile shows one name."""
+    code = source[source.index("@triton.jit"):]
+    unnamed = kernel_file_text(code.replace(f"def {name}(", "def _(", 1))  # (the prelude counts)
+    digest = hashlib.sha256(unnamed.encode()).hexdigest()[:16]
+    kind = "red" if "RBLOCK: tl.constexpr" in code else "poi"
+    canonical = f"ember_{kind}_{digest}"
+    return canonical, source.replace(f"def {name}(", f"def {canonical}(", 1)
+
+
+def load_kernel(source: str, name: str) -> Callable:
+    """The @triton.jit function of the kernel `name` in `source`, imported from a file in ember's
+    cache (Triton reads a kernel's source from its file; each text is written once).  Named by its
+    code (canonical_kernel): one function per distinct kernel in this process."""
+    from .cpp_build import cache_dir
+
+    canonical, source = canonical_kernel(source, name)
+    if canonical in _LOADED:
+        return _LOADED[canonical]
+    text = kernel_file_text(source)
+    folder = os.path.join(cache_dir(), "triton")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{canonical}.py")
+    if not os.path.exists(path):
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "w") as handle:
+            handle.write(text)
+        os.replace(partial, path)  # (atomic: a concurrent process writes the same text)
+    spec = importlib.util.spec_from_file_location(f"ember_triton_{canonical}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    function = getattr(module, canonical)
+    function.ember_path = path
+    _LOADED[canonical] = function
+    return function
