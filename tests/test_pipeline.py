@@ -35,8 +35,7 @@ def test_every_step_has_its_own_log_channel_in_pipeline_order():
         < STEP_NAMES.index("schedule") < STEP_NAMES.index("kernels") < STEP_NAMES.index("wrapper")
 
 
-def _attention(q, k):
-    mask = torch.ones(4, 1, dtype=torch.bool).expand(4, 4)  # broadcast last dim: made contiguous
+def _attention(q, k, mask):
     return torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask).sum()
 
 
@@ -64,9 +63,13 @@ def test_ember_logs_names_each_step(name, caplog):
             if name in REWRITES:  # (the rewrite on its own, on the graph capture makes)
                 graphs = []
                 x, w = torch.randn(4, 8), torch.randn(4 if fn is _attention else 3, 8)
-                ember.compile(fn, backend=lambda gm, inputs: graphs.append(gm) or gm.forward)(x, w)
+                # (a mask whose last dim is broadcast, as an input: the rewrite makes it contiguous)
+                args = [x, w, torch.ones(4, 1, dtype=torch.bool).expand(4, 4)] if fn is _attention else [x, w]
+                ember.compile(fn, backend=lambda gm, inputs: graphs.append(gm) or gm.forward)(*args)
                 (step,) = [step for step in STEPS if step.name == name]
-                run_steps([step], "captured", CapturedWork(gm=graphs[0], example_inputs=[x, w]))
+                work = CapturedWork(gm=graphs[0], example_inputs=args)
+                run_steps([step], "captured", work)
+                assert work.changed, f"{name} changed nothing in {graphs[0].code}"
             else:
                 _run(fn)
     finally:
