@@ -213,6 +213,12 @@ class AotCompiled:
         run_steps(self.steps, "joint", work, start=start)
         joint, spec, flat_args, partition = work.joint, work.spec, work.flat_args, work.partition
         self.last_joint = joint
+        if spec.outputs_sharing_inputs and isinstance(self.fn, torch.fx.GraphModule):
+            # Eager returns them as views of an input, which the runtime cannot re-make (the fallbacks
+            # log says why): a copy would not see later writes to the input (tests/autograd/test_aot_regressions.py)
+            log_fallbacks.warning("ember: output(s) %s share an input's memory in eager and cannot be re-made as "
+                                  "views; running the captured graph eagerly", spec.outputs_sharing_inputs)
+            return self.fn.forward
         if not spec.diff_outputs:
             _offer_input_writes(joint, spec, flat_args)
             forward = self.fw_compiler(joint, flat_args)

@@ -1022,3 +1022,30 @@ def test_a_write_through_an_as_strided_view_whose_elements_overlap_runs_eagerly(
     for a, b in zip(got, expected):
         torch.testing.assert_close(a, b)
     torch.testing.assert_close(c, c_eager)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "ember"])
+def test_an_output_sharing_an_inputs_memory_that_cannot_be_a_view_runs_eagerly(backend):
+    """Fuzz autograd 15584: `v0 = b.detach(); v0.scatter_add_(1, i, e)` with e requiring grad,
+    then `v0.expand(3, 8, -1)` returned: in eager a view of b that requires grad (through e);
+    the runtime cannot re-make a detached view whose elements share memory, and returned a copy,
+    which later writes to b would not show.  Such a graph now runs as eager does."""
+    def f(b, i, e):
+        v0 = b.detach()
+        v0.scatter_add_(1, i, e)
+        return b.t() @ b, v0.expand(3, 8, -1)
+
+    def inputs():
+        b = torch.arange(16.0, dtype=torch.float64).view(8, 2).requires_grad_()
+        e = torch.ones(1, 4, dtype=torch.float64)[:, ::2].requires_grad_().clone()
+        return b, torch.tensor([[0, 1]]), e
+
+    b, i, e = inputs()
+    out = ember.compile(f, backend=backend)(b, i, e)
+    assert out[1].untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    eb, ei, ee = inputs()
+    expected = f(eb, ei, ee)
+    torch.testing.assert_close(out, expected)
+    (out[0].sum() + out[1].sum()).backward()
+    (expected[0].sum() + expected[1].sum()).backward()
+    torch.testing.assert_close(b.grad, eb.grad)
