@@ -66,9 +66,11 @@ def test_ember_logs_names_each_step(name):
         pytest.skip(f"{name} rewrites CUDA graphs only")
     # (a handler of its own on the channel: what other tests did to the root logger or to
     # pytest's capture does not matter)
+    # (nor a logging.config.dictConfig another test's imports ran, which disables existing loggers)
     logger, handler = logs.get(name), _Records()
-    old_level = logger.level
+    old_level, old_disabled = logger.level, logger.disabled
     logger.setLevel(logging.DEBUG)
+    logger.disabled = False
     logger.addHandler(handler)
     try:
         with ember.config.patch(**settings):
@@ -87,6 +89,7 @@ def test_ember_logs_names_each_step(name):
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
+        logger.disabled = old_disabled
     assert handler.records and handler.records[0].getMessage().strip(), name
 
 
