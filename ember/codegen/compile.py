@@ -83,6 +83,7 @@ class GraphWork(Work):
     functions: dict = dataclasses.field(default_factory=dict)
     result: Callable | None = None  # a CompiledGraph, or what runs instead (ATen calls)
     changed: bool = False  # did the last rewrite change the graph (its dump only then)
+    cuda_graph: bool = False  # is the call replayed as a CUDA graph
 
 
 def _cpu_scalars(work: GraphWork) -> None:
@@ -189,6 +190,7 @@ def _cudagraphs(work: GraphWork) -> None:
     reason = why_not_graphs(work.gm, graph.wrapper)
     if reason is None:
         graph.call = CudaGraphRunner(graph.call, static=not any(_symbolic(value) for value in work.example_inputs))
+        work.cuda_graph = True
     else:
         log_fallbacks.debug("CUDA graphs off for this graph: %s", reason)
 
@@ -213,17 +215,20 @@ def _verify_schedule(work: GraphWork) -> None:
 
 CPU_SCALARS = Step("cpu_scalars", "graph", _cpu_scalars, dump=lambda w: fx_text(w.gm) if w.changed else None,
                    verify=lambda w: verify_fx(w.gm))
-SUPPORTED = Step("supported", "graph", _supported)
+SUPPORTED = Step("supported", "graph", _supported,
+                 dump=lambda w: f"compiled by ember's kernels (on {', '.join(sorted(_device_types(w.gm))) or 'cpu'})")
 BIAS_EPILOGUE = Step("bias_epilogue", "graph", _bias_epilogue, dump=lambda w: fx_text(w.gm) if w.changed else None,
                      verify=lambda w: w.gm.graph.lint())
 LOWER = Step("lower", "graph", _lower, dump=lambda w: ir_text(w.lowering), verify=_verify_lowering, also_logs=("ir",))
 SCHEDULE = Step("schedule", "graph", _schedule, dump=lambda w: schedule_text(w.scheduler), verify=_verify_schedule)
 KERNELS = Step("kernels", "graph", _kernels, also_logs=("output_code",),
                dump=lambda w: "kernels:\n" + "\n\n".join(kernel.source for kernel in w.sources.values()))
-BUILD = Step("build", "graph", _build)
-LOAD = Step("load", "graph", _load)
+BUILD = Step("build", "graph", _build,
+             dump=lambda w: f"{len(w.sources)} kernel(s) handed to the {w.backend.name} build: {', '.join(w.sources)}")
+LOAD = Step("load", "graph", _load, dump=lambda w: f"{len(w.functions)} kernel(s) loaded")
 WRAPPER = Step("wrapper", "graph", _wrapper, dump=lambda w: "wrapper:\n" + w.result.wrapper, also_logs=("output_code",))
-CUDAGRAPHS = Step("cudagraphs", "graph", _cudagraphs)
+CUDAGRAPHS = Step("cudagraphs", "graph", _cudagraphs,
+                  dump=lambda w: "replayed as a CUDA graph" if w.cuda_graph else "no CUDA graph (mode='reduce-overhead' on CUDA)")
 
 # A graph's compile on its own (ember_compiler below; the backend's list is pipeline.py's).
 GRAPH_STEPS = (CPU_SCALARS, SUPPORTED, BIAS_EPILOGUE, LOWER, SCHEDULE, KERNELS, BUILD, LOAD, WRAPPER, CUDAGRAPHS)
