@@ -42,7 +42,7 @@ from ..lowering.symbolic import is_size_symbol
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
 from .common import KernelArguments
 from .triton_ops import (_LOW_PRECISION, TL_DTYPES, TritonOps, TritonSource, _exact_quotient, _Scope, _Split,
-                         next_power_of_2, texpr)
+                         next_power_of_2, on_pointer, texpr)
 from .triton_reduce import _BLOCK_REDUCE, _Reducer
 
 
@@ -163,14 +163,14 @@ class TritonKernel(KernelArguments):
     def store(self, node: ComputedBuffer, index, value: str) -> None:
         address = self.simplified(store_layout(node).index(index))
         direct, _ = self._dims_of(address)
-        text = self.tex(address)
-        for dim in self.dims:
-            if dim not in direct:
-                text = f"{text} + 0 * {dim}index"
         mask = " & ".join(f"{dim}mask" for dim in self.dims)
         if node.name not in self.internal:
-            position = self.outputs.index(node.name)
-            self.scope.lines.append(f"tl.store(out_ptr{position} + {text}, {value}, {mask})")
+            pointer, offset = on_pointer(f"out_ptr{self.outputs.index(node.name)}", address)
+            text = self.tex(offset)
+            for dim in self.dims:
+                if dim not in direct:
+                    text = f"{text} + 0 * {dim}index"
+            self.scope.lines.append(f"tl.store({pointer} + {text}, {value}, {mask})")
         if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
             value = self.emit(f"{value}.to({TL_DTYPES[node.dtype]}).to(tl.float32)", torch.float32)
         self.scope.stored[(node.name, self.tex(address))] = value
@@ -268,10 +268,11 @@ class TritonKernel(KernelArguments):
             raise NotImplementedError(f"an accumulating scatter into {node.dtype} (no atomic add)")
         address = node.layout.index(target)
         direct, _ = self._dims_of(address)
-        text = self.tex(address) + ("" if "x" in direct else " + 0 * xindex")
+        pointer, offset = on_pointer("out_ptr0", address)
+        text = self.tex(offset) + ("" if "x" in direct else " + 0 * xindex")
         value = self.emit(f"{value}.to({TL_DTYPES[node.dtype]})")
         operation = "tl.atomic_add" if data.accumulate else "tl.store"
-        self.scope.lines.append(f"{operation}(out_ptr0 + {text}, {value}, xmask)")
+        self.scope.lines.append(f"{operation}({pointer} + {text}, {value}, xmask)")
         source = self._finish(name)
         source.tuning = "fixed"  # (atomic adds: a block's size changes which updates collide)
         if os.environ.get("TRITON_INTERPRET") == "1":

@@ -152,6 +152,23 @@ class _Split(Exception):
         self.position = position
 
 
+def on_pointer(pointer: str, index) -> tuple[str, sympy.Expr]:
+    """(pointer text, index) with the index's constant term moved onto the pointer:
+    `(in_ptr0 + 45) + (r0_2 + 9 * r0_1)`.  Triton 3.6 miscompiles a block of addresses
+    `45 + r % 9 + 9 * ((r // 9) % 5)` (a constant plus two dimensions of one range that
+    a reduction over an expanded dim kept apart): with 4 or more warps the loads read from
+    element 0, as if the constant were not there (with 1 or 2, from element 64 on; stores
+    alike), so an amax over a[1::2] expanded read a[0] (GPU fuzz stats 710099).  With the
+    constant on the scalar pointer, or a term of a program id or an argument beside it,
+    every warp count gives the right addresses (tests/codegen/test_triton_kernels.py)."""
+    index = sympy.sympify(index)
+    constant, rest = index.as_coeff_Add()
+    if constant == 0 or not rest.free_symbols or not constant.is_Integer:
+        return pointer, index
+    sign = "-" if constant < 0 else "+"
+    return f"({pointer} {sign} {abs(int(constant))})", rest
+
+
 def texpr(expr) -> str:
     """A sympy index expression as Triton (Python) source: floor division and modulo."""
     expr = sympy.sympify(expr)
@@ -266,9 +283,9 @@ class TritonOps:
                     raise _Stored(name)
                 raise _Split(kernel.position, f"{name} is read where this kernel holds no value of it")
             return value
-        pointer = kernel.input_pointer(name)
         kernel.note_contiguity(index)
-        address, mask = kernel.address(index - kernel.offsets.get(name, 0), everywhere=name in kernel.maybe_empty)
+        pointer, offset = on_pointer(kernel.input_pointer(name), index - kernel.offsets.get(name, 0))
+        address, mask = kernel.address(offset, everywhere=name in kernel.maybe_empty)
         masked = f", {mask}, other=0" if mask else ""
         value = kernel.emit(f"tl.load({pointer} + {address}{masked})", kernel.buffer_dtypes.get(name))
         if kernel.buffer_dtypes.get(name) in _LOW_PRECISION:

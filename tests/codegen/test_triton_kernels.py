@@ -685,3 +685,34 @@ def test_a_sum_of_negative_zeros_is_positive_zero_as_in_eager(shape):
     function, graphs = ember_compiled(fn)
     assert torch.equal(function(x), fn(x))
     assert any("tl.sum" in source for source in graphs[0].kernels.values())
+
+
+def test_an_amax_over_an_expanded_view_at_an_offset_reads_the_view():
+    """GPU fuzz stats 710099: `a[1::2].expand(2, -1, 5, -1).amax((0, 2, 3))` loaded from
+    `in_ptr0 + (45 + r0_2 + 9 * r0_1)` with r0_1 = (r // 9) % 5, r0_2 = r % 9; Triton 3.6 drops
+    the 45 of such an address block with 4 or more warps and read a[0] (2.17415, not 3).  The
+    constant term of every address now sits on the pointer; the result is eager's on a GPU (the
+    interpreter computes the addresses as written either way)."""
+    def fn(a):
+        return a[1::2].expand(2, -1, 5, -1).amax((0, 2, 3))
+
+    a = torch.randn(2, 5, 9)
+    a.view(-1)[[51, 75]] = torch.tensor([float("-inf"), 3.0])
+    (graph,) = _run(fn, a)
+    (kernel,) = _kernels(graph)
+    assert "(in_ptr0 + 45) + " in kernel, kernel
+
+
+def test_the_constant_of_every_address_sits_on_the_pointer():
+    """Stores went wrong alike on the GPU (`out_ptr0 + (45 + r % 9 + 9 * ((r // 9) % 5))` wrote
+    from element 0 with 4 warps): loads, stores and scatters all take their pointer from here.
+    A constant address (one element) keeps its pointer; so does one without a constant term."""
+    import sympy
+
+    from ember.codegen.triton_ops import on_pointer
+
+    r1, r2 = sympy.symbols("r0_1 r0_2", integer=True, nonnegative=True)
+    assert on_pointer("out_ptr0", 45 + r2 + 9 * r1) == ("(out_ptr0 + 45)", r2 + 9 * r1)
+    assert on_pointer("in_ptr1", -3 + r2) == ("(in_ptr1 - 3)", r2)
+    assert on_pointer("in_ptr1", sympy.Integer(7)) == ("in_ptr1", 7)
+    assert on_pointer("in_ptr1", r2 + 9 * r1) == ("in_ptr1", r2 + 9 * r1)
