@@ -257,10 +257,11 @@ def elements_share_memory(tensor: torch.Tensor) -> bool:
         return False  # each stride steps past everything the smaller ones reach: distinct
     if math.prod(size for size, _ in dims) > 1 << 16:
         return True  # (too many to enumerate: assume they may)
-    positions = torch.zeros((), dtype=torch.int64)
-    for size, stride in dims:
-        positions = (positions.unsqueeze(-1) + torch.arange(size) * stride).flatten()
-    return positions.unique().numel() != positions.numel()
+    with _disable_current_modes():  # (real integers: under the tracer's fakes unique() has no size)
+        positions = torch.zeros((), dtype=torch.int64)
+        for size, stride in dims:
+            positions = (positions.unsqueeze(-1) + torch.arange(size) * stride).flatten()
+        return positions.unique().numel() != positions.numel()
 
 
 def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str | None:

@@ -4,6 +4,8 @@ Each case runs the same function eagerly and compiled on identical inputs and co
 (values, dtypes, requires_grad), the inputs afterwards (in-place writes) and the gradients of
 every leaf.
 """
+import logging
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -925,6 +927,30 @@ def test_write_into_a_view_whose_elements_overlap(backend):
         return c * 2
 
     check(fn, lambda: (torch.randn(1, 16, 1), torch.tensor([0, 3, 1, 3, 2]), torch.randn(3, 5, 2)), backend)
+
+
+def test_overlapping_view_write_is_refused_for_its_own_reason(caplog):
+    """GPU fuzz layout 710111: index_put_(accumulate=True) into a.unfold(0, 46, 2), whose windows
+    share elements.  The check for such a view enumerated its positions under the tracer's fakes,
+    where unique() has no size: tracing failed on a data-dependent guard rather than on the
+    write itself, a fallback by accident.  The check runs on real integers now, and the graph
+    runs as captured for the reason it should."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from ember.eager.check import elements_share_memory
+
+    with FakeTensorMode() as mode:
+        windows = mode.from_tensor(torch.randn(64)).unfold(0, 46, 2)
+        assert elements_share_memory(windows) and not elements_share_memory(windows[:, :2])
+
+    def fn(a, index, values):
+        a.unfold(0, 46, 2).index_put_((index,), values, accumulate=True)
+        return a * 2
+
+    with caplog.at_level(logging.DEBUG, logger="ember"):
+        check(fn, lambda: (torch.randn(64), torch.tensor([0, 3, 3, 9]), torch.randn(4, 46) * 0.01), "ember")
+    reasons = " ".join(record.getMessage() for record in caplog.records)
+    assert "a write into a view whose elements share memory" in reasons and "data-dependent" not in reasons
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="a CUDA context to lose")
