@@ -322,13 +322,16 @@ def _mean_noise_zeros(x: torch.Tensor, dims: list[int], keepdim: bool, mean: tor
     return mask if bool(mask.any()) else None
 
 
-def _non_finite_operand_on_a_gpu(operands) -> bool:
-    """A GPU convolution over a NaN or inf: which other elements it reaches (through 0 * NaN, a
-    padded or strided position's zero times it) is cuDNN's algorithm's choice, which follows the
-    memory order (conv 705295: a NaN weight made the input gradient NaN at 30 of 360 elements in
-    eager's NCHW kernels, at 120 in its own NHWC ones, as ember's)."""
+def _non_finite_convolution_operand(operands) -> bool:
+    """A convolution over a NaN or inf: which other elements it reaches (through 0 * NaN, a
+    padded or strided position's zero times it) is the algorithm's choice, which follows the
+    memory order: on a GPU cuDNN's (conv 705295: a NaN weight made the input gradient NaN at 30
+    of 360 elements in eager's NCHW kernels, at 120 in its own NHWC ones, as ember's), on the
+    CPU oneDNN's channels-last kernel skips the padding where the NCHW one multiplies it (conv
+    15795: a NaN weight of a grouped conv2d, padding 1: NaN at 45 of 270 outputs from a
+    contiguous input, at 24 from a channels-last one, as ember's)."""
     tensors = [t for t in operands if isinstance(t, torch.Tensor) and t.is_floating_point()]
-    return any(t.is_cuda for t in tensors) and any(not bool(torch.isfinite(t).all()) for t in tensors)
+    return any(not bool(torch.isfinite(t).all()) for t in tensors)
 
 
 def _normalization_overflows(func, args) -> bool:
@@ -615,17 +618,43 @@ _SENSITIVE = _NOISE_AMPLIFYING + (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar
                                   aten.exp.default, aten.expm1.default)
 
 
+# The derivatives (by the first operand) of the sensitive ops: a gradient through one moves
+# with x as the derivative does, which for 1/x is twice as fast as the value.
+_DERIVATIVES = {
+    aten.reciprocal.default: lambda x: -1 / (x * x),
+    aten.rsqrt.default: lambda x: -0.5 * x ** -1.5,
+    aten.sqrt.default: lambda x: 0.5 * x ** -0.5,
+    aten.log.default: lambda x: 1 / x,
+    aten.log2.default: lambda x: 1 / (x * math.log(2)),
+    aten.log10.default: lambda x: 1 / (x * math.log(10)),
+    aten.log1p.default: lambda x: 1 / (1 + x),
+    aten.exp.default: torch.exp,
+    aten.expm1.default: torch.exp,
+    aten.pow.Tensor_Scalar: lambda x, e: e * x ** (e - 1),
+    aten.pow.Tensor_Tensor: lambda x, e: e * x ** (e - 1),
+}
+
+
 def _moves_beyond_tolerance(func, args, noise: torch.Tensor) -> bool:
     """f(x +- dx) against f(x), in float64 (default 51087: layer_norm outputs 8 ulps apart, raised
     to the 116th power, 4.5e-5 apart; reductions 4284: rsqrt of a layer_norm output of 0.0093
-    that carries 2e-6 of noise under a weight of 6)."""
+    that carries 2e-6 of noise under a weight of 6); where x requires grad, f'(x +- dx) too (GPU
+    conv 710199: 1 / v of a convolution's output that cancels to 1e-3 of its terms' size moved by
+    1.4e-5, within the tolerance, and its gradient -1 / v^2 by twice that, beyond it)."""
     x = args[0].detach().double()
     rest = [a.detach().double() if isinstance(a, torch.Tensor) else a for a in args[1:]]
-    at = func(x, *rest).abs()
-    moved = torch.maximum((func(x + noise, *rest).abs() - at).abs(), (func(x - noise, *rest).abs() - at).abs())
-    moved = torch.nan_to_num(moved, nan=math.inf)
-    finite = torch.isfinite(at)
-    return bool((moved[finite] > (ATOL + SENSITIVE_RELATIVE_LIMIT * at)[finite]).any())
+    functions = [func]
+    if args[0].requires_grad and func in _DERIVATIVES:
+        functions.append(_DERIVATIVES[func])
+    for function in functions:
+        at = function(x, *rest).abs()
+        moved = torch.maximum((function(x + noise, *rest).abs() - at).abs(),
+                              (function(x - noise, *rest).abs() - at).abs())
+        moved = torch.nan_to_num(moved, nan=math.inf)
+        finite = torch.isfinite(at)
+        if bool((moved[finite] > (ATOL + SENSITIVE_RELATIVE_LIMIT * at)[finite]).any()):
+            return True
+    return False
 
 
 def _normalized_dims(func, args, kwargs) -> list[int]:
@@ -639,10 +668,38 @@ def _normalized_dims(func, args, kwargs) -> list[int]:
     return [d % max(x.dim(), 1) for d in dims] if x.dim() else []
 
 
+def _shares_places(tensor: torch.Tensor) -> bool:
+    """Do two of the tensor's elements sit at one place of its storage (an unfold's windows)?"""
+    if tensor.numel() < 2 or tensor.numel() > 1 << 20:
+        return False
+    extent = tensor.storage_offset() + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride())) + 1
+    places = torch.arange(extent).as_strided(tensor.shape, tensor.stride(), tensor.storage_offset())
+    return places.unique().numel() < tensor.numel()
+
+
+def _races_on_a_gpu(func, args, kwargs) -> bool:
+    """An op writing a GPU tensor whose elements share places: eager's threads write each place
+    once per element, concurrently, so which write lands (or, accumulating, which updates are
+    lost) changes from run to run (GPU layout 710111: index_put_(accumulate=True) into
+    a.unfold(0, 46, 2) came out different in each of 200 eager runs)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return False
+    for index, argument in enumerate(schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = args[index] if index < len(args) else kwargs.get(argument.name)
+        for tensor in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(tensor, torch.Tensor) and tensor.is_cuda and _shares_places(tensor):
+                return True
+    return False
+
+
 class ConditionWatch(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.ill_conditioned = False
+        self.racy = False  # eager's GPU kernels wrote one place from several threads: not repeatable
         self.noise_zeros = WeakIdKeyDictionary()  # tensor -> bool mask of its noise zeros
         self.zero_sum_dims = WeakIdKeyDictionary()  # a layer_norm output (no affine) -> its normalized dims
         self.from_libm = WeakIdKeyDictionary()  # tensors holding a libm function's results
@@ -652,6 +709,11 @@ class ConditionWatch(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if not self.racy:
+            try:
+                self.racy = _races_on_a_gpu(func, args, kwargs)
+            except Exception:  # noqa: BLE001 - a watch must never change the run
+                pass
         result = func(*args, **kwargs)
         if self.ill_conditioned:
             return result
@@ -730,7 +792,7 @@ class ConditionWatch(TorchDispatchMode):
                 pass
             return result
         if func in (aten.convolution.default, aten.convolution_backward.default) and \
-                _non_finite_operand_on_a_gpu(args[:3]):
+                _non_finite_convolution_operand(args[:3]):
             self.ill_conditioned = True
             return result
         if func is aten.convolution_backward.default:
@@ -847,10 +909,11 @@ class ConditionWatch(TorchDispatchMode):
                 self.noise_zeros[result] = noisy
             if bound.shape == result.shape:
                 self.sum_bounds[result] = torch.where(torch.isfinite(bound), bound, 0)
-                if func in _MATRIX_PRODUCTS:
+                if func in _MATRIX_PRODUCTS or func is aten.convolution.default:
                     # a product's rounding (its own order of additions) carried into a sensitive
                     # op after it (layout 12594: -2 / (v.T @ v) where the 7-term products cancel to
-                    # -0.0046: eager -431.846, ember's another order -431.857)
+                    # -0.0046: eager -431.846, ember's another order -431.857); a convolution's
+                    # too (GPU conv 710199: the reciprocal of a 1x1 convolution plus its bias)
                     self.abs_noise[result] = torch.where(torch.isfinite(bound), bound, 0)
         return result
 

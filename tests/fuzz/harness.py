@@ -66,6 +66,7 @@ class Execution:
     aliases: list = dataclasses.field(default_factory=list)
     grads: list = dataclasses.field(default_factory=list)
     ill_conditioned: bool = False        # (reference run) a sum that is mostly rounding error
+    racy: bool = False                   # eager's GPU kernels wrote one place from several threads
 
 
 @dataclasses.dataclass
@@ -230,6 +231,7 @@ def execute(function, namespace: dict, seed: int, *, reference: bool = False, gr
         run.error, run.error_stage, run.error_trace = error, "forward", traceback.format_exc(limit=-8)
         return run
     run.ill_conditioned = watch is not None and watch.ill_conditioned
+    run.racy = watch is not None and watch.racy
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     run.outputs = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outputs]
     run.output_grad_flags = [bool(getattr(o, "requires_grad", False)) for o in outputs]
@@ -251,6 +253,7 @@ def execute(function, namespace: dict, seed: int, *, reference: bool = False, gr
                         backward_context() if backward_context is not None else contextlib.nullcontext():
                     torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
                 run.ill_conditioned = watch is not None and watch.ill_conditioned
+                run.racy = watch is not None and watch.racy
         except Exception as error:  # noqa: BLE001
             run.error, run.error_stage, run.error_trace = error, "backward", traceback.format_exc(limit=-8)
             return run
@@ -537,6 +540,13 @@ def classify(program: Program, backend: str, namespace: dict, eager: Execution, 
             # A sum that is mostly rounding error (conditioning.py): no order of additions is wrong.
             outcome.cls, outcome.check = "ill_conditioned", prefix + mismatch.check
             outcome.where, outcome.detail = mismatch.where, mismatch.detail
+            return outcome
+        if mismatch and (eager.racy or reference.racy):
+            # eager wrote places of a view whose elements share them from several GPU threads:
+            # its own runs differ (one eager run against another here may or may not show it)
+            outcome.cls, outcome.check = "flaky_eager", prefix + mismatch.check
+            outcome.where = mismatch.where
+            outcome.detail = f"eager's GPU kernels write a place several elements share, racing: {mismatch.detail}"
             return outcome
         if mismatch and mismatch.check.startswith("grad") and "batch_norm" in program.source() and \
                 _eager_under_mode_agrees(_DenseBatchNormBackward, program, namespace, got, call, growth):

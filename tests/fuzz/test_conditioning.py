@@ -547,20 +547,75 @@ def test_a_quotient_of_the_logsumexp_of_log_probabilities_is_ill_conditioned():
     assert not _watched(lambda t: (lambda v: v / v)(t.logsumexp(1)), x)
 
 
-def test_a_gpu_convolution_over_a_nan_spreads_it_by_the_algorithm():
+def test_a_convolution_over_a_nan_spreads_it_by_the_algorithm():
     """Conv 705295 (H200): the NaN positions of a convolution's gradients over a NaN weight follow
-    cuDNN's algorithm (eager's NHWC kernels: 120 of 360, its NCHW ones: 30).  Only on a GPU; a
-    finite convolution is not flagged."""
-    from .conditioning import _non_finite_operand_on_a_gpu
+    cuDNN's algorithm (eager's NHWC kernels: 120 of 360, its NCHW ones: 30).  Conv 15795 (CPU):
+    eager's own grouped conv2d over a NaN weight, padding 1, is NaN at 45 outputs from an NCHW
+    input and at 24 from a channels-last one.  A finite convolution is not flagged."""
+    import torch.nn.functional as F
 
-    w = torch.randn(2, 3, 2, 2)
-    x = torch.randn(1, 3, 4, 4)
-    assert not _non_finite_operand_on_a_gpu([x, w, None])
-    w[0, 0, 0, 0] = float("nan")
-    assert not _non_finite_operand_on_a_gpu([x, w, None])  # (the CPU's kernels keep to the definition)
+    from .conditioning import _non_finite_convolution_operand
+
+    w = torch.randn(6, 1, 2, 2)
+    x = torch.rand(3, 3, 4, 2) + 0.1
+    assert not _non_finite_convolution_operand([x, w, None])
+    w.view(-1)[22] = float("nan")
+    nans = [int(F.conv2d(x.contiguous(memory_format=layout), w, None, padding=1, groups=3).isnan().sum())
+            for layout in (torch.contiguous_format, torch.channels_last)]
+    assert nans[0] != nans[1]  # (eager's own answer follows the memory order)
+    assert _non_finite_convolution_operand([x, w, None])
+    assert not _non_finite_convolution_operand([x, w.nan_to_num(), None])
+
+
+def test_fuzz_conv_15795_is_ill_conditioned_not_wrong():
+    """The program of conv 15795 (a grouped conv2d over a NaN weight, channels-last in the conv
+    mode) through the harness: its NaN positions differ from eager's NCHW ones, as eager's own
+    channels-last ones do."""
+    from .generator import generate
+    from .harness import run_program
+
+    (outcome,) = run_program(generate(15795, "conv"), ("ember",))
+    assert outcome.cls == "ill_conditioned", f"{outcome.cls} {outcome.check}: {outcome.detail}"
+
+
+def test_a_gpu_write_into_places_its_elements_share_races():
+    """GPU layout 710111: index_put_(accumulate=True) into a.unfold(0, 46, 2) (windows sharing
+    elements) came out different in each of 200 eager runs on an H200: its threads update one
+    place for several elements at once.  Such a write on a GPU marks the run racy; one into
+    distinct places, or on the CPU (one thread per place), does not."""
+    from .conditioning import _races_on_a_gpu, _shares_places
+
+    a = torch.randn(64)
+    assert _shares_places(a.unfold(0, 46, 2)) and not _shares_places(a.unfold(0, 2, 2))
+    assert _shares_places(torch.randn(3).expand(2, 3)) and not _shares_places(a[1::2])
+    index, values = torch.tensor([0, 3]), torch.randn(2, 46)
+    assert not _races_on_a_gpu(torch.ops.aten.index_put_.default, (a.unfold(0, 46, 2), [index], values, True), {})
     if torch.cuda.is_available():
-        assert _non_finite_operand_on_a_gpu([x.cuda(), w.cuda(), None])
-        assert not _non_finite_operand_on_a_gpu([x.cuda(), w.nan_to_num().cuda(), None])
+        windows = a.cuda().unfold(0, 46, 2)
+        args = (windows, [index.cuda()], values.cuda(), True)
+        assert _races_on_a_gpu(torch.ops.aten.index_put_.default, args, {})
+        assert not _races_on_a_gpu(torch.ops.aten.index_put_.default, (windows.contiguous(), *args[1:]), {})
+
+
+def test_a_gradient_through_a_reciprocal_of_a_cancelling_convolution_is_ill_conditioned():
+    """GPU conv 710199: 1 / v for v a 1x1 convolution plus its bias that cancels to about 1e-3 of
+    its terms: v's rounding moved 1 / v within the tolerance, and its gradient -1 / v^2 by twice
+    as much, beyond it (eager 148935, ember 148931).  The watch follows the convolution's noise
+    into the reciprocal and checks the derivative where a gradient flows; without a gradient, or
+    without the cancellation, it is not flagged."""
+    from .conditioning import ConditionWatch
+
+    def run(bias: float, requires_grad: bool) -> bool:
+        x = torch.full((1, 1, 1, 1), 1.0, dtype=torch.float64)
+        w = torch.full((1, 1, 1, 1), 1.0, dtype=torch.float64, requires_grad=requires_grad)
+        with ConditionWatch() as watch:
+            torch.nn.functional.conv2d(x, w, torch.tensor([bias], dtype=torch.float64)).reciprocal()
+        return watch.ill_conditioned
+
+    # v = 1 - 0.984 = 0.016, its noise eps * 1.984 = 2.4e-7: 1.5e-5 relative in 1 / v, 3e-5 in 1 / v^2
+    assert run(-0.984, requires_grad=True)
+    assert not run(-0.984, requires_grad=False)
+    assert not run(1.0, requires_grad=True)
 
 
 def test_log1p_of_a_sine_near_minus_one_is_ill_conditioned():

@@ -22,6 +22,9 @@ GPU_SEEDS = [
     ("reductions", 705951),  # v / v of the logsumexp of log-probabilities
     ("autograd", 708256),   # a negative base to a layer_norm zero: NaN or 1 by the noise's sign
     ("lowp", 708927),       # a sum of one -0.0 under atan2 (triton: tl.sum keeps -0.0; eager starts at +0.0)
+    ("conv", 710199),       # the gradient of 1 / v for a cancelling convolution (conditioning: derivatives)
+    ("layout", 710111),     # index_put_ into an unfold's shared places (eager's threads race: flaky_eager)
+    ("stats", 710099),      # an amax over a[1::2] expanded read a[0] (Triton drops an address's constant: on the pointer)
 ]
 
 
