@@ -37,7 +37,7 @@ from ..lowering.symbolic import ShapesNotSupported  # noqa: F401  (raised by com
 from ..lowering.symbolic import bounds_scope
 from ..runtime.autocast import as_traced
 from ..scheduling.input_writes import input_writes
-from ..scheduling.scheduler import Kernel, Scheduler, schedule_text
+from ..scheduling.scheduler import Scheduler, schedule_text
 from ..steps import Step, Work, fx_text, run_steps, verify_fx
 from .cpp_build import KernelCompileError
 from .devices import BACKENDS, KernelBackend, backend_name, kernel_backend, missing_for

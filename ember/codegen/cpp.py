@@ -23,32 +23,37 @@ from ..lowering.symbolic import provably_nonnegative, size_symbols
 from ..lowering.printer import provenance
 from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars, store_layout
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
-from .common import KernelArguments
-from .cpp_ops import (_LOW_PRECISION, PARALLEL_THRESHOLD, PREAMBLE, WELFORD_LANES, Block, CppOps, cast_value, ctype,
+from .kernel import Emitter, Scope
+from .cpp_ops import (_LOW_PRECISION, PARALLEL_THRESHOLD, PREAMBLE, WELFORD_LANES, CppOps, cast_value, ctype,
                       literal)
 
 
 
-class CppKernel(KernelArguments):
+class CppKernel(Emitter):
+    ASSIGN = "auto {name} = {expr};"
+    INDEX_CAST = "int64_t {name} = static_cast<int64_t>({value});"
+    INDEX_WRAP = "{name} = {name} < 0 ? {name} + {size} : {name};"
+    INDEX_BAD = "bool {name}_bad = static_cast<uint64_t>({name}) >= static_cast<uint64_t>({size});"
+    INDEX_CLAMP = "{name} = {name}_bad ? 0 : {name};"
+
     def __init__(self, kernel: Kernel, buffer_dtypes: dict[str, torch.dtype]) -> None:
+        super().__init__()
         self.kernel = kernel
         self.buffer_dtypes = buffer_dtypes
-        self.inputs: list[str] = []  # buffer names read, in argument order
         self.outputs: list[str] = [node.name for node in kernel.nodes]
-        self.root = Block()
-        self.block = self.root
-        self._temps = 0
+        self.root = self.scope
         self.ops = CppOps(self)
-        self.bounds: dict = {}  # loop variable -> its largest value (index simplification)
         self.emitted: set[str] = set()  # nodes already stored (a Welford pass stores its partner too)
         # Set when a value is converted to an integer type: see source().
         self.converts_to_integer = False
-        self.index_checks: list[str] = []  # sites of bounds-checked indexing; bit k is site k
         self.size_args: set[str] = set()  # size symbols the kernel uses: int64_t arguments
 
-    def index_check_bit(self, site: str) -> int:
-        """The bit of `ember_oob` that reports an out-of-range index at `site`."""
-        return 1 << min(self.index_check_site(site), 62)
+    def flag_bad_index(self, name: str, position: int) -> str:
+        """`ember_oob`'s bit `position` reports an out-of-range index there."""
+        return f"ember_oob |= {name}_bad ? {1 << min(position, 62)}L : 0L;"
+
+    def text(self, expr) -> str:
+        return self.c(expr)
 
     def index(self, expr) -> str:
         return self.c(expr, self.bounds)
@@ -81,29 +86,16 @@ class CppKernel(KernelArguments):
         return sorted(self.size_args, key=_natural)
 
     # -- blocks and temporaries --------------------------------------------------------------------
-    def new_temp(self, prefix: str = "tmp") -> str:
-        self._temps += 1
-        return f"{prefix}{self._temps - 1}"
+    def push_block(self) -> Scope:
+        self.scope = Scope(self.scope)
+        return self.scope
 
-    def emit_value(self, expr: str) -> str:
-        found = self.block.lookup(expr)
-        if found is not None:
-            return found
-        name = self.new_temp()
-        self.block.lines.append(f"auto {name} = {expr};")
-        self.block.cse[expr] = name
-        return name
-
-    def push_block(self) -> Block:
-        self.block = Block(self.block)
-        return self.block
-
-    def pop_block(self) -> Block:
-        block = self.block
-        self.block = block.parent
-        self.block.lines.append("{")
-        self.block.lines.extend("    " + line for line in block.lines)
-        self.block.lines.append("}")
+    def pop_block(self) -> Scope:
+        block = self.scope
+        self.scope = block.parent
+        self.scope.lines.append("{")
+        self.scope.lines.extend("    " + line for line in block.lines)
+        self.scope.lines.append("}")
         return block
 
     # -- generation ---------------------------------------------------------------------------------------
@@ -122,8 +114,8 @@ class CppKernel(KernelArguments):
         self.loop_outer = loop_outer
         outer_vars = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(loop_outer))]
         self.bounds.update({var: size - 1 for var, size in zip(outer_vars, loop_outer)})
-        body = Block()
-        self.block = body
+        body = Scope()
+        self.scope = body
         for group in self.kernel.groups():
             self._group(group, outer_vars)
         lines = []
@@ -211,7 +203,7 @@ class CppKernel(KernelArguments):
         loop_dims = [d for d, n in enumerate(reduction_ranges) if n != 1]
         self.bounds.update({rvars[d]: reduction_ranges[d] - 1 for d in loop_dims})
         rindex = [rvars[d] if d in loop_dims else sympy.Integer(0) for d in range(len(reduction_ranges))]
-        self.block = Block()
+        self.scope = Scope()
         self.loop_outer = [size]
         accumulators = []
         for node in nodes:
@@ -228,9 +220,9 @@ class CppKernel(KernelArguments):
             update = {"sum": f"{name}[xl] = {name}[xl] + {value};", "prod": f"{name}[xl] = {name}[xl] * {value};",
                       "max": f"{name}[xl] = ember_maximum({name}[xl], static_cast<{acc_type}>({value}));",
                       "min": f"{name}[xl] = ember_minimum({name}[xl], static_cast<{acc_type}>({value}));"}[kind]
-            self.block.lines.append(update)
-        body = self.block
-        self.block = body.parent
+            self.scope.lines.append(update)
+        body = self.scope
+        self.scope = body.parent
         inner = ["#pragma omp simd", "for (int64_t xl = 0; xl < xn; xl++)", "{",
                  *("    " + line for line in body.lines), "}"]
         for d in reversed(loop_dims):
@@ -258,13 +250,13 @@ class CppKernel(KernelArguments):
         out_numel = sympy.Integer(1)
         for size in data.out_ranges:
             out_numel = out_numel * size
-        self.block = Block()
-        root = self.block
+        self.scope = Scope()
+        root = self.scope
         self.threaded = self.threading(out_numel)
 
         def base(index):
             value = data.base(self.ops, index)
-            self.block.lines.append(f"out_ptr0[{self.index(node.layout.index(index))}] = {value};")
+            self.scope.lines.append(f"out_ptr0[{self.index(node.layout.index(index))}] = {value};")
 
         def update(index):
             target = data.target(self.ops, index)
@@ -272,7 +264,7 @@ class CppKernel(KernelArguments):
             destination = f"out_ptr0[{self.index(node.layout.index(target))}]"
             if data.accumulate:  # spelled out: float16/bfloat16 storage has no +=
                 value = cast_value(f"{destination} + {value}", node.dtype)
-            self.block.lines.append(f"{destination} = {value};")
+            self.scope.lines.append(f"{destination} = {value};")
 
         self._loop_nest("o", data.out_ranges, base, parallel=True, simd=True)
         # Updates may collide, so they run in order on one thread; only an innermost dimension that
@@ -287,8 +279,8 @@ class CppKernel(KernelArguments):
         self.bounds.update({var: size - 1 for var, size in active})
         self.push_block()
         emit(index)
-        inner = self.block
-        self.block = inner.parent
+        inner = self.scope
+        self.scope = inner.parent
         lines = ["{", *("    " + line for line in inner.lines), "}"]
         for depth, (var, size) in enumerate(reversed(active)):
             innermost, outermost = depth == 0, depth == len(active) - 1
@@ -299,7 +291,7 @@ class CppKernel(KernelArguments):
                 pragma = "#pragma omp simd"
             lines = ([pragma] if pragma else []) + \
                 [f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)", *lines]
-        self.block.lines.extend(lines)
+        self.scope.lines.extend(lines)
 
     def _work(self):
         """Elements the kernel touches (its largest loop nest; with symbolic sizes, the first
@@ -340,7 +332,7 @@ class CppKernel(KernelArguments):
         inner_vars = ([sympy.Symbol("xv", integer=True, nonnegative=True)] if self.vector_dim is not None else []) \
             + [sympy.Symbol(f"y{k}", integer=True, nonnegative=True) for k in range(len(group.inner))]
         self.bounds.update({var: size - 1 for var, size in zip(inner_vars, inner_sizes)})
-        outer_block = self.block
+        outer_scope = self.scope
         headers = []
         for depth, (var, size) in enumerate(zip(inner_vars, inner_sizes)):
             innermost = depth == len(inner_sizes) - 1
@@ -357,18 +349,18 @@ class CppKernel(KernelArguments):
                 value = self.ops.to_dtype(value, node.dtype)
             store_index = self.index(store_layout(node).index(index))
             position = self.outputs.index(node.name)
-            self.block.lines.append(f"out_ptr{position}[{store_index}] = {value};")
-            self.block.stored[(node.name, store_index)] = value
+            self.scope.lines.append(f"out_ptr{position}[{store_index}] = {value};")
+            self.scope.stored[(node.name, store_index)] = value
         for pragma, header in reversed(headers):
-            inner = self.block
-            self.block = inner.parent
+            inner = self.scope
+            self.scope = inner.parent
             if pragma:
-                self.block.lines.append(pragma)
-            self.block.lines.append(header)
-            self.block.lines.append("{")
-            self.block.lines.extend("    " + line for line in inner.lines)
-            self.block.lines.append("}")
-        assert self.block is outer_block
+                self.scope.lines.append(pragma)
+            self.scope.lines.append(header)
+            self.scope.lines.append("{")
+            self.scope.lines.extend("    " + line for line in inner.lines)
+            self.scope.lines.append("}")
+        assert self.scope is outer_scope
 
     def _welford(self, node: ComputedBuffer, outer_vars) -> None:
         """Mean and m2 in one pass: Welford updates in 16 independent lanes over the innermost
@@ -389,7 +381,7 @@ class CppKernel(KernelArguments):
         loop_dims = [d for d, size in enumerate(ranges) if size != 1]
         lanes = WELFORD_LANES
         name = self.new_temp("welford")
-        lines = self.block.lines
+        lines = self.scope.lines
         lines.append(f"{acc} {name}_mean[{lanes}] = {{}}; {acc} {name}_m2[{lanes}] = {{}}; {acc} {name}_n = 0;")
         lines.append(f"{acc} {name}_tmean = 0, {name}_tm2 = 0, {name}_tn = 0;")
         rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(ranges))]
@@ -412,9 +404,9 @@ class CppKernel(KernelArguments):
                 rindex[inner_dim] = inner_expr
             self.push_block()
             value = data.inner_fn(self.ops, index, rindex)
-            self.block.lines.extend(update(value))
-            inner = self.block
-            self.block = inner.parent
+            self.scope.lines.extend(update(value))
+            inner = self.scope
+            self.scope = inner.parent
             return inner.lines
 
         nest: list[str] = []
@@ -451,9 +443,9 @@ class CppKernel(KernelArguments):
             result = f"{name}_rmean" if member.data.spec.reduction_type == "welford_mean" else f"{name}_rm2"
             store_index = self.index(store_layout(member).index(index))
             position = self.outputs.index(member.name)
-            value = self.emit_value(cast_value(result, member.dtype))
+            value = self.emit(cast_value(result, member.dtype))
             lines.append(f"out_ptr{position}[{store_index}] = {value};")
-            self.block.stored[(member.name, store_index)] = value
+            self.scope.stored[(member.name, store_index)] = value
             self.emitted.add(member.name)
 
     def _reduction(self, node: ComputedBuffer, outer_vars) -> None:
@@ -467,9 +459,9 @@ class CppKernel(KernelArguments):
         accumulator = self.new_temp("acc")
         index_name = self.new_temp("acc_index") if kind in ("argmax", "argmin") else None
         init = _reduction_init(kind, spec.src_dtype, acc_type)
-        self.block.lines.append(f"{acc_type} {accumulator} = {init};")
+        self.scope.lines.append(f"{acc_type} {accumulator} = {init};")
         if index_name:
-            self.block.lines.append(f"int64_t {index_name} = 0;")
+            self.scope.lines.append(f"int64_t {index_name} = 0;")
         # One loop per reduction dimension (size-1 dimensions skipped), so that the innermost
         # loop walks memory with a constant stride and vectorizes; no divisions in the index.
         ranges = list(spec.reduction_ranges)
@@ -496,9 +488,9 @@ class CppKernel(KernelArguments):
             "argmin": (f"if (!({accumulator} != {accumulator}) && (({value}) < {accumulator} || ({value}) != ({value})))"
                        f" {{ {accumulator} = {value}; {index_name} = {flat_position}; }}"),
         }[kind]
-        self.block.lines.append(update)
-        inner = self.block
-        self.block = inner.parent
+        self.scope.lines.append(update)
+        inner = self.scope
+        self.scope = inner.parent
         clause = _REDUCTION_CLAUSE.get((kind, acc_type))
         lines = list(inner.lines) if loop_dims else ["{", *("    " + line for line in inner.lines), "}"]
         for depth, d in enumerate(reversed(loop_dims)):
@@ -513,15 +505,15 @@ class CppKernel(KernelArguments):
             elif clause and innermost:
                 pragma = f"#pragma omp simd reduction({clause}:{accumulator})"
             lines = ([pragma] if pragma else []) + header
-        self.block.lines.extend(lines)
+        self.scope.lines.extend(lines)
         result = index_name if index_name else accumulator
         store_index = self.index(store_layout(node).index(index))
         position = self.outputs.index(node.name)
         if node.dtype != spec.src_dtype or index_name:
             result = cast_value(result, node.dtype)
-        self.block.lines.append(f"out_ptr{position}[{store_index}] = {result};")
-        self.block.stored[(node.name, store_index)] = result if not result.startswith("static_cast") else \
-            self.emit_value(result)
+        self.scope.lines.append(f"out_ptr{position}[{store_index}] = {result};")
+        self.scope.stored[(node.name, store_index)] = result if not result.startswith("static_cast") else \
+            self.emit(result)
 
 
 def _natural(name: str):

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Callable
 import sympy
 import torch
 
-from .. import config as ember_config
 
 if TYPE_CHECKING:
     from .cpp import CppKernel
@@ -189,32 +188,6 @@ def literal(value: Any, dtype: torch.dtype) -> str:
     return f"static_cast<{kind}>({value}L)"
 
 
-class Block:
-    """Lines at one nesting level, with their own common-subexpression table."""
-
-    def __init__(self, parent: "Block | None" = None) -> None:
-        self.parent = parent
-        self.lines: list[str] = []
-        self.cse: dict[str, str] = {}
-        self.stored: dict[tuple[str, str], str] = {}
-
-    def lookup(self, key: str) -> str | None:
-        block: Block | None = self
-        while block is not None:
-            if key in block.cse:
-                return block.cse[key]
-            block = block.parent
-        return None
-
-    def lookup_store(self, key) -> str | None:
-        block: Block | None = self
-        while block is not None:
-            if key in block.stored:
-                return block.stored[key]
-            block = block.parent
-        return None
-
-
 class CppOps:
     """The ops handler that writes C++."""
 
@@ -222,11 +195,11 @@ class CppOps:
         self.kernel = kernel
 
     def _emit(self, expr: str) -> str:
-        return self.kernel.emit_value(expr)
+        return self.kernel.emit(expr)
 
     def load(self, name: str, index) -> str:
         index_text = self.kernel.index(index)
-        cached = self.kernel.block.lookup_store((name, index_text))
+        cached = self.kernel.scope.find("stored", (name, index_text))
         if cached is not None:
             return cached
         pointer = self.kernel.input_pointer(name)
@@ -251,34 +224,18 @@ class CppOps:
         return self._emit(f"static_cast<{ctype(dtype)}>({value})")
 
     def indirect_indexing(self, value: str, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
-        """A data-dependent index, bounds-checked: an index outside [0, size) (or [-size, size)
-        where negative indices count from the end) sets this site's bit in `ember_oob` (the
-        wrapper raises after the kernel) and reads row 0 instead, so memory outside the buffer is
-        never touched."""
-        kernel = self.kernel
-        name = kernel.new_temp("idx")
-        bit = kernel.index_check_bit(site) if ember_config.bounds_checks else 0
-        size_text = kernel.c(size)
-        lines = kernel.block.lines
-        lines.append(f"int64_t {name} = static_cast<int64_t>({value});")
-        if wrap_negative:
-            lines.append(f"{name} = {name} < 0 ? {name} + {size_text} : {name};")
-        lines.append(f"bool {name}_bad = static_cast<uint64_t>({name}) >= static_cast<uint64_t>({size_text});")
-        if ember_config.bounds_checks:
-            lines.append(f"ember_oob |= {name}_bad ? {bit}L : 0L;")
-        lines.append(f"{name} = {name}_bad ? 0 : {name};")
-        return sympy.Symbol(name, integer=True, nonnegative=True)
+        return self.kernel.checked_index(value, size, site, wrap_negative)
 
     def masked(self, mask: str, body: Callable, other, dtype) -> str:
         kernel = self.kernel
         name = kernel.new_temp()
-        kernel.block.lines.append(f"{value_ctype(dtype)} {name} = {literal(other, dtype)};")
-        kernel.block.lines.append(f"if ({mask}) {{")
+        kernel.scope.lines.append(f"{value_ctype(dtype)} {name} = {literal(other, dtype)};")
+        kernel.scope.lines.append(f"if ({mask}) {{")
         kernel.push_block()
         value = body()
-        kernel.block.lines.append(f"{name} = {value};")
+        kernel.scope.lines.append(f"{name} = {value};")
         kernel.pop_block()
-        kernel.block.lines.append("}")
+        kernel.scope.lines.append("}")
         return name
 
     def __getattr__(self, name: str):

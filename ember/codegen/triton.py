@@ -40,8 +40,8 @@ from ..lowering.ir import ComputedBuffer, Pointwise, Reduction, store_layout
 from ..lowering.printer import provenance
 from ..lowering.symbolic import is_size_symbol
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
-from .common import KernelArguments
-from .triton_ops import (_LOW_PRECISION, TL_DTYPES, TritonOps, TritonSource, _exact_quotient, _Scope, _Split,
+from .kernel import Emitter, Scope
+from .triton_ops import (_LOW_PRECISION, TL_DTYPES, TritonOps, TritonSource, _exact_quotient, _Split,
                          next_power_of_2, on_pointer, texpr)
 from .triton_reduce import _BLOCK_REDUCE, _Reducer
 
@@ -52,13 +52,20 @@ PERSISTENT_RNUMEL = 2048  # rows up to this many elements are reduced in one blo
 
 
 
-class TritonKernel(KernelArguments):
+class TritonKernel(Emitter):
     """Nodes of one scheduled kernel as one Triton kernel (`generate` raises _Split where a
     node cannot join the nodes before it)."""
+
+    ASSIGN = "{name} = {expr}"
+    INDEX_CAST = "{name} = {value}.to(tl.int64)"
+    INDEX_WRAP = "{name} = tl.where({name} < 0, {name} + {size}, {name})"
+    INDEX_BAD = "{name}_bad = ({name} < 0) | ({name} >= {size})"
+    INDEX_CLAMP = "{name} = tl.where({name}_bad, 0, {name})"
 
     def __init__(self, nodes: list[ComputedBuffer], outer: list, buffer_dtypes: dict[str, torch.dtype],
                  offsets: dict | None = None, int64: bool = False, maybe_empty: frozenset = frozenset(),
                  internal: frozenset = frozenset()) -> None:
+        super().__init__()
         self.nodes = nodes
         self.maybe_empty = maybe_empty  # buffers that may hold no element (a size 0)
         self.split = 0  # > 0: reduce the rows in this many chunks, one program each (split_reduction)
@@ -67,7 +74,6 @@ class TritonKernel(KernelArguments):
         self.buffer_dtypes = buffer_dtypes
         self.offsets = offsets or {}  # buffer -> storage offset the graph planned (wrapper passes tensors)
         self.int64 = int64
-        self.inputs: list[str] = []
         self.own = {node.name for node in nodes}
         # Values only this kernel reads, each read where it is computed: kept in registers, never
         # stored (`elided`; the wrapper allocates no buffer for them).  The caller offers a
@@ -77,14 +83,10 @@ class TritonKernel(KernelArguments):
         self.outputs = [node.name for node in nodes if node.name not in self.internal]
         self.conditions: list[str] = []  # masks of enclosing ops.masked
         self.size_symbols: set[str] = set()
-        self._temps = 0
         self.position = 0  # the node being generated
         self.emitted: set[str] = set()
-        self.value_dtypes: dict[str, torch.dtype] = {}  # temporary -> its dtype, where known
-        self.index_checks: list[str] = []  # sites of bounds-checked indexing: oob_ptr[k] is site k
         self.loads_along = {"x": 0, "r": 0}  # loads contiguous in the innermost x / r variable
         self.indirect_dims: dict[str, set[str]] = {}  # data-dependent index -> its block dimensions
-        self.bounds: dict = {}  # x/r variable -> its largest value (index simplification)
 
     # -- text helpers -----------------------------------------------------------------------------
     def tex(self, expr) -> str:
@@ -101,19 +103,20 @@ class TritonKernel(KernelArguments):
             return index
         return simplify_index(index, self.bounds)
 
-    def emit(self, expr: str, dtype: torch.dtype | None = None) -> str:
-        """A temporary holding `expr` (reused where the same text was computed in scope); its
-        dtype, where known, lets ops refuse operands Triton would treat otherwise than C."""
-        found = self.scope.find("cse", expr)
-        if found is not None:
-            return found
-        self._temps += 1
-        name = f"tmp{self._temps}"
-        self.scope.lines.append(f"{name} = {expr}")
-        self.scope.cse[expr] = name
-        if dtype is not None:
-            self.value_dtypes[name] = dtype
-        return name
+    def text(self, expr) -> str:
+        return self.tex(expr)
+
+    def checked_index(self, value: str, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
+        symbol = super().checked_index(value, size, site, wrap_negative)
+        self.indirect_dims[symbol.name] = set(self.dims)
+        return symbol
+
+    def flag_bad_index(self, name: str, position: int) -> str:
+        """Element `position` of `oob_ptr`: every lane holds the flag's address; the lanes inside
+        the kernel's masks report."""
+        masks = " & ".join([f"{dim}mask" for dim in self.dims] + [f"({c})" for c in self.conditions])
+        spread = "".join(f" + 0 * {dim}index" for dim in self.dims)
+        return f"tl.store(oob_ptr + {position} + 0 * {name}{spread}, 1, {masks} & {name}_bad)"
 
     @property
     def unit_shape(self) -> str:
@@ -192,7 +195,7 @@ class TritonKernel(KernelArguments):
         persistent = self.rnumel is not None and sympy.sympify(self.rnumel).is_number and \
             int(self.rnumel) <= PERSISTENT_RNUMEL
         self.persistent = persistent
-        self.kernel_scope = self.scope = _Scope(None)
+        self.kernel_scope = self.scope = Scope()
         self.dims: tuple[str, ...] = ("x",)  # the block dimensions of the group being generated
         self.ops = TritonOps(self)
         index_type = "tl.int64" if self.int64 else "tl.int32"
@@ -249,7 +252,7 @@ class TritonKernel(KernelArguments):
         self.persistent = False
         xranges = squeeze(ranges)
         self.xnumel = _numel(xranges)
-        self.kernel_scope = self.scope = _Scope(None)
+        self.kernel_scope = self.scope = Scope()
         self.dims = ("x",)
         self.ops = TritonOps(self)
         index_type = "tl.int64" if self.int64 else "tl.int32"
@@ -287,7 +290,7 @@ class TritonKernel(KernelArguments):
         self.rnumel = sympy.Integer(split)
         self.persistent = True
         self.xnumel = _numel(xranges)
-        self.kernel_scope = self.scope = _Scope(None)
+        self.kernel_scope = self.scope = Scope()
         self.ops = TritonOps(self)
         index_type = "tl.int64" if self.int64 else "tl.int32"
         head = [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
@@ -365,7 +368,7 @@ class TritonKernel(KernelArguments):
             body()
             return
         outer_scope = self.scope
-        self.scope = _Scope(outer_scope)
+        self.scope = Scope(outer_scope)
         self.scope.lines += ["rindex = roffset + rbase", "rmask = rindex < rnumel"]
         try:
             body()

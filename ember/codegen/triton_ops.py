@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Callable
 import sympy
 import torch
 
-from .. import config as ember_config
 from ..lowering.symbolic import is_size_symbol
 
 if TYPE_CHECKING:
@@ -244,29 +243,6 @@ class TritonSource:
     elided: list = dataclasses.field(default_factory=list)  # values of the kernel never stored
 
 
-class _Scope:
-    """Lines at one indentation (the kernel body or one r loop) and what they computed."""
-
-    _serial = 0
-
-    def __init__(self, parent: "_Scope | None") -> None:
-        self.parent = parent
-        _Scope._serial += 1
-        self.serial = _Scope._serial
-        self.lines: list[str] = []
-        self.cse: dict[str, str] = {}
-        self.stored: dict[tuple[str, str], str] = {}
-
-    def find(self, table: str, key):
-        scope = self
-        while scope is not None:
-            found = getattr(scope, table).get(key)
-            if found is not None:
-                return found
-            scope = scope.parent
-        return None
-
-
 class TritonOps:
     """The ops handler that writes Triton."""
 
@@ -326,29 +302,7 @@ class TritonOps:
         return self.kernel.emit(f"{value}.to({TL_DTYPES[dtype]})", dtype)
 
     def indirect_indexing(self, value, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
-        """A data-dependent index, bounds-checked: one outside [0, size) (or [-size, size) where
-        negative indices count from the end) sets this site's flag in `oob_ptr` (the wrapper
-        raises after the graph) and reads row 0 instead: memory outside a buffer is never touched."""
-        kernel = self.kernel
-        kernel._temps += 1
-        name = f"idx{kernel._temps}"
-        size_text = kernel.tex(size)
-        lines = kernel.scope.lines
-        lines.append(f"{name} = {value}.to(tl.int64)")
-        if wrap_negative:
-            lines.append(f"{name} = tl.where({name} < 0, {name} + {size_text}, {name})")
-        lines.append(f"{name}_bad = ({name} < 0) | ({name} >= {size_text})")
-        if ember_config.bounds_checks:
-            position = kernel.index_check_site(site)
-            # (every lane holds the flag's address; the lanes inside the kernel's masks report)
-            masks = " & ".join([f"{dim}mask" for dim in kernel.dims] + [f"({c})" for c in kernel.conditions])
-            spread = "".join(f" + 0 * {dim}index" for dim in kernel.dims)
-            lines.append(f"tl.store(oob_ptr + {position} + 0 * {name}{spread}, 1, {masks} & {name}_bad)")
-        lines.append(f"{name} = tl.where({name}_bad, 0, {name})")
-        symbol = sympy.Symbol(name, integer=True, nonnegative=True)
-        kernel.indirect_dims[name] = set(kernel.dims)
-        kernel.bounds[symbol] = sympy.sympify(size) - 1  # (checked, and 0 where it was not in range)
-        return symbol
+        return self.kernel.checked_index(value, size, site, wrap_negative)
 
     def masked(self, mask: str, body: Callable, other, dtype) -> str:
         kernel = self.kernel

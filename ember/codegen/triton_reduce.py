@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .triton_ops import _exact_quotient, _Scope
+from .kernel import Scope
+from .triton_ops import _exact_quotient
 
 if TYPE_CHECKING:
     from .triton import TritonKernel
@@ -77,10 +78,9 @@ class _Reducer:
         m2 = kernel.emit(f"tl.sum({centered} * {centered}, 1)[:, None]")
         return {"welford_mean": mean, "welford_m2": m2}
 
-    def init(self, scope: _Scope) -> None:
+    def init(self, scope: Scope) -> None:
         kernel = self.kernel
-        kernel._temps += 1
-        self.name = f"acc{kernel._temps}"
+        self.name = kernel.new_temp("acc")
         full = f"tl.full([XBLOCK, RBLOCK], {self.identity}, {self.acc if self.kind not in ('any', 'all') else 'tl.int8'})"
         if self.kind.startswith("welford"):
             scope.lines += [f"{self.name}_mean = {full}", f"{self.name}_m2 = {full}", f"{self.name}_n = {full}"]

@@ -1,0 +1,121 @@
+"""The kernel emitter both backends share: a kernel's buffer arguments, its scopes of
+common subexpressions, its temporaries, its bounds-check sites and the protocol of a
+bounds-checked data-dependent index.  CppKernel and TritonKernel differ from it by a few
+spellings (how a value is assigned, how an index is cast, clamped and reported) and by how
+their loops and blocks open and close.
+"""
+from __future__ import annotations
+
+import sympy
+import torch
+
+from .. import config as ember_config
+
+
+class Scope:
+    """Lines at one nesting level (a kernel's body, a C++ block, a Triton r loop) and what they
+    computed: `cse` maps an expression's text to the temporary holding it, `stored` maps
+    (buffer, index text) to the value last stored there.  Lookups walk out through the
+    enclosing scopes; a scope's values are not seen outside it."""
+
+    _serial = 0
+
+    def __init__(self, parent: "Scope | None" = None) -> None:
+        self.parent = parent
+        Scope._serial += 1
+        self.serial = Scope._serial
+        self.lines: list[str] = []
+        self.cse: dict[str, str] = {}
+        self.stored: dict[tuple[str, str], str] = {}
+
+    def find(self, table: str, key):
+        scope = self
+        while scope is not None:
+            found = getattr(scope, table).get(key)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+
+class Emitter:
+    """What a kernel generator holds while it writes one kernel.
+
+    Buffers: a kernel reads its inputs through `in_ptrK` and writes (and may re-read) its
+    outputs through `out_ptrK`, numbered in order of first use; subclasses set `outputs`.
+    Values: `emit` assigns an expression to a new temporary in the current scope, or returns
+    the one that already holds it.  Subclasses spell an assignment (`ASSIGN`) and the lines of
+    a checked index (`INDEX_CAST`, `INDEX_WRAP`, `INDEX_BAD`, `INDEX_CLAMP`, `flag_bad_index`)."""
+
+    ASSIGN: str  # "{name} = {expr}" in the backend's syntax
+    INDEX_CAST: str  # "{name} = {value}" as a 64-bit integer
+    INDEX_WRAP: str  # negative indices count from the end of a dim of {size}
+    INDEX_BAD: str  # "{name}_bad": outside [0, {size})
+    INDEX_CLAMP: str  # a bad index reads row 0: memory outside a buffer is never touched
+
+    def __init__(self) -> None:
+        self.inputs: list[str] = []  # buffer names read, in argument order
+        self.index_checks: list[str] = []  # sites of bounds-checked indexing, in order of first use
+        self.scope = Scope()
+        self.value_dtypes: dict[str, torch.dtype] = {}  # temporary -> its dtype, where known
+        self.bounds: dict = {}  # loop variable -> its largest value (index simplification)
+        self._temps = 0
+
+    # -- arguments --------------------------------------------------------------------------------
+    def input_pointer(self, name: str) -> str:
+        if name in self.outputs:
+            return f"out_ptr{self.outputs.index(name)}"
+        if name not in self.inputs:
+            self.inputs.append(name)
+        return f"in_ptr{self.inputs.index(name)}"
+
+    def index_check_site(self, site: str) -> int:
+        """The position of `site` among the kernel's bounds checks (its flag: a bit in C++, an
+        element of the flag buffer in Triton)."""
+        if site not in self.index_checks:
+            self.index_checks.append(site)
+        return self.index_checks.index(site)
+
+    # -- values -----------------------------------------------------------------------------------
+    def new_temp(self, prefix: str = "tmp") -> str:
+        self._temps += 1
+        return f"{prefix}{self._temps}"
+
+    def emit(self, expr: str, dtype: torch.dtype | None = None) -> str:
+        """A temporary holding `expr` (reused where the same text was computed in scope); its
+        dtype, where known, lets ops refuse operands a backend would treat otherwise than eager."""
+        found = self.scope.find("cse", expr)
+        if found is not None:
+            return found
+        name = self.new_temp()
+        self.scope.lines.append(self.ASSIGN.format(name=name, expr=expr))
+        self.scope.cse[expr] = name
+        if dtype is not None:
+            self.value_dtypes[name] = dtype
+        return name
+
+    def text(self, expr) -> str:
+        """An index or size expression in the backend's syntax."""
+        raise NotImplementedError
+
+    def checked_index(self, value: str, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
+        """A data-dependent index, bounds-checked: one outside [0, size) (or [-size, size) where
+        negative indices count from the end) sets this site's flag (the wrapper raises after the
+        kernel) and reads row 0 instead, so memory outside a buffer is never touched."""
+        name = self.new_temp("idx")
+        size_text = self.text(size)
+        lines = self.scope.lines
+        lines.append(self.INDEX_CAST.format(name=name, value=value))
+        if wrap_negative:
+            lines.append(self.INDEX_WRAP.format(name=name, size=size_text))
+        lines.append(self.INDEX_BAD.format(name=name, size=size_text))
+        if ember_config.bounds_checks:
+            lines.append(self.flag_bad_index(name, self.index_check_site(site)))
+        lines.append(self.INDEX_CLAMP.format(name=name))
+        symbol = sympy.Symbol(name, integer=True, nonnegative=True)
+        self.bounds[symbol] = sympy.sympify(size) - 1  # (checked, and 0 where it was not in range)
+        return symbol
+
+    def flag_bad_index(self, name: str, position: int) -> str:
+        """The line that reports `{name}_bad` at check site `position`."""
+        raise NotImplementedError
