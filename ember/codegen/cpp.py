@@ -23,7 +23,7 @@ from ..lowering.symbolic import provably_nonnegative, size_symbols
 from ..lowering.printer import provenance
 from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars, store_layout
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
-from .kernel import Emitter, Scope
+from .kernel import Emitter, Scope, loop_index
 from .cpp_ops import (_LOW_PRECISION, PARALLEL_THRESHOLD, PREAMBLE, WELFORD_LANES, CppOps, cast_value, ctype,
                       literal)
 
@@ -214,7 +214,7 @@ class CppKernel(Emitter):
             accumulators.append((node, name, acc_type, init))
         self.push_block()
         for node, name, acc_type, _ in accumulators:
-            index = self._node_index(node, [position], [])
+            index = loop_index(node.data.ranges, [position])
             value = node.data.inner_fn(self.ops, index, rindex)
             kind = node.data.spec.reduction_type
             update = {"sum": f"{name}[xl] = {name}[xl] + {value};", "prod": f"{name}[xl] = {name}[xl] * {value};",
@@ -236,7 +236,7 @@ class CppKernel(Emitter):
             lines.append(f"    for (int64_t xl = 0; xl < {lanes}; xl++) {name}[xl] = {init};")
         lines += ["    " + line for line in inner]
         for node, name, acc_type, _ in accumulators:
-            index = self._node_index(node, [position], [])
+            index = loop_index(node.data.ranges, [position])
             store_index = self.index(store_layout(node).index(index))
             out = self.outputs.index(node.name)
             lines.append(f"    for (int64_t xl = 0; xl < xn; xl++) out_ptr{out}[{store_index}] = "
@@ -313,17 +313,6 @@ class CppKernel(Emitter):
                 largest = total
         return largest
 
-    def _node_index(self, node: ComputedBuffer, outer_vars, inner_vars) -> list:
-        """The node's index in kernel loop variables: outer loops first, then its inner loops."""
-        index = []
-        available = list(outer_vars) + list(inner_vars)
-        for size in node.data.ranges:
-            if size == 1:
-                index.append(sympy.Integer(0))
-            else:
-                index.append(available.pop(0))
-        return index
-
     def _group(self, group: LoopGroup, outer_vars) -> None:
         if group.reduction:
             self._reduction(group.nodes[0], outer_vars)
@@ -343,7 +332,7 @@ class CppKernel(Emitter):
             headers.append((pragma, f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)"))
             self.push_block()
         for node in group.nodes:
-            index = self._node_index(node, outer_vars, inner_vars)
+            index = loop_index(node.data.ranges, [*outer_vars, *inner_vars])
             value = node.data.inner_fn(self.ops, index)
             if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
                 value = self.ops.to_dtype(value, node.dtype)
@@ -385,7 +374,7 @@ class CppKernel(Emitter):
         lines.append(f"{acc} {name}_mean[{lanes}] = {{}}; {acc} {name}_m2[{lanes}] = {{}}; {acc} {name}_n = 0;")
         lines.append(f"{acc} {name}_tmean = 0, {name}_tm2 = 0, {name}_tn = 0;")
         rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(ranges))]
-        index = self._node_index(node, outer_vars, [])
+        index = loop_index(node.data.ranges, outer_vars)
         inner_dim = loop_dims[-1] if loop_dims else None
         inner_size = ranges[inner_dim] if inner_dim is not None else 1
         symbolic = not sympy.sympify(inner_size).is_number
@@ -474,7 +463,7 @@ class CppKernel(Emitter):
                                     sympy.Integer(0)))
         parallel_inside = not self.loop_outer
         self.push_block()
-        index = self._node_index(node, outer_vars, [])
+        index = loop_index(node.data.ranges, outer_vars)
         value = data.inner_fn(self.ops, index, rindex)
         update = {
             "sum": f"{accumulator} = {accumulator} + {value};",

@@ -12,6 +12,14 @@ import torch
 from .. import config as ember_config
 
 
+def loop_index(ranges, variables) -> list:
+    """An index over `ranges` in the kernel's loop variables, taken in order: a dim of size 1
+    has none (its index is 0), the others the next variable (the scheduler dropped the size-1
+    dims from the loops it made)."""
+    available = list(variables)
+    return [sympy.Integer(0) if size == 1 else available.pop(0) for size in ranges]
+
+
 class Scope:
     """Lines at one nesting level (a kernel's body, a C++ block, a Triton r loop) and what they
     computed: `cse` maps an expression's text to the temporary holding it, `stored` maps

@@ -40,7 +40,7 @@ from ..lowering.ir import ComputedBuffer, Pointwise, Reduction, store_layout
 from ..lowering.printer import provenance
 from ..lowering.symbolic import is_size_symbol
 from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
-from .kernel import Emitter, Scope
+from .kernel import Emitter, Scope, loop_index
 from .triton_ops import (_LOW_PRECISION, TL_DTYPES, TritonOps, TritonSource, _exact_quotient, _Split,
                          next_power_of_2, on_pointer, texpr)
 from .triton_reduce import _BLOCK_REDUCE, _Reducer
@@ -260,8 +260,7 @@ class TritonKernel(Emitter):
                 f"xindex = xoffset + tl.arange(0, XBLOCK).to({index_type})", "xmask = xindex < xnumel"]
         self.xvars = _unflatten("x", "xindex", xranges, head, self)
         self.kernel_scope.lines += head
-        available = list(self.xvars)
-        index = [sympy.Integer(0) if size == 1 else available.pop(0) for size in ranges]
+        index = loop_index(ranges, self.xvars)
         if phase == "base":
             self.store(node, index, data.base(self.ops, index))
             return self._finish(name)
@@ -314,7 +313,7 @@ class TritonKernel(Emitter):
         if node.dtype != acc_torch:
             result = self.emit(f"{result}.to({TL_DTYPES[node.dtype]})", node.dtype) if node.dtype != torch.bool \
                 else self.emit(f"({result} != 0)", torch.bool)
-        self.store(node, self._node_index(node, []), result)
+        self.store(node, loop_index(node.data.ranges, self.xvars), result)
         source = self._finish(name)
         source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
         source.tuning = "fixed"
@@ -347,7 +346,7 @@ class TritonKernel(Emitter):
         for node, result in ((mean_node, mean), (m2_node, m2)):
             if node.dtype != acc_torch:
                 result = self.emit(f"{result}.to({TL_DTYPES[node.dtype]})", node.dtype)
-            self.store(node, self._node_index(node, []), result)
+            self.store(node, loop_index(node.data.ranges, self.xvars), result)
         source = self._finish(name)
         source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
         source.tuning = "fixed"
@@ -378,15 +377,11 @@ class TritonKernel(Emitter):
                                  "for roffset in range(0, rnumel, RBLOCK):")
         outer_scope.lines += ["    " + line for line in loop.lines]
 
-    def _node_index(self, node: ComputedBuffer, inner_vars: list) -> list:
-        available = list(self.xvars) + list(inner_vars)
-        return [sympy.Integer(0) if size == 1 else available.pop(0) for size in node.data.ranges]
-
     def _pointwise(self, group: LoopGroup) -> None:
         inner_vars = self._rvars_for(list(group.inner)) if group.inner else []
         for node in group.nodes:
             self.position = self.nodes.index(node)
-            index = self._node_index(node, inner_vars)
+            index = loop_index(node.data.ranges, [*self.xvars, *inner_vars])
             value = node.data.inner_fn(self.ops, index)
             self.store(node, index, value)
 
@@ -405,7 +400,7 @@ class TritonKernel(Emitter):
             kind = data.spec.reduction_type
             acc_torch = torch.bool if kind in ("any", "all") else \
                 torch.float32 if data.spec.src_dtype in _LOW_PRECISION else data.spec.src_dtype
-            states.append({"node": node, "kind": kind, "acc": acc_torch, "index": self._node_index(node, []),
+            states.append({"node": node, "kind": kind, "acc": acc_torch, "index": loop_index(node.data.ranges, self.xvars),
                            "reduce": _Reducer(self, kind, TL_DTYPES[acc_torch], acc_torch)})
         if not states:
             if prologue is not None:
@@ -419,8 +414,7 @@ class TritonKernel(Emitter):
                 self.position = self.nodes.index(states[0]["node"])
             for state in states:
                 ranges = list(state["node"].data.spec.reduction_ranges)
-                available = list(self._rvars_for(squeeze(ranges)))
-                rindex = [sympy.Integer(0) if size == 1 else available.pop(0) for size in ranges]
+                rindex = loop_index(ranges, self._rvars_for(squeeze(ranges)))
                 value = state["node"].data.inner_fn(self.ops, state["index"], rindex)
                 if self.persistent:
                     state["results"] = state["reduce"].whole(value)
@@ -455,7 +449,7 @@ class TritonKernel(Emitter):
             if member.dtype != acc_torch:
                 result = self.emit(f"{result}.to({TL_DTYPES[member.dtype]})", member.dtype) \
                     if member.dtype != torch.bool else self.emit(f"({result} != 0)", torch.bool)
-            self.store(member, self._node_index(member, []), result)
+            self.store(member, loop_index(member.data.ranges, self.xvars), result)
 
     def _finish(self, name: str) -> TritonSource:
         symbols = sorted(self.size_symbols | {s.name for e in (self.xnumel, self.rnumel or 0)
