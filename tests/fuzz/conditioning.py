@@ -52,6 +52,15 @@ def _abs_twin(func, args, kwargs):
     if func in (aten.sum.default, aten.sum.dim_IntList, aten.nansum.default, aten.mean.default,
                 aten.mean.dim, aten.cumsum.default):
         return func(torch.nan_to_num(args[0].abs(), nan=0.0), *args[1:], **kwargs)
+    if func is aten._softmax_backward_data.default:
+        # y * (g - sum(g * y)): a gradient of nearly equal elements cancels against its own sum
+        # (autograd 16399: the variance of softmax values beside integers near 1e12 gives every
+        # element a gradient of -1.3e10 + 0.01; eager 20.15, ember 0, float64 5e-4)
+        g, y = args[0].double(), args[1].double()
+        return y.abs() * (g.abs() + (g * y).sum(args[2], keepdim=True).abs())
+    if func is aten._log_softmax_backward_data.default:  # g - exp(y) * sum(g)
+        g, y = args[0].double(), args[1].double()
+        return g.abs() + y.exp() * g.sum(args[2], keepdim=True).abs()
     return None
 
 
@@ -122,7 +131,8 @@ _VALUE_KEEPING = (aten.clone.default, aten._to_copy.default, aten.view.default, 
                   aten.permute.default, aten.t.default, aten.transpose.int, aten.unsqueeze.default,
                   aten.squeeze.dim, aten.squeeze.dims, aten.reshape.default, aten._unsafe_view.default,
                   aten.alias.default, aten.slice.Tensor, aten.select.int, aten.gather.default,
-                  aten.index_select.default, aten.index_add.default, aten.repeat.default)
+                  aten.index_select.default, aten.index_add.default, aten.repeat.default, aten.index.Tensor,
+                  aten.flip.default, aten.roll.default)
 # ...and into a list of tensors
 _VALUE_SPLITTING = (aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int, aten.chunk.default)
 
@@ -718,7 +728,9 @@ class ConditionWatch(TorchDispatchMode):
         if self.ill_conditioned:
             return result
         if isinstance(result, torch.Tensor) and (
-                func in _LIBM or (func in _VALUE_KEEPING and args and self._from_libm(args[0]))):
+                func in _LIBM or ((func in _VALUE_KEEPING or func.is_view) and args and self._from_libm(args[0]))):
+            # (every view too: layout 16454, max over an as_strided of cos(c) whose columns hold cos(1)
+            # and cos(-1), equal in eager, 1 ulp apart in ember's vectorized cos)
             self.from_libm[result] = True
         if func is aten.cat.default and isinstance(result, torch.Tensor) and \
                 any(self._from_libm(t) for t in args[0]):
