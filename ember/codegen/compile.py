@@ -39,7 +39,7 @@ from ..runtime.autocast import as_traced
 from ..scheduling.input_writes import input_writes
 from ..scheduling.scheduler import Scheduler, schedule_text
 from ..steps import Step, Work, fx_text, run_steps, verify_fx
-from .cpp_build import KernelCompileError
+from .kernel import KernelCompileError
 from .devices import BACKENDS, KernelBackend, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
 

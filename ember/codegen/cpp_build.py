@@ -22,8 +22,8 @@ import subprocess
 import tempfile
 import warnings
 
-from .. import config as ember_config
 from .. import logs
+from .kernel import KernelCompileError, cache_dir
 
 log_fallbacks = logs.get("fallbacks")
 
@@ -81,10 +81,6 @@ class CompilerNotFound(RuntimeError):
     pass
 
 
-class KernelCompileError(RuntimeError):
-    pass
-
-
 @functools.lru_cache(maxsize=1)
 def compiler() -> str:
     requested = os.environ.get("CXX")
@@ -94,13 +90,6 @@ def compiler() -> str:
             "ember's CPU backend needs a C++ compiler with OpenMP, and none was found: install g++ "
             "(Debian/Ubuntu: apt-get install g++; then it is picked up from PATH or $CXX)")
     return found
-
-
-def cache_dir() -> str:
-    path = ember_config.get("cache_dir") or os.environ.get("EMBER_CACHE_DIR") or os.path.join("~", ".cache", "ember")
-    path = os.path.expanduser(path)
-    os.makedirs(path, exist_ok=True)
-    return path
 
 
 def _key(source: str) -> str:

@@ -2,14 +2,30 @@
 common subexpressions, its temporaries, its bounds-check sites and the protocol of a
 bounds-checked data-dependent index.  CppKernel and TritonKernel differ from it by a few
 spellings (how a value is assigned, how an index is cast, clamped and reported) and by how
-their loops and blocks open and close.
+their loops and blocks open and close.  Also what both backends' builds share: the cache
+folder and the error of a kernel that does not compile.
 """
 from __future__ import annotations
+
+import os
 
 import sympy
 import torch
 
 from .. import config as ember_config
+
+
+class KernelCompileError(RuntimeError):
+    """A generated kernel that its compiler (g++, Triton) rejected; the message names the file
+    with its source.  Where a graph is compiled (codegen/compile.py) its graph runs as ATen calls."""
+
+
+def cache_dir() -> str:
+    """ember's kernel cache: ember.config.cache_dir, else $EMBER_CACHE_DIR, else ~/.cache/ember."""
+    path = ember_config.get("cache_dir") or os.environ.get("EMBER_CACHE_DIR") or os.path.join("~", ".cache", "ember")
+    path = os.path.expanduser(path)
+    os.makedirs(path, exist_ok=True)
+    return path
 
 
 def loop_index(ranges, variables) -> list:

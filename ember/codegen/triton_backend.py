@@ -23,6 +23,7 @@ from ..lowering.indexing import python_size
 from ..lowering.ir import ComputedBuffer, Layout
 from ..scheduling.scheduler import Kernel
 from . import triton_tune
+from .kernel import KernelCompileError
 from .triton_ops import TritonSource, load_kernel
 from .triton_split import triton_kernels
 
@@ -30,10 +31,6 @@ log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")
 
 INT32_LIMIT = 2**31 - 2**16  # larger offsets (with a block's overhang) index in int64
-
-
-class KernelCompileError(RuntimeError):
-    """Triton rejected a generated kernel; the message names the file with its source."""
 
 
 @dataclasses.dataclass

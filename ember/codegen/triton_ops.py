@@ -14,6 +14,7 @@ import sympy
 import torch
 
 from ..lowering.symbolic import is_size_symbol
+from .kernel import cache_dir
 
 if TYPE_CHECKING:
     from .triton import TritonKernel
@@ -385,8 +386,6 @@ def load_kernel(source: str, name: str) -> Callable:
     """The @triton.jit function of the kernel `name` in `source`, imported from a file in ember's
     cache (Triton reads a kernel's source from its file; each text is written once).  Named by its
     code (canonical_kernel): one function per distinct kernel in this process."""
-    from .cpp_build import cache_dir
-
     canonical, source = canonical_kernel(source, name)
     if canonical in _LOADED:
         return _LOADED[canonical]

@@ -23,6 +23,7 @@ import json
 import os
 
 from .. import logs
+from .kernel import cache_dir
 
 log = logs.get("autotune")
 
@@ -175,8 +176,6 @@ def key(source, device_name: str) -> str:
 
 
 def _path(key: str) -> str:
-    from .cpp_build import cache_dir
-
     return os.path.join(cache_dir(), "triton_tune", f"{key}.json")
 
 

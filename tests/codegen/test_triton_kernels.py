@@ -716,3 +716,25 @@ def test_the_constant_of_every_address_sits_on_the_pointer():
     assert on_pointer("in_ptr1", -3 + r2) == ("(in_ptr1 - 3)", r2)
     assert on_pointer("in_ptr1", sympy.Integer(7)) == ("in_ptr1", 7)
     assert on_pointer("in_ptr1", r2 + 9 * r1) == ("in_ptr1", r2 + 9 * r1)
+
+
+def test_a_triton_kernel_that_does_not_compile_runs_its_graph_as_aten_calls(monkeypatch, caplog):
+    """Triton's rejection of a generated kernel was its own KernelCompileError class, which the
+    graph compiler (catching the C++ one) let through to the user's call.  One class now: the
+    graph runs as ATen calls, with a logged reason, as for a kernel g++ rejects."""
+    import logging
+
+    from ember.codegen import triton_backend
+    from ember.codegen.kernel import KernelCompileError
+
+    def rejected(source, name):
+        raise KernelCompileError(f"ember: Triton could not compile a generated kernel ({name})")
+
+    monkeypatch.setattr(triton_backend, "load_kernel", rejected)
+    x = torch.randn(8, 5, device=DEVICE)
+    ember.reset()
+    with caplog.at_level(logging.DEBUG, logger="ember.fallbacks"):
+        got = ember.compile(lambda v: (v.sin() * 2).sum(1))(x)
+    ember.reset()
+    torch.testing.assert_close(got, (x.sin() * 2).sum(1))
+    assert "a kernel did not build" in caplog.text
