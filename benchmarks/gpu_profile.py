@@ -63,7 +63,7 @@ def save_kernel_sources(table: str, path: str, count: int = 12) -> None:
     """The sources of the table's top ember kernels, in one file (read them without another run)."""
     import re
 
-    from ember.codegen.cpp_build import cache_dir
+    from ember.codegen.kernel import cache_dir
 
     names = re.findall(r"\b(ember_(?:red|poi)_[0-9a-f]+)\b", table)[:count]
     parts = []

@@ -46,7 +46,7 @@ from .backends import list_backends  # noqa: E402
 from .capture.errors import BackendCompilerFailed, CaptureError  # noqa: E402
 from .capture.runtime import counters  # noqa: E402
 from .capture.shapes import DynamicShapeError  # noqa: E402
-from .codegen.triton_backend import check_index_errors  # noqa: E402
+from .codegen.triton.backend import check_index_errors  # noqa: E402
 from . import compiled_autograd  # noqa: E402
 from .in_graph import allow_in_graph, disallow_in_graph, graph_break, is_compiling  # noqa: E402
 from .stance import RecompileError, set_stance  # noqa: E402

@@ -106,7 +106,7 @@ class Config:
     cpu_kernels: str = "cpp"
 
     # Triton kernels that move enough memory time a few block sizes and warp counts when their
-    # graph is built and keep the fastest (codegen/triton_tune.py); choices are cached on disk.
+    # graph is built and keep the fastest (codegen/triton/tune.py); choices are cached on disk.
     autotune: bool = True
     # Worker processes for cold Triton compiles (0: threads of this process only); the default
     # leaves one core to the parent.  Default: $EMBER_COMPILE_WORKERS, else min(32, cores - 1).

@@ -31,7 +31,7 @@ STEPS = (
     graph_steps.BIAS_EPILOGUE,    # a linear's bias add folded into its matmul (lowering/bias_epilogue.py)
     graph_steps.LOWER,            # ATen -> loop IR (lowering/)
     graph_steps.SCHEDULE,         # fusion, dead code, buffer lifetimes (scheduling/)
-    graph_steps.KERNELS,          # C++ or Triton source per kernel (codegen/cpp.py, triton.py)
+    graph_steps.KERNELS,          # C++ or Triton source per kernel (codegen/cpp/kernel.py, triton/kernel.py)
     graph_steps.BUILD,            # compiles begun (g++, Triton's workers)
     graph_steps.LOAD,             # compiled kernels loaded
     graph_steps.WRAPPER,          # the Python call that runs them (codegen/wrapper.py)

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import ember
-from ember.codegen import triton_backend
+from ember.codegen.triton import backend as triton_backend
 
 calls = []
 original = triton_backend.TritonLauncher.__call__

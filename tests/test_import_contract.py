@@ -25,7 +25,7 @@ def _lint_imports(root) -> tuple[int, str]:
 def test_packages_import_only_downward_and_without_cycles():
     exit_code, report = _lint_imports(ROOT)
     assert exit_code == 0, report
-    assert "2 kept, 0 broken" in report, report
+    assert "3 kept, 0 broken" in report, report
 
 
 def test_the_contract_catches_an_upward_import(tmp_path):
@@ -37,6 +37,18 @@ def test_the_contract_catches_an_upward_import(tmp_path):
     exit_code, report = _lint_imports(tmp_path)
     assert exit_code != 0, report
     assert "ember.capture is not allowed to import ember.codegen" in report, report
+
+
+def test_the_kernel_backends_do_not_import_each_other(tmp_path):
+    """The C++ and Triton backends share codegen/kernel.py, not each other's modules: a copy of
+    the package where the Triton backend imports the C++ one fails the contract."""
+    shutil.copytree(os.path.join(ROOT, "ember"), tmp_path / "ember", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), tmp_path / "pyproject.toml")
+    with open(tmp_path / "ember" / "codegen" / "triton" / "ops.py", "a") as file:
+        file.write("\n\ndef _across():\n    from ..cpp import build  # noqa: F401\n")
+    exit_code, report = _lint_imports(tmp_path)
+    assert exit_code != 0, report
+    assert "the two kernel backends share only codegen's emitter BROKEN" in report, report
 
 
 def test_every_internal_import_names_a_module_that_exists():

@@ -7,9 +7,9 @@
     lower          GraphLowering: ATen nodes -> loop-level IR (lowering/)
     schedule       dead code, fusion into kernels, buffer lifetimes (scheduling/)
     kernels        source for each fused kernel, by the device's backend (codegen/devices.py):
-                   C++ for CPUs (cpp.py), Triton for CUDA GPUs (triton.py)
-    build, load    g++ -> shared libraries, cached and compiled in parallel (cpp_build.py); Triton
-                   kernels compiled by worker processes (triton_backend.py); load waits for them
+                   C++ for CPUs (cpp/kernel.py), Triton for CUDA GPUs (triton/kernel.py)
+    build, load    g++ -> shared libraries, cached and compiled in parallel (cpp/build.py); Triton
+                   kernels compiled by worker processes (triton/backend.py); load waits for them
     wrapper        the Python `call` that allocates, calls and frees (codegen/wrapper.py)
     cudagraphs     the call replayed as a CUDA graph (ember.config.cudagraphs)
 
@@ -247,7 +247,7 @@ def prepare(example_inputs: list) -> None:
     compiler while the graph is traced and lowered, instead of after)."""
     if any(isinstance(value, torch.Tensor) and value.device.type == "cuda" for value in example_inputs) \
             and backend_name("cuda") == "triton" and not missing_for("cuda"):
-        from .triton_pool import prewarm
+        from .triton.pool import prewarm
 
         prewarm()
 
@@ -290,7 +290,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
 
     Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
     what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
-    A kernel the system compiler rejects at every optimization level (cpp_build.py tries lower
+    A kernel the system compiler rejects at every optimization level (cpp/build.py tries lower
     ones; g++ 12 stopped with an internal compiler error on one: issue 32) must not fail the
     user's call: its graph runs as ATen calls."""
     work = GraphWork(gm=gm, example_inputs=list(example_inputs))

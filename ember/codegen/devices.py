@@ -18,8 +18,8 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 from .. import config as ember_config
 from .. import logs
-from .cpp_backend import CppBackend
-from .triton_backend import TritonBackend
+from .cpp.backend import CppBackend
+from .triton.backend import TritonBackend
 
 
 

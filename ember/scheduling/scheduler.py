@@ -297,7 +297,7 @@ class Scheduler:
 
     def internal_values(self) -> set[str]:
         """Buffers computed by a kernel and read by nothing else: no other step reads them and
-        they are not graph outputs.  A backend may keep them in registers (triton.py)."""
+        they are not graph outputs.  A backend may keep them in registers (codegen/triton/kernel.py)."""
         step_of: dict[str, int] = {}
         for position, step in enumerate(self.steps):
             if isinstance(step, Kernel) and not isinstance(step.nodes[0].data, Scatter):

@@ -5,7 +5,7 @@ import torch
 import ember
 
 from ember.autograd import aot_function
-from ember.codegen import cpp_build
+from ember.codegen.cpp import build as cpp_build
 from ember.codegen.compile import compile_graph
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import ember
-from ember.codegen import cpp_build
+from ember.codegen.cpp import build as cpp_build
 
 
 def _source(tag: str) -> str:

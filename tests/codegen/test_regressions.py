@@ -698,7 +698,7 @@ def test_low_precision_scatter_add_sums_in_float32(dtype):
 def test_half_kernels_build_where_the_assembler_rejects_avx512fp16_masking():
     """g++ 12 -march=native on an AVX512-FP16 CPU emits masked vmovsh that binutils 2.40 rejects:
     the build retries without AVX512-FP16 (fuzz default 48507: cat, log, clamp of half, backward)."""
-    from ember.codegen.cpp_build import _assembler_rejected
+    from ember.codegen.cpp.build import _assembler_rejected
 
     assert _assembler_rejected("/tmp/ccxqaUAu.s:163: Error: unsupported masking for `vmovsh'")
     assert not _assembler_rejected("k.cpp:3:5: error: 'x' was not declared in this scope")

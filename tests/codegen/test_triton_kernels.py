@@ -335,7 +335,7 @@ def test_direct_launch_lines_call_the_launcher_with_grid_stream_and_arguments(mo
     stand-in launcher that runs the kernel through the interpreter: every launch of an aligned
     call goes there, with extern results checked where read; a misaligned input sends the
     whole call through the checked path; the results are eager's either way."""
-    from ember.codegen import triton_backend
+    from ember.codegen.triton import backend as triton_backend
 
     direct_calls = []
 
@@ -474,8 +474,8 @@ def test_pointwise_producer_of_a_looped_reduction_runs_in_its_loop(monkeypatch):
     """A copy that is also reduced (GPT-2's logits: the padded product's slice made contiguous,
     then cross-entropy's max over each row) is computed and stored inside the reduction's first
     loop, not in a kernel of its own that the reduction reads back; results as eager's."""
-    from ember.codegen import triton as triton_codegen
-    from ember.codegen import triton_split
+    from ember.codegen.triton import kernel as triton_codegen
+    from ember.codegen.triton import split as triton_split
 
     monkeypatch.setattr(triton_codegen, "PERSISTENT_RNUMEL", 32)  # rows of 200: looped
     monkeypatch.setattr(triton_split, "SPLIT_MIN_RNUMEL", 1 << 30)
@@ -600,7 +600,7 @@ def test_a_product_minus_itself_is_zero_no_fused_multiply_add():
     """A product and its own difference in one kernel: a contracted fma(x, x, -x*x) gives x*x's
     rounding error (1e24 on an H200 where eager gives 0), so kernels compile without fp fusion
     (the values are checked on a GPU; the interpreter never fuses)."""
-    from ember.codegen import triton_backend
+    from ember.codegen.triton import backend as triton_backend
 
     assert triton_backend.COMPILE_OPTIONS["enable_fp_fusion"] is False
     a = (torch.randn((17, 4), generator=torch.Generator().manual_seed(70022901)) * 3.0)[1:]
@@ -709,7 +709,7 @@ def test_the_constant_of_every_address_sits_on_the_pointer():
     A constant address (one element) keeps its pointer; so does one without a constant term."""
     import sympy
 
-    from ember.codegen.triton_ops import on_pointer
+    from ember.codegen.triton.ops import on_pointer
 
     r1, r2 = sympy.symbols("r0_1 r0_2", integer=True, nonnegative=True)
     assert on_pointer("out_ptr0", 45 + r2 + 9 * r1) == ("(out_ptr0 + 45)", r2 + 9 * r1)
@@ -724,7 +724,7 @@ def test_a_triton_kernel_that_does_not_compile_runs_its_graph_as_aten_calls(monk
     graph runs as ATen calls, with a logged reason, as for a kernel g++ rejects."""
     import logging
 
-    from ember.codegen import triton_backend
+    from ember.codegen.triton import backend as triton_backend
     from ember.codegen.kernel import KernelCompileError
 
     def rejected(source, name):

@@ -1,4 +1,4 @@
-"""Cold compiles in worker processes (ember/codegen/triton_pool.py): a worker compiles a kernel
+"""Cold compiles in worker processes (ember/codegen/triton/pool.py): a worker compiles a kernel
 from the specialization the parent's warm-up would compile, into Triton's cache, with no GPU."""
 import json
 import os
@@ -9,7 +9,7 @@ import torch
 pytest.importorskip("triton")
 
 import ember  # noqa: E402
-from ember.codegen import triton_pool  # noqa: E402
+from ember.codegen.triton import pool as triton_pool  # noqa: E402
 
 KERNEL = '''import triton
 import triton.language as tl

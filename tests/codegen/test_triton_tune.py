@@ -1,12 +1,12 @@
-"""Autotuning's launch candidates (codegen/triton_tune.py): every candidate a kernel may be
+"""Autotuning's launch candidates (codegen/triton/tune.py): every candidate a kernel may be
 launched with gives eager's results, and choices are kept on disk.  Without a GPU the kernels
 run in Triton's interpreter, and a stand-in for the timing picks each candidate in turn."""
 import pytest
 import torch
 
 import ember
-from ember.codegen import triton_tune
-from ember.codegen.triton import TritonSource
+from ember.codegen.triton import tune as triton_tune
+from ember.codegen.triton.ops import TritonSource
 
 pytest.importorskip("triton")
 
@@ -135,7 +135,7 @@ def test_only_the_most_promising_kernels_of_a_graph_are_tuned():
 
     import torch
 
-    from ember.codegen import triton_tune
+    from ember.codegen.triton import tune as triton_tune
 
     def kernel(tuning, numel):
         return types.SimpleNamespace(tuning=tuning, pointer_numels=[numel], pointer_dtypes=[torch.float32])

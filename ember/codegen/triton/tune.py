@@ -22,8 +22,8 @@ import hashlib
 import json
 import os
 
-from .. import logs
-from .kernel import cache_dir
+from ... import logs
+from ..kernel import cache_dir
 
 log = logs.get("autotune")
 
@@ -77,7 +77,7 @@ def candidates(source) -> list[Launch]:
     sizes = static_sizes(source)
     if source.tuning == "fixed" or sizes is None:
         return [default]
-    from .triton_ops import next_power_of_2
+    from .ops import next_power_of_2
 
     xcap = next_power_of_2(max(sizes[0], 1))
     options: list[tuple[int, int | None, int]]
@@ -153,7 +153,7 @@ def settled(source) -> bool:
 
 
 def worth_tuning(source) -> bool:
-    from .. import config
+    from ... import config
 
     return config.get("autotune") and source.pointer_dtypes is not None and moved_bytes(source) >= MIN_BYTES \
         and (TUNE_SETTLED or not settled(source)) and len(candidates(source)) > 1
@@ -166,7 +166,7 @@ def key(source, device_name: str) -> str:
     Triton's version."""
     import triton
 
-    from .triton_ops import canonical_kernel
+    from .ops import canonical_kernel
 
     canonical, _ = canonical_kernel(source.source, source.name)
     parts = [CACHE_VERSION, canonical, static_sizes(source), [str(d) for d in source.pointer_dtypes],

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-# (run as a script, this folder leads sys.path, and its triton.py would shadow the package)
+# (run as a script, this folder leads sys.path: its modules must not shadow Triton's own)
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != _HERE]
 

@@ -22,8 +22,8 @@ import subprocess
 import tempfile
 import warnings
 
-from .. import logs
-from .kernel import KernelCompileError, cache_dir
+from ... import logs
+from ..kernel import KernelCompileError, cache_dir
 
 log_fallbacks = logs.get("fallbacks")
 

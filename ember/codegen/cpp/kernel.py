@@ -18,13 +18,13 @@ from __future__ import annotations
 import sympy
 import torch
 
-from ..lowering.indexing import c_index
-from ..lowering.symbolic import provably_nonnegative, size_symbols
-from ..lowering.printer import provenance
-from ..lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars, store_layout
-from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
-from .kernel import Emitter, Scope, loop_index
-from .cpp_ops import (_LOW_PRECISION, PARALLEL_THRESHOLD, PREAMBLE, WELFORD_LANES, CppOps, cast_value, ctype,
+from ...lowering.indexing import c_index
+from ...lowering.symbolic import provably_nonnegative, size_symbols
+from ...lowering.printer import provenance
+from ...lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars, store_layout
+from ...scheduling.scheduler import Kernel, LoopGroup, squeeze
+from ..kernel import Emitter, Scope, loop_index
+from .ops import (_LOW_PRECISION, PARALLEL_THRESHOLD, PREAMBLE, WELFORD_LANES, CppOps, cast_value, ctype,
                       literal)
 
 
@@ -159,7 +159,7 @@ class CppKernel(Emitter):
         """Reductions over the leading dimensions of a row-major tensor (bias and norm-weight
         gradients: [rows, 128] -> [128]) read with a large stride in the reduction loop; looping
         over the reduction outside and over 16 outputs inside reads whole cache lines instead."""
-        from ..lowering.analysis import record
+        from ...lowering.analysis import record
 
         nodes = self.kernel.nodes
         if len(self.kernel.outer) != 1 or not all(isinstance(n.data, Reduction) for n in nodes):
@@ -521,7 +521,7 @@ def _reduction_init(kind: str, dtype: torch.dtype, acc_type: str) -> str:
 
 
 def _contiguous(ranges: list) -> list:
-    from ..lowering.indexing import contiguous_strides
+    from ...lowering.indexing import contiguous_strides
 
     return contiguous_strides(ranges)
 

@@ -1,4 +1,4 @@
-"""The GPU kernel backend: Triton kernels (triton.py), loaded from ember's cache folder and
+"""The GPU kernel backend: Triton kernels (kernel.py), loaded from ember's cache folder and
 compiled when the graph is built (on a GPU: in threads, see TritonLauncher); the wrapper passes
 tensors, sizes and a grid.
 
@@ -17,15 +17,15 @@ from typing import Callable
 
 import sympy
 
-from .. import config as ember_config
-from .. import logs
-from ..lowering.indexing import python_size
-from ..lowering.ir import ComputedBuffer, Layout
-from ..scheduling.scheduler import Kernel
-from . import triton_tune
-from .kernel import KernelCompileError
-from .triton_ops import TritonSource, load_kernel
-from .triton_split import triton_kernels
+from ... import config as ember_config
+from ... import logs
+from ...lowering.indexing import python_size
+from ...lowering.ir import ComputedBuffer, Layout
+from ...scheduling.scheduler import Kernel
+from . import tune as triton_tune
+from ..kernel import KernelCompileError
+from .ops import TritonSource, load_kernel
+from .split import triton_kernels
 
 log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")
@@ -267,7 +267,7 @@ class DeviceIndexFlags:
     def view(self, offset: int, device):
         import torch
 
-        from ..errors import GraphNotSupported
+        from ...errors import GraphNotSupported
 
         if len(self.sites) > self.CAPACITY:
             raise GraphNotSupported(f"more than {self.CAPACITY} bounds-checked indexing sites")
@@ -312,7 +312,7 @@ class DeviceIndexFlags:
             self._raise(fired)
 
     def _raise(self, fired: list) -> None:
-        from .wrapper import IndexOutOfBounds
+        from ..wrapper import IndexOutOfBounds
 
         if self.event is not None:  # (copies still on their way would report this error again)
             self.event.synchronize()
@@ -335,11 +335,11 @@ def check_index_errors() -> None:
 
 
 class TritonBackend:
-    background_builds = True  # start_build hands the compiles to worker processes (triton_pool.py)
+    background_builds = True  # start_build hands the compiles to worker processes (pool.py)
     name = "triton"
 
     def sources(self, graph, scheduler, dtypes: dict) -> dict[str, TritonStep]:
-        from ..errors import GraphNotSupported
+        from ...errors import GraphNotSupported
 
         offsets = _planned_offsets(graph)
         int64 = _needs_int64(graph)
@@ -363,7 +363,7 @@ class TritonBackend:
 
     def build(self, sources: dict[str, TritonStep]) -> dict[str, list[Callable]]:
         """Each kernel's launcher, compiled.  Kernels worth tuning compile each launch candidate
-        too and keep the fastest (triton_tune.py); kernels of the same code and sizes (a model's
+        too and keep the fastest (tune.py); kernels of the same code and sizes (a model's
         layers) are timed once."""
         return self.finish_build(self.start_build(sources))
 
@@ -554,7 +554,7 @@ def _start_precompile(launchers: list[TritonLauncher]):
     nothing compiles."""
     if os.environ.get("TRITON_INTERPRET") == "1" or not any(launcher.pointer_dtypes for launcher in launchers):
         return None
-    from . import triton_pool
+    from . import pool as triton_pool
 
     return time.perf_counter(), triton_pool.start_in_workers(launchers)
 
@@ -568,7 +568,7 @@ def _finish_precompile(launchers: list[TritonLauncher], handed: tuple | None) ->
 
     from triton.runtime._async_compile import AsyncCompileMode
 
-    from . import triton_pool
+    from . import pool as triton_pool
 
     started, batch = handed
     triton_pool.finish_in_workers(batch)

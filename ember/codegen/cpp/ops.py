@@ -1,6 +1,6 @@
 """C++'s spellings of ember's ops (`CPP_OPS`, the Triton generator's `TRITON_OPS` counterpart),
 the preamble of helpers every kernel includes, C types and literals, the CSE block, and the ops
-handler that writes C++ (CppKernel, cpp.py, drives it)."""
+handler that writes C++ (CppKernel, kernel.py, drives it)."""
 from __future__ import annotations
 
 import math
@@ -11,7 +11,7 @@ import torch
 
 
 if TYPE_CHECKING:
-    from .cpp import CppKernel
+    from .kernel import CppKernel
 
 
 CTYPES = {

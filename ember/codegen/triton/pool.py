@@ -25,13 +25,13 @@ import sys
 import threading
 import time
 
-from .. import config as ember_config
-from .. import logs
+from ... import config as ember_config
+from ... import logs
 
 log_perf = logs.get("perf")
 
 MIN_KERNELS = 8  # fewer kernels than this compile in the parent's threads (no hand-over cost)
-WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "triton_worker.py")
+WORKER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 
 
 def workers_enabled() -> bool:

@@ -1,5 +1,5 @@
 """Reductions in Triton kernels: one block reduced at once (persistent rows) or accumulated over
-an r loop (init, update, finish), Welford included.  TritonKernel (triton.py) makes one per
+an r loop (init, update, finish), Welford included.  TritonKernel (kernel.py) makes one per
 reduction node."""
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .kernel import Scope
-from .triton_ops import _exact_quotient
+from ..kernel import Scope
+from .ops import _exact_quotient
 
 if TYPE_CHECKING:
-    from .triton import TritonKernel
+    from .kernel import TritonKernel
 
 
 # One block reduced along r, for the reductions that combine elementwise

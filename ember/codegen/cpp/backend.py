@@ -1,4 +1,4 @@
-"""The CPU kernel backend: C++/OpenMP kernels (cpp.py), built by g++ (cpp_build.py), called
+"""The CPU kernel backend: C++/OpenMP kernels (kernel.py), built by g++ (build.py), called
 from the wrapper through ctypes with raw pointers."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import ctypes
 import dataclasses
 from typing import Callable
 
-from ..lowering.indexing import python_size
-from ..scheduling.scheduler import Kernel
-from . import cpp_build
-from .cpp import CppKernel
+from ...lowering.indexing import python_size
+from ...scheduling.scheduler import Kernel
+from . import build as cpp_build
+from .kernel import CppKernel
 
 
 @dataclasses.dataclass

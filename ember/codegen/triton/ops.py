@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Callable
 import sympy
 import torch
 
-from ..lowering.symbolic import is_size_symbol
-from .kernel import cache_dir
+from ...lowering.symbolic import is_size_symbol
+from ..kernel import cache_dir
 
 if TYPE_CHECKING:
-    from .triton import TritonKernel
+    from .kernel import TritonKernel
 
 TRITON_OPS: dict[str, str] = {
     # (division and square root rounded as IEEE (and eager) round them: Triton's `/` and
@@ -237,7 +237,7 @@ class TritonSource:
     constexprs: dict = dataclasses.field(default_factory=dict)  # more constexpr arguments (RCHUNK)
     pointer_dtypes: list | None = None  # on a GPU: the tensors' dtypes, for compiling ahead of the call
     pointer_numels: list | None = None  # elements each pointer reaches (None: not known statically)
-    # which block sizes the kernel's code allows (triton_tune.py): "flat" (pointwise), "rows" /
+    # which block sizes the kernel's code allows (tune.py): "flat" (pointwise), "rows" /
     # "columns" (looped reductions), "rows_persistent" / "columns_persistent" (RBLOCK holds the
     # whole row), "fixed" (scatters with atomics, combining kernels: as generated)
     tuning: str = "fixed"

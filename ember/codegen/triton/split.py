@@ -8,12 +8,12 @@ from __future__ import annotations
 import sympy
 import torch
 
-from ..lowering.analysis import record
-from ..lowering.ir import Pointwise, Reduction
-from ..scheduling.scheduler import Kernel
-from .triton import TritonKernel
-from .triton_ops import TritonSource, _Split, _Stored
-from .triton_reduce import _BLOCK_REDUCE
+from ...lowering.analysis import record
+from ...lowering.ir import Pointwise, Reduction
+from ...scheduling.scheduler import Kernel
+from .kernel import TritonKernel
+from .ops import TritonSource, _Split, _Stored
+from .reduce import _BLOCK_REDUCE
 
 
 def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offsets: dict | None = None,
@@ -23,7 +23,7 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
     nodes before it; named kernel3, kernel3_1, ...  `internal`: values that no other step reads
     (the scheduler's); those of a pointwise Triton kernel read only in it, where it holds them
     in registers, are not stored."""
-    from ..lowering.ir import Scatter
+    from ...lowering.ir import Scatter
 
     if any(isinstance(node.data, Scatter) for node in kernel.nodes):  # (a kernel of its own)
         return [TritonKernel(list(kernel.nodes), [], buffer_dtypes, offsets, int64, maybe_empty).generate_scatter(
@@ -91,7 +91,7 @@ def _split_count(kernel: TritonKernel, source: TritonSource) -> int:
     if not all(isinstance(node.data, Reduction) and (node.data.spec.reduction_type in _BLOCK_REDUCE or _paired_welford(
             node, names)) for node in kernel.nodes):
         return 0
-    from ..lowering.analysis import reads
+    from ...lowering.analysis import reads
 
     if any(reads(node) & names for node in kernel.nodes):
         return 0  # (a reduction of another's result, as softmax's sum of its max: a chunk lacks it)

@@ -35,15 +35,15 @@ from typing import Callable
 import sympy
 import torch
 
-from ..lowering.indexing import simplify_index
-from ..lowering.ir import ComputedBuffer, Pointwise, Reduction, store_layout
-from ..lowering.printer import provenance
-from ..lowering.symbolic import is_size_symbol
-from ..scheduling.scheduler import Kernel, LoopGroup, squeeze
-from .kernel import Emitter, Scope, loop_index
-from .triton_ops import (_LOW_PRECISION, TL_DTYPES, TritonOps, TritonSource, _exact_quotient, _Split,
+from ...lowering.indexing import simplify_index
+from ...lowering.ir import ComputedBuffer, Pointwise, Reduction, store_layout
+from ...lowering.printer import provenance
+from ...lowering.symbolic import is_size_symbol
+from ...scheduling.scheduler import Kernel, LoopGroup, squeeze
+from ..kernel import Emitter, Scope, loop_index
+from .ops import (_LOW_PRECISION, TL_DTYPES, TritonOps, TritonSource, _exact_quotient, _Split,
                          next_power_of_2, on_pointer, texpr)
-from .triton_reduce import _BLOCK_REDUCE, _Reducer
+from .reduce import _BLOCK_REDUCE, _Reducer
 
 
 PERSISTENT_RNUMEL = 2048  # rows up to this many elements are reduced in one block, without a loop
@@ -512,7 +512,7 @@ def _shared_passes(groups: list[LoopGroup], persistent: bool) -> list[list[LoopG
     each other's results joined into one run (one pass over the rows: a layer norm's weight and
     bias gradients read the same inputs once).  Persistent kernels keep one group per run: their
     values stay in registers anyway."""
-    from ..lowering.analysis import record
+    from ...lowering.analysis import record
 
     runs: list[list[LoopGroup]] = []
     for group in groups:
@@ -543,7 +543,7 @@ def _plain_reduction(node: ComputedBuffer) -> bool:
 def _store_order(node: ComputedBuffer, xranges: list) -> list | None:
     """The dimensions of a pointwise kernel's range from largest to smallest stride of its first
     output, when that is not their logical order (an output laid out transposed); None otherwise."""
-    from ..lowering.ir import Layout
+    from ...lowering.ir import Layout
 
     layout, ranges = store_layout(node), list(node.data.ranges)
     if not isinstance(layout, Layout) or len(layout.stride) != len(ranges):
@@ -563,7 +563,7 @@ LARGE_FLAT = 1 << 24
 
 
 def _launch(xnumel, rnumel, persistent: bool, columns: bool = False) -> tuple[int, int | None, int]:
-    """Block sizes and warps before autotuning (triton_tune.py may change them).
+    """Block sizes and warps before autotuning (tune.py may change them).
     `columns`: the loads walk memory along x, not along r (a bias gradient's sum over rows):
     a block spans several outputs, so that neighbouring threads read neighbouring elements."""
     xnumel = sympy.sympify(xnumel)
