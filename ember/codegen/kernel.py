@@ -15,6 +15,17 @@ import torch
 from .. import config as ember_config
 
 
+# ops method -> expression template over the operands {0}, {1}, ...: the ops both backends
+# spell alike (C and Python share their infix operators); each backend's table adds the rest
+COMMON_OPS: dict[str, str] = {
+    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "neg": "(-{0})",
+    "square": "({0} * {0})", "identity": "{0}",
+    "eq": "({0} == {1})", "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
+    "gt": "({0} > {1})", "ge": "({0} >= {1})",
+    "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
+}
+
+
 class KernelCompileError(RuntimeError):
     """A generated kernel that its compiler (g++, Triton) rejected; the message names the file
     with its source.  Where a graph is compiled (codegen/compile.py) its graph runs as ATen calls."""

@@ -14,29 +14,27 @@ import sympy
 import torch
 
 from ...lowering.symbolic import is_size_symbol
-from ..kernel import cache_dir
+from ..kernel import COMMON_OPS, cache_dir
 
 if TYPE_CHECKING:
     from .kernel import TritonKernel
 
 TRITON_OPS: dict[str, str] = {
+    **COMMON_OPS,
     # (division and square root rounded as IEEE (and eager) round them: Triton's `/` and
     # tl.sqrt are approximate on a GPU, and x / x then truncates to 0)
-    "add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "truediv": "tl.div_rn({0}, {1})",
-    "neg": "(-{0})", "abs": "tl.abs({0})", "exp": "tl.exp({0})", "exp2": "tl.exp2({0})",
+    "truediv": "tl.div_rn({0}, {1})",
+    "abs": "tl.abs({0})", "exp": "tl.exp({0})", "exp2": "tl.exp2({0})",
     "log": "tl.log({0})", "log2": "tl.log2({0})", "sqrt": "tl.sqrt_rn({0})", "rsqrt": "tl.rsqrt({0})",
     "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})",
     "sigmoid": "tl.sigmoid({0})", "relu": "tl.where({0} < 0, 0, {0})", "floor": "tl.floor({0})",
     "ceil": "tl.ceil({0})", "reciprocal": "tl.div_rn(1.0, {0})", "isnan": "({0} != {0})",
-    "square": "({0} * {0})", "identity": "{0}", "logical_not": "({0} == 0)",
+    "logical_not": "({0} == 0)",
     # NaN wins; between equal values the first stays (the sign of a zero shows), as in eager
     "maximum": "tl.where(({0} != {0}) | (({1} == {1}) & ({1} <= {0})), {0}, {1})",
     "minimum": "tl.where(({0} != {0}) | (({1} == {1}) & ({1} >= {0})), {0}, {1})",
-    "eq": "({0} == {1})", "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
-    "gt": "({0} > {1})", "ge": "({0} >= {1})",
     "logical_and": "(({0} != 0) & ({1} != 0))", "logical_or": "(({0} != 0) | ({1} != 0))",
     "logical_xor": "(({0} != 0) != ({1} != 0))",
-    "bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})",
     "where": "tl.where({0}, {1}, {2})",
     # (not where(x > 0, 1, where(x < 0, -1, 0)): Triton 3.6 on an H200 gave +1 for negative
     # bfloat16 values there, once fused with a log_softmax; lowp 700735)
