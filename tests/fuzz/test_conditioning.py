@@ -572,6 +572,7 @@ def test_a_convolution_over_a_nan_spreads_it_by_the_algorithm():
     ("conv", 15795),      # a grouped conv2d over a NaN weight, channels-last: eager's NCHW NaN positions differ
     ("layout", 16454),    # max over an as_strided view of cos(c): cos(1) and cos(-1) tie in eager, not in ember
     ("autograd", 16399),  # softmax backward of a variance over values near 1e12: the gradient is noise
+    ("special", 16832),   # a finite product whose partial products overflow float32 in another order
 ])
 def test_fuzz_programs_that_are_ill_conditioned_not_wrong(mode, seed):
     """Programs of the CPU fuzz whose mismatch is rounding, classified as such through the harness."""
@@ -580,6 +581,22 @@ def test_fuzz_programs_that_are_ill_conditioned_not_wrong(mode, seed):
 
     (outcome,) = run_program(generate(seed, mode), ("ember",))
     assert outcome.cls == "ill_conditioned", f"{outcome.cls} {outcome.check}: {outcome.detail}"
+
+
+def test_a_product_that_overflows_in_some_order_is_ill_conditioned():
+    """1.7e38 * 2.5 * 0.01 is finite, but its first partial product is not: whether a kernel's
+    order overflows is its choice.  A product that overflows in every order, or in none, is not
+    flagged."""
+    from .conditioning import ConditionWatch
+
+    def run(values) -> bool:
+        with ConditionWatch() as watch:
+            torch.tensor(values).prod()
+        return watch.ill_conditioned
+
+    assert run([1.7e38, 2.5, 0.01])
+    assert not run([1.7e38, 2.5, 3.0])
+    assert not run([3.0, 2.5, 0.01])
 
 
 def test_a_softmax_backward_cancelling_against_its_sum_is_ill_conditioned():
