@@ -733,6 +733,7 @@ class ConditionWatch(TorchDispatchMode):
         self.sum_bounds = WeakIdKeyDictionary()  # a sum's result -> its rounding error bound
         self.abs_noise = WeakIdKeyDictionary()  # a normalization's output -> its absolute rounding noise
         self.log_prob_dims = WeakIdKeyDictionary()  # a log_softmax output -> the dim its rows sum over
+        self.libm_noise = WeakIdKeyDictionary()  # a value computed from libm results -> its absolute noise
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -744,6 +745,12 @@ class ConditionWatch(TorchDispatchMode):
         result = func(*args, **kwargs)
         if self.ill_conditioned:
             return result
+        try:
+            if self._libm_noise_cancels(func, args, result):
+                self.ill_conditioned = True
+                return result
+        except Exception:  # noqa: BLE001 - a watch must never change the run
+            pass
         if isinstance(result, torch.Tensor) and (
                 func in _LIBM or ((func in _VALUE_KEEPING or func.is_view) and args and self._from_libm(args[0]))):
             # (every view too: layout 16454, max over an as_strided of cos(c) whose columns hold cos(1)
@@ -945,6 +952,47 @@ class ConditionWatch(TorchDispatchMode):
                     # too (GPU conv 710199: the reciprocal of a 1x1 convolution plus its bias)
                     self.abs_noise[result] = torch.where(torch.isfinite(bound), bound, 0)
         return result
+
+    def _libm_noise_cancels(self, func, args, result) -> bool:
+        """Follows the rounding noise of libm results (an ulp or two: eager's Sleef and ember's
+        libm round differently) through products, quotients and views; True where an addition
+        cancels so much that the noise of its terms exceeds the tolerance of the result (special
+        16643: the gradient of c / tanh(c) at |c| ~ 0.01 is a difference of two terms of size
+        1 / c; over its 48 elements eager's and ember's are both up to 3e-4 off float64, for
+        gradients of 4e-3)."""
+        if not isinstance(result, torch.Tensor) or not result.is_floating_point():
+            return False
+        if func in _LIBM:
+            self.libm_noise[result] = torch.nan_to_num(
+                2 * ACCUMULATION_EPS * result.detach().double().abs(), nan=0.0, posinf=0.0)
+            return False
+        noises = [self.libm_noise.get(a) if isinstance(a, torch.Tensor) else None for a in args[:2]]
+        if all(n is None for n in noises):
+            return False
+        if func.is_view or func in (aten.clone.default, aten._to_copy.default, aten.neg.default):
+            if noises[0] is not None:
+                self.libm_noise[result] = func(noises[0], *args[1:]) if func.is_view else noises[0]
+            return False
+        values = [a.detach().double() if isinstance(a, torch.Tensor) else torch.tensor(float(a), dtype=torch.float64)
+                  for a in args[:2]]
+        noise = [n if n is not None else torch.zeros((), dtype=torch.float64) for n in noises]
+        if len(values) < 2:
+            return False
+        size = result.detach().double().abs()
+        if func in (aten.mul.Tensor, aten.mul_.Tensor):
+            bound = values[1].abs() * noise[0] + values[0].abs() * noise[1]
+        elif func in (aten.div.Tensor, aten.div_.Tensor) and not (len(args) > 2 or "rounding_mode" in str(args)):
+            bound = noise[0] / values[1].abs() + values[0].abs() * noise[1] / values[1] ** 2
+        elif func in _ADDITIONS:
+            bound = noise[0] + noise[1]
+        else:
+            return False
+        bound = torch.nan_to_num((bound + ACCUMULATION_EPS * size).expand(result.shape), nan=0.0, posinf=0.0)
+        self.libm_noise[result] = bound
+        if func not in _ADDITIONS:
+            return False
+        finite = torch.isfinite(size)
+        return bool((bound[finite] > (ATOL + SENSITIVE_RELATIVE_LIMIT * size)[finite]).any())
 
     def _sums_cancel(self, args, result) -> bool:
         """A sum of sums (autograd adding two reduced gradient contributions) that cancel: each

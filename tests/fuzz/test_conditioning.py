@@ -573,6 +573,7 @@ def test_a_convolution_over_a_nan_spreads_it_by_the_algorithm():
     ("layout", 16454),    # max over an as_strided view of cos(c): cos(1) and cos(-1) tie in eager, not in ember
     ("autograd", 16399),  # softmax backward of a variance over values near 1e12: the gradient is noise
     ("special", 16832),   # a finite product whose partial products overflow float32 in another order
+    ("special", 16643),   # the gradient of c / tanh(c) at small c: two terms of size 1 / c cancel
 ])
 def test_fuzz_programs_that_are_ill_conditioned_not_wrong(mode, seed):
     """Programs of the CPU fuzz whose mismatch is rounding, classified as such through the harness."""
@@ -597,6 +598,23 @@ def test_a_product_that_overflows_in_some_order_is_ill_conditioned():
     assert run([1.7e38, 2.5, 0.01])
     assert not run([1.7e38, 2.5, 3.0])
     assert not run([3.0, 2.5, 0.01])
+
+
+def test_an_addition_cancelling_libm_noise_beyond_the_tolerance_is_ill_conditioned():
+    """The quotient rule's two terms of the gradient of c / tanh(c) at c ~ 0.01 are ~100 each and
+    cancel to ~0.007: tanh's ulp, carried through the quotient, exceeds the tolerance of what is
+    left.  Without the cancellation (c ~ 1), or without a libm value in it, nothing is flagged."""
+    from .conditioning import ConditionWatch
+
+    def run(fn, scale: float) -> bool:
+        c = (torch.randn(16, generator=torch.Generator().manual_seed(0)) * scale).requires_grad_()
+        with ConditionWatch() as watch:
+            fn(c).sum().backward()
+        return watch.ill_conditioned
+
+    assert run(lambda c: c / torch.tanh(c), 0.01)
+    assert not run(lambda c: c / torch.tanh(c), 1.0)
+    assert not run(lambda c: c / (c + 3.0), 0.01)
 
 
 def test_a_softmax_backward_cancelling_against_its_sum_is_ill_conditioned():
