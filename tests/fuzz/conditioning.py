@@ -973,15 +973,15 @@ class ConditionWatch(TorchDispatchMode):
             if noises[0] is not None:
                 self.libm_noise[result] = func(noises[0], *args[1:]) if func.is_view else noises[0]
             return False
+        if len(args) < 2:
+            return False
         values = [a.detach().double() if isinstance(a, torch.Tensor) else torch.tensor(float(a), dtype=torch.float64)
                   for a in args[:2]]
         noise = [n if n is not None else torch.zeros((), dtype=torch.float64) for n in noises]
-        if len(values) < 2:
-            return False
         size = result.detach().double().abs()
         if func in (aten.mul.Tensor, aten.mul_.Tensor):
             bound = values[1].abs() * noise[0] + values[0].abs() * noise[1]
-        elif func in (aten.div.Tensor, aten.div_.Tensor) and not (len(args) > 2 or "rounding_mode" in str(args)):
+        elif func in (aten.div.Tensor, aten.div_.Tensor):  # (a rounded quotient is div.Tensor_mode)
             bound = noise[0] / values[1].abs() + values[0].abs() * noise[1] / values[1] ** 2
         elif func in _ADDITIONS:
             bound = noise[0] + noise[1]
