@@ -1,19 +1,9 @@
-"""Pointwise ops whose fake-tensor metadata disagrees with eager's kernel.
-
-`bool_tensor ** True` is a bool tensor in eager (the scalar does not promote a bool tensor),
-but the fake tensor of the result says int64, and every op traced after it inherits the wrong
-dtype.  Rewritten into ops whose metadata is right, the trace sees what eager computes.
+"""Pointwise ops whose fake-tensor metadata disagrees with eager's kernel
+(`ember/eager/metadata.py`): rewritten into ops whose metadata is right, the trace sees what
+eager computes.
 """
-import torch
-
+from ..eager.metadata import REWRITES
 from . import register
 
-aten = torch.ops.aten
-
-
-@register(aten.pow.Tensor_Scalar)
-def pow_tensor_scalar(x, exponent):
-    if x.dtype != torch.bool or type(exponent) is not bool:
-        return NotImplemented
-    # x ** True is x; x ** False is 1 (True) everywhere, as for any base.
-    return aten.clone.default(x) if exponent else aten.ones_like.default(x)
+for _op, _rewrite in REWRITES.items():
+    register(_op)(_rewrite)

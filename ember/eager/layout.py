@@ -25,6 +25,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from ..sizes import contiguous_without_guards, dense_in_order, expr, hint, symbolic_result
+from .metadata import rewritten
 
 # Real inputs are made only up to this many elements in all (as eager_check does).
 _REAL_ELEMENTS_LIMIT = 1 << 22
@@ -243,10 +244,14 @@ def _hinted(value):
 
 
 class EagerLayoutMode(TorchDispatchMode):
-    """Entered above a FakeTensorMode: every op's result gets eager's strides (with_eager_layout)."""
+    """Entered above a FakeTensorMode: every op's result gets eager's strides (with_eager_layout),
+    and the ops whose metadata disagrees with eager's run as the ops that agree (metadata.py)."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        result = rewritten(func, args, kwargs)
+        if result is not NotImplemented:
+            return result  # (ops run below this mode: their fakes, each laid out by the fake mode)
         result = symbolic_result(func, args, kwargs)
         if result is None:
             result = func(*args, **kwargs)
