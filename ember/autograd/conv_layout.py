@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from .. import logs
+from ..eager.check import storage_key
 
 log_fallbacks = logs.get("fallbacks")
 
@@ -90,7 +91,30 @@ def _order_sensitive_use(gm: torch.fx.GraphModule, convolutions: set) -> str | N
             return f"{name} of a value computed from a convolution"
         if name in _ALIAS_SENSITIVE and any(later > position for later in mutations):
             return f"{name} of a value computed from a convolution, written in place later"
+    return _outputs_sharing_memory(gm, derived)
+
+
+def _outputs_sharing_memory(gm: torch.fx.GraphModule, derived: set) -> str | None:
+    """Outputs computed from a convolution that share memory with another output (two views of
+    one result): each leaves through its own copy to the program's strides, which would give
+    them memory of their own where eager's share it (fuzz conv 713017: `v.squeeze()` twice)."""
+    output = next(node for node in gm.graph.nodes if node.op == "output")
+    seen: dict = {}
+    for arg in _flat(output.args):
+        value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
+        if not isinstance(value, torch.Tensor):
+            continue
+        key = storage_key(value)
+        if key in seen and (arg in derived or seen[key] in derived) and arg is not seen[key]:
+            return "two outputs computed from a convolution share memory"
+        seen.setdefault(key, arg)
     return None
+
+
+def _flat(args) -> list:
+    found: list = []
+    torch.fx.node.map_arg(args, found.append)
+    return found
 
 
 def _name(node: torch.fx.Node) -> str:

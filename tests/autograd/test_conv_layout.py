@@ -100,3 +100,28 @@ def test_programs_that_depend_on_memory_order_keep_it():
             out = compiled(x, w)
         torch.testing.assert_close(out, fn(x, w))
         assert "channels" not in graphs[0].wrapper and "(75, 1, 15, 3)" not in graphs[0].wrapper
+
+
+def test_outputs_that_share_a_convolutions_memory_keep_sharing_it():
+    """Two outputs that are views of one convolution's result share its memory in eager; each
+    leaving through its own copy to the program's strides gave them memory of their own (fuzz
+    conv 713017: `v.squeeze()` twice; conv 712680: two results of one `unbind`).  Such graphs keep
+    the program's memory order; one output alone still goes channels-last."""
+    torch.manual_seed(0)
+    x, w = torch.randn(3, 2, 6, 3, requires_grad=True), torch.randn(4, 2, 1, 1)
+
+    def views(x, w):
+        y = torch.nn.functional.conv2d(x, w)
+        return y.squeeze(), y.squeeze(), y, y.unbind(0)[2]
+
+    with ember.config.patch(channels_last_convolutions="cpu"):
+        outs = ember.compile(views)(x, w)
+        compiled, graphs = _compiled(lambda x, w: torch.nn.functional.conv2d(x, w).relu())
+        compiled(x, w)
+    assert "(36, 1, 6, 2)" in graphs[0].wrapper  # (x channels-last: the pass ran there)
+    expected = views(x, w)
+    storages = {o.untyped_storage().data_ptr() for o in outs}
+    assert len(storages) == 1
+    for ours, theirs in zip(outs, expected):
+        torch.testing.assert_close(ours, theirs)
+        assert ours.stride() == theirs.stride()

@@ -641,6 +641,7 @@ def _layer_norm_noise(args) -> torch.Tensor | None:
 
 # Ops whose result moves far for a small move of their first operand: evaluated at x +- its
 # noise, a result beyond the tolerance means the rounding of x, not the compiler, decides it.
+_MASKED_FILLS = (aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 _SENSITIVE = _NOISE_AMPLIFYING + (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.log1p.default,
                                   aten.exp.default, aten.expm1.default)
 
@@ -704,6 +705,51 @@ def _shares_places(tensor: torch.Tensor) -> bool:
     return places.unique().numel() < tensor.numel()
 
 
+# Writes of one place from two elements of the index: on a GPU, eager's threads race and which
+# value lands is the scheduler's choice (GPU index 712532: index_put with indices [3, 2, -1] into
+# 4 rows, -1 being row 3 again; eager kept the first value, ember's kernel the last).
+_INDEX_PUTS = (aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default)
+_SCATTERS = (aten.scatter.src, aten.scatter_.src, aten.index_copy.default, aten.index_copy_.default)
+
+
+def _writes_a_place_twice(func, args, kwargs) -> bool:
+    target = args[0] if args else None
+    if not isinstance(target, torch.Tensor):
+        return False
+    if func in _INDEX_PUTS:
+        indices, values = args[1], args[2]
+        accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+        if accumulate or not isinstance(values, torch.Tensor) or values.numel() <= 1:
+            return False  # (one value everywhere: every order writes the same)
+        if any(i is not None and (i.dtype == torch.bool or i.dtype == torch.uint8) for i in indices):
+            return False  # (a mask names each place once)
+        given = [(dim, i) for dim, i in enumerate(indices) if i is not None]
+        if not given:
+            return False
+        broadcast = torch.broadcast_tensors(*[i.cpu() for _, i in given])
+        linear = torch.zeros(broadcast[0].shape, dtype=torch.int64)
+        for (dim, _), index in zip(given, broadcast):
+            size = target.shape[dim]
+            linear = linear * max(size, 1) + torch.where(index < 0, index + size, index)
+        return linear.unique().numel() < linear.numel()
+    if func in _SCATTERS:
+        dim, index = args[1], args[2]
+        if func in (aten.index_copy.default, aten.index_copy_.default):
+            normalized = index.cpu() % max(target.shape[dim] if target.dim() else 1, 1)
+            return normalized.unique().numel() < normalized.numel()
+        index = index.cpu()
+        if index.numel() < 2:
+            return False
+        dim = dim % max(index.dim(), 1)
+        coords = torch.meshgrid(*[torch.arange(n) for n in index.shape], indexing="ij")
+        places = [index if d == dim else coords[d] for d in range(index.dim())]
+        linear = torch.zeros(index.shape, dtype=torch.int64)
+        for d, place in enumerate(places):
+            linear = linear * max(target.shape[d], index.shape[d], 1) + place
+        return linear.unique().numel() < linear.numel()
+    return False
+
+
 def _races_on_a_gpu(func, args, kwargs) -> bool:
     """An op writing a GPU tensor whose elements share places: eager's threads write each place
     once per element, concurrently, so which write lands (or, accumulating, which updates are
@@ -712,6 +758,8 @@ def _races_on_a_gpu(func, args, kwargs) -> bool:
     schema = getattr(func, "_schema", None)
     if schema is None:
         return False
+    if args and isinstance(args[0], torch.Tensor) and args[0].is_cuda and _writes_a_place_twice(func, args, kwargs):
+        return True
     for index, argument in enumerate(schema.arguments):
         if argument.alias_info is None or not argument.alias_info.is_write:
             continue
@@ -945,11 +993,13 @@ class ConditionWatch(TorchDispatchMode):
                 self.noise_zeros[result] = noisy
             if bound.shape == result.shape:
                 self.sum_bounds[result] = torch.where(torch.isfinite(bound), bound, 0)
-                if func in _MATRIX_PRODUCTS or func is aten.convolution.default:
+                if func in _MATRIX_PRODUCTS or func is aten.convolution.default or func in _ROW_SUMS:
                     # a product's rounding (its own order of additions) carried into a sensitive
                     # op after it (layout 12594: -2 / (v.T @ v) where the 7-term products cancel to
                     # -0.0046: eager -431.846, ember's another order -431.857); a convolution's
-                    # too (GPU conv 710199: the reciprocal of a 1x1 convolution plus its bias)
+                    # too (GPU conv 710199: the reciprocal of a 1x1 convolution plus its bias),
+                    # and a sum's or mean's (GPU autograd 712619: fmod(3000, mean of 8 values near
+                    # 0.05), where an ulp of the divisor moves the remainder by 2e-4)
                     self.abs_noise[result] = torch.where(torch.isfinite(bound), bound, 0)
         return result
 
@@ -1069,6 +1119,11 @@ class ConditionWatch(TorchDispatchMode):
                 self.abs_noise[result] = func(noise, *args[1:])
             elif func in (aten.clone.default, aten._to_copy.default) and isinstance(result, torch.Tensor):
                 self.abs_noise[result] = noise
+            elif func in _MASKED_FILLS and isinstance(result, torch.Tensor) and len(args) > 1 and \
+                    isinstance(args[1], torch.Tensor) and not args[1].is_floating_point():
+                # the filled places hold the (exact) fill value, the others keep their noise
+                self.abs_noise[result] = torch.where(args[1].broadcast_to(result.shape), 0.0,
+                                                     noise.double().broadcast_to(result.shape))
         if func is aten.logsumexp.default and args[0] in self.log_prob_dims:
             # the logsumexp of log-probabilities over their rows is log(1 +- eps): 0 +- noise
             # (reductions 705951: v / v of it, NaN or 1 by the kernel's rounding)

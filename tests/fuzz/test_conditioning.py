@@ -699,3 +699,46 @@ def test_a_quotient_exactly_on_its_jump_from_libm_values_is_ill_conditioned():
 
     assert _watched(quotient, a)
     assert not _watched(lambda x: torch.div(x.expand(3, 4), x, rounding_mode="trunc"), a)
+
+
+def test_a_remainder_by_a_mean_with_a_large_quotient_is_ill_conditioned():
+    """fmod(x, mean(c)) with x ~ 3000 and the mean ~ 0.05: the quotient is 6e4, so one ulp of the
+    mean (a sum's order of additions, eager's or a compiler's) moves the remainder by 2e-4, beyond
+    the tolerance (GPU autograd 712619: eager -0.0501219, ember -0.050322).  A masked_fill between
+    keeps the noise where it does not fill.  A small dividend, or an exact divisor, is not flagged."""
+    gen = torch.Generator().manual_seed(0)
+    c = torch.rand(8, 2, generator=gen) * 0.1
+    big = torch.full((3, 2), 2999.7)
+
+    def remainder(x, y):
+        m = y.mean(0)
+        return torch.fmod(x, m.masked_fill(m != m, -1.5))
+
+    assert _watched(remainder, big, c)
+    assert not _watched(remainder, torch.full((3, 2), 0.3), c)
+    assert not _watched(torch.fmod, big, torch.full((2,), 0.0625))
+
+
+def test_writing_one_place_from_two_index_entries_races_on_a_gpu():
+    """GPU index 712532: index_put (not accumulating) with indices [3, 2, -1] into 4 rows writes
+    row 3 twice (-1 is row 3); eager's GPU threads race, and it kept one value where ember's
+    kernel kept the other.  Distinct places, one value for all, a mask, or accumulating writes
+    are not such races; scatter and index_copy with a place named twice are."""
+    from .conditioning import _writes_a_place_twice
+
+    aten = torch.ops.aten
+    a, values = torch.zeros(4, 5), torch.randn(3, 5)
+    assert _writes_a_place_twice(aten.index_put.default, (a, [torch.tensor([3, 2, -1])], values, False), {})
+    assert not _writes_a_place_twice(aten.index_put.default, (a, [torch.tensor([3, 1, -2])], values, False), {})
+    assert not _writes_a_place_twice(aten.index_put.default, (a, [torch.tensor([3, 2, -1])], values, True), {})
+    assert not _writes_a_place_twice(aten.index_put.default, (a, [torch.tensor([3, 3])], torch.tensor(1.0), False), {})
+    assert not _writes_a_place_twice(aten.index_put.default, (a, [torch.tensor([True, False, True, False])],
+                                                               torch.randn(2, 5), False), {})
+    rows, cols = torch.tensor([[0], [1]]), torch.tensor([1, 1])
+    assert _writes_a_place_twice(aten.index_put.default, (a, [rows, cols], torch.randn(2, 2), False), {})
+    assert not _writes_a_place_twice(aten.index_put.default, (a, [rows, torch.tensor([1, 2])], torch.randn(2, 2), False), {})
+    src = torch.randn(2, 3)
+    assert _writes_a_place_twice(aten.scatter.src, (a, 1, torch.tensor([[0, 1, 0], [1, 2, 3]]), src), {})
+    assert not _writes_a_place_twice(aten.scatter.src, (a, 1, torch.tensor([[0, 1, 2], [0, 1, 2]]), src), {})
+    assert _writes_a_place_twice(aten.index_copy.default, (a, 0, torch.tensor([1, 1]), torch.randn(2, 5)), {})
+    assert not _writes_a_place_twice(aten.index_copy.default, (a, 0, torch.tensor([1, 0]), torch.randn(2, 5)), {})

@@ -25,6 +25,11 @@ GPU_SEEDS = [
     ("conv", 710199),       # the gradient of 1 / v for a cancelling convolution (conditioning: derivatives)
     ("layout", 710111),     # index_put_ into an unfold's shared places (eager's threads race: flaky_eager)
     ("stats", 710099),      # an amax over a[1::2] expanded read a[0] (Triton drops an address's constant: on the pointer)
+    ("known", 711707),      # bool ** True is bool; capture's fakes said int64 (eager/metadata.py)
+    ("conv", 713017),       # two views of one convolution's result as outputs (conv_layout: they share memory)
+    ("conv", 712680),       # two results of one unbind of a convolution (the same)
+    ("autograd", 712619),   # fmod by a mean near 0.05 of 3000s (conditioning: a sum's noise times the quotient)
+    ("index", 712532),      # index_put writing row 3 twice ([3, 2, -1]): eager's threads race (flaky_eager)
 ]
 
 
