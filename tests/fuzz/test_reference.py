@@ -91,3 +91,20 @@ def test_eagers_typical_error_over_a_tensor_counts_at_every_element():
     assert compare_tensor(got, eager, reference, where="grad", fragile=False) is None
     accurate = reference.float()
     assert compare_tensor(got, accurate, reference, where="grad", fragile=False) is not None
+
+
+def test_floats_made_from_integers_are_float64_holding_their_dtypes_value():
+    """`torch.div(bool_tensor, 1e-3, rounding_mode='trunc')` and `torch.arange(0, 0.5, 0.5)` are
+    float32 (the default dtype) in eager; in the reference they met float64 weights in a
+    layer_norm, which raised, and the run had no referee (lowp 16953: a float16 weight gradient
+    that 1-ulp differences of its log_softmax input move by 1%, eager's own error, called wrong)."""
+    b = torch.tensor([True, False])
+    with RoundedCasts():
+        quotient = torch.div(b, 1e-3, rounding_mode="trunc")
+        steps = torch.arange(0, 1.0, 0.3)
+        normed = F.layer_norm(quotient, (2,), torch.ones(2, dtype=torch.float64))
+    assert quotient.dtype == steps.dtype == normed.dtype == torch.float64
+    assert quotient.tolist() == torch.div(b, 1e-3, rounding_mode="trunc").tolist()
+    assert steps.tolist() == torch.arange(0, 1.0, 0.3).double().tolist()
+    (outcome,) = run_program(generate(16953, "lowp"), ("aot_eager",))
+    assert outcome.cls == "ok", (outcome.check, outcome.detail)
