@@ -5,11 +5,9 @@ pure (it runs for real); anything else is a graph break with the builtin's name.
 """
 from __future__ import annotations
 
-import builtins
 import collections
-import inspect
 import functools
-import itertools
+import inspect
 import operator
 import types
 from typing import Any, Callable
@@ -77,14 +75,7 @@ class BuiltinVariable(VariableTracker):
             if result is not None:
                 return result
         if self.function in PURE_BUILTINS and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            from .builder import wrap_constant_result
-
-            try:
-                value = self.function(*[a.as_python_constant() for a in args],
-                                      **{k: v.as_python_constant() for k, v in kwargs.items()})
-            except Exception as error:
-                raise UserException(error) from None
-            return wrap_constant_result(tx, value)
+            return run_for_real(tx, self.function, args, kwargs)
         name = getattr(self.function, "__name__", self.function)
         raise Unsupported(f"builtin {name}() with these arguments is not captured")
 
@@ -177,8 +168,6 @@ def values_equal(tx, left: VariableTracker, right: VariableTracker) -> bool:
 
 def dicts_equal(tx, left: DictVariable, right: DictVariable) -> bool:
     """dict == dict: the same keys with equal values; two OrderedDicts also need the same order."""
-    import collections
-
     if left.items.keys() != right.items.keys():
         return False
     both_ordered = issubclass(left.dict_type, collections.OrderedDict) and \
@@ -245,12 +234,13 @@ def sorted_items(tx, items: list[VariableTracker], kwargs: dict) -> list[Variabl
     return [items[index] for index in order]
 
 
-def _run_for_real(tx, function, *args, **kwargs) -> VariableTracker:
-    """A pure builtin on constants: its real result (its exception is the user's)."""
+def run_for_real(tx, function, args, kwargs) -> VariableTracker:
+    """A pure function on constant variables: its real result (its exception is the user's)."""
     from .builder import wrap_constant_result
 
     try:
-        value = function(*args, **kwargs)
+        value = function(*[arg.as_python_constant() for arg in args],
+                         **{key: arg.as_python_constant() for key, arg in kwargs.items()})
     except Exception as error:
         raise UserException(error) from None
     return wrap_constant_result(tx, value)
@@ -263,14 +253,10 @@ def _iterate(tx, value: VariableTracker) -> list[VariableTracker]:
 # -- handlers ------------------------------------------------------------------------------------
 @register(len)
 def _len(tx, value, **kwargs):
-    from .tensor import TensorVariable
-
     if isinstance(value, ConstantVariable):
         return None
     if isinstance(value, (BaseListVariable, DictVariable, SetVariable)):
         return constant(len(value.items))
-    if isinstance(value, TensorVariable):
-        return value.call_method(tx, "__len__", [], {})
     return value.call_method(tx, "__len__", [], {})
 
 
@@ -280,8 +266,7 @@ def _isinstance(tx, value, classes):
 
     target = classes.as_python_constant() if classes.is_python_constant() else None
     if target is None:
-        static = getattr(classes, "static_value", lambda: None)()
-        target = static
+        target = getattr(classes, "static_value", lambda: None)()
     if target is None:
         if isinstance(classes, TupleVariable):
             target = tuple(getattr(c, "static_value", lambda: None)() or c.as_python_constant() for c in classes.items)
@@ -386,8 +371,6 @@ def _reversed(tx, sequence):
         from .containers import RangeIteratorVariable
 
         return RangeIteratorVariable(sequence.value[::-1])
-    if isinstance(sequence, (DictVariable,)):
-        return ListIteratorVariable(list(reversed(sequence.unpack_sequence(tx))))
     return ListIteratorVariable(list(reversed(sequence.unpack_sequence(tx))))
 
 
@@ -448,54 +431,39 @@ def _sum(tx, iterable, start=None):
     items = _iterate(tx, iterable)
     if all(item.is_python_constant() for item in items) and (start is None or start.is_python_constant()):
         # run for real on the items (the iterable itself may be a generator, not a constant)
-        start_value = () if start is None else (start.as_python_constant(),)
-        return _run_for_real(tx, sum, [item.as_python_constant() for item in items], *start_value)
+        return run_for_real(tx, sum, [TupleVariable(items), *([] if start is None else [start])], {})
     total = start if start is not None else constant(0)
     for item in items:
         total = binary_op(tx, operator.add, total, item)
     return total
 
 
-def _min_max(tx, function, args, kwargs):
-    if len(args) == 1:
-        items = _iterate(tx, args[0])
-    else:
-        items = list(args)
+def _min_max(function, tx, *args, **kwargs):
+    items = _iterate(tx, args[0]) if len(args) == 1 else list(args)
     if all(item.is_python_constant() for item in items) and all(v.is_python_constant() for v in kwargs.values()):
-        constants = [item.as_python_constant() for item in items]
-        return _run_for_real(tx, function, *([constants] if len(args) == 1 else constants),
-                             **{key: value.as_python_constant() for key, value in kwargs.items()})
+        return run_for_real(tx, function, [TupleVariable(items)] if len(args) == 1 else items, kwargs)
     if not items:
         if "default" in kwargs:
             return kwargs["default"]
         raise UserException(ValueError(f"{function.__name__}() arg is an empty sequence"))
+    if kwargs:
+        raise Unsupported(f"{function.__name__}() of non-constants")
+    from ..scalars import symbolic_min_max
+    from .number_or_tensor import tensor_min_max
     from .tensor import TensorVariable
 
-    if not kwargs:
-        from .number_or_tensor import tensor_min_max
-
-        result = tensor_min_max(tx, function, items)  # (0-d tensors and numbers: torch.where)
-        if result is not None:
-            return result
-    if all(isinstance(item, TensorVariable) for item in items) and not kwargs and len(items) == 2:
+    result = tensor_min_max(tx, function, items)  # (0-d tensors and numbers: torch.where)
+    if result is None and len(items) == 2 and all(isinstance(item, TensorVariable) for item in items):
         raise Unsupported(f"{function.__name__}() of tensors compares values")
-    if not kwargs:
-        from ..scalars import symbolic_min_max
-
+    if result is None:
         result = symbolic_min_max(tx, function, items)  # (numbers captured as symbols)
-        if result is not None:
-            return result
-    raise Unsupported(f"{function.__name__}() of non-constants")
+    if result is None:
+        raise Unsupported(f"{function.__name__}() of non-constants")
+    return result
 
 
-@register(min)
-def _min(tx, *args, **kwargs):
-    return _min_max(tx, min, args, kwargs)
-
-
-@register(max)
-def _max(tx, *args, **kwargs):
-    return _min_max(tx, max, args, kwargs)
+register(min)(functools.partial(_min_max, min))
+register(max)(functools.partial(_min_max, max))
 
 
 @register(abs)
@@ -505,27 +473,24 @@ def _abs(tx, value):
     return unary_op(tx, operator.abs, value)
 
 
-@register(all)
-def _all(tx, iterable):
-    for item in _iterate(tx, iterable):
-        if not item.truth(tx):
-            return constant(False)
-    return constant(True)
+def _all_or_any(stop_at: bool):
+    """all() stops at the first false item, any() at the first true one (later items are not read)."""
+    def handler(tx, iterable):
+        for item in _iterate(tx, iterable):
+            if item.truth(tx) == stop_at:
+                return constant(stop_at)
+        return constant(not stop_at)
+
+    return handler
 
 
-@register(any)
-def _any(tx, iterable):
-    for item in _iterate(tx, iterable):
-        if item.truth(tx):
-            return constant(True)
-    return constant(False)
+register(all)(_all_or_any(False))
+register(any)(_all_or_any(True))
 
 
 @register(bool)
 def _bool(tx, value=None):
-    if value is None:
-        return constant(False)
-    return constant(value.truth(tx))
+    return constant(value is not None and value.truth(tx))
 
 
 def _scalar(kind):
@@ -611,14 +576,15 @@ def _callable(tx, value):
     return constant(any("__call__" in klass.__dict__ for klass in value.python_type().__mro__))
 
 
-@register(print)
-def _print(tx, *args, **kwargs):
-    raise Unsupported("print() writes to stdout")
+def _never(reason: str):
+    def handler(tx, *args, **kwargs):
+        raise Unsupported(reason)
+
+    return handler
 
 
-@register(id)
-def _id(tx, *args):
-    raise Unsupported("id() of an object")
+register(print)(_never("print() writes to stdout"))
+register(id)(_never("id() of an object"))
 
 
 @register(super)
@@ -697,44 +663,26 @@ def _operator_delitem(tx, container, index):
     return constant(None)
 
 
-@register(operator.getitem)
-def _operator_getitem(tx, container, index):
-    return tx.getitem(container, index)
+def _identity_test(negated: bool):
+    def handler(tx, left, right):
+        from .operators import is_op
+
+        return constant(bool(is_op(tx, left, right)) != negated)
+
+    return handler
 
 
-@register(operator.not_)
-def _not(tx, value):
-    return constant(not value.truth(tx))
-
-
-@register(operator.is_)
-def _operator_is(tx, left, right):
-    from .operators import is_op
-
-    return constant(bool(is_op(tx, left, right)))
-
-
-@register(operator.is_not)
-def _operator_is_not(tx, left, right):
-    from .operators import is_op
-
-    return constant(not is_op(tx, left, right))
-
-
-@register(operator.truth)
-def _operator_truth(tx, value):
-    return constant(value.truth(tx))
-
-
-@register(operator.contains)
-def _operator_contains(tx, container, item):
-    return contains(tx, container, item)
+register(operator.is_)(_identity_test(False))
+register(operator.is_not)(_identity_test(True))
+register(operator.getitem)(lambda tx, container, index: tx.getitem(container, index))
+register(operator.not_)(lambda tx, value: constant(not value.truth(tx)))
+register(operator.truth)(lambda tx, value: constant(value.truth(tx)))
+register(operator.contains)(contains)
 
 
 @register(inspect.signature)
 def _signature(tx, function, **kwargs):
     """inspect.signature of a function ember knows: computed from the real function (its identity is guarded)."""
-    from .containers import DictVariable
     from .functions import UserFunctionVariable, UserMethodVariable
     from .objects import PythonObjectVariable
 
@@ -744,12 +692,9 @@ def _signature(tx, function, **kwargs):
         raise Unsupported(f"inspect.signature of {function}")
     signature = inspect.signature(target.fn)
     if bound:
-        parameters = list(signature.parameters.values())[1:]
-        signature = signature.replace(parameters=parameters)
-    variable = PythonObjectVariable(signature)
-    variable.parameters = DictVariable({name: PythonObjectVariable(param)
-                                        for name, param in signature.parameters.items()})
-    return _SignatureVariable(signature, variable.parameters)
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    parameters = {name: PythonObjectVariable(param) for name, param in signature.parameters.items()}
+    return _SignatureVariable(signature, DictVariable(parameters))
 
 
 class _SignatureVariable(VariableTracker):
