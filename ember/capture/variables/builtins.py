@@ -25,6 +25,7 @@ from .containers import (
     TupleVariable,
     mapping_pairs,
 )
+from .objects import RealValueVariable
 
 HANDLERS: dict[Any, Callable] = {}
 
@@ -54,16 +55,10 @@ def is_supported_builtin(value: Any) -> bool:
         return False
 
 
-class BuiltinVariable(VariableTracker):
+class BuiltinVariable(RealValueVariable):
     def __init__(self, function: Any, source=None) -> None:
         super().__init__(source)
         self.function = function
-
-    def python_type(self) -> type:
-        return type(self.function)
-
-    def as_python_constant(self) -> Any:
-        return self.function
 
     def static_value(self) -> Any:
         return self.function
@@ -187,7 +182,7 @@ def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableT
             return constant(item.as_python_constant() in container.value)
         except Exception as error:
             raise UserException(error) from None
-    from .objects import NewObjectVariable, UserObjectVariable, _class_attribute
+    from .objects import InstanceVariable, has_python_method
     from .tensor import TensorVariable
 
     if isinstance(container, TensorVariable):
@@ -203,10 +198,8 @@ def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableT
         expr = f"({tx.graph.guards.ref(key)} in {container.source.expr()}) is {answer}"
         tx.graph.guards.add(expr, f"{key!r} {'in' if answer else 'not in'} {container.source.expr()}")
         return constant(answer)
-    if isinstance(container, (UserObjectVariable, NewObjectVariable)):
-        found, raw = _class_attribute(container.python_type(), "__contains__")
-        if found and isinstance(raw, types.FunctionType):
-            return constant(container.call_method(tx, "__contains__", [item], {}).truth(tx))
+    if isinstance(container, InstanceVariable) and has_python_method(container.python_type(), "__contains__"):
+        return constant(container.call_method(tx, "__contains__", [item], {}).truth(tx))
     from .glue_values import contains_answer, tensor_comparison
 
     terms = []  # one-element `candidate == item` tensors the glue reads (glue_values.py)
@@ -514,19 +507,18 @@ register(float)(_scalar(float))
 
 def to_text(tx, value: VariableTracker, kind: str) -> VariableTracker:
     """str()/repr() of a value: constants for real, user objects through their Python methods."""
+    function = str if kind == "__str__" else repr
     if value.is_python_constant():
-        function = str if kind == "__str__" else repr
         return constant(function(value.as_python_constant()))
-    from .objects import NewObjectVariable, UserObjectVariable, _class_attribute
+    from .objects import InstanceVariable, NewObjectVariable, _class_attribute, has_python_method
 
     caught = getattr(value, "static_value", lambda: None)()
     if isinstance(caught, BaseException) and type(caught).__module__ == "builtins":
         # an exception that user code caught: a builtin exception's text is fixed by its args
-        return constant(str(caught) if kind == "__str__" else repr(caught))
-    if isinstance(value, (UserObjectVariable, NewObjectVariable)):
+        return constant(function(caught))
+    if isinstance(value, InstanceVariable):
         for name in ((kind, "__repr__") if kind == "__str__" else (kind,)):
-            found, raw = _class_attribute(value.python_type(), name)
-            if found and isinstance(raw, types.FunctionType):
+            if has_python_method(value.python_type(), name):
                 result = value.call_method(tx, name, [], {})
                 if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
                     raise Unsupported(f"{name} returned a non-string")
@@ -535,7 +527,7 @@ def to_text(tx, value: VariableTracker, kind: str) -> VariableTracker:
                 and _class_attribute(value.cls, "__str__")[1] is object.__str__:
             from .glue_values import ObjectTextVariable  # "<mod.Class object at 0x...>": the glue's
 
-            return ObjectTextVariable(value, str if kind == "__str__" else repr)
+            return ObjectTextVariable(value, function)
     raise Unsupported(f"{kind[2:-2]}() of {value}")
 
 

@@ -7,7 +7,6 @@ unknown descriptor is not modelled and breaks the graph instead of guessing.
 """
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import operator
@@ -18,8 +17,8 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported, UserException
-from ..sources import AttrSource, DictItemSource, Source
-from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant, is_constant_value
+from ..sources import AttrSource, DictItemSource
+from .base import INPLACE_TO_BINARY, VariableTracker, constant, is_constant_value
 
 _PURE_MODULES = {math, operator}
 # The operator functions that write into their first argument: never run for real (on a copy
@@ -27,18 +26,22 @@ _PURE_MODULES = {math, operator}
 _MUTATING_OPERATORS = {operator.setitem, operator.delitem, operator.iconcat, *INPLACE_TO_BINARY}
 
 
-class PythonObjectVariable(VariableTracker):
+class RealValueVariable(VariableTracker):
+    """A real object known at capture time (its `static_value`): it is its own constant."""
+
+    def python_type(self) -> type:
+        return type(self.static_value())
+
+    def as_python_constant(self) -> Any:
+        return self.static_value()
+
+
+class PythonObjectVariable(RealValueVariable):
     """A real object used as it is: a Python module, a C function, an enum member, ..."""
 
     def __init__(self, value: Any, source=None) -> None:
         super().__init__(source)
         self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def static_value(self) -> Any:
         return self.value
@@ -59,8 +62,6 @@ class PythonObjectVariable(VariableTracker):
         return wrap_static(tx, attribute)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from .builder import wrap_constant_result
-
         value = self.value
         owner = getattr(value, "__self__", None)
         pure = not any(value is function for function in _MUTATING_OPERATORS) and (
@@ -69,12 +70,9 @@ class PythonObjectVariable(VariableTracker):
             or (owner is not None and is_constant_value(owner) and not isinstance(owner, types.ModuleType))
         )
         if pure and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            try:
-                result = value(*[a.as_python_constant() for a in args],
-                               **{k: a.as_python_constant() for k, a in kwargs.items()})
-            except Exception as error:
-                raise UserException(error) from None
-            return wrap_constant_result(tx, result)
+            from .builtins import run_for_real
+
+            return run_for_real(tx, value, args, kwargs)
         if pure and getattr(value, "__module__", None) == "math":
             from ..scalars import symbolic_math
 
@@ -99,12 +97,16 @@ def _trusted_getattribute(cls: type) -> bool:
 _CONFIG_PURE_METHODS = {"get_text_config"}
 
 
-class ConfigPureMethodVariable(VariableTracker):
+class OwnerMethodVariable(VariableTracker):
+    """A method `name` read from the object `owner`, modelled by the subclass's call_function."""
+
     def __init__(self, owner: "UserObjectVariable", name: str) -> None:
         super().__init__()
         self.owner = owner
         self.name = name
 
+
+class ConfigPureMethodVariable(OwnerMethodVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         import copy
 
@@ -137,6 +139,11 @@ def _class_attribute(cls: type, name: str) -> tuple[bool, Any]:
     return False, None
 
 
+def has_python_method(cls: type, name: str) -> bool:
+    """Whether `cls` (or a base) defines `name` as a plain Python function (one that can be inlined)."""
+    return isinstance(_class_attribute(cls, name)[1], types.FunctionType)
+
+
 def _check_plain_getattr(cls: type) -> None:
     for klass in cls.__mro__:
         raw = klass.__dict__.get("__getattribute__")
@@ -147,16 +154,10 @@ def _check_plain_getattr(cls: type) -> None:
 _READ_ONLY_DICT_METHODS = {"get", "__getitem__", "__contains__", "__len__", "keys", "values", "items"}
 
 
-class BuiltinDictMethodVariable(VariableTracker):
+class BuiltinDictMethodVariable(OwnerMethodVariable):
     """A read-only dict method reached through super() on an existing dict subclass object."""
 
-    def __init__(self, owner: "UserObjectVariable", name: str) -> None:
-        super().__init__()
-        self.owner = owner
-        self.name = name
-
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from ..sources import Source
         from .builder import wrap
 
         owner = self.owner
@@ -188,8 +189,6 @@ class BuiltinDictMethodVariable(VariableTracker):
 
             return ListIteratorVariable([constant(key) for key in keys])
         raise Unsupported(f"dict.{self.name} on a dict subclass")
-
-
 
 
 def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: Any, attr_source) -> VariableTracker:
@@ -229,50 +228,15 @@ def _pybind_field(cls: type, raw: property) -> bool:
     return type(cls).__name__ == "pybind11_type" and type(raw.fget).__name__ == "instancemethod"
 
 
-def _python_protocol(variable: VariableTracker, tx, name: str) -> VariableTracker:
-    found, raw = _class_attribute(variable.python_type(), name)
-    if found and isinstance(raw, types.FunctionType):
-        return variable.call_method(tx, name, [], {})
-    raise Unsupported(f"{name} of {variable.python_type().__name__} is not a Python function")
-
-
-def _object_enter(self, tx) -> VariableTracker:
-    """`with obj:` on a user context manager: its __enter__ is inlined."""
-    return _python_protocol(self, tx, "__enter__")
-
-
-def _object_exit(self, tx) -> VariableTracker:
-    """The normal exit of a user context manager's block (an exception leaving the block is a
-    graph break, see WITH_EXCEPT_START)."""
-    found, raw = _class_attribute(self.python_type(), "__exit__")
-    if not (found and isinstance(raw, types.FunctionType)):
-        raise Unsupported(f"__exit__ of {self.python_type().__name__} is not a Python function")
-    none = constant(None)
-    return self.call_method(tx, "__exit__", [none, none, none], {})
-
-
-def _object_get_iter(self, tx) -> VariableTracker:
-    return _python_protocol(self, tx, "__iter__").get_iter(tx)
-
-
-def _object_unpack(self, tx) -> list[VariableTracker]:
-    return self.get_iter(tx).unpack_sequence(tx)
-
-
 _LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "exception", "log",
                     "warning_once", "info_once", "warning_advice"}
 
 
-class LoggingCallVariable(VariableTracker):
+class LoggingCallVariable(OwnerMethodVariable):
     """`logger.warning(...)`: a call on an existing logger, replayed after the graph runs.
 
     Logging neither reads nor writes tensors, so moving it after the graph changes nothing
     the program can observe except the order of log lines relative to other output."""
-
-    def __init__(self, owner: "UserObjectVariable", name: str) -> None:
-        super().__init__()
-        self.owner = owner
-        self.name = name
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
@@ -281,7 +245,44 @@ class LoggingCallVariable(VariableTracker):
         return constant(None)
 
 
-class UserObjectVariable(VariableTracker):
+class InstanceVariable(VariableTracker):
+    """What instances of user classes share: calls, iteration and `with` run the class's Python methods."""
+
+    def _protocol(self, tx, name: str, args: list = ()) -> VariableTracker:
+        if not has_python_method(self.python_type(), name):
+            raise Unsupported(f"{name} of {self.python_type().__name__} is not a Python function")
+        return self.call_method(tx, name, list(args), {})
+
+    def _check_assignable(self, name: str, force: bool = False) -> None:
+        cls = self.python_type()
+        if not force and cls.__setattr__ is not object.__setattr__:
+            raise Unsupported(f"{cls.__name__} defines __setattr__")
+        found, raw = _class_attribute(cls, name)
+        if found and hasattr(type(raw), "__set__"):
+            raise Unsupported(f"assignment to descriptor {cls.__name__}.{name}")
+
+    def call_function(self, tx, args, kwargs) -> VariableTracker:
+        if has_python_method(self.python_type(), "__call__"):
+            return self.var_getattr(tx, "__call__").call_function(tx, args, kwargs)
+        raise Unsupported(f"call of a {self.python_type().__name__} object")
+
+    def get_iter(self, tx) -> VariableTracker:
+        return self._protocol(tx, "__iter__").get_iter(tx)
+
+    def unpack_sequence(self, tx) -> list[VariableTracker]:
+        return self.get_iter(tx).unpack_sequence(tx)
+
+    def enter(self, tx) -> VariableTracker:
+        """`with obj:` on a user context manager: its __enter__ is inlined."""
+        return self._protocol(tx, "__enter__")
+
+    def exit(self, tx) -> VariableTracker:
+        """The normal exit of a user context manager's block (an exception leaving the block is a
+        graph break, see WITH_EXCEPT_START)."""
+        return self._protocol(tx, "__exit__", [constant(None)] * 3)
+
+
+class UserObjectVariable(InstanceVariable):
     """An instance of a user-defined class that existed before the frame ran."""
 
     def __init__(self, value: Any, source=None) -> None:
@@ -356,29 +357,10 @@ class UserObjectVariable(VariableTracker):
         return wrap_static(tx, value)
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
-        cls = type(self.value)
-        if cls.__setattr__ is not object.__setattr__:
-            raise Unsupported(f"{cls.__name__} defines __setattr__")
-        found, raw = _class_attribute(cls, name)
-        if found and hasattr(type(raw), "__set__"):
-            raise Unsupported(f"assignment to descriptor {cls.__name__}.{name}")
+        self._check_assignable(name)
         if not hasattr(self.value, "__dict__"):
-            raise Unsupported(f"{cls.__name__} has no instance dict")
+            raise Unsupported(f"{type(self.value).__name__} has no instance dict")
         tx.graph.side_effects.store_attr(self, name, value)
-
-    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        found, raw = _class_attribute(type(self.value), "__call__")
-        if found and isinstance(raw, types.FunctionType):
-            return self.var_getattr(tx, "__call__").call_function(tx, args, kwargs)
-        raise Unsupported(f"call of a {type(self.value).__name__} object")
-
-    get_iter = _object_get_iter
-    unpack_sequence = _object_unpack
-    enter = _object_enter
-    exit = _object_exit
 
     def __repr__(self) -> str:
         return f"UserObjectVariable({type(self.value).__name__})"
@@ -415,7 +397,7 @@ class WeakRefVariable(VariableTracker):
         return f"WeakRefVariable({type(self.ref()).__name__})"
 
 
-class NewObjectVariable(VariableTracker):
+class NewObjectVariable(InstanceVariable):
     """An instance of a user-defined class created during capture."""
 
     def __init__(self, cls: type) -> None:
@@ -450,26 +432,8 @@ class NewObjectVariable(VariableTracker):
         raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
 
     def store_attr(self, tx, name: str, value: VariableTracker, force: bool = False) -> None:
-        if not force and self.cls.__setattr__ is not object.__setattr__:
-            raise Unsupported(f"{self.cls.__name__} defines __setattr__")
-        found, raw = _class_attribute(self.cls, name)
-        if found and hasattr(type(raw), "__set__"):
-            raise Unsupported(f"assignment to descriptor {self.cls.__name__}.{name}")
+        self._check_assignable(name, force)
         self.attrs[name] = value
-
-    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        found, raw = _class_attribute(self.cls, "__call__")
-        if found and isinstance(raw, types.FunctionType):
-            return self.var_getattr(tx, "__call__").call_function(tx, args, kwargs)
-        raise Unsupported(f"call of a {self.cls.__name__} object")
-
-    get_iter = _object_get_iter
-    unpack_sequence = _object_unpack
-    enter = _object_enter
-    exit = _object_exit
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"
@@ -517,16 +481,10 @@ def _is_plain_user_class(cls: type) -> bool:
     return True
 
 
-class ClassVariable(VariableTracker):
+class ClassVariable(RealValueVariable):
     def __init__(self, cls: type, source=None) -> None:
         super().__init__(source)
         self.cls = cls
-
-    def python_type(self) -> type:
-        return type(self.cls)
-
-    def as_python_constant(self) -> Any:
-        return self.cls
 
     def static_value(self) -> Any:
         return self.cls
@@ -624,8 +582,6 @@ class ClassVariable(VariableTracker):
 def _make_stateless_module(tx, cls: type, args: list, kwargs: dict) -> VariableTracker:
     """`CrossEntropyLoss()` inside forward: a torch module with no parameters or buffers, built
     from constants, is a private, fixed object; it is built now and rebuilt by the glue if needed."""
-    import torch
-
     from .modules import NNModuleVariable
 
     const_args = [arg.as_python_constant() for arg in args]
@@ -708,10 +664,3 @@ class _NoOpFunction(VariableTracker):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         return constant(None)
 
-
-def is_user_class(cls: Any) -> bool:
-    return inspect.isclass(cls) and _is_plain_user_class(cls)
-
-
-def constant_variable(value: Any) -> ConstantVariable:
-    return ConstantVariable(value)
