@@ -18,7 +18,28 @@ from .base import ConstantVariable, VariableTracker, constant
 from .sets import DictViewVariable, SetVariable, hash_key, lookup_key, missing_key  # noqa: F401 (re-exported)
 
 
-_const_key = hash_key  # the key a dict or set entry is stored under (other modules import this name)
+class UnreadItems:
+    """Items of a value found at a source that are wrapped (and guarded) only when read:
+    `unread` maps an index or key to (translator, real value, source); its slot in `_items` is None."""
+
+    unread: dict | None = None
+
+    @property
+    def items(self):
+        if self.unread:
+            for key in list(self.unread):
+                self._read(key)
+        return self._items
+
+    @items.setter
+    def items(self, value) -> None:
+        self._items = value
+
+    def _read(self, key: Any) -> None:
+        from .builder import wrap
+
+        tx, value, source = self.unread.pop(key)
+        self._items[key] = wrap(tx, value, source)
 
 
 class BaseListVariable(VariableTracker):
@@ -79,12 +100,11 @@ class BaseListVariable(VariableTracker):
         return f"{type(self).__name__}({self.items!r})"
 
 
-class TupleVariable(BaseListVariable):
+class TupleVariable(UnreadItems, BaseListVariable):
     """A tuple.  A frame argument's tuple of constants wraps (and guards) its items lazily, as a
     dict's values (`DictVariable`): `y[1]` guards only `y[1]` (and the length)."""
 
     container_type = tuple
-    unread: dict | None = None  # index -> (translator, real item, source), slot in _items: None
 
     @classmethod
     def unread_tuple(cls, tx, value: tuple, source) -> "TupleVariable":
@@ -94,23 +114,6 @@ class TupleVariable(BaseListVariable):
         variable = cls([None] * len(value), source=source)
         variable.unread = {index: (tx, item, ItemSource(source, index)) for index, item in enumerate(value)}
         return variable
-
-    @property
-    def items(self) -> list[VariableTracker]:
-        if self.unread:
-            for index in list(self.unread):
-                self._read(index)
-        return self._items
-
-    @items.setter
-    def items(self, value: list[VariableTracker]) -> None:
-        self._items = value
-
-    def _read(self, index: int) -> None:
-        from .builder import wrap
-
-        tx, value, source = self.unread.pop(index)
-        self._items[index] = wrap(tx, value, source)
 
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         if self.unread and index.is_python_constant() and type(index.as_python_constant()) is int:
@@ -135,10 +138,6 @@ def _constant_tensor_index(index: VariableTracker) -> int | None:
         return operator.index(known)
     except TypeError as error:
         raise UserException(error) from None
-
-
-class SizeLikeTuple(TupleVariable):
-    pass
 
 
 def _field_names(tuple_class: type) -> tuple:
@@ -285,13 +284,9 @@ class ListVariable(BaseListVariable):
                     del items[position]
                     return constant(None)
             raise UserException(ValueError("list.remove(x): x not in list"))
-        if name == "clear" and not args:
+        if name in ("clear", "reverse") and not args:
             self.mutated(tx)
-            items.clear()
-            return constant(None)
-        if name == "reverse" and not args:
-            self.mutated(tx)
-            items.reverse()
+            getattr(items, name)()
             return constant(None)
         if name == "copy" and not args:
             return ListVariable(list(items))
@@ -333,15 +328,12 @@ class ListVariable(BaseListVariable):
         raise Unsupported(f"attribute {name!r} of a list")
 
 
-class DictVariable(VariableTracker):
+class DictVariable(UnreadItems, VariableTracker):
     """A dict with constant keys (str, int, ...); values are any variables.
 
     A dict that existed before the frame wraps (and guards) its constant values lazily: `y[1]`
     reads and guards only that value, so a change to a value the frame never reads does not
     recompile.  Anything else that looks at the values (`items`) wraps them all first."""
-
-    # key -> (translator, real value, source) of values not wrapped yet (their slot in _items: None)
-    unread: dict | None = None
 
     def __init__(self, items: dict[Any, VariableTracker], source=None, dict_type: type = dict,
                  key_vars: dict[Any, VariableTracker] | None = None) -> None:
@@ -352,29 +344,12 @@ class DictVariable(VariableTracker):
         self.key_vars = dict(key_vars or {})
         self.default_factory: VariableTracker | None = None
 
-    @property
-    def items(self) -> dict[Any, VariableTracker]:
-        if self.unread:
-            for key in list(self.unread):
-                self._read(key)
-        return self._items
-
-    @items.setter
-    def items(self, value: dict[Any, VariableTracker]) -> None:
-        self._items = value
-
     def add_unread(self, tx, key: Any, value: Any, source) -> None:
         """A constant value of a dict found at a source, wrapped (and guarded) when read."""
         if self.unread is None:
             self.unread = {}
         self.unread[key] = (tx, value, source)
         self._items[key] = None
-
-    def _read(self, key: Any) -> None:
-        from .builder import wrap
-
-        tx, value, source = self.unread.pop(key)
-        self._items[key] = wrap(tx, value, source)
 
     def read_one(self, key: Any) -> dict[Any, VariableTracker]:
         """The items, with only `key`'s value read (the rest may stay unread)."""
@@ -447,12 +422,8 @@ class DictVariable(VariableTracker):
             if key in items:
                 return items[key]
             return args[1] if len(args) == 2 else constant(None)
-        if name == "keys" and not args:
-            return DictViewVariable(self, "keys")
-        if name == "values" and not args:
-            return DictViewVariable(self, "values")
-        if name == "items" and not args:
-            return DictViewVariable(self, "items")
+        if name in ("keys", "values", "items") and not args:
+            return DictViewVariable(self, name)
         if name == "update" and len(args) <= 1:
             pairs = mapping_pairs(tx, args[0]) if args else []
             self.mutated(tx)
@@ -572,7 +543,14 @@ def _mapping_keys(tx, other: VariableTracker) -> list[VariableTracker] | None:
     return keys_view.get_iter(tx).unpack_sequence(tx)
 
 
-class ListIteratorVariable(VariableTracker):
+class IteratorVariable(VariableTracker):
+    """An iterator: iter() of it is itself."""
+
+    def get_iter(self, tx) -> VariableTracker:
+        return self
+
+
+class ListIteratorVariable(IteratorVariable):
     """An iterator over a known list of variables (also what generators materialize into)."""
 
     def __init__(self, items: list[VariableTracker], index: int = 0, iterator_type: type | None = None,
@@ -598,17 +576,13 @@ class ListIteratorVariable(VariableTracker):
         self.index = len(self.items)
         return rest
 
-    def get_iter(self, tx) -> VariableTracker:
-        return self
-
     def remaining(self) -> list[VariableTracker]:
         return self.items[self.index:]
 
 
-class RangeIteratorVariable(VariableTracker):
+class RangeIteratorVariable(IteratorVariable):
     def __init__(self, value: range) -> None:
         super().__init__()
-        self.iterator = iter(value)
         self.remaining_range = value
 
     def python_type(self) -> type:
@@ -625,20 +599,3 @@ class RangeIteratorVariable(VariableTracker):
         rest = [constant(item) for item in self.remaining_range]
         self.remaining_range = range(0)
         return rest
-
-    def get_iter(self, tx) -> VariableTracker:
-        return self
-
-
-def make_container(tx, python_type: type, items: list[VariableTracker]) -> VariableTracker:
-    if python_type is tuple:
-        return TupleVariable(items)
-    if python_type is list:
-        return ListVariable(items)
-    if python_type in (set, frozenset):
-        return SetVariable(items, frozen=python_type is frozenset)
-    raise Unsupported(f"building a {python_type.__name__}")
-
-
-def ordered_dict_type():
-    return collections.OrderedDict

@@ -21,7 +21,7 @@ from typing import Any, Callable, Generator
 from ..errors import Unsupported, UserException
 from .base import ConstantVariable, VariableTracker, constant
 from .builtins import register
-from .containers import TupleVariable
+from .containers import IteratorVariable, TupleVariable
 
 Steps = Generator[VariableTracker, Any, None]
 
@@ -48,7 +48,7 @@ def _constant_int(value: VariableTracker, what: str) -> int:
     return value.as_python_constant()
 
 
-class LazyIteratorVariable(VariableTracker):
+class LazyIteratorVariable(IteratorVariable):
     """An iterator made by `function(*args, **kwargs)` whose items `steps` makes on demand."""
 
     MAX_ITEMS = 100_000  # draining more than this: almost certainly an infinite iterator
@@ -76,9 +76,6 @@ class LazyIteratorVariable(VariableTracker):
         except StopIteration:
             self.finished = True
             return None
-
-    def get_iter(self, tx) -> VariableTracker:
-        return self
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         items = []
@@ -116,7 +113,7 @@ def lazy(function: Callable, python_type: type | None = None):
 
 
 # -- infinite producers --------------------------------------------------------------------------
-class CountIteratorVariable(VariableTracker):
+class CountIteratorVariable(IteratorVariable):
     def __init__(self, start: Any, step: Any) -> None:
         super().__init__()
         self.current = start
@@ -130,9 +127,6 @@ class CountIteratorVariable(VariableTracker):
         self.current = self.current + self.step
         return constant(value)
 
-    def get_iter(self, tx) -> VariableTracker:
-        return self
-
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         raise Unsupported("itertools.count() never ends")
 
@@ -143,7 +137,7 @@ class CountIteratorVariable(VariableTracker):
         return []
 
 
-class RepeatIteratorVariable(VariableTracker):
+class RepeatIteratorVariable(IteratorVariable):
     def __init__(self, value: VariableTracker) -> None:
         super().__init__()
         self.value = value
@@ -153,9 +147,6 @@ class RepeatIteratorVariable(VariableTracker):
 
     def next_value(self, tx) -> VariableTracker:
         return self.value
-
-    def get_iter(self, tx) -> VariableTracker:
-        return self
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         raise Unsupported("itertools.repeat() without a count never ends")
