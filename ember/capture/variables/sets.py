@@ -82,20 +82,15 @@ def missing_key(key_var: VariableTracker, key: Any) -> Exception:
     return UserException(KeyError(key))
 
 
-_MUTATING = {"add", "discard", "remove", "update", "clear", "pop", "intersection_update",
-             "difference_update", "symmetric_difference_update"}
 _OPERATOR_METHODS = {operator.or_: "union", operator.and_: "intersection", operator.sub: "difference",
                      operator.xor: "symmetric_difference"}
-_INPLACE = {operator.ior: operator.or_, operator.iand: operator.and_, operator.isub: operator.sub,
-            operator.ixor: operator.xor}
-_COMPARISONS = {
-    operator.eq: lambda a, b: a == b,
-    operator.ne: lambda a, b: a != b,
-    operator.le: lambda a, b: a <= b,
-    operator.lt: lambda a, b: a < b,
-    operator.ge: lambda a, b: a >= b,
-    operator.gt: lambda a, b: a > b,
-}
+# the in-place operator -> (its binary operator, the set method that does it in place)
+_INPLACE = {operator.ior: (operator.or_, "update"), operator.iand: (operator.and_, "intersection_update"),
+            operator.isub: (operator.sub, "difference_update"),
+            operator.ixor: (operator.xor, "symmetric_difference_update")}
+_UPDATES = {method: _OPERATOR_METHODS[binary] for binary, method in _INPLACE.values()}  # update -> union, ...
+_MUTATING = {"add", "discard", "remove", "clear", "pop", *_UPDATES}
+_COMPARISONS = {operator.eq, operator.ne, operator.le, operator.lt, operator.ge, operator.gt}
 
 
 class SetVariable(VariableTracker):
@@ -168,15 +163,13 @@ class SetVariable(VariableTracker):
             self.mutated(tx)
             items.clear()
             return constant(None)
-        if name in ("update", "intersection_update", "difference_update", "symmetric_difference_update"):
-            others = [iterable_keys(tx, arg) for arg in args]
-            result = combine(name.removesuffix("_update") if name != "update" else "union", items, others)
+        if name in _UPDATES or name in _OPERATOR_METHODS.values():
+            result = combine(_UPDATES.get(name, name), items, [iterable_keys(tx, arg) for arg in args])
+            if name not in _UPDATES:
+                return SetVariable.from_keys(result, frozen=self.frozen)
             self.mutated(tx)
             self.items = result
             return constant(None)
-        if name in ("union", "intersection", "difference", "symmetric_difference"):
-            others = [iterable_keys(tx, arg) for arg in args]
-            return SetVariable.from_keys(combine(name, items, others), frozen=self.frozen)
         if name in ("issubset", "issuperset", "isdisjoint") and len(args) == 1:
             other = iterable_keys(tx, args[0]).keys()
             mine = items.keys()
@@ -259,11 +252,9 @@ def set_operator(tx, function, left: VariableTracker, right: VariableTracker) ->
     if not (_is_real_set(left) or _is_view(left) or _is_real_set(right) or _is_view(right)):
         return None
     if function in _INPLACE:
-        binary = _INPLACE[function]
+        binary, method = _INPLACE[function]
         if isinstance(left, SetVariable) and not left.frozen and _is_real_set(right):
-            # set |= set mutates the set in place (every alias sees it)
-            left.call_method(tx, _OPERATOR_METHODS[binary] + "_update" if binary is not operator.or_ else "update",
-                             [right], {})
+            left.call_method(tx, method, [right], {})  # set |= set mutates the set in place (every alias sees it)
             return left
         function = binary
     if function in _OPERATOR_METHODS:
@@ -278,7 +269,7 @@ def set_operator(tx, function, left: VariableTracker, right: VariableTracker) ->
     if function in _COMPARISONS:
         left_items, right_items = set_items(tx, left), set_items(tx, right)
         if left_items is not None and right_items is not None:
-            return constant(_COMPARISONS[function](left_items.keys(), right_items.keys()))
+            return constant(function(left_items.keys(), right_items.keys()))
         other = right if left_items is not None else left
         if function in (operator.eq, operator.ne) and _is_builtin_value(other):
             return constant(function is operator.ne)  # a set is never equal to a non-set
