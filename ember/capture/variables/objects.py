@@ -21,6 +21,17 @@ from ..sources import AttrSource, DictItemSource
 from .base import INPLACE_TO_BINARY, VariableTracker, constant, is_constant_value
 
 _PURE_MODULES = {math, operator}
+
+
+def _attr_source(source, name: str):
+    return AttrSource(source, name) if source is not None else None
+
+
+def _wrap_read(tx, value: Any, source) -> VariableTracker:
+    """A value read from a real object: guarded where it was found (`source`), else used as it is."""
+    from .builder import wrap, wrap_static
+
+    return wrap(tx, value, source) if source is not None else wrap_static(tx, value)
 # The operator functions that write into their first argument: never run for real (on a copy
 # of a constant-looking list the write would silently vanish); builtins.py models them.
 _MUTATING_OPERATORS = {operator.setitem, operator.delitem, operator.iconcat, *INPLACE_TO_BINARY}
@@ -47,7 +58,7 @@ class PythonObjectVariable(RealValueVariable):
         return self.value
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap, wrap_static
+        from .builder import wrap_static
 
         try:
             attribute = getattr(self.value, name)
@@ -57,9 +68,7 @@ class PythonObjectVariable(RealValueVariable):
             module_name = self.value.__name__
             if module_name == "torch" or module_name.startswith("torch.") or self.value in _PURE_MODULES:
                 return wrap_static(tx, attribute)
-        if self.source is not None:
-            return wrap(tx, attribute, AttrSource(self.source, name))
-        return wrap_static(tx, attribute)
+        return _wrap_read(tx, attribute, _attr_source(self.source, name))
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         value = self.value
@@ -97,6 +106,14 @@ def _trusted_getattribute(cls: type) -> bool:
 _CONFIG_PURE_METHODS = {"get_text_config"}
 
 
+def _constant_call(args: list, kwargs: dict) -> tuple[list, dict, str]:
+    """The real values of constant call arguments, and the call's argument list as source text."""
+    const_args = [arg.as_python_constant() for arg in args]
+    const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+    text = ", ".join([*map(repr, const_args), *(f"{k}={v!r}" for k, v in const_kwargs.items())])
+    return const_args, const_kwargs, text
+
+
 class OwnerMethodVariable(VariableTracker):
     """A method `name` read from the object `owner`, modelled by the subclass's call_function."""
 
@@ -115,8 +132,7 @@ class ConfigPureMethodVariable(OwnerMethodVariable):
         owner = self.owner
         if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
             raise Unsupported(f"config.{self.name} with non-constant arguments")
-        const_args = [arg.as_python_constant() for arg in args]
-        const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+        const_args, const_kwargs, call_args = _constant_call(args, kwargs)
         expr = owner.source.expr()
         snapshot = copy.deepcopy(owner.value.__dict__)
         guards = tx.graph.guards
@@ -127,7 +143,6 @@ class ConfigPureMethodVariable(OwnerMethodVariable):
         if is_constant_value(result):
             return wrap_constant_result(tx, result)
         variable = UserObjectVariable(result)
-        call_args = ", ".join([*map(repr, const_args), *(f"{k}={v!r}" for k, v in const_kwargs.items())])
         variable.rebuild_expr = f"{expr}.{self.name}({call_args})"  # how the glue makes it again
         return variable
 
@@ -192,7 +207,7 @@ class BuiltinDictMethodVariable(OwnerMethodVariable):
 
 
 def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: Any, attr_source) -> VariableTracker:
-    from .builder import wrap, wrap_static
+    from .builder import wrap_static
     from .functions import UserMethodVariable
 
     if isinstance(raw, types.FunctionType):
@@ -212,14 +227,12 @@ def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: An
             value = raw.__get__(owner.real_object, cls)
         except AttributeError as error:
             raise UserException(error) from None
-        return wrap(tx, value, attr_source) if attr_source is not None else wrap_static(tx, value)
+        return _wrap_read(tx, value, attr_source)
     if hasattr(type(raw), "__get__") and not isinstance(raw, (types.BuiltinFunctionType, type)):
         if isinstance(raw, (types.MethodDescriptorType, types.WrapperDescriptorType)):
             raise Unsupported(f"builtin method {name} of {cls.__name__}")
         raise Unsupported(f"descriptor {type(raw).__name__} for {cls.__name__}.{name}")
-    if attr_source is not None:
-        return wrap(tx, raw, attr_source)
-    return wrap_static(tx, raw)
+    return _wrap_read(tx, raw, attr_source)
 
 
 def _pybind_field(cls: type, raw: property) -> bool:
@@ -300,8 +313,6 @@ class UserObjectVariable(InstanceVariable):
         return self.value if self.source is None else None
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap, wrap_static
-
         pending = tx.graph.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
@@ -320,17 +331,12 @@ class UserObjectVariable(InstanceVariable):
         found, raw = _class_attribute(cls, name)
         if found and (isinstance(raw, property) or hasattr(type(raw), "__set__")):
             # (a slot's or pybind field's value is read for real: guarded where it was found)
-            source = AttrSource(self.source, name) if self.source is not None else None
-            return _descriptor_result(tx, self, cls, name, raw, source)
+            return _descriptor_result(tx, self, cls, name, raw, _attr_source(self.source, name))
         instance_dict = getattr(self.value, "__dict__", None)
         if instance_dict is not None and name in instance_dict:
-            value = instance_dict[name]
-            if self.source is not None:
-                return wrap(tx, value, AttrSource(self.source, name))
-            return wrap_static(tx, value)
+            return _wrap_read(tx, instance_dict[name], _attr_source(self.source, name))
         if found:
-            source = AttrSource(self.source, name) if self.source is not None else None
-            return _descriptor_result(tx, self, cls, name, raw, source)
+            return _descriptor_result(tx, self, cls, name, raw, _attr_source(self.source, name))
         if hasattr(cls, "__getattr__"):
             raise Unsupported(f"{cls.__name__} defines __getattr__")
         if self.source is not None:
@@ -339,7 +345,7 @@ class UserObjectVariable(InstanceVariable):
         raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
 
     def _trusted_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap, wrap_static
+        from .builder import wrap_static
 
         try:
             value = getattr(self.value, name)
@@ -352,9 +358,7 @@ class UserObjectVariable(InstanceVariable):
 
             if isinstance(value.__func__, types.FunctionType):
                 return UserMethodVariable(wrap_static(tx, value.__func__), self)
-        if self.source is not None:
-            return wrap(tx, value, AttrSource(self.source, name))
-        return wrap_static(tx, value)
+        return _wrap_read(tx, value, _attr_source(self.source, name))
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         self._check_assignable(name)
@@ -490,7 +494,7 @@ class ClassVariable(RealValueVariable):
         return self.cls
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap, wrap_static
+        from .builder import wrap_static
         from .functions import UserMethodVariable
 
         pending = tx.graph.side_effects.pending_attr(self, name)
@@ -518,9 +522,7 @@ class ClassVariable(RealValueVariable):
             from ..translator import RefSource
 
             source = RefSource(tx.graph, self.cls, self.cls.__name__)  # class attributes can change
-        if source is not None:
-            return wrap(tx, getattr(self.cls, name), AttrSource(source, name))
-        return wrap_static(tx, getattr(self.cls, name))
+        return _wrap_read(tx, getattr(self.cls, name), _attr_source(source, name))
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
         if type(self.cls) is not type or not _is_plain_user_class(self.cls):
@@ -584,15 +586,13 @@ def _make_stateless_module(tx, cls: type, args: list, kwargs: dict) -> VariableT
     from constants, is a private, fixed object; it is built now and rebuilt by the glue if needed."""
     from .modules import NNModuleVariable
 
-    const_args = [arg.as_python_constant() for arg in args]
-    const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+    const_args, const_kwargs, call_args = _constant_call(args, kwargs)
     rng_state = torch.random.get_rng_state()
     module = cls(*const_args, **const_kwargs)
     if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
         torch.random.set_rng_state(rng_state)
         raise Unsupported(f"creating a {cls.__name__} (it has parameters or buffers)")
     variable = NNModuleVariable(module)
-    call_args = ", ".join([*map(repr, const_args), *(f"{k}={v!r}" for k, v in const_kwargs.items())])
     variable.rebuild_expr = f"{tx.graph.guards.ref(cls)}({call_args})"
     return variable
 
@@ -600,13 +600,13 @@ def _make_stateless_module(tx, cls: type, args: list, kwargs: dict) -> VariableT
 def _make_namedtuple(tx, cls: type, args: list, kwargs: dict) -> VariableTracker:
     from .containers import NamedTupleVariable
 
+    from .builder import wrap_static
+
     fields = cls._fields
     defaults = getattr(cls, "_field_defaults", {})
-    values: dict[str, VariableTracker] = {}
     if len(args) > len(fields):
         raise UserException(TypeError(f"{cls.__name__}() takes {len(fields)} arguments"))
-    for field, value in zip(fields, args):
-        values[field] = value
+    values: dict[str, VariableTracker] = dict(zip(fields, args))
     for key, value in kwargs.items():
         if key not in fields or key in values:
             raise UserException(TypeError(f"{cls.__name__}() got an unexpected keyword argument '{key}'"))
@@ -616,8 +616,6 @@ def _make_namedtuple(tx, cls: type, args: list, kwargs: dict) -> VariableTracker
         if field in values:
             items.append(values[field])
         elif field in defaults:
-            from .builder import wrap_static
-
             items.append(wrap_static(tx, defaults[field]))
         else:
             raise UserException(TypeError(f"{cls.__name__}() missing required argument: '{field}'"))
