@@ -239,8 +239,9 @@ def run_for_real(tx, function, args, kwargs) -> VariableTracker:
     return wrap_constant_result(tx, value)
 
 
-def _iterate(tx, value: VariableTracker) -> list[VariableTracker]:
-    return value.get_iter(tx).unpack_sequence(tx)
+def _iterate(tx, value: VariableTracker | None) -> list[VariableTracker]:
+    """The items of an iterable (none for a missing argument: `list()`)."""
+    return value.get_iter(tx).unpack_sequence(tx) if value is not None else []
 
 
 # -- handlers ------------------------------------------------------------------------------------
@@ -287,9 +288,8 @@ def _issubclass(tx, cls, classes):
 
 @register(getattr)
 def _getattr(tx, value, name, default=None):
-    attr = name.as_python_constant()
     try:
-        return tx.load_attr(value, attr)
+        return tx.load_attr(value, name.as_python_constant())
     except UserException as error:
         if default is not None and isinstance(error.value, AttributeError):
             return default
@@ -374,21 +374,21 @@ def _sorted(tx, iterable, **kwargs):
 
 @register(list)
 def _list(tx, iterable=None):
-    return ListVariable(_iterate(tx, iterable) if iterable is not None else [])
+    return ListVariable(_iterate(tx, iterable))
 
 
 @register(tuple)
 def _tuple(tx, iterable=None):
-    if iterable is not None and isinstance(iterable, TupleVariable) and type(iterable) is TupleVariable:
+    if type(iterable) is TupleVariable:
         return iterable
-    return TupleVariable(_iterate(tx, iterable) if iterable is not None else [])
+    return TupleVariable(_iterate(tx, iterable))
 
 
 @register(set)
 def _set(tx, iterable=None):
     if isinstance(iterable, SetVariable):  # the same members: their order does not matter
         return SetVariable.from_keys(iterable.items)
-    return SetVariable(_iterate(tx, iterable) if iterable is not None else [])
+    return SetVariable(_iterate(tx, iterable))
 
 
 @register(frozenset)
@@ -397,7 +397,7 @@ def _frozenset(tx, iterable=None):
         if iterable.frozen:
             return iterable  # frozenset(a frozenset) is that frozenset
         return SetVariable.from_keys(iterable.items, frozen=True)
-    return SetVariable(_iterate(tx, iterable) if iterable is not None else [], frozen=True)
+    return SetVariable(_iterate(tx, iterable), frozen=True)
 
 
 @register(dict)
