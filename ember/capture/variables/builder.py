@@ -12,11 +12,8 @@ becomes and which facts about it are guarded:
 """
 from __future__ import annotations
 
-import builtins
-import dataclasses
 import enum
 import functools
-import inspect
 import sys
 import types
 import weakref
@@ -26,7 +23,7 @@ import torch
 
 from ..errors import Unsupported
 from ..scalars import has_dynamic_items, is_dynamic_candidate, scalar_input
-from ..sources import ItemSource, LocalSource, Source
+from ..sources import AttrSource, DictValueSource, ItemSource, IterationItemSource, LocalSource, Source, literal
 from .base import ConstantVariable, VariableTracker, constant, is_constant_value
 
 
@@ -83,8 +80,6 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         else:
             variable = _wrap_object_keyed_dict(tx, value, source)
         if value_type.__name__ == "defaultdict" and value.default_factory is not None:
-            from ..sources import AttrSource
-
             variable.default_factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
         return _remember(graph, value, variable)
     if value_type in (set, frozenset):
@@ -103,7 +98,6 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             return numpy_variable
     if isinstance(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict, set):
         # `lst.append` carried across a graph break: a method call on the (tracked) container.
-        from ..sources import AttrSource
         from ..translator import MethodCallVariable
 
         guards.type_match(source, value)
@@ -122,19 +116,15 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         if original is not None:
             # ember.compile(fn) called in captured code: fn is inlined into this graph (the
             # dispatcher is identity-guarded, so what it wraps is fixed).
-            from ..sources import AttrSource
-
             guards.identity(source, value)
             return wrap(tx, original, AttrSource(source, "_ember_original"))
         if isinstance(value, types.MethodType):
-            from ..sources import AttrSource
             from .functions import UserMethodVariable
 
             function = wrap(tx, value.__func__, AttrSource(source, "__func__"))
             owner = wrap(tx, value.__self__, AttrSource(source, "__self__"))
             return UserMethodVariable(function, owner)
         if isinstance(value, functools.partial):
-            from ..sources import AttrSource
             from .functions import PartialVariable
 
             guards.type_match(source, value)
@@ -191,15 +181,12 @@ def compiled_original(value: Any) -> Any:
 
 def item_source(tx, base: Source, key: Any) -> ItemSource:
     """`base[key]`, the key spelled as a literal or, when it has none, as a guard reference."""
-    from ..sources import literal
-
     return ItemSource(base, key) if literal(key) is not None else ItemSource(base, key, tx.graph.guards.ref(key))
 
 
 def _wrap_object_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
     """A dict keyed by tensors or objects: each key is read by position and guarded like any
     value found at a source (a tensor key becomes a graph input), so lookups by identity hold."""
-    from ..sources import IterationItemSource, DictValueSource
     from .containers import DictVariable
     from .sets import hash_key
 
@@ -217,7 +204,6 @@ def _wrap_object_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
 def _wrap_object_set(tx, value: set | frozenset, source: Source) -> VariableTracker:
     """A set of tensors or objects: members are read by position (the order iterating it gives
     now and, with the same members, on later calls), each guarded like any value at a source."""
-    from ..sources import IterationItemSource
     from .sets import SetVariable
 
     tx.graph.guards.length(source, value)
@@ -243,14 +229,6 @@ def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:
     return variable
 
 
-def _is_torch_static(value: Any) -> bool:
-    """Objects from torch's namespace that ember treats as fixed (no identity guard)."""
-    module = getattr(value, "__module__", None) or ""
-    if isinstance(value, types.ModuleType):
-        return value.__name__ == "torch" or value.__name__.startswith("torch.") or value.__name__ in ("math", "operator")
-    return module == "torch" or module.startswith("torch.") or module in ("builtins", "math", "operator", "_operator")
-
-
 def wrap_static(tx, value: Any) -> VariableTracker:
     """A value with no source: known now, not guarded (constants, objects ember created)."""
     if is_constant_value(value):
@@ -259,7 +237,7 @@ def wrap_static(tx, value: Any) -> VariableTracker:
     from .containers import DictVariable, ListVariable, TupleVariable
     from .functions import UserFunctionVariable
     from .objects import ClassVariable, PythonObjectVariable, UserObjectVariable
-    from .torch_functions import TorchFunctionVariable, classify_torch_callable
+    from .torch_functions import classify_torch_callable
 
     if isinstance(value, torch.Tensor):
         raise Unsupported("a tensor without a source (created outside the graph)")
@@ -330,14 +308,3 @@ def wrap_constant_result(tx, value: Any) -> VariableTracker:
 
         return PythonObjectVariable(value)
     return wrap_static(tx, value)
-
-
-def is_dataclass_instance(value: Any) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
-
-
-def is_user_function(value: Any) -> bool:
-    return isinstance(value, types.FunctionType) and not inspect.isbuiltin(value)
-
-
-BUILTIN_NAMES = vars(builtins)
