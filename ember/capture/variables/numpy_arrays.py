@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import sys
 import types
 from typing import Any
 
@@ -35,18 +34,8 @@ from ..errors import Unsupported, UserException
 from ..shapes import StaticShapesNeeded, has_symbols
 from ..sources import Source
 from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant, is_constant_value
-from .numpy_check import Reference, as_numpy_gives, numpy_dtype, numpy_reference
-
-
-def _np():
-    return sys.modules.get("numpy")
-
-
-def _tnp():
-    import torch._numpy as tnp
-
-    return tnp
-
+from .numpy_check import Reference, _np, _tnp, as_numpy_gives, numpy_dtype, numpy_reference
+from .torch_functions import CallableValueVariable, _same_object_as_argument
 
 # -- which numpy objects ember models ------------------------------------------------------------
 _NUMPY_MAP: dict[int, tuple[Any, Any]] | None = None  # id(numpy callable) -> (it, torch._numpy's)
@@ -109,14 +98,13 @@ def wrap_numpy_static(tx, value: Any) -> VariableTracker | None:
         return ConstantVariable(value)
     if _is_random(value) and callable(value):
         return NumpyFunctionVariable(value, None)
-    if isinstance(value, type) and value.__name__ in _FOLDED_NAMES and getattr(np, value.__name__, None) is value:
+    folded = getattr(value, "__name__", None) in _FOLDED_NAMES and getattr(np, value.__name__, None) is value
+    if folded and isinstance(value, type):
         return NumpyFunctionVariable(value, None)
     entry = _numpy_map().get(id(value))
-    if not isinstance(value, type) and getattr(value, "__name__", None) in _FOLDED_NAMES and \
-            getattr(np, value.__name__, None) is value:  # (np.result_type of arrays: torch._numpy's)
-        return NumpyFunctionVariable(value, entry[1] if entry is not None and entry[0] is value else None)
-    if entry is not None and entry[0] is value:
-        return NumpyFunctionVariable(value, entry[1])
+    mapped = entry is not None and entry[0] is value
+    if folded or mapped:  # (a folded function: np.result_type of arrays is torch._numpy's)
+        return NumpyFunctionVariable(value, entry[1] if mapped else None)
     return None
 
 
@@ -260,8 +248,6 @@ class _Recorder(TorchFunctionMode):
             "SymNodeVariable" else Unsupported(f"torch call gave {variable} inside torch._numpy")
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
-        from .torch_functions import _same_object_as_argument
-
         kwargs = kwargs or {}
         try:
             kind, target, args = _graph_target(func, args)
@@ -354,9 +340,8 @@ def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers
             return None
     if value is None:
         raise Unsupported(f"{variable} passed to a numpy function")
-    if isinstance(value, np.dtype) or (isinstance(value, type) and _is_scalar_type(value)):
-        return tnp.dtype(np.dtype(value).name)
-    if value in (float, int, bool, complex):  # (dtype=float: numpy's float64)
+    if isinstance(value, np.dtype) or (isinstance(value, type) and _is_scalar_type(value)) or \
+            value in (float, int, bool, complex):  # (dtype=float: numpy's float64)
         return tnp.dtype(np.dtype(value).name)
     if isinstance(value, np.generic):
         if isinstance(value, np.bool_):
@@ -486,12 +471,7 @@ class NdarrayVariable(VariableTracker):
             itemsize = example.element_size()
             return constant(_METADATA[name](example, itemsize)) if name != "dtype" else \
                 ConstantVariable(numpy_dtype(example.dtype))
-        tnp = _tnp()
-        attribute = getattr(tnp.ndarray, name, None)
-        if attribute is None:
-            if hasattr(_np().ndarray, name):
-                raise Unsupported(f"ndarray.{name} (not in torch._numpy)")
-            raise UserException(AttributeError(f"'numpy.ndarray' object has no attribute '{name}'"))
+        attribute = _tnp_attribute(name)
         if name in ("flags", "data", "flat", "base"):
             raise Unsupported(f"ndarray.{name} reaches the array's memory")
         if isinstance(attribute, property):
@@ -510,10 +490,8 @@ class NdarrayVariable(VariableTracker):
             return constant(int(self.tensor.example.shape[0]))
         if name in ("__getitem__", "__setitem__"):
             _check_index(args[0])
-        if getattr(_tnp().ndarray, name, None) is None:
-            if hasattr(_np().ndarray, name):
-                raise Unsupported(f"ndarray.{name} (not in torch._numpy)")
-            raise UserException(AttributeError(f"'numpy.ndarray' object has no attribute '{name}'"))
+        _tnp_attribute(name)
+
         def method(array, *rest, **named):  # (the same on tnp and numpy arrays)
             return getattr(array, name)(*rest, **named)
 
@@ -527,6 +505,16 @@ class NdarrayVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"NdarrayVariable({self.tensor!r})"
+
+
+def _tnp_attribute(name: str) -> Any:
+    """tnp.ndarray's attribute `name`; else a break (numpy has it) or eager's AttributeError."""
+    attribute = getattr(_tnp().ndarray, name, None)
+    if attribute is None:
+        if hasattr(_np().ndarray, name):
+            raise Unsupported(f"ndarray.{name} (not in torch._numpy)")
+        raise UserException(AttributeError(f"'numpy.ndarray' object has no attribute '{name}'"))
+    return attribute
 
 
 def _check_index(index: VariableTracker) -> None:
@@ -559,34 +547,13 @@ class NdarrayMethodVariable(VariableTracker):
         return f"{codegen.reconstruct(self.array)}.{self.name}"
 
 
-class NumpyFunctionVariable(VariableTracker):
+class NumpyFunctionVariable(CallableValueVariable):
     """A numpy function, ufunc or scalar type; `counterpart`: torch._numpy's (None: folded or
     not captured)."""
 
     def __init__(self, function: Any, counterpart: Any, source=None) -> None:
-        super().__init__(source)
-        self.function = function
+        super().__init__(function, source)
         self.counterpart = counterpart
-
-    def python_type(self) -> type:
-        return type(self.function)
-
-    def static_value(self) -> Any:
-        return self.function
-
-    def as_python_constant(self) -> Any:
-        return self.function
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_static
-
-        try:
-            attribute = getattr(self.function, name)
-        except AttributeError as error:
-            raise UserException(error) from None
-        if isinstance(attribute, (str, int, float, bool, type(None))):
-            return constant(attribute)
-        return wrap_static(tx, attribute)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         function = self.function
