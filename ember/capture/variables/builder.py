@@ -57,6 +57,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         return ConstantVariable(value, source=source)
 
     from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, TupleVariable
+    from .functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+    from .model_outputs import ModelOutputVariable, is_model_output_class
+    from .modules import NNModuleVariable, guard_plain_container
+    from .objects import UserObjectVariable, WeakRefVariable
+    from .torch_settings import TorchSettingsVariable, is_settings_object
 
     value_type = type(value)
     if value_type is list:
@@ -103,8 +108,6 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         guards.type_match(source, value)
         return MethodCallVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, torch.nn.Module):
-        from .modules import NNModuleVariable, guard_plain_container
-
         identity_guarded = not guard_plain_container(tx, source, value)
         if identity_guarded:
             guards.identity(source, value)
@@ -119,14 +122,10 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             guards.identity(source, value)
             return wrap(tx, original, AttrSource(source, "_ember_original"))
         if isinstance(value, types.MethodType):
-            from .functions import UserMethodVariable
-
             function = wrap(tx, value.__func__, AttrSource(source, "__func__"))
             owner = wrap(tx, value.__self__, AttrSource(source, "__self__"))
             return UserMethodVariable(function, owner)
         if isinstance(value, functools.partial):
-            from .functions import PartialVariable
-
             guards.type_match(source, value)
             # args and keywords are wrapped whole: their length and keys are guarded too.
             args = wrap(tx, value.args, AttrSource(source, "args"))
@@ -134,8 +133,6 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             function = wrap(tx, value.func, AttrSource(source, "func"))
             return PartialVariable(function, args.unpack_sequence(tx), dict(keywords.items), source=source, real=value)
         variable = wrap_static(tx, value)
-        from .functions import UserFunctionVariable
-
         if type(variable) is UserFunctionVariable and value.__closure__:
             # A closure is made anew by each call of the function that defines it: guard what
             # inlining it relies on (its code and globals; its cells, defaults and attributes
@@ -152,24 +149,16 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         variable.source = source
         return variable
     if value_type is weakref.ReferenceType:
-        from .objects import WeakRefVariable
-
         guards.type_match(source, value)
         return WeakRefVariable(value, source=source)
-    from .model_outputs import ModelOutputVariable, is_model_output_class
-
     if is_model_output_class(value_type):
         guards.type_match(source, value)
         return ModelOutputVariable.from_existing(tx, value, source)
-    from .torch_settings import TorchSettingsVariable, is_settings_object
-
     if is_settings_object(value):  # torch.backends.cuda.matmul: settings read through __getattr__
         guards.identity(source, value)
         return TorchSettingsVariable(value, source=source)
     # Any other object: its type is guarded; attributes are read lazily, each with a guard.
     guards.type_match(source, value)
-    from .objects import UserObjectVariable
-
     return _remember(graph, value, UserObjectVariable(value, source=source))
 
 
@@ -235,9 +224,12 @@ def wrap_static(tx, value: Any) -> VariableTracker:
         return ConstantVariable(value)
     from .builtins import BuiltinVariable, is_supported_builtin
     from .containers import DictVariable, ListVariable, TupleVariable
-    from .functions import UserFunctionVariable
-    from .objects import ClassVariable, PythonObjectVariable, UserObjectVariable
+    from .fresh_modules import PlainModuleClassVariable, is_plain_module_class
+    from .functions import UserFunctionVariable, UserMethodVariable
+    from .modules import NNModuleVariable
+    from .objects import ClassVariable, PythonObjectVariable, UserObjectVariable, WeakRefVariable
     from .torch_functions import classify_torch_callable
+    from .torch_settings import TorchSettingsVariable, is_settings_object
 
     if isinstance(value, torch.Tensor):
         raise Unsupported("a tensor without a source (created outside the graph)")
@@ -258,8 +250,6 @@ def wrap_static(tx, value: Any) -> VariableTracker:
         return special
     if is_supported_builtin(value):
         return BuiltinVariable(value)
-    from .fresh_modules import PlainModuleClassVariable, is_plain_module_class
-
     if is_plain_module_class(value):
         return PlainModuleClassVariable(value)
     if isinstance(value, type):
@@ -267,23 +257,15 @@ def wrap_static(tx, value: Any) -> VariableTracker:
     if isinstance(value, types.FunctionType):
         return UserFunctionVariable(compiled_original(value) or value)
     if isinstance(value, torch.nn.Module):
-        from .modules import NNModuleVariable
-
         return NNModuleVariable(value)
     if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.MethodWrapperType, enum.Enum, torch.finfo,
                           torch.iinfo)):
         return PythonObjectVariable(value)
     if isinstance(value, types.MethodType):
-        from .functions import UserMethodVariable
-
         return UserMethodVariable(wrap_static(tx, value.__func__), wrap_static(tx, value.__self__))
     if type(value) is weakref.ReferenceType:
-        from .objects import WeakRefVariable
-
         return WeakRefVariable(value)
-    from .torch_settings import TorchSettingsVariable, is_settings_object
-
     if is_settings_object(value):
         return TorchSettingsVariable(value)
     return UserObjectVariable(value)
