@@ -34,6 +34,8 @@ from ..errors import Unsupported, UserException
 from ..shapes import StaticShapesNeeded, has_symbols
 from ..sources import Source
 from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant, is_constant_value
+from .builder import _remember, wrap_constant_result, wrap_static
+from .containers import BaseListVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .numpy_check import Reference, _np, _tnp, as_numpy_gives, numpy_dtype, numpy_reference
 from .torch_functions import CallableValueVariable, _same_object_as_argument
 
@@ -84,9 +86,7 @@ def _is_random(value: Any) -> bool:
 def is_numpy_constant(value: Any) -> bool:
     """A numpy value ember holds as a constant: a scalar (np.float32(1.5)), a dtype, finfo/iinfo."""
     np = _np()
-    if np is None:
-        return False
-    return isinstance(value, (np.generic, np.dtype, np.finfo, np.iinfo))
+    return np is not None and isinstance(value, (np.generic, np.dtype, np.finfo, np.iinfo))
 
 
 def wrap_numpy_static(tx, value: Any) -> VariableTracker | None:
@@ -164,8 +164,6 @@ def _shareable(array: Any, dtype: Any) -> bool:
 
 
 def _array_input(tx, value: Any, source) -> VariableTracker:
-    from .builder import _remember
-
     if not _shareable(value, value.dtype):
         raise Unsupported("a numpy input torch.from_numpy cannot share (read-only, negative strides)")
     try:
@@ -210,8 +208,6 @@ class _Recorder(TorchFunctionMode):
         return entry[1]
 
     def _to_variable(self, value: Any) -> VariableTracker:
-        from .containers import ListVariable, TupleVariable
-
         if isinstance(value, torch.Tensor):
             return self.variable_of(value)
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -223,13 +219,10 @@ class _Recorder(TorchFunctionMode):
         if isinstance(value, torch.Size) or is_constant_value(value):
             return constant(value)
         if type(value) in (torch.finfo, torch.iinfo):
-            from .builder import wrap_static
-
             return wrap_static(self.tx, value)
         raise Unsupported(f"torch._numpy passed a {type(value).__name__} to a torch call")
 
     def _to_python(self, variable: VariableTracker) -> Any:
-        from .containers import BaseListVariable, NamedTupleVariable
         from .tensor import TensorVariable
 
         if isinstance(variable, TensorVariable):
@@ -317,7 +310,6 @@ def call_numpy(tx, function: Any, args: list, kwargs: dict, what: str, numpy_fun
 
 
 def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers: list) -> Any:
-    from .containers import BaseListVariable
     from .tensor import TensorVariable
 
     np, tnp = _np(), _tnp()
@@ -356,8 +348,6 @@ def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers
 
 def _from_numpy_value(tx, recorder: _Recorder, value: Any, wrappers: list, reference: Reference | None,
                       what: str, expected: Any = None) -> VariableTracker:
-    from .containers import ListVariable, TupleVariable
-
     np, tnp = _np(), _tnp()
     if reference is not None and expected is None:
         expected = reference.value
@@ -519,7 +509,6 @@ def _tnp_attribute(name: str) -> Any:
 
 def _check_index(index: VariableTracker) -> None:
     """Indices numpy and torch._numpy agree on: constants, slices, ndarrays, tuples of those."""
-    from .containers import TupleVariable
     from .tensor import TensorVariable
 
     if isinstance(index, TupleVariable):
@@ -571,8 +560,6 @@ class NumpyFunctionVariable(CallableValueVariable):
                                   **{k: a.as_python_constant() for k, a in kwargs.items()})
             except Exception as error:
                 raise UserException(error) from None
-            from .builder import wrap_constant_result
-
             return wrap_constant_result(tx, result)
         if self.counterpart is None:
             raise Unsupported(f"numpy.{name} (no torch._numpy counterpart, or non-constant arguments)")

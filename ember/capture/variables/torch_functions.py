@@ -21,6 +21,7 @@ from ... import in_graph
 from ..errors import Unsupported, UserException
 from ..guard_failures import Check
 from .base import VariableTracker, constant
+from .builder import wrap_static
 
 # Calls that must run in real Python (state outside the graph, or whole other systems).
 _BREAKING = {
@@ -259,8 +260,6 @@ class CallableValueVariable(VariableTracker):
         return self.function
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_static
-
         try:
             attribute = getattr(self.function, name)
         except AttributeError as error:
@@ -522,8 +521,6 @@ class DecoratedContextFunctionVariable(VariableTracker):
         self.ctx = getattr(factory, "__self__", None)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .builder import wrap_static
-
         ctx = self.ctx
         if isinstance(ctx, torch.no_grad):
             manager = GradModeVariable(False)
