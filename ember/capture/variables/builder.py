@@ -12,11 +12,8 @@ becomes and which facts about it are guarded:
 """
 from __future__ import annotations
 
-import builtins
-import dataclasses
 import enum
 import functools
-import inspect
 import sys
 import types
 import weakref
@@ -26,7 +23,7 @@ import torch
 
 from ..errors import Unsupported
 from ..scalars import has_dynamic_items, is_dynamic_candidate, scalar_input
-from ..sources import ItemSource, LocalSource, Source
+from ..sources import AttrSource, DictValueSource, ItemSource, IterationItemSource, LocalSource, Source, literal
 from .base import ConstantVariable, VariableTracker, constant, is_constant_value
 
 
@@ -60,6 +57,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         return ConstantVariable(value, source=source)
 
     from .containers import DictVariable, ListVariable, NamedTupleVariable, SetVariable, TupleVariable
+    from .functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+    from .model_outputs import ModelOutputVariable, is_model_output_class
+    from .modules import NNModuleVariable, guard_plain_container
+    from .objects import UserObjectVariable, WeakRefVariable
+    from .torch_settings import TorchSettingsVariable, is_settings_object
 
     value_type = type(value)
     if value_type is list:
@@ -83,8 +85,6 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         else:
             variable = _wrap_object_keyed_dict(tx, value, source)
         if value_type.__name__ == "defaultdict" and value.default_factory is not None:
-            from ..sources import AttrSource
-
             variable.default_factory = wrap(tx, value.default_factory, AttrSource(source, "default_factory"))
         return _remember(graph, value, variable)
     if value_type in (set, frozenset):
@@ -103,14 +103,11 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             return numpy_variable
     if isinstance(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict, set):
         # `lst.append` carried across a graph break: a method call on the (tracked) container.
-        from ..sources import AttrSource
         from ..translator import MethodCallVariable
 
         guards.type_match(source, value)
         return MethodCallVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, torch.nn.Module):
-        from .modules import NNModuleVariable, guard_plain_container
-
         identity_guarded = not guard_plain_container(tx, source, value)
         if identity_guarded:
             guards.identity(source, value)
@@ -122,21 +119,13 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         if original is not None:
             # ember.compile(fn) called in captured code: fn is inlined into this graph (the
             # dispatcher is identity-guarded, so what it wraps is fixed).
-            from ..sources import AttrSource
-
             guards.identity(source, value)
             return wrap(tx, original, AttrSource(source, "_ember_original"))
         if isinstance(value, types.MethodType):
-            from ..sources import AttrSource
-            from .functions import UserMethodVariable
-
             function = wrap(tx, value.__func__, AttrSource(source, "__func__"))
             owner = wrap(tx, value.__self__, AttrSource(source, "__self__"))
             return UserMethodVariable(function, owner)
         if isinstance(value, functools.partial):
-            from ..sources import AttrSource
-            from .functions import PartialVariable
-
             guards.type_match(source, value)
             # args and keywords are wrapped whole: their length and keys are guarded too.
             args = wrap(tx, value.args, AttrSource(source, "args"))
@@ -144,8 +133,6 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             function = wrap(tx, value.func, AttrSource(source, "func"))
             return PartialVariable(function, args.unpack_sequence(tx), dict(keywords.items), source=source, real=value)
         variable = wrap_static(tx, value)
-        from .functions import UserFunctionVariable
-
         if type(variable) is UserFunctionVariable and value.__closure__:
             # A closure is made anew by each call of the function that defines it: guard what
             # inlining it relies on (its code and globals; its cells, defaults and attributes
@@ -162,24 +149,16 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
         variable.source = source
         return variable
     if value_type is weakref.ReferenceType:
-        from .objects import WeakRefVariable
-
         guards.type_match(source, value)
         return WeakRefVariable(value, source=source)
-    from .model_outputs import ModelOutputVariable, is_model_output_class
-
     if is_model_output_class(value_type):
         guards.type_match(source, value)
         return ModelOutputVariable.from_existing(tx, value, source)
-    from .torch_settings import TorchSettingsVariable, is_settings_object
-
     if is_settings_object(value):  # torch.backends.cuda.matmul: settings read through __getattr__
         guards.identity(source, value)
         return TorchSettingsVariable(value, source=source)
     # Any other object: its type is guarded; attributes are read lazily, each with a guard.
     guards.type_match(source, value)
-    from .objects import UserObjectVariable
-
     return _remember(graph, value, UserObjectVariable(value, source=source))
 
 
@@ -191,15 +170,12 @@ def compiled_original(value: Any) -> Any:
 
 def item_source(tx, base: Source, key: Any) -> ItemSource:
     """`base[key]`, the key spelled as a literal or, when it has none, as a guard reference."""
-    from ..sources import literal
-
     return ItemSource(base, key) if literal(key) is not None else ItemSource(base, key, tx.graph.guards.ref(key))
 
 
 def _wrap_object_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
     """A dict keyed by tensors or objects: each key is read by position and guarded like any
     value found at a source (a tensor key becomes a graph input), so lookups by identity hold."""
-    from ..sources import IterationItemSource, DictValueSource
     from .containers import DictVariable
     from .sets import hash_key
 
@@ -217,7 +193,6 @@ def _wrap_object_keyed_dict(tx, value: dict, source: Source) -> VariableTracker:
 def _wrap_object_set(tx, value: set | frozenset, source: Source) -> VariableTracker:
     """A set of tensors or objects: members are read by position (the order iterating it gives
     now and, with the same members, on later calls), each guarded like any value at a source."""
-    from ..sources import IterationItemSource
     from .sets import SetVariable
 
     tx.graph.guards.length(source, value)
@@ -243,23 +218,18 @@ def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:
     return variable
 
 
-def _is_torch_static(value: Any) -> bool:
-    """Objects from torch's namespace that ember treats as fixed (no identity guard)."""
-    module = getattr(value, "__module__", None) or ""
-    if isinstance(value, types.ModuleType):
-        return value.__name__ == "torch" or value.__name__.startswith("torch.") or value.__name__ in ("math", "operator")
-    return module == "torch" or module.startswith("torch.") or module in ("builtins", "math", "operator", "_operator")
-
-
 def wrap_static(tx, value: Any) -> VariableTracker:
     """A value with no source: known now, not guarded (constants, objects ember created)."""
     if is_constant_value(value):
         return ConstantVariable(value)
     from .builtins import BuiltinVariable, is_supported_builtin
     from .containers import DictVariable, ListVariable, TupleVariable
-    from .functions import UserFunctionVariable
-    from .objects import ClassVariable, PythonObjectVariable, UserObjectVariable
-    from .torch_functions import TorchFunctionVariable, classify_torch_callable
+    from .fresh_modules import PlainModuleClassVariable, is_plain_module_class
+    from .functions import UserFunctionVariable, UserMethodVariable
+    from .modules import NNModuleVariable
+    from .objects import ClassVariable, PythonObjectVariable, UserObjectVariable, WeakRefVariable
+    from .torch_functions import classify_torch_callable
+    from .torch_settings import TorchSettingsVariable, is_settings_object
 
     if isinstance(value, torch.Tensor):
         raise Unsupported("a tensor without a source (created outside the graph)")
@@ -280,8 +250,6 @@ def wrap_static(tx, value: Any) -> VariableTracker:
         return special
     if is_supported_builtin(value):
         return BuiltinVariable(value)
-    from .fresh_modules import PlainModuleClassVariable, is_plain_module_class
-
     if is_plain_module_class(value):
         return PlainModuleClassVariable(value)
     if isinstance(value, type):
@@ -289,23 +257,15 @@ def wrap_static(tx, value: Any) -> VariableTracker:
     if isinstance(value, types.FunctionType):
         return UserFunctionVariable(compiled_original(value) or value)
     if isinstance(value, torch.nn.Module):
-        from .modules import NNModuleVariable
-
         return NNModuleVariable(value)
     if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.MethodWrapperType, enum.Enum, torch.finfo,
                           torch.iinfo)):
         return PythonObjectVariable(value)
     if isinstance(value, types.MethodType):
-        from .functions import UserMethodVariable
-
         return UserMethodVariable(wrap_static(tx, value.__func__), wrap_static(tx, value.__self__))
     if type(value) is weakref.ReferenceType:
-        from .objects import WeakRefVariable
-
         return WeakRefVariable(value)
-    from .torch_settings import TorchSettingsVariable, is_settings_object
-
     if is_settings_object(value):
         return TorchSettingsVariable(value)
     return UserObjectVariable(value)
@@ -330,14 +290,3 @@ def wrap_constant_result(tx, value: Any) -> VariableTracker:
 
         return PythonObjectVariable(value)
     return wrap_static(tx, value)
-
-
-def is_dataclass_instance(value: Any) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
-
-
-def is_user_function(value: Any) -> bool:
-    return isinstance(value, types.FunctionType) and not inspect.isbuiltin(value)
-
-
-BUILTIN_NAMES = vars(builtins)

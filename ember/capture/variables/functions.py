@@ -16,8 +16,10 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
-from .containers import DictVariable
+from ..sources import AttrSource, CellContentsSource, ItemSource
+from .base import ConstantVariable, VariableTracker, constant, is_constant_value
+from .builder import wrap, wrap_static
+from .containers import DictVariable, TupleVariable
 
 
 class CellVariable(VariableTracker):
@@ -111,21 +113,13 @@ class UserFunctionVariable(BaseFunctionVariable):
         if name in ("__defaults__", "__kwdefaults__", "__closure__", "__globals__", "__dict__"):
             raise Unsupported(f"function attribute {name}")
         if name in ("__name__", "__qualname__", "__module__", "__doc__") and self.source is not None:
-            from ..sources import AttrSource
-            from .builder import wrap
-
             # guarded: closures of one code share a guard on the code, not on these
             return wrap(tx, getattr(self.fn, name), AttrSource(self.source, name))
         if name in self.fn.__dict__:
-            from .builder import wrap
-            from ..sources import AttrSource
-
             return wrap(tx, self.fn.__dict__[name], AttrSource(self.source, name) if self.source else None)
         return super().var_getattr(tx, name)
 
     def cells(self, tx) -> list[VariableTracker]:
-        from ..sources import CellContentsSource
-
         closure = self.fn.__closure__ or ()
         if not closure:
             return []
@@ -141,17 +135,9 @@ class UserFunctionVariable(BaseFunctionVariable):
 
             if isinstance(args[0], NNModuleVariable):  # super().__call__(...) in a module's own __call__
                 return args[0].call_as_module(tx, args[1:], kwargs)
-        return tx.inline_call(
-            code=fn.__code__,
-            f_globals=fn.__globals__,
-            args=args,
-            kwargs=kwargs,
-            defaults=LazyDefaults(tx, self),
-            kwdefaults=LazyKwDefaults(tx, self),
-            cells=self.cells(tx),
-            name=fn.__qualname__,
-            function=self,
-        )
+        return tx.inline_call(code=fn.__code__, f_globals=fn.__globals__, args=args, kwargs=kwargs,
+                              defaults=LazyDefaults(tx, self), kwdefaults=LazyKwDefaults(tx, self),
+                              cells=self.cells(tx), name=fn.__qualname__, function=self)
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
@@ -188,10 +174,6 @@ class LazyDefaults:
 
     def __getitem__(self, index: int) -> VariableTracker:
         if index not in self.wrapped:
-            from ..sources import AttrSource, ItemSource
-            from .base import is_constant_value
-            from .builder import wrap
-
             source = AttrSource(function_source(self.tx, self.fn_var), "__defaults__")
             self.tx.graph.guards.identity(source, self.fn_var.fn.__defaults__)
             value = self.values[index]
@@ -212,9 +194,6 @@ class LazyKwDefaults:
         return name in self.values
 
     def __getitem__(self, name: str) -> VariableTracker:
-        from ..sources import AttrSource, ItemSource
-        from .builder import wrap
-
         source = AttrSource(function_source(self.tx, self.fn_var), "__kwdefaults__")
         return wrap(self.tx, self.values[name], ItemSource(source, name))
 
@@ -251,17 +230,8 @@ class NestedFunctionVariable(BaseFunctionVariable):
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         defaults = self.defaults.unpack_sequence(tx) if self.defaults is not None else []
         kwdefaults = dict(self.kwdefaults.items) if self.kwdefaults is not None else {}
-        return tx.inline_call(
-            code=self.code,
-            f_globals=self.f_globals,
-            args=args,
-            kwargs=kwargs,
-            defaults=defaults,
-            kwdefaults=kwdefaults,
-            cells=self.closure_cells,
-            name=self.qualname,
-            function=self,
-        )
+        return tx.inline_call(code=self.code, f_globals=self.f_globals, args=args, kwargs=kwargs, defaults=defaults,
+                              kwdefaults=kwdefaults, cells=self.closure_cells, name=self.qualname, function=self)
 
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.qualname})"
@@ -304,18 +274,12 @@ class PartialVariable(VariableTracker):
         self.instance_dict: PartialDictVariable | None = None  # `__dict__`, once read
 
     def python_type(self) -> type:
-        import functools
-
         return functools.partial
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         return self.function.call_function(tx, [*self.args, *args], {**self.keywords, **kwargs})
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .containers import DictVariable, TupleVariable
-
-        import functools
-
         if name == "func":
             return self.function
         if name == "args":
@@ -324,9 +288,6 @@ class PartialVariable(VariableTracker):
             return DictVariable(self.keywords)
         if name == "__call__":
             return self
-        from ..sources import AttrSource
-        from .builder import wrap, wrap_static
-
         if name == "__dict__":
             if self.real is None:  # made during capture: its (empty) instance dict
                 if self.instance_dict is None:
@@ -338,27 +299,21 @@ class PartialVariable(VariableTracker):
         if name in instance_dict and self.source is not None:
             return wrap(tx, instance_dict[name], AttrSource(self.source, name))
         if self.real is not None and (type(self.real) is not functools.partial or self.source is None):
+            found = _MISSING
             if hasattr(functools.partial, name):
                 raise Unsupported(f"functools.partial.{name}")  # a method: callers treat it as one
         else:
             # A plain partial's other attributes come from its class (the same for every partial
             # with nothing of that name in its instance dict): what a fresh partial answers.
-            try:
-                found = getattr(_PARTIAL_PROBE, name)
-            except AttributeError:
-                found = _MISSING
+            found = getattr(_PARTIAL_PROBE, name, _MISSING)
             if found is not _MISSING and not (found is None or isinstance(found, (str, type))):
                 raise Unsupported(f"functools.partial.{name}")  # a method: callers treat it as one
-            if self.source is not None:
-                expr = self.source.expr()
-                tx.graph.guards.add(f"{name!r} not in {tx.graph.guards.ref(existing_instance_dict)}({expr})",
-                                    f"{expr} has no attribute {name!r}")
-            if found is not _MISSING:
-                return wrap_static(tx, found)
         if self.source is not None:
             expr = self.source.expr()
             tx.graph.guards.add(f"{name!r} not in {tx.graph.guards.ref(existing_instance_dict)}({expr})",
                                 f"{expr} has no attribute {name!r}")
+        if found is not _MISSING:
+            return wrap_static(tx, found)
         raise UserException(AttributeError(f"'functools.partial' object has no attribute '{name}'"))
 
 
@@ -395,8 +350,6 @@ class PartialDictVariable(DictVariable):
 def bind_arguments(code: types.CodeType, name: str, args: list, kwargs: dict,
                    defaults: list, kwdefaults: dict) -> dict[str, VariableTracker]:
     """Python's argument binding for a code object: positional, *args, keyword-only, **kwargs."""
-    from .containers import DictVariable, TupleVariable
-
     argcount = code.co_argcount
     posonly = code.co_posonlyargcount
     kwonly = code.co_kwonlyargcount

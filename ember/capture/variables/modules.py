@@ -20,8 +20,11 @@ from ..guard_failures import Check, user_path
 from ..module_call import (MODULE_HOOK_TABLES, guard_global_hooks, guard_hook_tables, has_hooks, has_own_hooks,
                            instance_forward, make_hooked_call, own_call, unsupported_hooks)
 from ..sources import AttrSource, ModuleDictSource
-from .base import ConstantVariable, VariableTracker, constant
-from .objects import _class_attribute, _descriptor_result
+from .base import VariableTracker, constant
+from .builder import wrap, wrap_static
+from .containers import ListIteratorVariable, TupleVariable
+from .functions import UserFunctionVariable
+from .objects import ClassVariable, _class_attribute, _descriptor_result
 
 _CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict, torch.nn.ParameterList,
                torch.nn.ParameterDict)
@@ -61,8 +64,6 @@ class NNModuleVariable(VariableTracker):
         return None
 
     def _child(self, tx, table: str, key: str, value: Any) -> VariableTracker:
-        from .builder import wrap, wrap_static
-
         if self.source is None:
             if isinstance(value, torch.Tensor):
                 raise Unsupported("parameter of a module with no source")
@@ -70,15 +71,11 @@ class NNModuleVariable(VariableTracker):
         return wrap(tx, value, ModuleDictSource(self.source, table, key))
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap, wrap_static
-
         module = self.module
         pending = tx.graph.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
         if name == "__class__":
-            from .objects import ClassVariable
-
             return ClassVariable(type(module))
         cls = type(module)
         found, raw = _class_attribute(cls, name)
@@ -118,8 +115,6 @@ class NNModuleVariable(VariableTracker):
 
     # -- calling ---------------------------------------------------------------------------------
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from .functions import UserFunctionVariable
-
         module = self.module
         if _is_compiled_module(module):
             return self._call_compiled_module(tx, args, kwargs)
@@ -133,8 +128,6 @@ class NNModuleVariable(VariableTracker):
 
     def call_as_module(self, tx, args: list, kwargs: dict) -> VariableTracker:
         """What nn.Module.__call__ runs: the hooks around the forward."""
-        from .functions import UserFunctionVariable
-
         module = self.module
         reason = unsupported_hooks(module)
         if reason is not None:
@@ -188,7 +181,7 @@ class NNModuleVariable(VariableTracker):
         Module.__call__ would, global hooks included, unless the wrapper has hooks of its own)."""
         module = self.module
         if has_own_hooks(module) or instance_forward(module) is not None:
-            raise Unsupported(f"a compiled module (ember.compile) with hooks or a forward of its own")
+            raise Unsupported("a compiled module (ember.compile) with hooks or a forward of its own")
         if self.source is None:
             raise Unsupported("a compiled module (ember.compile) made during capture")
         self._guard_own_call_state(tx)
@@ -217,8 +210,6 @@ class NNModuleVariable(VariableTracker):
                     "named_children", "modules", "named_modules", "keys", "values", "items"):
             return self._listing(tx, name, args, kwargs)
         if name == "__iter__":
-            from .containers import ListIteratorVariable
-
             return ListIteratorVariable(self.unpack_sequence(tx))
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
@@ -265,8 +256,6 @@ class NNModuleVariable(VariableTracker):
         raise UserException(TypeError(f"'{type(module).__name__}' object is not iterable"))
 
     def _listing(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        from .containers import ListIteratorVariable, TupleVariable
-
         module = self.module
         if args or kwargs:
             raise Unsupported(f"Module.{name} with arguments")
@@ -378,6 +367,3 @@ def _dedupe(items: list[VariableTracker]) -> list[VariableTracker]:
             unique.append(item)
     return unique
 
-
-def is_constant(variable: VariableTracker) -> bool:
-    return isinstance(variable, ConstantVariable)

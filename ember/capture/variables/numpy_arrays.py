@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import sys
 import types
 from typing import Any
 
@@ -35,18 +34,10 @@ from ..errors import Unsupported, UserException
 from ..shapes import StaticShapesNeeded, has_symbols
 from ..sources import Source
 from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant, is_constant_value
-from .numpy_check import Reference, as_numpy_gives, numpy_dtype, numpy_reference
-
-
-def _np():
-    return sys.modules.get("numpy")
-
-
-def _tnp():
-    import torch._numpy as tnp
-
-    return tnp
-
+from .builder import _remember, wrap_constant_result, wrap_static
+from .containers import BaseListVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .numpy_check import Reference, _np, _tnp, as_numpy_gives, numpy_dtype, numpy_reference
+from .torch_functions import CallableValueVariable, _same_object_as_argument
 
 # -- which numpy objects ember models ------------------------------------------------------------
 _NUMPY_MAP: dict[int, tuple[Any, Any]] | None = None  # id(numpy callable) -> (it, torch._numpy's)
@@ -95,9 +86,7 @@ def _is_random(value: Any) -> bool:
 def is_numpy_constant(value: Any) -> bool:
     """A numpy value ember holds as a constant: a scalar (np.float32(1.5)), a dtype, finfo/iinfo."""
     np = _np()
-    if np is None:
-        return False
-    return isinstance(value, (np.generic, np.dtype, np.finfo, np.iinfo))
+    return np is not None and isinstance(value, (np.generic, np.dtype, np.finfo, np.iinfo))
 
 
 def wrap_numpy_static(tx, value: Any) -> VariableTracker | None:
@@ -109,14 +98,13 @@ def wrap_numpy_static(tx, value: Any) -> VariableTracker | None:
         return ConstantVariable(value)
     if _is_random(value) and callable(value):
         return NumpyFunctionVariable(value, None)
-    if isinstance(value, type) and value.__name__ in _FOLDED_NAMES and getattr(np, value.__name__, None) is value:
+    folded = getattr(value, "__name__", None) in _FOLDED_NAMES and getattr(np, value.__name__, None) is value
+    if folded and isinstance(value, type):
         return NumpyFunctionVariable(value, None)
     entry = _numpy_map().get(id(value))
-    if not isinstance(value, type) and getattr(value, "__name__", None) in _FOLDED_NAMES and \
-            getattr(np, value.__name__, None) is value:  # (np.result_type of arrays: torch._numpy's)
-        return NumpyFunctionVariable(value, entry[1] if entry is not None and entry[0] is value else None)
-    if entry is not None and entry[0] is value:
-        return NumpyFunctionVariable(value, entry[1])
+    mapped = entry is not None and entry[0] is value
+    if folded or mapped:  # (a folded function: np.result_type of arrays is torch._numpy's)
+        return NumpyFunctionVariable(value, entry[1] if mapped else None)
     return None
 
 
@@ -176,8 +164,6 @@ def _shareable(array: Any, dtype: Any) -> bool:
 
 
 def _array_input(tx, value: Any, source) -> VariableTracker:
-    from .builder import _remember
-
     if not _shareable(value, value.dtype):
         raise Unsupported("a numpy input torch.from_numpy cannot share (read-only, negative strides)")
     try:
@@ -222,8 +208,6 @@ class _Recorder(TorchFunctionMode):
         return entry[1]
 
     def _to_variable(self, value: Any) -> VariableTracker:
-        from .containers import ListVariable, TupleVariable
-
         if isinstance(value, torch.Tensor):
             return self.variable_of(value)
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -235,13 +219,10 @@ class _Recorder(TorchFunctionMode):
         if isinstance(value, torch.Size) or is_constant_value(value):
             return constant(value)
         if type(value) in (torch.finfo, torch.iinfo):
-            from .builder import wrap_static
-
             return wrap_static(self.tx, value)
         raise Unsupported(f"torch._numpy passed a {type(value).__name__} to a torch call")
 
     def _to_python(self, variable: VariableTracker) -> Any:
-        from .containers import BaseListVariable, NamedTupleVariable
         from .tensor import TensorVariable
 
         if isinstance(variable, TensorVariable):
@@ -260,8 +241,6 @@ class _Recorder(TorchFunctionMode):
             "SymNodeVariable" else Unsupported(f"torch call gave {variable} inside torch._numpy")
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
-        from .torch_functions import _same_object_as_argument
-
         kwargs = kwargs or {}
         try:
             kind, target, args = _graph_target(func, args)
@@ -331,7 +310,6 @@ def call_numpy(tx, function: Any, args: list, kwargs: dict, what: str, numpy_fun
 
 
 def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers: list) -> Any:
-    from .containers import BaseListVariable
     from .tensor import TensorVariable
 
     np, tnp = _np(), _tnp()
@@ -354,9 +332,8 @@ def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers
             return None
     if value is None:
         raise Unsupported(f"{variable} passed to a numpy function")
-    if isinstance(value, np.dtype) or (isinstance(value, type) and _is_scalar_type(value)):
-        return tnp.dtype(np.dtype(value).name)
-    if value in (float, int, bool, complex):  # (dtype=float: numpy's float64)
+    if isinstance(value, np.dtype) or (isinstance(value, type) and _is_scalar_type(value)) or \
+            value in (float, int, bool, complex):  # (dtype=float: numpy's float64)
         return tnp.dtype(np.dtype(value).name)
     if isinstance(value, np.generic):
         if isinstance(value, np.bool_):
@@ -371,8 +348,6 @@ def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers
 
 def _from_numpy_value(tx, recorder: _Recorder, value: Any, wrappers: list, reference: Reference | None,
                       what: str, expected: Any = None) -> VariableTracker:
-    from .containers import ListVariable, TupleVariable
-
     np, tnp = _np(), _tnp()
     if reference is not None and expected is None:
         expected = reference.value
@@ -486,12 +461,7 @@ class NdarrayVariable(VariableTracker):
             itemsize = example.element_size()
             return constant(_METADATA[name](example, itemsize)) if name != "dtype" else \
                 ConstantVariable(numpy_dtype(example.dtype))
-        tnp = _tnp()
-        attribute = getattr(tnp.ndarray, name, None)
-        if attribute is None:
-            if hasattr(_np().ndarray, name):
-                raise Unsupported(f"ndarray.{name} (not in torch._numpy)")
-            raise UserException(AttributeError(f"'numpy.ndarray' object has no attribute '{name}'"))
+        attribute = _tnp_attribute(name)
         if name in ("flags", "data", "flat", "base"):
             raise Unsupported(f"ndarray.{name} reaches the array's memory")
         if isinstance(attribute, property):
@@ -510,10 +480,8 @@ class NdarrayVariable(VariableTracker):
             return constant(int(self.tensor.example.shape[0]))
         if name in ("__getitem__", "__setitem__"):
             _check_index(args[0])
-        if getattr(_tnp().ndarray, name, None) is None:
-            if hasattr(_np().ndarray, name):
-                raise Unsupported(f"ndarray.{name} (not in torch._numpy)")
-            raise UserException(AttributeError(f"'numpy.ndarray' object has no attribute '{name}'"))
+        _tnp_attribute(name)
+
         def method(array, *rest, **named):  # (the same on tnp and numpy arrays)
             return getattr(array, name)(*rest, **named)
 
@@ -529,9 +497,18 @@ class NdarrayVariable(VariableTracker):
         return f"NdarrayVariable({self.tensor!r})"
 
 
+def _tnp_attribute(name: str) -> Any:
+    """tnp.ndarray's attribute `name`; else a break (numpy has it) or eager's AttributeError."""
+    attribute = getattr(_tnp().ndarray, name, None)
+    if attribute is None:
+        if hasattr(_np().ndarray, name):
+            raise Unsupported(f"ndarray.{name} (not in torch._numpy)")
+        raise UserException(AttributeError(f"'numpy.ndarray' object has no attribute '{name}'"))
+    return attribute
+
+
 def _check_index(index: VariableTracker) -> None:
     """Indices numpy and torch._numpy agree on: constants, slices, ndarrays, tuples of those."""
-    from .containers import TupleVariable
     from .tensor import TensorVariable
 
     if isinstance(index, TupleVariable):
@@ -559,34 +536,13 @@ class NdarrayMethodVariable(VariableTracker):
         return f"{codegen.reconstruct(self.array)}.{self.name}"
 
 
-class NumpyFunctionVariable(VariableTracker):
+class NumpyFunctionVariable(CallableValueVariable):
     """A numpy function, ufunc or scalar type; `counterpart`: torch._numpy's (None: folded or
     not captured)."""
 
     def __init__(self, function: Any, counterpart: Any, source=None) -> None:
-        super().__init__(source)
-        self.function = function
+        super().__init__(function, source)
         self.counterpart = counterpart
-
-    def python_type(self) -> type:
-        return type(self.function)
-
-    def static_value(self) -> Any:
-        return self.function
-
-    def as_python_constant(self) -> Any:
-        return self.function
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_static
-
-        try:
-            attribute = getattr(self.function, name)
-        except AttributeError as error:
-            raise UserException(error) from None
-        if isinstance(attribute, (str, int, float, bool, type(None))):
-            return constant(attribute)
-        return wrap_static(tx, attribute)
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         function = self.function
@@ -604,8 +560,6 @@ class NumpyFunctionVariable(VariableTracker):
                                   **{k: a.as_python_constant() for k, a in kwargs.items()})
             except Exception as error:
                 raise UserException(error) from None
-            from .builder import wrap_constant_result
-
             return wrap_constant_result(tx, result)
         if self.counterpart is None:
             raise Unsupported(f"numpy.{name} (no torch._numpy counterpart, or non-constant arguments)")

@@ -8,6 +8,7 @@ for tensor metadata (`torch.is_floating_point(x)`) fold to constants.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
 import sys
@@ -18,7 +19,9 @@ import torch
 
 from ... import in_graph
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
+from ..guard_failures import Check
+from .base import VariableTracker, constant
+from .builder import wrap_static
 
 # Calls that must run in real Python (state outside the graph, or whole other systems).
 _BREAKING = {
@@ -84,15 +87,11 @@ def _register_fixed_answers() -> None:
         ("torch._dynamo", "is_compiling", True),
         ("torch.cuda", "is_available", None),
     ]
-    import importlib
-
     for module_name, attr, answer in candidates:
         if module_name.startswith("torch._dynamo"):
             # ember does not import torch's compiler stack; a program that asks torch._dynamo has
-            # imported it already (see fixed_answer).
+            # imported it already (see classify_torch_callable).
             module = sys.modules.get(module_name)
-            if module is None:
-                continue
         else:
             try:
                 module = importlib.import_module(module_name)
@@ -244,7 +243,9 @@ def _runs_in_graph(function: types.FunctionType, module: str) -> bool:
     return _torch_file(function.__code__.co_filename) in _GRAPH_FUNCTION_FILES
 
 
-class TorchFunctionVariable(VariableTracker):
+class CallableValueVariable(VariableTracker):
+    """A callable known at capture (a torch or numpy function): a constant whose attributes are read for real."""
+
     def __init__(self, function: Any, source=None) -> None:
         super().__init__(source)
         self.function = function
@@ -258,6 +259,15 @@ class TorchFunctionVariable(VariableTracker):
     def static_value(self) -> Any:
         return self.function
 
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        try:
+            attribute = getattr(self.function, name)
+        except AttributeError as error:
+            raise UserException(error) from None
+        return wrap_static(tx, attribute)
+
+
+class TorchFunctionVariable(CallableValueVariable):
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         function = self.function
         reason = _BREAKING.get(function)
@@ -281,15 +291,6 @@ class TorchFunctionVariable(VariableTracker):
                 return result
         result = tx.graph.call(tx, "call_function", function, args, kwargs)
         return _same_object_as_argument(result, [*args, *kwargs.values()])
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_static
-
-        try:
-            attribute = getattr(self.function, name)
-        except AttributeError as error:
-            raise UserException(error) from None
-        return wrap_static(tx, attribute)
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.function, '__qualname__', self.function)})"
@@ -316,13 +317,14 @@ class FixedAnswerVariable(VariableTracker):
         answer = self.function()
         if type(answer) is not bool:
             raise Unsupported(f"{self.function.__qualname__}() returned {type(answer).__name__}, not a bool")
-        from ..guard_failures import Check
+        call = f"{tx.graph.guards.ref(self.function)}()"
+        return _guarded_answer(tx, call, f"{self.function.__module__}.{self.function.__qualname__}()", answer)
 
-        guards = tx.graph.guards
-        call = f"{guards.ref(self.function)}()"
-        label = f"{self.function.__module__}.{self.function.__qualname__}()"
-        guards.add(f"{call} is {answer}", f"{label} is {answer}", Check("value", call, answer, label))
-        return constant(answer)
+
+def _guarded_answer(tx, call: str, label: str, answer: bool) -> VariableTracker:
+    """`answer`, with a guard that the expression `call` still gives it."""
+    tx.graph.guards.add(f"{call} is {answer}", f"{label} is {answer}", Check("value", call, answer, label))
+    return constant(answer)
 
 
 class StorageQueryVariable(VariableTracker):
@@ -349,12 +351,8 @@ class StorageQueryVariable(VariableTracker):
         answer = self.function(args[0].real_tensor, *rest)
         if type(answer) is not bool:
             raise Unsupported(f"{name} returned {type(answer).__name__}, not a bool")
-        from ..guard_failures import Check
-
-        guards = tx.graph.guards
-        call = f"{guards.ref(self.function)}({', '.join([args[0].source.expr(), *map(repr, rest)])})"
-        guards.add(f"{call} is {answer}", f"{call} is {answer}", Check("value", call, answer, call))
-        return constant(answer)
+        call = f"{tx.graph.guards.ref(self.function)}({', '.join([args[0].source.expr(), *map(repr, rest)])})"
+        return _guarded_answer(tx, call, call, answer)
 
 
 class GraphBreakVariable(VariableTracker):
@@ -472,12 +470,9 @@ class GradModeFunctionVariable(VariableTracker):
         manager = GradModeVariable(self.target)
         manager.enter(tx)
         try:
-            result = self.wrapped.call_function(tx, args, kwargs)
-        except BaseException:
-            manager.exit(tx)  # (the with-block of torch's wrapper restores the mode)
-            raise
-        manager.exit(tx)
-        return result
+            return self.wrapped.call_function(tx, args, kwargs)
+        finally:
+            manager.exit(tx)  # (also on an exception: the with-block of torch's wrapper restores the mode)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "__wrapped__":
@@ -526,8 +521,6 @@ class DecoratedContextFunctionVariable(VariableTracker):
         self.ctx = getattr(factory, "__self__", None)
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .builder import wrap_static
-
         ctx = self.ctx
         if isinstance(ctx, torch.no_grad):
             manager = GradModeVariable(False)
@@ -538,16 +531,9 @@ class DecoratedContextFunctionVariable(VariableTracker):
         else:
             raise Unsupported(f"function decorated with {type(ctx).__name__}")
         manager.enter(tx)
-        try:
-            result = wrap_static(tx, self.func).call_function(tx, args, kwargs)
-        finally:
-            pass
+        result = wrap_static(tx, self.func).call_function(tx, args, kwargs)
         manager.exit(tx)
         return result
-
-
-def is_constant(variable: VariableTracker) -> bool:
-    return isinstance(variable, ConstantVariable)
 
 
 # -- autocast -----------------------------------------------------------------------------------
