@@ -216,7 +216,8 @@ class GlueCodegen:
 
     def dict_items(self, dict_var: DictVariable) -> str:
         """`key: value, ...` of a dict's items (keys made in the frame rebuilt, others literals)."""
-        return ", ".join(f"{self._key(dict_var, key)}: {self.reconstruct(item)}" for key, item in dict_var.items.items())
+        return ", ".join(f"{self._key(dict_var, key)}: {self.reconstruct(item)}"
+                         for key, item in dict_var.items.items())
 
     def _key(self, dict_var: DictVariable, key: Any) -> str:
         key_var = dict_var.key_vars.get(key)
@@ -513,11 +514,12 @@ def _emit_format(cg, tx, inst, stack):
     return _emit_result(_format_expr, pops)(cg, tx, inst, stack)
 
 
+_JUMP_IF_TRUE, _JUMP_IF_FALSE = _emit_jump(True), _emit_jump(False)
 EMITTERS: dict[str, Callable] = {
     "CALL": _emit_call,
     "CALL_FUNCTION_EX": _emit_call_ex,
-    **dict.fromkeys(("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_IF_TRUE"), _emit_jump(True)),
-    **dict.fromkeys(("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_FALSE"), _emit_jump(False)),
+    **dict.fromkeys(("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_IF_TRUE"), _JUMP_IF_TRUE),
+    **dict.fromkeys(("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_FALSE"), _JUMP_IF_FALSE),
     **dict.fromkeys(("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_IF_NONE"), _emit_jump(None, True)),
     **dict.fromkeys(("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE"), _emit_jump(None, False)),
     **dict.fromkeys(("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"), _emit_jump_or_pop),
