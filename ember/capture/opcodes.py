@@ -2,9 +2,9 @@
 handlers of stack, name, attribute, operator and build opcodes (control flow: opcodes_flow.py).
 
 `@handler("NAME", ..., min_version=(3, 11), max_version=(3, 12))` registers a function for
-the opcodes it names on the Python versions it covers.  The registrar checks that each name
-is a real opcode of the running Python and refuses duplicates.  An opcode with no handler is
-a graph break naming the opcode, never a crash.
+the opcodes it names on the Python versions it covers (`one_liners({...})`: one-expression
+handlers, by name).  The registrar checks that each name is a real opcode of the running Python
+and refuses duplicates.  An opcode with no handler is a graph break naming it, never a crash.
 """
 from __future__ import annotations
 
@@ -54,6 +54,12 @@ def handler(*names: str, min_version=(3, 11), max_version=(3, 12)):
     return register
 
 
+def one_liners(table: dict[str, Callable], **versions) -> None:
+    """Register handlers that are one expression each (`lambda tx, inst: ...`), by opcode name."""
+    for name, function in table.items():
+        handler(name, **versions)(function)
+
+
 # -- no-ops ---------------------------------------------------------------------------------------
 @handler("NOP", "RESUME", "PRECALL", "COPY_FREE_VARS", "EXTENDED_ARG")
 def _nop(tx, inst):
@@ -68,20 +74,18 @@ def _make_cell(tx, inst):
         cell.contents = tx.locals.pop(name)
 
 
-# -- stack manipulation ------------------------------------------------------------------------------
-@handler("POP_TOP")
-def _pop_top(tx, inst):
-    tx.pop()
-
-
-@handler("PUSH_NULL")
-def _push_null(tx, inst):
-    tx.push(NULL)
-
-
-@handler("COPY")
-def _copy(tx, inst):
-    tx.push(tx.stack[-inst.arg])
+# -- stack manipulation, locals, cells, globals, constants ---------------------------------------------
+one_liners({
+    "POP_TOP": lambda tx, inst: tx.pop(),
+    "PUSH_NULL": lambda tx, inst: tx.push(NULL),
+    "COPY": lambda tx, inst: tx.push(tx.stack[-inst.arg]),
+    "DELETE_FAST": lambda tx, inst: tx.locals.pop(inst.argval, None),
+    "LOAD_DEREF": lambda tx, inst: tx.push(tx.read_cell(tx.cells[inst.argval])),
+    "STORE_DEREF": lambda tx, inst: tx.write_cell(tx.cells[inst.argval], tx.pop()),
+    "LOAD_CLOSURE": lambda tx, inst: tx.push(tx.cells[inst.argval]),
+    "STORE_GLOBAL": lambda tx, inst: tx.store_global(inst.argval, tx.pop()),
+})
+one_liners({"LOAD_FAST_AND_CLEAR": lambda tx, inst: tx.push(tx.locals.pop(inst.argval, NULL))}, min_version=(3, 12))
 
 
 @handler("SWAP")
@@ -90,7 +94,6 @@ def _swap(tx, inst):
     stack[-1], stack[-inst.arg] = stack[-inst.arg], stack[-1]
 
 
-# -- locals, cells, globals, constants ------------------------------------------------------------------
 @handler("LOAD_CONST")
 def _load_const(tx, inst):
     tx.push(ConstantVariable(inst.argval) if not isinstance(inst.argval, type(dis)) else constant(inst.argval))
@@ -113,11 +116,6 @@ def _load_fast(tx, inst):
 handler("LOAD_FAST_CHECK", min_version=(3, 12))(_load_fast)
 
 
-@handler("LOAD_FAST_AND_CLEAR", min_version=(3, 12))
-def _load_fast_and_clear(tx, inst):
-    tx.push(tx.locals.pop(inst.argval, NULL))
-
-
 @handler("STORE_FAST")
 def _store_fast(tx, inst):
     value = tx.pop()
@@ -127,36 +125,11 @@ def _store_fast(tx, inst):
         tx.locals[inst.argval] = value
 
 
-@handler("DELETE_FAST")
-def _delete_fast(tx, inst):
-    tx.locals.pop(inst.argval, None)
-
-
-@handler("LOAD_DEREF")
-def _load_deref(tx, inst):
-    tx.push(tx.read_cell(tx.cells[inst.argval]))
-
-
-@handler("STORE_DEREF")
-def _store_deref(tx, inst):
-    tx.write_cell(tx.cells[inst.argval], tx.pop())
-
-
-@handler("LOAD_CLOSURE")
-def _load_closure(tx, inst):
-    tx.push(tx.cells[inst.argval])
-
-
 @handler("LOAD_GLOBAL")
 def _load_global(tx, inst):
     if inst.arg & 1:
         tx.push(NULL)
     tx.push(tx.load_global(inst.argval))
-
-
-@handler("STORE_GLOBAL")
-def _store_global(tx, inst):
-    tx.store_global(inst.argval, tx.pop())
 
 
 # -- attributes -----------------------------------------------------------------------------------------
@@ -259,9 +232,7 @@ def _unary(tx, inst):
     tx.push(unary_op(tx, function[inst.opname], tx.pop()))
 
 
-@handler("UNARY_NOT")
-def _unary_not(tx, inst):
-    tx.push(constant(not tx.pop().truth(tx)))
+one_liners({"UNARY_NOT": lambda tx, inst: tx.push(constant(not tx.pop().truth(tx)))})
 
 
 @handler("BINARY_SUBSCR")

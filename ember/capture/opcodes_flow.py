@@ -3,7 +3,7 @@ exceptions, imports and generators (registered into opcodes.HANDLERS as the data
 from __future__ import annotations
 
 from .errors import Unsupported, UserException
-from .opcodes import VERSION, handler
+from .opcodes import VERSION, handler, one_liners
 from .variables.base import ConstantVariable, NullVariable, VariableTracker, constant
 
 
@@ -43,7 +43,7 @@ def _jump_or_pop(tx, inst):
         tx.pop()
 
 
-@handler("GET_ITER")
+@handler("GET_ITER", "GET_YIELD_FROM_ITER")
 def _get_iter(tx, inst):
     tx.push(tx.pop().get_iter(tx))
 
@@ -65,9 +65,7 @@ def _for_iter(tx, inst):
     tx.ip = target
 
 
-@handler("END_FOR", min_version=(3, 12))
-def _end_for(tx, inst):
-    tx.popn(2)
+one_liners({"END_FOR": lambda tx, inst: tx.popn(2)}, min_version=(3, 12))
 
 
 @handler("RETURN_VALUE")
@@ -250,9 +248,7 @@ def _import_name(tx, inst):
     tx.push(wrap_static(tx, module))
 
 
-@handler("IMPORT_FROM")
-def _import_from(tx, inst):
-    tx.push(tx.load_attr(tx.stack[-1], inst.argval))
+one_liners({"IMPORT_FROM": lambda tx, inst: tx.push(tx.load_attr(tx.stack[-1], inst.argval))})
 
 
 # -- generators (materialized when inlined) ---------------------------------------------------------------
@@ -269,11 +265,6 @@ def _yield_value(tx, inst):
         raise Unsupported("yield outside a materialized generator")
     tx.generated.append(tx.pop())
     tx.push(constant(None))
-
-
-@handler("GET_YIELD_FROM_ITER")
-def _get_yield_from_iter(tx, inst):
-    tx.push(tx.pop().get_iter(tx))
 
 
 @handler("SEND")
