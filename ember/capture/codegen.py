@@ -403,29 +403,21 @@ def _next(tx, inst) -> int:
 
 
 def _emit_call(cg, tx, inst, stack):
-    argc = inst.arg
-    args = stack[len(stack) - argc:]
-    first, second = stack[len(stack) - argc - 2], stack[len(stack) - argc - 1]
-    rest = stack[:len(stack) - argc - 2]
-    if first is None:
-        function = second
-    else:
-        function, args = first, [second, *args]
+    base = len(stack) - inst.arg - 2
+    rest, (first, second), args = stack[:base], stack[base:base + 2], stack[base + 2:]
+    function, args = (second, args) if first is None else (first, [second, *args])
     names = tx.kw_names or ()
     positional = args[:len(args) - len(names)]
     keywords = keyword_arguments(zip(names, args[len(args) - len(names):]))
     result = cg.temp()
-    call_args = ", ".join([*positional, *keywords])
-    cg.emit(f"{result} = __ember_wrap({function})({call_args})")
+    cg.emit(f"{result} = __ember_wrap({function})({', '.join([*positional, *keywords])})")
     return [Branch(None, _next(tx, inst), [*rest, result])]
 
 
 def _emit_call_ex(cg, tx, inst, stack):
     has_kwargs = inst.arg & 1
     kwargs = stack[-1] if has_kwargs else None
-    args = stack[-1 - has_kwargs]
-    function = stack[-2 - has_kwargs]
-    below = stack[-3 - has_kwargs]
+    below, function, args = stack[len(stack) - 3 - has_kwargs:len(stack) - has_kwargs]
     rest = stack[:-3 - has_kwargs]
     result = cg.temp()
     prefix = ""

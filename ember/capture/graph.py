@@ -195,9 +195,8 @@ class OutputGraph:
 
     def _wrap_result(self, tx, node: torch.fx.Node, result: Any) -> VariableTracker:
         from .variables.containers import ListVariable, NamedTupleVariable, TupleVariable
-        from .variables.tensor import TensorVariable
-
         from .variables.symbolic import SYMBOLIC_TYPES, SymNodeVariable
+        from .variables.tensor import TensorVariable
 
         if isinstance(result, SYMBOLIC_TYPES):
             return SymNodeVariable(node, result)
