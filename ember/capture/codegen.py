@@ -17,12 +17,14 @@ effects; run the instruction the graph broke on; call the resume function for th
 """
 from __future__ import annotations
 
+import ast
 import collections
 import dis
 import functools
 import itertools
 import keyword
 import math
+import sys
 import types
 from typing import Any, Callable
 
@@ -30,10 +32,9 @@ import torch
 
 from . import bytecode_analysis as analysis
 from .errors import SkipFrame, Unsupported
-from .resume import make_resume_code
 from .source_text import keyword_arguments
 from .sources import CLOSURE, GLOBALS, CellContentsSource, ClosureSource
-from .variables.base import BINARY_OPERATORS, COMPARE_OPERATORS, ConstantVariable, NullVariable, VariableTracker
+from .variables.base import BINARY_OPERATORS, ConstantVariable, VariableTracker
 from .variables.containers import (
     BaseListVariable,
     DictVariable,
@@ -86,19 +87,11 @@ class GlueCodegen:
     def materialize(self, variable: VariableTracker) -> str:
         """Evaluate `variable` into a temporary now (before side effects run)."""
         expr = self.reconstruct(variable)
-        if _is_simple(expr):
-            return expr
-        name = self.temp()
-        self.emit(f"{name} = {expr}")
-        self._memo[id(variable)] = name
-        return name
+        return expr if _is_simple(expr) else self._new(variable, expr)
 
     def reconstruct(self, variable: VariableTracker) -> str:
         memo = self._memo.get(id(variable))
-        if memo is not None:
-            return memo
-        expr = self._reconstruct(variable)
-        return expr
+        return memo if memo is not None else self._reconstruct(variable)
 
     def _reconstruct(self, v: VariableTracker) -> str:
         if isinstance(v, ConstantVariable):
@@ -110,16 +103,12 @@ class GlueCodegen:
         if isinstance(v, NumberOrTensorVariable):  # min()/max() between a tensor and a number
             return v.glue(self, *(self.reconstruct(part) for part in v.parts))
         if isinstance(v, TensorVariable):
-            if v.source is not None:
-                return v.source.expr()
-            return f"__ember_out[{self.outputs[id(v)]}]"
+            return v.source.expr() if v.source is not None else f"__ember_out[{self.outputs[id(v)]}]"
         if isinstance(v, NamedTupleVariable):
             items = ", ".join(self.reconstruct(item) for item in v.items)
             class_var = getattr(v, "class_var", None)  # a class made in the frame is made again
             cls = self.reconstruct(class_var) if class_var is not None else self.ref(v.tuple_class, "type")
-            if hasattr(v.tuple_class, "_make"):
-                return f"{cls}._make(({items},))"
-            return f"{cls}(({items},))"
+            return f"{cls}{'._make' if hasattr(v.tuple_class, '_make') else ''}(({items},))"
         if isinstance(v, TupleVariable):
             if v.source is not None and not v.items:
                 return "()"
@@ -132,8 +121,7 @@ class GlueCodegen:
         if isinstance(v, ListVariable):
             return self._new(v, "[" + ", ".join(self.reconstruct(item) for item in v.items) + "]")
         if isinstance(v, DictVariable):
-            body = "{" + ", ".join(f"{self._key(v, key)}: {self.reconstruct(item)}"
-                                   for key, item in v.items.items()) + "}"
+            body = "{" + self.dict_items(v) + "}"
             if v.dict_type is collections.OrderedDict:
                 body = f"{self.ref(collections.OrderedDict, 'type')}({body})"
             elif v.dict_type is collections.defaultdict:
@@ -184,9 +172,7 @@ class GlueCodegen:
             return self._new_cell(v)
         if isinstance(v, RealCellVariable):
             return self.cell_expr(v)
-        if isinstance(v, ModelOutputVariable):
-            if v.source is not None:
-                return v.source.expr()
+        if isinstance(v, ModelOutputVariable) and v.source is None:
             fields = ", ".join(f"{name}={self.reconstruct(value)}" for name, value in v.fields.items()
                                if not (isinstance(value, ConstantVariable) and value.value is None))
             return self._new(v, f"{self.ref(v.cls, 'type')}({fields})")
@@ -228,11 +214,14 @@ class GlueCodegen:
             return repr(value)
         return self.ref(value, "const")
 
+    def dict_items(self, dict_var: DictVariable) -> str:
+        """`key: value, ...` of a dict's items (keys made in the frame rebuilt, others literals)."""
+        return ", ".join(f"{self._key(dict_var, key)}: {self.reconstruct(item)}"
+                         for key, item in dict_var.items.items())
+
     def _key(self, dict_var: DictVariable, key: Any) -> str:
         key_var = dict_var.key_vars.get(key)
-        if key_var is not None:
-            return self.reconstruct(key_var)
-        return self.literal(key)
+        return self.reconstruct(key_var) if key_var is not None else self.literal(key)
 
     def _new(self, variable: VariableTracker, expr: str) -> str:
         name = self.temp()
@@ -241,9 +230,7 @@ class GlueCodegen:
         return name
 
     def _new_object(self, v: NewObjectVariable) -> str:
-        name = self.temp()
-        self._memo[id(v)] = name
-        self.emit(f"{name} = {self.ref(object.__new__)}({self.ref(v.cls, 'type')})")
+        name = self._new(v, f"{self.ref(object.__new__)}({self.ref(v.cls, 'type')})")
 
         def set_attributes() -> None:
             setter = self.ref(object.__setattr__)
@@ -301,12 +288,44 @@ def _is_simple(expr: str) -> bool:
 
 def _is_literal(expr: str) -> bool:
     try:
-        import ast
-
         ast.literal_eval(expr)
         return True
     except Exception:
         return False
+
+
+# The values each kind of variable holds, tried in order (the first class that matches).
+_HELD_VALUES: list[tuple[type, Callable[[Any], Any]]] = [
+    (NumberOrTensorVariable, lambda v: v.parts),
+    (TensorVariable, lambda v: ()),
+    (PartialDictVariable, lambda v: [v.owner]),
+    (BaseListVariable, lambda v: v.known_items()),  # a list never read holds its old items: they are not outputs
+    (DictVariable, lambda v: [*v.items.values(), *v.key_vars.values(), v.default_factory]),
+    (SetVariable, lambda v: v.items.values()),
+    (ListIteratorVariable, lambda v: [v.over, *v.remaining()]),
+    (NewObjectVariable, lambda v: v.attrs.values()),
+    (ObjectTextVariable, lambda v: [v.owner]),
+    (TensorNumberVariable, lambda v: [v.tensor]),
+    (TensorTruthVariable, lambda v: v.terms),
+    (DictViewVariable, lambda v: [v.dict_var]),
+    (UserMethodVariable, lambda v: [v.function, v.owner]),
+    (PartialVariable, lambda v: [v.function, *v.args, *v.keywords.values()]),
+    (NestedFunctionVariable, lambda v: [v.defaults, v.kwdefaults, *v.closure_cells]),
+    (CellVariable, lambda v: [v.contents]),
+    (ExceptionVariable, lambda v: v.args),
+    (ModelOutputVariable, lambda v: v.fields.values()),
+]
+
+
+def _held_values(v: Any) -> Any:
+    for cls, held in _HELD_VALUES:
+        if isinstance(v, cls):
+            return held(v)
+    if type(v).__name__ == "MethodCallVariable":
+        return [v.owner]
+    if type(v).__name__ == "TensorMethodVariable":
+        return [v.tensor]
+    return v.contained_values() if hasattr(v, "contained_values") else ()
 
 
 def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
@@ -318,69 +337,10 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
         if v is None or id(v) in seen:
             return
         seen.add(id(v))
-        if isinstance(v, NumberOrTensorVariable):
-            for item in v.parts:
-                visit(item)
-        elif isinstance(v, TensorVariable):
-            if v.source is None:
-                found.append(v)
-        elif isinstance(v, PartialDictVariable):
-            visit(v.owner)
-        elif isinstance(v, BaseListVariable):
-            for item in v.known_items():  # a list never read holds its old items: they are not outputs
-                visit(item)
-        elif isinstance(v, DictVariable):
-            for item in v.items.values():
-                visit(item)
-            for item in v.key_vars.values():
-                visit(item)
-            visit(v.default_factory)
-        elif isinstance(v, SetVariable):
-            for item in v.items.values():
-                visit(item)
-        elif isinstance(v, ListIteratorVariable):
-            visit(v.over)
-            for item in v.remaining():
-                visit(item)
-        elif isinstance(v, NewObjectVariable):
-            for item in v.attrs.values():
-                visit(item)
-        elif isinstance(v, ObjectTextVariable):
-            visit(v.owner)
-        elif isinstance(v, TensorNumberVariable):
-            visit(v.tensor)
-        elif isinstance(v, TensorTruthVariable):
-            for item in v.terms:
-                visit(item)
-        elif isinstance(v, DictViewVariable):
-            visit(v.dict_var)
-        elif isinstance(v, UserMethodVariable):
-            visit(v.function)
-            visit(v.owner)
-        elif isinstance(v, PartialVariable):
-            visit(v.function)
-            for item in [*v.args, *v.keywords.values()]:
-                visit(item)
-        elif isinstance(v, NestedFunctionVariable):
-            visit(v.defaults)
-            visit(v.kwdefaults)
-            for cell in v.closure_cells:
-                visit(cell)
-        elif isinstance(v, CellVariable):
-            visit(v.contents)
-        elif isinstance(v, ExceptionVariable):
-            for item in v.args:
-                visit(item)
-        elif isinstance(v, ModelOutputVariable):
-            for item in v.fields.values():
-                visit(item)
-        elif type(v).__name__ == "MethodCallVariable":
-            visit(v.owner)
-        elif type(v).__name__ == "TensorMethodVariable":
-            visit(v.tensor)
-        elif hasattr(v, "contained_values"):
-            for item in v.contained_values():
-                visit(item)
+        if isinstance(v, TensorVariable) and v.source is None:
+            found.append(v)
+        for item in _held_values(v):
+            visit(item)
 
     for value in values:
         visit(value)
@@ -388,14 +348,10 @@ def collect_tensors(values: list[VariableTracker]) -> list[TensorVariable]:
 
 
 def side_effect_values(effects) -> list[VariableTracker]:
-    values = []
-    for owner, _, value in effects.attr_writes.values():
-        values += [owner, value]
-    values += list(effects.global_writes.values())
-    for _, value in effects.cell_writes.values():
-        values.append(value)
-    values += list(effects.mutated_containers.values())
-    return values
+    values = [item for owner, _, value in effects.attr_writes.values() for item in (owner, value)]
+    values += effects.global_writes.values()
+    values += [value for _, value in effects.cell_writes.values()]
+    return values + list(effects.mutated_containers.values())
 
 
 def emit_side_effects(cg: GlueCodegen, effects, root_globals: dict, prepared: dict[int, str]) -> None:
@@ -408,7 +364,7 @@ def emit_side_effects(cg: GlueCodegen, effects, root_globals: dict, prepared: di
             items = ", ".join(cg.reconstruct(item) for item in container.items)
             cg.emit(f"{target}[:] = [{items}]")
         elif isinstance(container, DictVariable):
-            body = ", ".join(f"{cg._key(container, k)}: {cg.reconstruct(v)}" for k, v in container.items.items())
+            body = cg.dict_items(container)
             cg.emit(f"{target}.clear()")
             cg.emit(f"{target}.update({{{body}}})")
         elif isinstance(container, SetVariable):
@@ -447,29 +403,21 @@ def _next(tx, inst) -> int:
 
 
 def _emit_call(cg, tx, inst, stack):
-    argc = inst.arg
-    args = stack[len(stack) - argc:]
-    first, second = stack[len(stack) - argc - 2], stack[len(stack) - argc - 1]
-    rest = stack[:len(stack) - argc - 2]
-    if first is None:
-        function = second
-    else:
-        function, args = first, [second, *args]
+    base = len(stack) - inst.arg - 2
+    rest, (first, second), args = stack[:base], stack[base:base + 2], stack[base + 2:]
+    function, args = (second, args) if first is None else (first, [second, *args])
     names = tx.kw_names or ()
     positional = args[:len(args) - len(names)]
     keywords = keyword_arguments(zip(names, args[len(args) - len(names):]))
     result = cg.temp()
-    call_args = ", ".join([*positional, *keywords])
-    cg.emit(f"{result} = __ember_wrap({function})({call_args})")
+    cg.emit(f"{result} = __ember_wrap({function})({', '.join([*positional, *keywords])})")
     return [Branch(None, _next(tx, inst), [*rest, result])]
 
 
 def _emit_call_ex(cg, tx, inst, stack):
     has_kwargs = inst.arg & 1
     kwargs = stack[-1] if has_kwargs else None
-    args = stack[-1 - has_kwargs]
-    function = stack[-2 - has_kwargs]
-    below = stack[-3 - has_kwargs]
+    below, function, args = stack[len(stack) - 3 - has_kwargs:len(stack) - has_kwargs]
     rest = stack[:-3 - has_kwargs]
     result = cg.temp()
     prefix = ""
@@ -482,8 +430,7 @@ def _emit_call_ex(cg, tx, inst, stack):
 
 def _emit_jump(jump_if: bool | None, none_test: bool | None = None):
     def emitter(cg, tx, inst, stack):
-        value = stack[-1]
-        rest = stack[:-1]
+        value, rest = stack[-1], stack[:-1]
         if none_test is not None:
             condition = f"{value} is None" if none_test else f"{value} is not None"
         else:
@@ -499,21 +446,16 @@ def _emit_jump_or_pop(cg, tx, inst, stack):
     return [Branch(condition, inst.argval, stack), Branch(None, _next(tx, inst), stack[:-1])]
 
 
-def _emit_result(make: Callable[[list[str], Any], str], pops: int):
+def _emit_result(make: Callable[[list[str], Any], str], pops: int, statement: bool = False):
+    """An instruction spelled as one line: a statement, or an expression pushed as a temporary."""
     def emitter(cg, tx, inst, stack):
-        operands = stack[len(stack) - pops:]
+        operands, rest = stack[len(stack) - pops:], stack[:len(stack) - pops]
+        if statement:
+            cg.emit(make(operands, inst))
+            return [Branch(None, _next(tx, inst), rest)]
         result = cg.temp()
         cg.emit(f"{result} = {make(operands, inst)}")
-        return [Branch(None, _next(tx, inst), [*stack[:len(stack) - pops], result])]
-
-    return emitter
-
-
-def _emit_statement(make: Callable[[list[str], Any], str], pops: int):
-    def emitter(cg, tx, inst, stack):
-        operands = stack[len(stack) - pops:]
-        cg.emit(make(operands, inst))
-        return [Branch(None, _next(tx, inst), stack[:len(stack) - pops])]
+        return [Branch(None, _next(tx, inst), [*rest, result])]
 
     return emitter
 
@@ -537,55 +479,42 @@ def _emit_unpack(cg, tx, inst, stack):
 def _emit_load_attr(cg, tx, inst, stack):
     result = cg.temp()
     cg.emit(f"{result} = getattr({stack[-1]}, {inst.argval!r})")
-    with_null = inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_ATTR" and
-                                                  tx.code is not None and _py312() and inst.arg & 1)
+    with_null = inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_ATTR" and tx.code is not None
+                                                  and sys.version_info >= (3, 12) and inst.arg & 1)
     pushed = [None, result] if with_null else [result]
     return [Branch(None, _next(tx, inst), [*stack[:-1], *pushed])]
-
-
-def _py312() -> bool:
-    import sys
-
-    return sys.version_info >= (3, 12)
 
 
 def _binary_expr(operands, inst):
     symbol = dis._nb_ops[inst.arg][1]
     if symbol.endswith("=") and symbol not in ("==", "!="):
         # a += b must keep in-place semantics: operator.iadd returns the new binding.
-        import operator
-
         function = BINARY_OPERATORS[symbol]
         return f"__ember_operator.{function.__name__}({operands[0]}, {operands[1]})"
     return f"({operands[0]} {symbol} {operands[1]})"
 
 
 def _format_expr(operands, inst):
-    flags = inst.arg
-    if flags & 0x04:
-        value, spec = operands[0], operands[1]
-    else:
-        value, spec = operands[0], "''"
-    conversion = {0: "", 1: "str", 2: "repr", 3: "ascii"}[flags & 0x03]
+    value, spec = operands[0], operands[1] if inst.arg & 0x04 else "''"
+    conversion = {0: "", 1: "str", 2: "repr", 3: "ascii"}[inst.arg & 0x03]
     inner = f"{conversion}({value})" if conversion else value
     return f"format({inner}, {spec})"
 
 
+def _emit_format(cg, tx, inst, stack):
+    pops = 2 if inst.arg & 0x04 else 1
+    return _emit_result(_format_expr, pops)(cg, tx, inst, stack)
+
+
+_JUMP_IF_TRUE, _JUMP_IF_FALSE = _emit_jump(True), _emit_jump(False)
 EMITTERS: dict[str, Callable] = {
     "CALL": _emit_call,
     "CALL_FUNCTION_EX": _emit_call_ex,
-    "POP_JUMP_FORWARD_IF_TRUE": _emit_jump(True),
-    "POP_JUMP_BACKWARD_IF_TRUE": _emit_jump(True),
-    "POP_JUMP_IF_TRUE": _emit_jump(True),
-    "POP_JUMP_FORWARD_IF_FALSE": _emit_jump(False),
-    "POP_JUMP_BACKWARD_IF_FALSE": _emit_jump(False),
-    "POP_JUMP_IF_FALSE": _emit_jump(False),
-    "POP_JUMP_FORWARD_IF_NONE": _emit_jump(None, True),
-    "POP_JUMP_IF_NONE": _emit_jump(None, True),
-    "POP_JUMP_FORWARD_IF_NOT_NONE": _emit_jump(None, False),
-    "POP_JUMP_IF_NOT_NONE": _emit_jump(None, False),
-    "JUMP_IF_TRUE_OR_POP": _emit_jump_or_pop,
-    "JUMP_IF_FALSE_OR_POP": _emit_jump_or_pop,
+    **dict.fromkeys(("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_IF_TRUE"), _JUMP_IF_TRUE),
+    **dict.fromkeys(("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_FALSE"), _JUMP_IF_FALSE),
+    **dict.fromkeys(("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_IF_NONE"), _emit_jump(None, True)),
+    **dict.fromkeys(("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE"), _emit_jump(None, False)),
+    **dict.fromkeys(("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"), _emit_jump_or_pop),
     "BINARY_OP": _emit_result(_binary_expr, 2),
     "COMPARE_OP": _emit_result(lambda o, i: f"({o[0]} {i.argval} {o[1]})", 2),
     "CONTAINS_OP": _emit_result(lambda o, i: f"({o[0]} {'not in' if i.arg else 'in'} {o[1]})", 2),
@@ -595,23 +524,15 @@ EMITTERS: dict[str, Callable] = {
     "UNARY_NEGATIVE": _emit_result(lambda o, i: f"(-{o[0]})", 1),
     "UNARY_INVERT": _emit_result(lambda o, i: f"(~{o[0]})", 1),
     "GET_ITER": _emit_result(lambda o, i: f"iter({o[0]})", 1),
-    "FORMAT_VALUE": None,  # filled below (pops depend on flags)
-    "STORE_SUBSCR": _emit_statement(lambda o, i: f"{o[1]}[{o[2]}] = {o[0]}", 3),
-    "DELETE_SUBSCR": _emit_statement(lambda o, i: f"del {o[0]}[{o[1]}]", 2),
-    "STORE_ATTR": _emit_statement(lambda o, i: f"setattr({o[1]}, {i.argval!r}, {o[0]})", 2),
+    "FORMAT_VALUE": _emit_format,
+    "STORE_SUBSCR": _emit_result(lambda o, i: f"{o[1]}[{o[2]}] = {o[0]}", 3, statement=True),
+    "DELETE_SUBSCR": _emit_result(lambda o, i: f"del {o[0]}[{o[1]}]", 2, statement=True),
+    "STORE_ATTR": _emit_result(lambda o, i: f"setattr({o[1]}, {i.argval!r}, {o[0]})", 2, statement=True),
     "LOAD_ATTR": _emit_load_attr,
     "LOAD_METHOD": _emit_load_attr,
     "RAISE_VARARGS": _emit_raise,
     "UNPACK_SEQUENCE": _emit_unpack,
 }
-
-
-def _emit_format(cg, tx, inst, stack):
-    pops = 2 if inst.arg & 0x04 else 1
-    return _emit_result(_format_expr, pops)(cg, tx, inst, stack)
-
-
-EMITTERS["FORMAT_VALUE"] = _emit_format
 
 
 def live_locals(tx, offset: int) -> list[str]:

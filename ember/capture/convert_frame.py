@@ -175,18 +175,15 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
     if kind == "return":
         needed = [root.return_value]
         branch_offsets: list[int] = []
-    elif analysis.in_block(root.code, inst.offset):
-        # Inside a try/with block the breaking instruction must run under the frame's own
-        # exception handlers: the rest of the frame resumes *at* it and runs eagerly.
-        branch_offsets = [inst.offset]
-        live = live_locals(root, inst.offset)
-        needed = [root.locals[name] for name in live] + [v for v in root.stack if not isinstance(v, NullVariable)]
-        needed += frame_cells(root)
     else:
-        emitter = EMITTERS.get(inst.opname)
-        if emitter is None:
+        if analysis.in_block(root.code, inst.offset):
+            # Inside a try/with block the breaking instruction must run under the frame's own
+            # exception handlers: the rest of the frame resumes *at* it and runs eagerly.
+            branch_offsets = [inst.offset]
+        elif inst.opname not in EMITTERS:
             raise SkipFrame(f"graph break on {inst.opname}, which the glue cannot run: {reason}")
-        branch_offsets = _successor_offsets(root, inst)
+        else:
+            branch_offsets = _successor_offsets(root, inst)
         live = sorted({name for offset in branch_offsets for name in live_locals(root, offset)},
                       key=root.code.co_varnames.index)
         needed = [root.locals[name] for name in live] + [v for v in root.stack if not isinstance(v, NullVariable)]
@@ -217,11 +214,8 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
             cg.materialize(item)
         for key_var in getattr(container, "key_vars", {}).values():
             cg.materialize(key_var)
-    for _, _, value in effects.attr_writes.values():
-        cg.materialize(value)
-    for value in effects.global_writes.values():
-        cg.materialize(value)
-    for _, value in effects.cell_writes.values():
+    written = [value for _, _, value in effects.attr_writes.values()] + list(effects.global_writes.values())
+    for value in written + [value for _, value in effects.cell_writes.values()]:
         cg.materialize(value)
 
     if kind == "return":
@@ -269,11 +263,8 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
     guard_source = graph.guards.source_code(params)
     if log_guards.isEnabledFor(logging.DEBUG):
         log_guards.debug("guards for %s:\n%s", root.code.co_name, guard_source)
-    namespace = dict(refs)
-    namespace[GLOBALS] = f_globals
-    namespace["__ember_wrap"] = context.wrap_callable
-    namespace["__ember_operator"] = operator
-    namespace["__builtins__"] = __builtins__
+    namespace = {**refs, GLOBALS: f_globals, "__ember_wrap": context.wrap_callable, "__ember_operator": operator,
+                 "__builtins__": __builtins__}
     glue = compile_as_user_code(source, "__ember_glue", root.code, root.lineno(), namespace,
                                 original_code(root.code))
     guard = graph.guards.compile(params, f_globals, guard_source)

@@ -56,23 +56,18 @@ _INPLACE_OPERATORS = {
 def is_impure(node: torch.fx.Node) -> bool:
     if node.op in ("placeholder", "output"):
         return True
-    if node.op == "call_function" and getattr(node.target, "__name__", "") in ("enter_autocast", "exit_autocast"):
+    if node.op not in ("call_method", "call_function"):
+        return False
+    target = node.target
+    name = target if node.op == "call_method" else getattr(target, "__name__", "")
+    if name.endswith("_") and not name.endswith("__"):  # an in-place method or function
         return True
     if node.op == "call_method":
-        name = node.target
-        return name.endswith("_") and not name.endswith("__")
-    if node.op == "call_function":
-        target = node.target
-        if target in SIDE_EFFECT_TARGETS or target in _INPLACE_OPERATORS:
-            return True
-        name = getattr(target, "__name__", "")
-        if name.endswith("_") and not name.endswith("__"):
-            return True
-        if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
-            return True  # (torch.ops.aten.add_.Tensor(a, b), its result unused: a is still written)
-        if "out" in node.kwargs:
-            return True
-    return False
+        return False
+    return (name in ("enter_autocast", "exit_autocast") or target in SIDE_EFFECT_TARGETS or target in _INPLACE_OPERATORS
+            # (torch.ops.aten.add_.Tensor(a, b), its result unused: a is still written)
+            or isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable
+            or "out" in node.kwargs)
 
 
 class OutputGraph:
@@ -103,7 +98,6 @@ class OutputGraph:
         self._last_placeholder: torch.fx.Node | None = None
         # Real context managers entered during capture (autocast), exited if capture stops.
         self.entered_contexts: list = []
-        self.node_count = 0
         self.shape_plan: ShapePlan | None = None  # dynamic shapes (capture/shapes.py)
         self.symbolic_inputs: list[tuple[torch.Tensor, str]] = []  # (fake, source expr)
         self.specialization_watch: SpecializationWatch | None = None  # sizes the user marked dynamic
@@ -197,14 +191,12 @@ class OutputGraph:
         node.meta["ember_call"] = (kind, target, node.args, node.kwargs)  # (kept if DCE drops it: scalars.replay)
         if self.recompute_region is not None:  # inside torch.utils.checkpoint (variables/checkpoint.py)
             node.meta["ember_recompute"] = self.recompute_region
-        self.node_count += 1
         return self._wrap_result(tx, node, result)
 
     def _wrap_result(self, tx, node: torch.fx.Node, result: Any) -> VariableTracker:
         from .variables.containers import ListVariable, NamedTupleVariable, TupleVariable
-        from .variables.tensor import TensorVariable
-
         from .variables.symbolic import SYMBOLIC_TYPES, SymNodeVariable
+        from .variables.tensor import TensorVariable
 
         if isinstance(result, SYMBOLIC_TYPES):
             return SymNodeVariable(node, result)
@@ -350,8 +342,7 @@ def _unwrap(tx, value: Any) -> tuple[Any, Any]:
             return tuple(proxies), tuple(fakes)
         return proxies, fakes
     if isinstance(value, DictVariable):
-        proxies, fakes = _unwrap(tx, value.items)
-        return proxies, fakes
+        return _unwrap(tx, value.items)
     static = getattr(value, "static_value", None)
     if static is not None:
         known = static()
@@ -376,7 +367,3 @@ def _tensor_type_name(value: Any) -> Any:
     if isinstance(known, type) and known in _LEGACY_TENSOR_TYPES:
         return ConstantVariable(f"{known.__module__}.{known.__name__}")
     return value
-
-
-def tree_has_tensor(value: Any) -> bool:
-    return any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(value))

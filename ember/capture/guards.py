@@ -27,7 +27,7 @@ from .sources import CLOSURE, GLOBALS, Source
 
 
 _STEP = re.compile(r"\[(?:'[^']*'|\"[^\"]*\"|-?\d+)\]|\.[A-Za-z_]\w*")  # a subscript or an attribute
-_LAST_STEP = re.compile(r"(?:\[(?:'[^']*'|\"[^\"]*\"|-?\d+)\]|\.[A-Za-z_]\w*)$")
+_LAST_STEP = re.compile(f"(?:{_STEP.pattern})$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,8 +170,7 @@ class GuardSet:
         self.distinct(source, facts)
 
     def _device_check(self, local: str, device: torch.device) -> str:
-        """`t.device == d` makes a device object per call (175 ns on an H100 host, a third of a
-        parameter's checks); a CPU tensor, or the only CUDA device's, needs one flag."""
+        """`t.device == d` makes a device object per call: a CPU tensor, or the only CUDA device's, needs one flag."""
         if device.type == "cpu":
             return f"{local}.is_cpu"
         if device.type == "cuda" and torch.cuda.is_available() and torch.cuda.device_count() == 1:
@@ -213,18 +212,12 @@ class GuardSet:
 
     def global_state(self) -> None:
         """Grad mode, autocast and the default dtype: every capture depends on them."""
-        grad = torch.is_grad_enabled()
-        self.add(
-            f"{self.ref(torch.is_grad_enabled)}() is {grad}",
-            f"grad mode is {'enabled' if grad else 'disabled'}",
-            Check("value", f"{self.ref(torch.is_grad_enabled)}()", grad, "torch.is_grad_enabled()"),
-        )
-        dtype = torch.get_default_dtype()
-        self.add(
-            f"{self.ref(torch.get_default_dtype)}() is {self.ref(dtype)}",
-            f"default dtype is {dtype}",
-            Check("value", f"{self.ref(torch.get_default_dtype)}()", dtype, "torch.get_default_dtype()"),
-        )
+        grad, query = torch.is_grad_enabled(), f"{self.ref(torch.is_grad_enabled)}()"
+        self.add(f"{query} is {grad}", f"grad mode is {'enabled' if grad else 'disabled'}",
+                 Check("value", query, grad, "torch.is_grad_enabled()"))
+        dtype, query = torch.get_default_dtype(), f"{self.ref(torch.get_default_dtype)}()"
+        self.add(f"{query} is {self.ref(dtype)}", f"default dtype is {dtype}",
+                 Check("value", query, dtype, "torch.get_default_dtype()"))
         autocast = _autocast_state()
         # (per device type: enabled, and the dtype only where enabled; two C calls per call
         # when autocast is off, the common case, instead of a Python function's four)
@@ -233,12 +226,9 @@ class GuardSet:
             terms.append(f"{self.ref(torch.is_autocast_enabled)}({device_type!r}) is {enabled}")
             if enabled:
                 terms.append(f"{self.ref(torch.get_autocast_dtype)}({device_type!r}) is {self.ref(dtype)}")
-        self.add(
-            " and ".join(terms),
-            f"autocast state is {autocast!r}",
-            Check("value", f"{self.ref(_autocast_state)}()", autocast,
-                  "autocast state (cpu enabled, cpu dtype, cuda enabled, cuda dtype)"),
-        )
+        self.add(" and ".join(terms), f"autocast state is {autocast!r}",
+                 Check("value", f"{self.ref(_autocast_state)}()", autocast,
+                       "autocast state (cpu enabled, cpu dtype, cuda enabled, cuda dtype)"))
 
     # -- code generation ------------------------------------------------------------------
     def source_code(self, params: list[str]) -> str:
@@ -257,10 +247,8 @@ class GuardSet:
         walked once per call, not once per guard.  Guards run in order and stop at the first
         failure, so a local is always bound before a later guard reads it."""
         exprs = [guard.expr for guard in guards]
-        # Which expressions hold each last step of a path (`['encoder']`, `.weight`): a path is
-        # looked for only there (a model's ~1600 paths times ~1400 guards made this quadratic).
-        # Rewriting an expression below only removes text or repeats a path's, so the index stays
-        # a superset of each path's readers.
+        # A path is looked for only in the expressions holding its last step (`['encoder']`, `.weight`), else
+        # this is quadratic; rewriting below only removes text or repeats a path's, so the index stays a superset.
         holders: dict[str, list[int]] = {}
         for i, expr in enumerate(exprs):
             for step in set(_STEP.findall(expr)):
@@ -283,12 +271,13 @@ class GuardSet:
     def compile(self, params: list[str], globals_dict: dict, source: str | None = None) -> Callable[..., bool]:
         """The guard function (`source`: this set's `source_code(params)`, where the caller has
         it already: writing it out costs as much as compiling it for a large model)."""
-        namespace = dict(self.refs)
-        namespace[GLOBALS] = globals_dict
-        namespace["__builtins__"] = __builtins__
-        namespace.update(GUARD_NAMESPACE)  # (the ShapeEnv's guards on float symbols: `not math.isnan(lr)`)
+        namespace = self._namespace(globals_dict)
         exec(compile(source or self.source_code(params), "<ember guard>", "exec"), namespace)
         return namespace["__ember_guard"]
+
+    def _namespace(self, globals_dict: dict) -> dict:
+        # (GUARD_NAMESPACE: what the ShapeEnv's guards on float symbols call: `not math.isnan(lr)`)
+        return {**self.refs, GLOBALS: globals_dict, "__builtins__": __builtins__, **GUARD_NAMESPACE}
 
     def failures(self, params: list[str], globals_dict: dict, closure, args) -> list[str]:
         """The first guard that does not hold for these arguments (slow path, for logs).
@@ -305,9 +294,7 @@ class GuardSet:
 
     def _first_failure(self, params: list[str], globals_dict: dict, closure, args):
         """(the first guard that fails or raises, an evaluator of expressions, the error)."""
-        namespace = dict(self.refs)
-        namespace[GLOBALS] = globals_dict
-        namespace.update(GUARD_NAMESPACE)
+        namespace = self._namespace(globals_dict)
 
         def evaluate(expr: str) -> Any:
             exec(f"def __check({', '.join([CLOSURE, *params])}):\n    return ({expr})", namespace)
@@ -345,18 +332,16 @@ class GuardSet:
                         for d, (old, new) in enumerate(zip(facts.shape, value.shape)) if old != new]
         return changed
 
+    def _value_checks(self) -> list[Check]:
+        """The checks of guards on a value found at a source (not the global state's)."""
+        return [guard.check for guard in self.guards if guard.check is not None and guard.check.kind == "value"
+                and isinstance(guard.check.what, Source)]
 
     def number_constants(self) -> dict[str, str]:
         """The ints and floats guarded by value, those inside guarded tuples (`betas`) included:
         guard expression -> the user's path."""
-        found = {}
-        for guard in self.guards:
-            check = guard.check
-            if check is None or check.kind != "value" or not isinstance(check.what, Source):
-                continue
-            for expr, path, _, _ in _numbers(check.what, check.expected):
-                found[expr] = path
-        return found
+        return {expr: path for check in self._value_checks()
+                for expr, path, _, _ in _numbers(check.what, check.expected)}
 
     def changed_scalars(self, params: list[str], globals_dict: dict, closure, args) -> list[tuple]:
         """Python ints and floats guarded by value that now hold another number of the same type
@@ -366,10 +351,7 @@ class GuardSet:
         if guard is None:
             return []
         changed = []
-        for guard in self.guards:
-            check = guard.check
-            if check is None or check.kind != "value" or not isinstance(check.what, Source):
-                continue
+        for check in self._value_checks():
             numbers = _numbers(check.what, check.expected)
             if not numbers:
                 continue

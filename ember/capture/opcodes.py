@@ -2,9 +2,9 @@
 handlers of stack, name, attribute, operator and build opcodes (control flow: opcodes_flow.py).
 
 `@handler("NAME", ..., min_version=(3, 11), max_version=(3, 12))` registers a function for
-the opcodes it names on the Python versions it covers.  The registrar checks that each name
-is a real opcode of the running Python and refuses duplicates.  An opcode with no handler is
-a graph break naming the opcode, never a crash.
+the opcodes it names on the Python versions it covers (`one_liners({...})`: one-expression
+handlers, by name).  The registrar checks that each name is a real opcode of the running Python
+and refuses duplicates.  An opcode with no handler is a graph break naming it, never a crash.
 """
 from __future__ import annotations
 
@@ -54,6 +54,12 @@ def handler(*names: str, min_version=(3, 11), max_version=(3, 12)):
     return register
 
 
+def one_liners(table: dict[str, Callable], **versions) -> None:
+    """Register handlers that are one expression each (`lambda tx, inst: ...`), by opcode name."""
+    for name, function in table.items():
+        handler(name, **versions)(function)
+
+
 # -- no-ops ---------------------------------------------------------------------------------------
 @handler("NOP", "RESUME", "PRECALL", "COPY_FREE_VARS", "EXTENDED_ARG")
 def _nop(tx, inst):
@@ -68,20 +74,18 @@ def _make_cell(tx, inst):
         cell.contents = tx.locals.pop(name)
 
 
-# -- stack manipulation ------------------------------------------------------------------------------
-@handler("POP_TOP")
-def _pop_top(tx, inst):
-    tx.pop()
-
-
-@handler("PUSH_NULL")
-def _push_null(tx, inst):
-    tx.push(NULL)
-
-
-@handler("COPY")
-def _copy(tx, inst):
-    tx.push(tx.stack[-inst.arg])
+# -- stack manipulation, locals, cells, globals, constants ---------------------------------------------
+one_liners({
+    "POP_TOP": lambda tx, inst: tx.pop(),
+    "PUSH_NULL": lambda tx, inst: tx.push(NULL),
+    "COPY": lambda tx, inst: tx.push(tx.stack[-inst.arg]),
+    "DELETE_FAST": lambda tx, inst: tx.locals.pop(inst.argval, None),
+    "LOAD_DEREF": lambda tx, inst: tx.push(tx.read_cell(tx.cells[inst.argval])),
+    "STORE_DEREF": lambda tx, inst: tx.write_cell(tx.cells[inst.argval], tx.pop()),
+    "LOAD_CLOSURE": lambda tx, inst: tx.push(tx.cells[inst.argval]),
+    "STORE_GLOBAL": lambda tx, inst: tx.store_global(inst.argval, tx.pop()),
+})
+one_liners({"LOAD_FAST_AND_CLEAR": lambda tx, inst: tx.push(tx.locals.pop(inst.argval, NULL))}, min_version=(3, 12))
 
 
 @handler("SWAP")
@@ -90,7 +94,6 @@ def _swap(tx, inst):
     stack[-1], stack[-inst.arg] = stack[-inst.arg], stack[-1]
 
 
-# -- locals, cells, globals, constants ------------------------------------------------------------------
 @handler("LOAD_CONST")
 def _load_const(tx, inst):
     tx.push(ConstantVariable(inst.argval) if not isinstance(inst.argval, type(dis)) else constant(inst.argval))
@@ -113,11 +116,6 @@ def _load_fast(tx, inst):
 handler("LOAD_FAST_CHECK", min_version=(3, 12))(_load_fast)
 
 
-@handler("LOAD_FAST_AND_CLEAR", min_version=(3, 12))
-def _load_fast_and_clear(tx, inst):
-    tx.push(tx.locals.pop(inst.argval, NULL))
-
-
 @handler("STORE_FAST")
 def _store_fast(tx, inst):
     value = tx.pop()
@@ -127,36 +125,11 @@ def _store_fast(tx, inst):
         tx.locals[inst.argval] = value
 
 
-@handler("DELETE_FAST")
-def _delete_fast(tx, inst):
-    tx.locals.pop(inst.argval, None)
-
-
-@handler("LOAD_DEREF")
-def _load_deref(tx, inst):
-    tx.push(tx.read_cell(tx.cells[inst.argval]))
-
-
-@handler("STORE_DEREF")
-def _store_deref(tx, inst):
-    tx.write_cell(tx.cells[inst.argval], tx.pop())
-
-
-@handler("LOAD_CLOSURE")
-def _load_closure(tx, inst):
-    tx.push(tx.cells[inst.argval])
-
-
 @handler("LOAD_GLOBAL")
 def _load_global(tx, inst):
     if inst.arg & 1:
         tx.push(NULL)
     tx.push(tx.load_global(inst.argval))
-
-
-@handler("STORE_GLOBAL")
-def _store_global(tx, inst):
-    tx.store_global(inst.argval, tx.pop())
 
 
 # -- attributes -----------------------------------------------------------------------------------------
@@ -196,9 +169,7 @@ def _method(tx, owner, name):
 def _load_super_attr(tx, inst):
     from .variables.objects import SuperVariable
 
-    owner = tx.pop()
-    cls = tx.pop()
-    tx.pop()  # the global `super`
+    _, cls, owner = tx.popn(3)  # (the global `super` first)
     super_var = SuperVariable(cls.as_python_constant(), owner)
     if inst.arg & 1:
         tx.push(NULL)
@@ -207,8 +178,7 @@ def _load_super_attr(tx, inst):
 
 @handler("STORE_ATTR")
 def _store_attr(tx, inst):
-    owner = tx.pop()
-    value = tx.pop()
+    value, owner = tx.popn(2)
     tx.store_attr(owner, inst.argval, value)
 
 
@@ -222,18 +192,15 @@ def _delete_attr(tx, inst):
 def _binary_op(tx, inst):
     from .variables.operators import binary_op
 
-    right = tx.pop()
-    left = tx.pop()
-    symbol = dis._nb_ops[inst.arg][1]
-    tx.push(binary_op(tx, BINARY_OPERATORS[symbol], left, right))
+    left, right = tx.popn(2)
+    tx.push(binary_op(tx, BINARY_OPERATORS[dis._nb_ops[inst.arg][1]], left, right))
 
 
 @handler("COMPARE_OP")
 def _compare_op(tx, inst):
     from .variables.operators import compare_op
 
-    right = tx.pop()
-    left = tx.pop()
+    left, right = tx.popn(2)
     tx.push(compare_op(tx, COMPARE_OPERATORS[inst.argval], left, right))
 
 
@@ -241,18 +208,15 @@ def _compare_op(tx, inst):
 def _is_op(tx, inst):
     from .variables.operators import is_op
 
-    right = tx.pop()
-    left = tx.pop()
-    result = is_op(tx, left, right)
-    tx.push(constant(result != bool(inst.arg)))
+    left, right = tx.popn(2)
+    tx.push(constant(is_op(tx, left, right) != bool(inst.arg)))
 
 
 @handler("CONTAINS_OP")
 def _contains_op(tx, inst):
     from .variables.builtins import contains
 
-    container = tx.pop()
-    item = tx.pop()
+    item, container = tx.popn(2)
     result = contains(tx, container, item)
     if hasattr(result, "negate"):  # (an answer the glue reads from tensors: glue_values.py)
         tx.push(result.negate() if inst.arg else result)
@@ -268,32 +232,24 @@ def _unary(tx, inst):
     tx.push(unary_op(tx, function[inst.opname], tx.pop()))
 
 
-@handler("UNARY_NOT")
-def _unary_not(tx, inst):
-    tx.push(constant(not tx.pop().truth(tx)))
+one_liners({"UNARY_NOT": lambda tx, inst: tx.push(constant(not tx.pop().truth(tx)))})
 
 
 @handler("BINARY_SUBSCR")
 def _binary_subscr(tx, inst):
-    index = tx.pop()
-    container = tx.pop()
+    container, index = tx.popn(2)
     tx.push(tx.getitem(container, index))
 
 
 @handler("BINARY_SLICE", min_version=(3, 12))
 def _binary_slice(tx, inst):
-    stop = tx.pop()
-    start = tx.pop()
-    container = tx.pop()
+    container, start, stop = tx.popn(3)
     tx.push(tx.getitem(container, _slice(start, stop, constant(None))))
 
 
 @handler("STORE_SLICE", min_version=(3, 12))
 def _store_slice(tx, inst):
-    stop = tx.pop()
-    start = tx.pop()
-    container = tx.pop()
-    value = tx.pop()
+    value, container, start, stop = tx.popn(4)
     _setitem(tx, container, _slice(start, stop, constant(None)), value)
 
 
@@ -311,21 +267,16 @@ def _slice(start, stop, step):
 
 def _setitem(tx, container, index, value):
     from .variables.containers import DictVariable, ListVariable
-    from .variables.tensor import TensorVariable
 
-    if isinstance(container, TensorVariable):
-        container.call_method(tx, "__setitem__", [index, value], {})
-    elif isinstance(container, (ListVariable, DictVariable)):
+    if isinstance(container, (ListVariable, DictVariable)):
         container.setitem(tx, index, value)
-    else:
+    else:  # (tensors and others)
         container.call_method(tx, "__setitem__", [index, value], {})
 
 
 @handler("STORE_SUBSCR")
 def _store_subscr(tx, inst):
-    index = tx.pop()
-    container = tx.pop()
-    value = tx.pop()
+    value, container, index = tx.popn(3)
     _setitem(tx, container, index, value)
 
 
@@ -333,8 +284,7 @@ def _store_subscr(tx, inst):
 def _delete_subscr(tx, inst):
     from .variables.containers import DictVariable, ListVariable
 
-    index = tx.pop()
-    container = tx.pop()
+    container, index = tx.popn(2)
     if isinstance(container, (ListVariable, DictVariable)):
         container.call_method(tx, "__delitem__", [index], {})
     else:
@@ -342,25 +292,12 @@ def _delete_subscr(tx, inst):
 
 
 # -- building containers ----------------------------------------------------------------------------------
-@handler("BUILD_TUPLE")
-def _build_tuple(tx, inst):
-    from .variables.containers import TupleVariable
+@handler("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET")
+def _build_sequence(tx, inst):
+    from .variables.containers import ListVariable, SetVariable, TupleVariable
 
-    tx.push(TupleVariable(tx.popn(inst.arg)))
-
-
-@handler("BUILD_LIST")
-def _build_list(tx, inst):
-    from .variables.containers import ListVariable
-
-    tx.push(ListVariable(tx.popn(inst.arg)))
-
-
-@handler("BUILD_SET")
-def _build_set(tx, inst):
-    from .variables.containers import SetVariable
-
-    tx.push(SetVariable(tx.popn(inst.arg)))
+    kind = {"BUILD_TUPLE": TupleVariable, "BUILD_LIST": ListVariable, "BUILD_SET": SetVariable}[inst.opname]
+    tx.push(kind(tx.popn(inst.arg)))
 
 
 @handler("BUILD_MAP")
@@ -369,10 +306,8 @@ def _build_map(tx, inst):
 
     items = tx.popn(2 * inst.arg)
     result = DictVariable({})
-    for position in range(0, len(items), 2):
-        result.items  # keep insertion order
-        result.setitem(tx, items[position], items[position + 1])
-    result.items = dict(result.items)
+    for key, value in zip(items[::2], items[1::2]):
+        result.setitem(tx, key, value)
     tx.push(result)
 
 
@@ -417,12 +352,8 @@ def _format_value(tx, inst):
             raise Unsupported(f"formatting {value} in an f-string")
         conversion = 0
     real = value.as_python_constant()
-    if conversion == 1:
-        real = str(real)
-    elif conversion == 2:
-        real = repr(real)
-    elif conversion == 3:
-        real = ascii(real)
+    if conversion:
+        real = (str, repr, ascii)[conversion - 1](real)
     try:
         tx.push(constant(format(real, spec)))
     except Exception as error:
@@ -443,8 +374,7 @@ def _set_add(tx, inst):
 
 @handler("MAP_ADD")
 def _map_add(tx, inst):
-    value = tx.pop()
-    key = tx.pop()
+    key, value = tx.popn(2)
     tx.stack[-inst.arg].setitem(tx, key, value)
 
 

@@ -3,7 +3,7 @@ exceptions, imports and generators (registered into opcodes.HANDLERS as the data
 from __future__ import annotations
 
 from .errors import Unsupported, UserException
-from .opcodes import VERSION, handler
+from .opcodes import VERSION, handler, one_liners
 from .variables.base import ConstantVariable, NullVariable, VariableTracker, constant
 
 
@@ -18,8 +18,6 @@ def _conditional(truth_when_jump: bool | None, none_test: bool | None = None):
         value = tx.pop()
         if none_test is not None:
             is_none = isinstance(value, ConstantVariable) and value.value is None
-            if not is_none and isinstance(value, ConstantVariable):
-                is_none = False
             jump = is_none if none_test else not is_none
         else:
             jump = value.truth(tx) == truth_when_jump
@@ -29,33 +27,23 @@ def _conditional(truth_when_jump: bool | None, none_test: bool | None = None):
     return run
 
 
-def _conditional_peek(tx, value):
-    return value
-
-
-for _name, _when in (("POP_JUMP_FORWARD_IF_TRUE", True), ("POP_JUMP_FORWARD_IF_FALSE", False),
-                     ("POP_JUMP_BACKWARD_IF_TRUE", True), ("POP_JUMP_BACKWARD_IF_FALSE", False)):
-    handler(_name, max_version=(3, 11))(_conditional(_when))
-for _name, _none in (("POP_JUMP_FORWARD_IF_NONE", True), ("POP_JUMP_FORWARD_IF_NOT_NONE", False),
-                     ("POP_JUMP_BACKWARD_IF_NONE", True), ("POP_JUMP_BACKWARD_IF_NOT_NONE", False)):
-    handler(_name, max_version=(3, 11))(_conditional(None, _none))
-handler("POP_JUMP_IF_TRUE", min_version=(3, 12))(_conditional(True))
-handler("POP_JUMP_IF_FALSE", min_version=(3, 12))(_conditional(False))
-handler("POP_JUMP_IF_NONE", min_version=(3, 12))(_conditional(None, True))
-handler("POP_JUMP_IF_NOT_NONE", min_version=(3, 12))(_conditional(None, False))
+# (3.11 names its jumps by direction, 3.12 does not: each skips the other's names)
+handler("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_IF_TRUE")(_conditional(True))
+handler("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_FALSE")(_conditional(False))
+handler("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_IF_NONE")(_conditional(None, True))
+handler("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE")(
+    _conditional(None, False))
 
 
 @handler("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", max_version=(3, 11))
 def _jump_or_pop(tx, inst):
-    value = tx.stack[-1]
-    truth = value.truth(tx)
-    if truth == (inst.opname == "JUMP_IF_TRUE_OR_POP"):
+    if tx.stack[-1].truth(tx) == (inst.opname == "JUMP_IF_TRUE_OR_POP"):
         tx.jump(inst.argval)
     else:
         tx.pop()
 
 
-@handler("GET_ITER")
+@handler("GET_ITER", "GET_YIELD_FROM_ITER")
 def _get_iter(tx, inst):
     tx.push(tx.pop().get_iter(tx))
 
@@ -77,9 +65,7 @@ def _for_iter(tx, inst):
     tx.ip = target
 
 
-@handler("END_FOR", min_version=(3, 12))
-def _end_for(tx, inst):
-    tx.popn(2)
+one_liners({"END_FOR": lambda tx, inst: tx.popn(2)}, min_version=(3, 12))
 
 
 @handler("RETURN_VALUE")
@@ -96,19 +82,15 @@ def _kw_names(tx, inst):
 
 @handler("CALL")
 def _call(tx, inst):
-    argc = inst.arg
-    args = tx.popn(argc)
-    second = tx.pop()
-    first = tx.pop()
+    args = tx.popn(inst.arg)
+    first, second = tx.popn(2)
     if isinstance(first, NullVariable):
         function = second
     else:
         function, args = first, [second, *args]
-    kwargs = {}
-    if tx.kw_names:
-        names = tx.kw_names
-        kwargs = dict(zip(names, args[len(args) - len(names):]))
-        args = args[:len(args) - len(names)]
+    names = tx.kw_names or ()
+    kwargs = dict(zip(names, args[len(args) - len(names):]))
+    args = args[:len(args) - len(names)]
     tx.kw_names = None
     tx.push(tx.call(function, args, kwargs))
 
@@ -121,11 +103,8 @@ def _call_function_ex(tx, inst):
     args_var = tx.pop()
     function = tx.pop()
     below = tx.pop()
-    if not isinstance(below, NullVariable):
-        # 3.11 method form: [callable, self] below the arguments tuple.
-        function, args_prefix = below, [function]
-    else:
-        args_prefix = []
+    # 3.11 method form: [callable, self] below the arguments tuple.
+    function, args_prefix = (function, []) if isinstance(below, NullVariable) else (below, [function])
     args = [*args_prefix, *args_var.get_iter(tx).unpack_sequence(tx)]
     kwargs = {}
     if kwargs_var is not None:
@@ -140,8 +119,6 @@ def _make_function(tx, inst):
     from .variables.functions import NestedFunctionVariable
 
     flags = inst.arg
-    if VERSION < (3, 11):
-        tx.pop()
     code = tx.pop().as_python_constant()
     closure = tx.pop() if flags & 0x08 else None
     annotations = tx.pop() if flags & 0x04 else None
@@ -174,8 +151,7 @@ def _before_with(tx, inst):
 @handler("PUSH_EXC_INFO")
 def _push_exc_info(tx, inst):
     value = tx.pop()
-    previous = tx.exc_stack[-1] if tx.exc_stack else constant(None)
-    tx.push(previous)
+    tx.push(tx.exc_stack[-1] if tx.exc_stack else constant(None))
     tx.push(value)
     tx.exc_stack.append(value)
 
@@ -272,9 +248,7 @@ def _import_name(tx, inst):
     tx.push(wrap_static(tx, module))
 
 
-@handler("IMPORT_FROM")
-def _import_from(tx, inst):
-    tx.push(tx.load_attr(tx.stack[-1], inst.argval))
+one_liners({"IMPORT_FROM": lambda tx, inst: tx.push(tx.load_attr(tx.stack[-1], inst.argval))})
 
 
 # -- generators (materialized when inlined) ---------------------------------------------------------------
@@ -291,11 +265,6 @@ def _yield_value(tx, inst):
         raise Unsupported("yield outside a materialized generator")
     tx.generated.append(tx.pop())
     tx.push(constant(None))
-
-
-@handler("GET_YIELD_FROM_ITER")
-def _get_yield_from_iter(tx, inst):
-    tx.push(tx.pop().get_iter(tx))
 
 
 @handler("SEND")
@@ -315,9 +284,7 @@ def _send(tx, inst):
 
 @handler("END_SEND", min_version=(3, 12))
 def _end_send(tx, inst):
-    value = tx.pop()
-    tx.pop()
-    tx.push(value)
+    del tx.stack[-2]
 
 
 @handler("CLEANUP_THROW", min_version=(3, 12))

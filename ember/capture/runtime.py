@@ -36,7 +36,7 @@ from ..gc_pause import gc_paused
 from . import defaults
 from . import stance as _stance
 from .convert_frame import EAGER_THIS_CALL, CacheEntry, GraphBreak, capture_frame
-from .errors import BackendCompilerFailed, CaptureError
+from .errors import BackendCompilerFailed
 from .scalars import mark_changed_scalars
 from .shapes import ShapeState
 from .translator import argument_names
@@ -108,11 +108,9 @@ class CompileContext:
         return compile_graph
 
     def code_runner(self, code: types.CodeType, f_globals: dict) -> "CodeRunner":
-        runner = self.runners.get(code)
-        if runner is None:
-            runner = CodeRunner(self, code, f_globals)
-            self.runners[code] = runner
-        return runner
+        if code not in self.runners:
+            self.runners[code] = CodeRunner(self, code, f_globals)
+        return self.runners[code]
 
     def wrap_callable(self, function: Any) -> Any:
         """A callee that a graph break left as a call: compile it on its own (if Python)."""
@@ -238,8 +236,6 @@ class CompileContext:
 
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 _dispatch_modes = torch._C._len_torch_dispatch_stack  # (how many TorchDispatchModes are active)
 
 
@@ -281,9 +277,8 @@ class CodeRunner:
 
     def __call__(self, closure, *args):
         if _dispatch_modes() and not ember_config._config.compiled_under_dispatch_modes:
-            # a TorchDispatchMode is to see (and may change) every ATen op of the call, as in
-            # eager; compiled kernels would hide them (and fake tensors of a tracer must not meet
-            # them): the code runs as written, as torch.compile leaves it under such a mode
+            # a TorchDispatchMode is to see (and may change) every ATen op, as in eager: compiled
+            # kernels would hide them, so the code runs as written (as under torch.compile)
             return self.run_eagerly(closure, args)
         if _stance.current is not None or ember_config._config.disable:
             return _stance.dispatch(self, closure, args)  # ember.set_stance / ember.config.disable
@@ -363,13 +358,8 @@ class CodeRunner:
         if function is None:
             function = _spread_call(types.FunctionType(self.code, self.f_globals, self.code.co_name, None, closure),
                                     self.code)
-            if self.code.co_freevars:
-                function = None  # closure differs per function object: build each time
-            else:
+            if not self.code.co_freevars:  # (the closure differs per function object: made each call)
                 self._eager_function = function
-        if function is None:
-            function = _spread_call(types.FunctionType(self.code, self.f_globals, self.code.co_name, None, closure),
-                                    self.code)
         return function(*args)
 
 
@@ -383,10 +373,9 @@ def _spread_call(function: types.FunctionType, code: types.CodeType) -> Callable
     kwonly_names = names[positional:positional + kwonly]
 
     def call(*values):
-        index = positional
         args = list(values[:positional])
-        kwargs = {name: values[index + i] for i, name in enumerate(kwonly_names)}
-        index += kwonly
+        kwargs = {name: values[positional + i] for i, name in enumerate(kwonly_names)}
+        index = positional + kwonly
         if has_varargs:
             args.extend(values[index])
             index += 1
@@ -415,24 +404,18 @@ def make_dispatcher(function: types.FunctionType, context: CompileContext) -> Ca
     code = function.__code__
     runner = context.code_runner(code, function.__globals__)
     runner.entry_point = True
-    params = argument_names(code)
+    params = runner.params
     if not all(name.isidentifier() for name in params):
         return function
-    positional = code.co_argcount
-    posonly = code.co_posonlyargcount
-    kwonly = code.co_kwonlyargcount
-    names = code.co_varnames
-    parts = []
-    for index in range(positional):
-        parts.append(names[index])
-        if posonly and index == posonly - 1:
-            parts.append("/")
-    index = positional
+    positional, kwonly, names = code.co_argcount, code.co_kwonlyargcount, code.co_varnames
+    parts = list(names[:positional])
+    if code.co_posonlyargcount:
+        parts.insert(code.co_posonlyargcount, "/")
     if code.co_flags & inspect.CO_VARARGS:
         parts.append("*" + names[positional + kwonly])
     elif kwonly:
         parts.append("*")
-    parts.extend(names[index:index + kwonly])
+    parts.extend(names[positional:positional + kwonly])
     if code.co_flags & inspect.CO_VARKEYWORDS:
         parts.append("**" + names[positional + kwonly + bool(code.co_flags & inspect.CO_VARARGS)])
     # Defaults are read from `function` on each call, so that changing them is seen (defaults.py).

@@ -24,13 +24,11 @@ import sys
 import types
 from typing import Any
 
-import torch
-
 from . import bytecode_analysis as analysis
 from .errors import RestartCapture, SkipFrame, Unsupported, UserException
 from .graph import OutputGraph
 from .sources import GLOBALS, ClosureSource, GlobalSource, ItemSource, LocalSource, Source
-from .variables.base import NULL, ConstantVariable, VariableTracker, constant
+from .variables.base import ConstantVariable, VariableTracker, constant
 from .variables.builder import wrap, wrap_static
 from .variables.functions import CellVariable, RealCellVariable, bind_arguments, real_cell
 
@@ -217,11 +215,7 @@ class Translator:
         try:
             return owner.var_getattr(self, name)
         except Unsupported:
-            try:
-                owner_type = owner.python_type()
-            except Unsupported:
-                raise
-            if callable(getattr(owner_type, name, None)) and not isinstance(owner, ConstantVariable):
+            if callable(getattr(owner.python_type(), name, None)) and not isinstance(owner, ConstantVariable):
                 return MethodCallVariable(owner, name)
             raise
 
@@ -233,18 +227,13 @@ class Translator:
 
     def getitem(self, container: VariableTracker, index: VariableTracker) -> VariableTracker:
         from .variables.containers import BaseListVariable, DictVariable
+        from .variables.model_outputs import ModelOutputVariable
         from .variables.modules import NNModuleVariable
         from .variables.tensor import TensorVariable
 
         if isinstance(container, TensorVariable):
             return container.call_method(self, "__getitem__", [index], {})
-        if isinstance(container, (BaseListVariable, DictVariable)):
-            return container.getitem(self, index)
-        if isinstance(container, NNModuleVariable):
-            return container.getitem(self, index)
-        from .variables.model_outputs import ModelOutputVariable
-
-        if isinstance(container, ModelOutputVariable):
+        if isinstance(container, (BaseListVariable, DictVariable, NNModuleVariable, ModelOutputVariable)):
             return container.getitem(self, index)
         generic = _generic_alias(container, index)
         if generic is not None:
@@ -270,9 +259,7 @@ class Translator:
         if _is_ember_internal(code):
             raise Unsupported("call into ember itself")
         bound = bind_arguments(code, name, args, kwargs, defaults, kwdefaults)
-        cell_map: dict[str, VariableTracker] = {}
-        for cell_name, cell in zip(code.co_freevars, cells):
-            cell_map[cell_name] = cell
+        cell_map: dict[str, VariableTracker] = dict(zip(code.co_freevars, cells))
         for cell_name in code.co_cellvars:
             cell_map[cell_name] = CellVariable(bound.pop(cell_name, None), cell_name)
         child = InliningTranslator(code, f_globals, self.graph, bound, cell_map, self, self.config)
@@ -347,10 +334,9 @@ class Translator:
         if isinstance(builtins_dict, types.ModuleType):
             builtins_dict = builtins_dict.__dict__
         if name in builtins_dict:
-            if self.f_globals is self.root().f_globals:
-                self.graph.guards.key_absent(_Expr(GLOBALS), name)
-            else:
-                self.graph.guards.key_absent(RefSource(self.graph, self.f_globals, "globals"), name)
+            globals_source = _Expr(GLOBALS) if self.f_globals is self.root().f_globals else \
+                RefSource(self.graph, self.f_globals, "globals")
+            self.graph.guards.key_absent(globals_source, name)
             return wrap_static(self, builtins_dict[name])
         raise UserException(NameError(f"name '{name}' is not defined"))
 
