@@ -13,21 +13,24 @@ from __future__ import annotations
 
 import collections
 import logging
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 from torch.utils import _pytree as pytree
 
 from .. import config as ember_config
 from .. import logs
+from ..capture.runtime import counters
 from ..capture.shapes import StaticShapesNeeded
+from ..decomp import core_decompositions
 from ..eager.check import overlaps_itself
 from ..errors import InputShapeMismatch
+from ..runtime.autocast import as_traced
 from ..sizes import has_symbols, symbolic_dims
 from ..steps import run_steps
 from .aot_steps import AOT_STEPS, CapturedWork, JointWork
 from .joint import JointSpec
-from .partition import Partition, partition_default, partition_min_cut
+from .partition import Partition, partition_min_cut
 from .runtime import CompiledPair, make_autograd_function, make_inference_function
 from .symbolic import input_guards
 
@@ -36,10 +39,7 @@ log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")
 
 
-
 def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
-    from ..runtime.autocast import as_traced
-
     return as_traced(gm.forward)
 
 
@@ -192,8 +192,6 @@ class AotCompiled:
             raise ShapesSpecialized(reason)
         try:
             runner = self._compile_traced(work, after_trace)
-        except ShapesSpecialized:
-            raise
         except Exception as error:  # noqa: BLE001
             if type(error).__name__ != "ShapesNotSupported":
                 raise
@@ -296,8 +294,6 @@ def _offer_input_writes(gm: torch.fx.GraphModule, spec: JointSpec, flat_args: li
 
 
 def _count_compile() -> None:
-    from ..capture.runtime import counters
-
     counters["stats"]["backend_compiles"] += 1
 
 
@@ -334,9 +330,6 @@ def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler:
     def run(*args, **kwargs):
         if kwargs:
             raise TypeError("ember.aot_function: pass inputs positionally (keyword arguments are not traced)")
-        flat, spec = pytree.tree_flatten(list(args))
-        if spec.num_leaves != len(args) or any(isinstance(a, (list, tuple, dict)) for a in args):
-            return compiled(*args)
         return compiled(*args)
 
     run.aot = compiled
@@ -375,8 +368,6 @@ def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None, step
     signature."""
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-        from ..decomp import core_decompositions
-
         run_steps(steps, "captured", CapturedWork(gm=gm, example_inputs=list(example_inputs)))
 
         # A graph captured with dynamic sizes is traced with the same sizes symbolic; otherwise

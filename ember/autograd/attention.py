@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .view_geometry import has_symbols
+
 _ATTENTION = {F.scaled_dot_product_attention, torch._C._nn.scaled_dot_product_attention}
 _MASK_POSITION = 3
 
@@ -32,7 +34,7 @@ def contiguous_attention_masks(gm: torch.fx.GraphModule) -> int:
             continue
         with gm.graph.inserting_before(node):
             copy = gm.graph.call_method("contiguous", (mask,))
-        copy.meta["example_value"] = value.contiguous() if not _has_symbols(value) else value
+        copy.meta["example_value"] = value.contiguous() if not has_symbols(value) else value
         if where == "kwarg":
             node.kwargs = {**node.kwargs, "attn_mask": copy}
         else:
@@ -41,7 +43,3 @@ def contiguous_attention_masks(gm: torch.fx.GraphModule) -> int:
     if changed:
         gm.recompile()
     return changed
-
-
-def _has_symbols(value: torch.Tensor) -> bool:
-    return any(isinstance(size, torch.SymInt) for size in (*value.shape, *value.stride()))

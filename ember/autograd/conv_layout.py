@@ -18,6 +18,8 @@ import torch
 
 from .. import logs
 from ..eager.check import storage_key
+from ..sizes import dense_in_order
+from .view_geometry import has_symbols, inverse_permutation
 
 log_fallbacks = logs.get("fallbacks")
 
@@ -53,7 +55,7 @@ def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...
             arg = node.kwargs[name] if in_kwargs else node.args[position] if len(node.args) > position else None
             value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
             if not isinstance(value, torch.Tensor) or value.dim() != 4 or value.device.type not in devices \
-                    or _has_symbols(value):
+                    or has_symbols(value):
                 continue
             with gm.graph.inserting_before(node):
                 copy = gm.graph.call_method("contiguous", (arg,), {"memory_format": torch.channels_last})
@@ -138,7 +140,7 @@ def _outputs_in_traced_strides(gm: torch.fx.GraphModule) -> None:
 
     def keep(arg):
         value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
-        if not isinstance(value, torch.Tensor) or value.layout != torch.strided or _has_symbols(value) or \
+        if not isinstance(value, torch.Tensor) or value.layout != torch.strided or has_symbols(value) or \
                 _dense_order(tuple(value.shape), tuple(value.stride())) is None:
             return arg
         with gm.graph.inserting_before(output):
@@ -156,16 +158,11 @@ def in_strides(tensor: torch.Tensor, stride: tuple) -> torch.Tensor:
             a == b for a, b, n in zip(tensor.stride(), stride, tensor.shape) if n != 1):
         return tensor
     order = _dense_order(tuple(tensor.shape), stride)
-    inverse = [0] * len(order)
-    for position, dim in enumerate(order):
-        inverse[dim] = position
-    return tensor.permute(order).contiguous().permute(inverse)
+    return tensor.permute(order).contiguous().permute(inverse_permutation(order))
 
 
 def _dense_order(shape: tuple, stride: tuple) -> list[int] | None:
     """Dimensions from outermost to innermost if `stride` lays `shape` out densely, else None."""
-    from ..sizes import dense_in_order
-
     order = sorted(range(len(shape)), key=lambda d: (-stride[d], -shape[d]))
     return order if dense_in_order(list(shape), list(stride), order) else None
 
@@ -174,7 +171,3 @@ def _device_of(node: torch.fx.Node) -> str | None:
     arg = node.kwargs.get("input", node.args[0] if node.args else None)
     value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
     return value.device.type if isinstance(value, torch.Tensor) else None
-
-
-def _has_symbols(value: torch.Tensor) -> bool:
-    return any(isinstance(size, torch.SymInt) for size in (*value.shape, *value.stride()))

@@ -26,7 +26,9 @@ from torch.utils import _pytree as pytree
 from .. import logs
 from ..eager.check import storage_key
 from .eager_formulas import EagerFormulas
-from .tracer import AtenTracer, TracingError, _dense_order
+from ..capture.shapes import ShapeSource
+from .tracer import AtenTracer, TracingError
+from .view_geometry import copy_in_order, dense_order, has_symbols
 
 log_fallbacks = logs.get("fallbacks")
 
@@ -137,8 +139,6 @@ def _fakes(fake_mode: FakeTensorMode, args: list, dynamic_dims: dict[int, tuple[
 def _symbolic_fake(fake_mode: FakeTensorMode, tensor: torch.Tensor, index: int, dims: tuple[int, ...]):
     """The input's fake with a symbol for each size in `dims` (named for the ShapeEnv's guards
     by its position `a[index]`; sizes 0 and 1 stay constants)."""
-    from ..capture.shapes import ShapeSource
-
     sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(tensor.dim())]
     context = StatelessSymbolicContext(dynamic_sizes=sizes)
     return fake_mode.from_tensor(tensor, symbolic_context=context, source=ShapeSource(f"a[{index}]"))
@@ -146,8 +146,6 @@ def _symbolic_fake(fake_mode: FakeTensorMode, tensor: torch.Tensor, index: int, 
 
 def _symbolic_scalar(fake_mode: FakeTensorMode, value: int | float, index: int):
     """A SymInt or SymFloat for a Python number input captured as a symbol (capture/scalars.py)."""
-    from ..capture.shapes import ShapeSource
-
     source = ShapeSource(f"a[{index}]")
     shape_env = fake_mode.shape_env
     symbol = shape_env.create_unspecified_symbol(value, source=source, dynamic_dim=DimDynamic.DYNAMIC)
@@ -325,21 +323,10 @@ def _in_leaf_layout(grad, leaf: torch.Tensor):
     layout after the graph (a channels-last weight gradient of a contiguous weight,
     autograd/conv_layout.py)."""
     if not isinstance(grad, torch.Tensor) or grad.dtype != leaf.dtype or grad.layout != torch.strided or \
-            _symbolic(grad) or _symbolic(leaf) or grad.shape != leaf.shape or grad.stride() == leaf.stride():
+            has_symbols(grad) or has_symbols(leaf) or grad.shape != leaf.shape or grad.stride() == leaf.stride():
         return grad
-    order = _dense_order(leaf)
-    if order is None:
-        return grad
-    inverse = [0] * len(order)
-    for position, dim in enumerate(order):
-        inverse[dim] = position
-    aten = torch.ops.aten
-    copy = aten.clone.default(aten.permute.default(grad, order), memory_format=torch.contiguous_format)
-    return aten.permute.default(copy, inverse)
-
-
-def _symbolic(tensor: torch.Tensor) -> bool:
-    return any(isinstance(e, torch.SymInt) for e in (*tensor.shape, *tensor.stride()))
+    order = dense_order(leaf)
+    return grad if order is None else copy_in_order(grad, order)
 
 
 def _grad_sources(outputs: list[torch.Tensor], leaves: list[torch.Tensor]) -> list[frozenset[int]]:

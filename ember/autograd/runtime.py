@@ -13,12 +13,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import logging
 import threading
 from typing import Any, Callable
 
 import torch
 from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import _disable_current_modes
 
 from ..errors import CannotCapture, InputShapeMismatch
 from ..gc_pause import gc_paused
@@ -28,7 +28,6 @@ from ..sizes import contiguous_without_guards, has_symbols
 from .symbolic import SymbolicSizeError, SymbolNodes
 from .joint import JointSpec, replay_views
 
-log = logs.get("graph_code")
 log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")
 
@@ -445,8 +444,6 @@ _traced_regions: dict[int, int] = {}  # id(pair) -> k: its ops are named aot{k}_
 def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
     """`_run_backward` for compiled autograd: the backward graph (pruned to what the given
     tangents reach) run op by op under its tracer; ember's compiled kernels would be opaque to it."""
-    from torch.utils._python_dispatch import _disable_current_modes
-
     spec = pair.spec
     if pair.backward_graph is None:
         raise CannotCapture("an ember region kept no backward graph")

@@ -28,7 +28,10 @@ import torch.fx
 from torch.utils._sympy.functions import (CeilToInt, FloatPow, FloatTrueDiv, FloorDiv, FloorToInt, IntTrueDiv, Max,
                                          Min, Mod, PowByNatural, PythonMod, ToFloat, TruncToInt)
 
+from ..capture.shapes import GUARD_NAMESPACE, shape_guards
+
 aten = torch.ops.aten
+
 
 class SymbolicSizeError(RuntimeError):
     """A symbolic size whose expression the graph cannot compute from its inputs."""
@@ -153,11 +156,7 @@ def _operands(expr: sympy.Expr) -> tuple:
 def input_guards(shape_env, fakes: list, positions: list[int]) -> tuple[Callable[[list], bool], list[str]]:
     """One predicate over the call's inputs (a list `a`) checking what the trace assumed about
     their symbolic sizes (capture/shapes.py's shape_guards), and the checks as text."""
-    from ..capture.shapes import shape_guards
-
     checks = shape_guards(shape_env, [fakes[i] for i in positions], [f"a[{i}]" for i in positions],
                           static_too=True)
     source = "lambda a: " + (" and ".join(f"({check})" for check in checks) if checks else "True")
-    from ..capture.shapes import GUARD_NAMESPACE
-
     return eval(compile(source, "<ember aot guards>", "eval"), dict(GUARD_NAMESPACE)), checks

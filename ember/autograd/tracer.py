@@ -32,6 +32,8 @@ from ..eager.check import eager_accepts, eager_overlap_error, elements_share_mem
 from ..eager.layout import with_eager_layout
 from ..sizes import expr, symbolic_result
 from .symbolic import SymbolicSizeError, SymbolNodes
+from .. import logs
+from .view_geometry import copy_in_order, inverse_permutation
 from .view_geometry import dense_order as _dense_order, has_symbols as _has_symbols, reads_within as _reads_within
 
 aten = torch.ops.aten
@@ -365,12 +367,8 @@ class AtenTracer(TorchDispatchMode):
         order = _dense_order(want)
         if order is None:
             order = list(range(value.dim()))  # eager's layout is not dense: contiguous at least
-        inverse = [0] * len(order)
-        for position, dim in enumerate(order):
-            inverse[dim] = position
         with self:
-            copy = aten.clone.default(aten.permute.default(value, order), memory_format=torch.contiguous_format)
-            return aten.permute.default(copy, inverse)
+            return copy_in_order(value, order)
 
     def _bind_outputs(self, func, args, kwargs, result, node) -> None:
         if isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -501,8 +499,6 @@ class AtenTracer(TorchDispatchMode):
         result = func(*args, **kwargs)  # the fakes follow the writes
         node = self._record(wrapper, node_args, node_kwargs, (result, *targets))
         if str(func) not in self.fallback_ops:
-            from .. import logs
-
             logs.get("fallbacks").debug("%s has no functional form: one call on copies of %s%s",
                                         func, ", ".join(names), self._where())
         self.fallback_ops.add(str(func))
@@ -767,10 +763,7 @@ def _inverse_permutation(view, parent, func, args) -> list[int]:
         order = list(range(rank))[::-1] if rank == 2 else list(range(rank))
     else:
         raise TracingError(f"writing through {name}")
-    inverse = [0] * rank
-    for position, dim in enumerate(order):
-        inverse[dim] = position
-    return inverse
+    return inverse_permutation(order)
 
 
 def trace(fn: Callable, fake_args: list, decompositions: dict | None = None, names: list[str] | None = None,

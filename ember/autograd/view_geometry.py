@@ -41,3 +41,17 @@ def dense_order(tensor: torch.Tensor) -> list[int] | None:
         return None
     order = sorted(range(tensor.dim()), key=lambda d: (-strides[d], -sizes[d]))
     return order if dense_in_order(sizes, strides, order) else None
+
+
+def inverse_permutation(order) -> list[int]:
+    inverse = [0] * len(order)
+    for position, dim in enumerate(order):
+        inverse[dim] = position
+    return inverse
+
+
+def copy_in_order(tensor: torch.Tensor, order: list[int]) -> torch.Tensor:
+    """A dense copy of `tensor` laid out in `order` (outermost first), as ATen ops (traced under a tracer)."""
+    aten = torch.ops.aten
+    copy = aten.clone.default(aten.permute.default(tensor, order), memory_format=torch.contiguous_format)
+    return aten.permute.default(copy, inverse_permutation(order))
