@@ -99,7 +99,7 @@ def _order_sensitive_use(gm: torch.fx.GraphModule, convolutions: set) -> str | N
 def _outputs_sharing_memory(gm: torch.fx.GraphModule, derived: set) -> str | None:
     """Outputs computed from a convolution that share memory with another output (two views of
     one result): each leaves through its own copy to the program's strides, which would give
-    them memory of their own where eager's share it (fuzz conv 713017: `v.squeeze()` twice)."""
+    them memory of their own where eager's share it (`v.squeeze()` twice)."""
     output = next(node for node in gm.graph.nodes if node.op == "output")
     seen: dict = {}
     for arg in _flat(output.args):

@@ -1,4 +1,4 @@
-"""The joint forward+backward graph, traced ahead of time (seed 000's `joint_forward_backward`).
+"""The joint forward+backward graph, traced ahead of time.
 
     def joint(primals, tangents):
         outs = fn(*primals)
@@ -98,25 +98,19 @@ class OutputAlias:
     source_size: tuple = ()
     source_stride: tuple = ()
     # A view of an input made before the graph wrote that input: the runtime makes it before
-    # the write-back too, so that autograd treats it as eager's (its grad_fn is regenerated
-    # from its base: for a leaf view of a base that does not require grad, eager's gradient
-    # stops there; fuzz autograd 3050).
+    # the write-back too, so that autograd treats it as eager's (its grad_fn regenerated from its base).
     before_write: bool = False
-    # A detached view that eager's in-place op then made require grad (`v = x.detach();
-    # v.mul_(w)` with w requiring grad; fuzz inplace 7320): the graph also returns its value,
-    # and the runtime writes that into the view differentiably, so it requires grad as eager's.
+    # A detached view that eager's in-place op then made require grad (`v = x.detach(); v.mul_(w)`):
+    # the graph also returns its value, which the runtime writes into the view differentiably.
     refill: bool = False
 
 
 def _fakes(fake_mode: FakeTensorMode, args: list, dynamic_dims: dict[int, tuple[int, ...]]) -> tuple[list, list]:
     """(the fakes the function runs on, the leaves gradients are taken for).
 
-    Every input is an autograd leaf of its own, made from its detached value: a view relation
-    between two inputs (a tensor and a view of it, both live across a graph break) belongs to
-    autograd outside the graph, which sends each input's gradient on to its base; followed here
-    as well, it would be counted twice.  An input that is not a leaf in eager (an intermediate)
-    runs as a clone of its leaf, so that in-place ops on it are allowed as in eager and the
-    gradient is taken for its value before them."""
+    Every input is an autograd leaf of its own (a view relation between two inputs belongs to
+    autograd outside the graph; followed here too, a gradient would be counted twice).  An input
+    that is not a leaf in eager runs as a clone of its leaf, so in-place ops on it are allowed."""
     fakes, leaves = [], []
     for index, arg in enumerate(args):
         if not isinstance(arg, torch.Tensor):
@@ -182,9 +176,8 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     """`dynamic_dims`: input position -> dims whose sizes are symbols (dynamic shapes); other
     sizes are constants.  A ShapeEnv also gives data-dependent outputs (nonzero, masked_select,
     item) unbacked symbolic sizes so tracing can go on past them."""
-    # An op without a meta kernel is run by FakeTensorMode for real on zero-filled tensors (its
-    # "fallback"): harmless on the CPU (an error is caught), but on a GPU an index kernel's
-    # device-side assert kills the process's CUDA context (lu's backward, unpacking zero pivots).
+    # FakeTensorMode's fallback runs an op without a meta kernel for real on zero-filled tensors:
+    # on a GPU a device-side assert there would kill the process's CUDA context.
     on_device = any(isinstance(a, torch.Tensor) and a.device.type != "cpu" for a in args)
     fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_fallback_kernels=not on_device)
     primals, leaves = _fakes(fake_mode, args, dynamic_dims or {})
@@ -207,8 +200,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
             node.meta["val"] = primal
         elif isinstance(primal, torch.Tensor):
             node = tracer.add_input(f"primals_{index + 1}", primal)
-            # A clone (non-leaf input) lost the input's storage offset: compilers read the
-            # placeholder's value for the layout they will be called with.
+            # (a clone lost the input's storage offset: compilers read the layout from here)
             node.meta["val"] = leaves[index]
         else:
             node = graph.placeholder(f"primals_{index + 1}")
@@ -237,10 +229,8 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
         aliases, bases, sharing_inputs = _plan_aliases(primals, leaves, flat_outputs, tracer, output_requires_grad,
                                        will_require_grad, differentiable)
         output_requires_grad += [base.requires_grad for base in bases]
-        # The forward outputs the graph returns (views of inputs and of other outputs are made
-        # outside it, and get their gradients through what they view), then the new values of
-        # mutated inputs (the primal objects themselves: in-place ops changed them); those
-        # written with grad that require grad get tangents.
+        # The forward outputs the graph returns (views are made outside it), then the new values
+        # of mutated inputs (the primals themselves); those written with grad get tangents.
         forward_values = [None if i in aliases and not aliases[i].refill else out
                           for i, out in enumerate(flat_outputs)] + bases
         candidates = forward_values + [primals[index] if index in written_with_grad else None
@@ -318,10 +308,8 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
 
 
 def _in_leaf_layout(grad, leaf: torch.Tensor):
-    """A leaf's gradient in the leaf's own strides (traced: the copy fuses with what makes the
-    gradient).  Autograd's AccumulateGrad would copy a gradient laid out otherwise into the leaf's
-    layout after the graph (a channels-last weight gradient of a contiguous weight,
-    autograd/conv_layout.py)."""
+    """A leaf's gradient in the leaf's own strides, traced so the copy fuses (AccumulateGrad
+    would copy it after the graph: a channels-last gradient of a contiguous weight)."""
     if not isinstance(grad, torch.Tensor) or grad.dtype != leaf.dtype or grad.layout != torch.strided or \
             has_symbols(grad) or has_symbols(leaf) or grad.shape != leaf.shape or grad.stride() == leaf.stride():
         return grad

@@ -44,17 +44,16 @@ class CompiledPair:
     bw_compiler: Callable | None
     num_saved: int
     saved_bytes: int
-    # The backward begun with the forward for the traced layouts (api.py: its kernels compiled
-    # while the forward's did): calling it finishes it.  Taken if the saved values come laid out
-    # as traced, else dropped.
+    # The backward begun with the forward for the traced layouts (api.py); calling it finishes
+    # it.  Taken only if the saved values come laid out as traced.
     begun: Callable[[], Callable] | None = None
     _backward: Callable | None = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     _pruned: dict = dataclasses.field(default_factory=dict)
 
     def backward(self, saved: list) -> Callable:
-        """The compiled backward, compiled on first use for the layouts of `saved` (the forward's
-        saved values of this call; a compiled forward makes them the same way every call)."""
+        """The compiled backward, compiled on first use for the layouts of `saved` (a compiled
+        forward makes them the same way every call)."""
         if self._backward is None:
             with self._lock, gc_paused():
                 begun, self.begun = self.begun, None
@@ -74,8 +73,7 @@ class CompiledPair:
     def _compile_backward(self, graph: torch.fx.GraphModule, inputs: list) -> Callable:
         if self.spec.shape_env is None:
             return self.bw_compiler(graph, inputs)
-        # Symbolic sizes: the forward already ran for every size the guards allow, so a backward
-        # the code generator cannot take symbolically runs as ATen calls (correct at any size).
+        # Symbolic sizes: a backward the code generator refuses runs as ATen calls (any size).
         try:
             compiled = self.bw_compiler(graph, inputs)
         except Exception as error:  # noqa: BLE001 - only the code generator's refusal is handled
@@ -93,12 +91,10 @@ class CompiledPair:
 
     def backward_for(self, returned: frozenset[int], given: frozenset[int],
                      saved: list) -> tuple[Callable, frozenset[int]]:
-        """The backward when only the tangents at positions `given` came (the loss uses only
-        some outputs), computing the gradients at positions `returned` (None for the others),
-        and the positions of the saved values it reads.  Eager's backward runs only the nodes
-        the given outputs reach: what depends on missing tangents alone is zeros here (not a
-        zero tangent pushed through the backward: 0 * inf would be NaN), and the saved values
-        only that read need not be as they were."""
+        """(the backward given only the tangents at positions `given`, computing the gradients at
+        `returned`; the positions of the saved values it reads).  As eager, only what the given
+        tangents reach runs: what depends on missing ones alone is zeros (a zero tangent pushed
+        through would make 0 * inf = NaN)."""
         key = (returned, given)
         with self._lock, gc_paused():
             if key not in self._pruned:
@@ -128,9 +124,8 @@ class CompiledPair:
 
 
 def _laid_out_as_traced(compiled: Callable, graph: torch.fx.GraphModule) -> Callable:
-    """A backward compiled with symbolic sizes reads its saved values in the layouts of the trace;
-    where the compiled forward made one otherwise (its wrapper checks, before any kernel runs),
-    the backward graph runs as ATen calls from then on, which take any layout."""
+    """A backward compiled with symbolic sizes reads its saved values in the traced layouts; once
+    one comes otherwise (its wrapper checks before any kernel runs), it runs as ATen calls."""
     state = {"run": compiled}
 
     def run(*args):
@@ -148,13 +143,9 @@ def _laid_out_as_traced(compiled: Callable, graph: torch.fx.GraphModule) -> Call
 
 
 def _describe_layout_of(node: torch.fx.Node, value) -> None:
-    """Make the placeholder's fake value have `value`'s strides and storage offset.
-
-    A compiled backward reads its inputs at the offsets and strides of their fake values. The
-    forward's saved values can come back laid out otherwise: a view of an intermediate that
-    ember's forward stored in another memory order (select of a permuted sum: fake offset 1,
-    stride 15; ember's offset 5, stride 1), or a copy made before an in-place write.
-    """
+    """Make the placeholder's fake value have `value`'s strides and storage offset: a compiled
+    backward reads its inputs as their fakes say, and a saved value can come back laid out
+    otherwise (a view of an intermediate ember stored in another order, a copy made before a write)."""
     if not _layout_differs(node, value):
         return
     fake = node.meta.get("val")
@@ -166,10 +157,8 @@ def _describe_layout_of(node: torch.fx.Node, value) -> None:
 
 
 def _layout_differs(node: torch.fx.Node, value) -> bool:
-    """Is `value` laid out otherwise than the placeholder's fake value (strides, offset)?  The
-    stride of a dimension of size 1 is never multiplied by anything but 0: it does not count
-    (a batch-norm's saved (1, C, 1, 1) statistics come back with strides (0, 1, 0, 0), traced
-    (C, 1, 1, 1): counting them dropped every CUDA ResNet's begun backward)."""
+    """Is `value` laid out otherwise than the placeholder's fake value (strides, offset)?  Strides
+    of size-1 dimensions address nothing and do not count (batch norm's saved statistics)."""
     fake = node.meta.get("val")
     if not (isinstance(value, torch.Tensor) and isinstance(fake, torch.Tensor)) or has_symbols(fake) \
             or fake.shape != value.shape:
@@ -190,9 +179,8 @@ def _returned_outputs(spec: JointSpec) -> list[int]:
 
 def _own_memory(values: list, indices: list[int], spec: JointSpec, args) -> list:
     """An autograd.Function's outputs may not be views (autograd would refuse in-place writes to
-    them, and re-route gradients of an input returned as it is): a view of a graph intermediate
-    is returned detached (its memory is its own: nobody else sees that intermediate), a tensor
-    sharing an input's memory (one the runtime cannot re-make as a view) is copied."""
+    them): a view of a graph intermediate is returned detached (nobody else sees its memory), a
+    tensor sharing an input's memory (one the runtime cannot re-make as a view) is copied."""
     inputs = None
     result = []
     for value, index in zip(values, indices):
@@ -210,9 +198,8 @@ def _own_memory(values: list, indices: list[int], spec: JointSpec, args) -> list
 
 
 def _write_back(spec: JointSpec, args, new_values, skip=()) -> None:
-    """Mutated inputs get their new values (what eager's in-place ops did to them).  A compiled
-    graph may have written an input in place (`_offer_input_writes`): its new value is the input
-    itself, whose version counter is bumped as eager's in-place op bumps it."""
+    """Mutated inputs get their new values.  An input the compiled graph wrote in place
+    (`_offer_input_writes`) comes back as itself: only its version counter is bumped, as eager's."""
     if not spec.mutated_inputs:
         return
     pairs = [(args[index], value) for position, (index, value) in enumerate(zip(spec.mutated_inputs, new_values))
@@ -224,10 +211,8 @@ def _write_back(spec: JointSpec, args, new_values, skip=()) -> None:
     with torch.no_grad():
         if len(pairs) > 1 and all(target.shape == value.shape and target.device == value.device
                                   for target, value in pairs):
-            # one call per group of one dtype (a ResNet-50 training step writes 159 batch-norm
-            # statistics: a multi-tensor kernel instead of 159 copies, each a Python call and a
-            # launch; ATen's multi-tensor copy takes its fast path only when every source has
-            # one dtype, so the float statistics and the int64 batch counters go apart)
+            # one multi-tensor copy per dtype pair (many batch-norm statistics: one launch, not
+            # one each; ATen's fast path needs one source dtype)
             groups: dict = {}
             for target, value in pairs:
                 group = groups.setdefault((target.dtype, value.dtype), ([], []))
@@ -253,11 +238,10 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
     num_outputs = spec.num_fw_outputs
     num_mutated = len(spec.mutated_inputs)
     returned = _returned_outputs(spec)
-    # Inputs written in place that require grad (non-leaves): their new values leave through a
-    # second Function (MutationFunction) and are copied into the inputs outside, where autograd
-    # records the copy as eager recorded the in-place op.  Two nodes, as eager has two histories:
-    # a loss that uses only the forward outputs never reaches the mutated input's own history
-    # (running its grad_fn on a None gradient can raise, e.g. a saved value written in place).
+    # Inputs written in place that require grad: their new values leave through a second
+    # Function (MutationFunction) and are copied into the inputs outside, where autograd records
+    # the copy as eager's in-place op.  Two nodes, as eager has two histories: a loss of the
+    # outputs alone never runs the mutated input's grad_fn (on a None gradient it can raise).
     differentiable = [k for k in range(num_mutated) if spec.mutation_is_differentiable(k)]
     is_mutation = [index >= num_outputs for index in spec.diff_outputs]
     forward_tangents = frozenset(p for p, mutation in enumerate(is_mutation) if not mutation)
@@ -265,11 +249,9 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
     def reached_by(positions: frozenset[int]) -> set[int]:
         return {index for index, sources in zip(spec.grad_inputs, spec.grad_sources) if sources & positions}
 
-    # A new value computed only from inputs the outputs reach leaves CompiledFunction itself, as
-    # one more output: one backward then gets every tangent at once, as eager's one history does.
-    # Split over two Functions, each backward would run with the other's tangents as zeros and
-    # autograd add the two: 0 * inf is NaN where eager's sum of the tangents times inf is inf
-    # (fuzz autograd 706455: b.div_(0), then gather(b) and b returned; also the backward twice).
+    # A new value computed only from inputs the outputs reach leaves CompiledFunction itself:
+    # one backward gets every tangent at once, as eager's one history does (split over two, each
+    # would see the other's tangents as zeros: 0 * inf = NaN where eager gives inf).
     reached_by_outputs = reached_by(forward_tangents)
     inline_mutations = [k for k in differentiable
                         if reached_by(frozenset({spec.diff_outputs.index(num_outputs + k)})) <= reached_by_outputs]
@@ -301,10 +283,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
             outputs += _own_memory([values[i] for i in inline], inline, spec, args)
             if grad_mutations:
                 indices = [num_outputs + k for k in grad_mutations]
-                # (a new value that is also an output, one graph value, leaves MutationFunction as a
-                # tensor of its own over the same memory: returning the same object would give the
-                # output MutationFunction's grad_fn, a write through a detached alias's gradient
-                # semantics instead of the output's; fuzz autograd 341)
+                # (a new value that is also an output leaves as a tensor of its own over the same
+                # memory: the same object would get MutationFunction's grad_fn)
                 returned_ids = {id(out) for out in outputs}
                 new_values = [value.detach() if id(value) in returned_ids else value
                               for value in _own_memory([values[i] for i in indices], indices, spec, args)]
@@ -347,9 +327,8 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
                         for index in spec.diff_outputs]
             return (None, *_run_backward(pair, ctx, tangents))
 
-    # Inputs no output's autograd graph reaches enter a Function detached: eager's graph has
-    # no edge to them, and an edge would make the engine run their grad_fn on a None gradient
-    # (NotImplemented for floor_divide raises; hooks would fire).
+    # Inputs no output reaches enter a Function detached: eager's graph has no edge to them (the
+    # engine would run their grad_fn on a None gradient; hooks would fire).
     unreached = [index for index in range(spec.num_primals) if index not in reached_by(forward_tangents)]
     unreached_by_mutations = [index for index in range(spec.num_primals)
                               if index not in reached_by(mutation_tangents)]
@@ -387,8 +366,7 @@ def _detached(args, indices: list[int]):
 def _save(ctx, saved: list) -> None:
     tensors = [s for s in saved if isinstance(s, torch.Tensor)]
     ctx.save_for_backward(*tensors)
-    # Under ember's own saved-tensor hooks autograd does not check versions on unpacking:
-    # the backward checks those of the saved values it reads (see _SavedValues).
+    # Under _SavedValues' hooks the backward checks the versions of what it reads itself.
     ctx.saved_versions = [t._version for t in tensors] if _SavedValues.active() else None
     ctx.saved_layout = [isinstance(s, torch.Tensor) for s in saved]
     ctx.saved_other = [s for s in saved if not isinstance(s, torch.Tensor)]
@@ -468,13 +446,10 @@ def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
 
 
 class _SavedValues:
-    """Saved-tensor hooks around the compiled Function: one graph's backward stands for many of
-    eager's nodes, and autograd checks the versions of all its saved tensors on unpacking,
-    where eager checks only those of the nodes the backward reaches (a saved index tensor the
-    user writes in place after the call is an error only if its gradient is needed).  The hooks
-    keep the tensors as they are (detached: an output's grad_fn is this Function), and the
-    backward checks versions itself.  Not installed under the user's own hooks (save_on_cpu,
-    checkpointing), which then see every saved tensor as before."""
+    """Saved-tensor hooks around the compiled Function.  Autograd checks the versions of all
+    saved tensors on unpacking, where eager checks only those of the nodes the backward reaches:
+    the hooks keep the tensors as they are (detached) and the backward checks versions itself.
+    Not installed under the user's own hooks (save_on_cpu, checkpointing)."""
 
     @staticmethod
     def pack(tensor: torch.Tensor) -> torch.Tensor:
@@ -530,15 +505,13 @@ def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int]
             continue
         if all(user in only_missing for user in node.users):
             continue
-        # Sizes (and strides) from the placeholders only; None where a size is one no input of
-        # the backward holds.
         with graph.inserting_before(node):
             shape = _size_nodes(symbols, value.shape)
             stride = None if contiguous_without_guards(value) else _size_nodes(symbols, value.stride())
         with graph.inserting_after(node):
             if shape is not None and stride is not None:
-                # (strided: zeros in the value's layout, made without the value, which may be made
-                # from the missing tangent that compiled autograd passes as None: fuzz default 9638)
+                # (zeros in the value's layout, made without the value: compiled autograd passes
+                # the missing tangent it may be made from as None)
                 empty = graph.call_function(torch.ops.aten.empty_strided.default, (shape, stride),
                                             {"dtype": value.dtype, "device": value.device})
                 empty.meta = {"val": value}
@@ -548,9 +521,7 @@ def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int]
                 zeros = graph.call_function(torch.ops.aten.zeros.default, (shape,),
                                             {"dtype": value.dtype, "device": value.device})
             else:
-                # (a size no input of the backward holds: zeros of the value's layout; the value
-                # is still computed, but what reads it sees zeros, not 0 * inf = NaN from a
-                # missing tangent: fuzz autograd 729)
+                # (a size no input holds: the value is still computed, but its readers see zeros)
                 zeros = graph.call_function(torch.ops.aten.zeros_like.default, (node,))
         zeros.meta = {"val": value}
         node.replace_all_uses_with(zeros, delete_user_cb=lambda user: user not in only_missing and user is not zeros)
@@ -588,8 +559,7 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
     early = _made_before_writes(spec)
     if not num_mutated and not early and not spec.constant_outputs and not spec.output_copies and \
             not spec.output_aliases and returned == list(range(spec.num_user_outputs)) == list(range(num_outputs)):
-        # (the common case: the graph's outputs are the user's, nothing to write back or re-make;
-        # fewer Python steps per call matter at batch 1, under CUDA graphs)
+        # (the common case, nothing to write back or re-make: fewer Python steps per call)
         out_spec, no_grad = spec.out_spec, torch._C._set_grad_enabled
         # (a compiled graph's own function, not its __call__: one Python frame less per call)
         forward = getattr(forward, "plain_call", forward)
@@ -610,16 +580,15 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
             return pytree.tree_unflatten(results[:num_outputs], out_spec)
 
         leaf = out_spec.is_leaf()
-        # (a tuple of tensors, the usual graph output: built directly, pytree's walk costs more
-        # than the rest of this function)
+        # (a flat tuple, the usual output: built directly, pytree's walk costs more)
         flat_tuple = out_spec.type is tuple and \
             out_spec == pytree.tree_flatten(tuple(range(out_spec.num_leaves)))[1]
         return run_plain
 
     def run(*args):
         made = {index: _input_view(spec, index, alias, args) for index, alias in early.items()} if early else None
-        # No output requires grad (detach nodes are gone from the graph, so ATen calls on inputs
-        # that require grad would build an autograd graph eager's results do not have).
+        # No output requires grad (the graph has no detach nodes: ATen calls on inputs that
+        # require grad would build an autograd graph).
         if torch.is_grad_enabled():
             with torch.no_grad():
                 results = _made_with_grad_mode(forward(*args))
@@ -632,11 +601,8 @@ def make_inference_function(spec: JointSpec, forward: Callable) -> Callable:
 
 
 def _made_with_grad_mode(results):
-    """An inference graph runs under no_grad; where its caller's grad mode is on, a view it returns
-    (of a graph intermediate: views of inputs are made afterwards, outside) would be a view made
-    in no_grad mode, which autograd refuses to write in place with grad mode on (`v.scatter_add_(1,
-    i, leaf)`: fuzz inplace 11668).  Such a view is returned detached: the same memory, which no
-    one else sees."""
+    """A view of an intermediate made under no_grad is one autograd refuses to write in place
+    with grad mode on: returned detached (the same memory, which no one else sees)."""
     if not any(isinstance(r, torch.Tensor) and r._is_view() for r in results):
         return results
     return type(results)(r.detach() if isinstance(r, torch.Tensor) and r._is_view() else r for r in results)

@@ -238,8 +238,7 @@ class AtenTracer(TorchDispatchMode):
         return f" (from {last[-2]}: {last[-1]})" if len(last) >= 2 else f" (from {last[-1]})"
 
     def _record(self, func, node_args: tuple, node_kwargs: dict, result: Any) -> torch.fx.Node:
-        # Sizes that reach here raw (a view replayed from its recorded args, an expand to a
-        # target's shape) become the nodes that compute them (dynamic shapes; fuzz inplace 4843).
+        # Raw symbolic sizes (a replayed view's args, an expand to a target's shape) become nodes.
         symbolic = (torch.SymInt, torch.SymFloat, torch.SymBool)
         node_args = pytree.tree_map_only(symbolic, self.sym_node_of, node_args)
         node_kwargs = pytree.tree_map_only(symbolic, self.sym_node_of, node_kwargs)
@@ -280,14 +279,10 @@ class AtenTracer(TorchDispatchMode):
         return result
 
     def _as_strided_of_root(self, args, kwargs):
-        """as_strided indexes its input's storage, not its elements.  Of a view, it is recorded
-        as an as_strided of the view's root at the absolute offset: the view's own node may hold a
-        fresh value (after a write through it) rather than a view of the storage, and the
-        gradient must reach every element of the root it reads (fuzz layout 67: as_strided of an
-        as_strided, then a write through the first)."""
-        names = ("self", "size", "stride", "storage_offset")
-        bound = dict(zip(names, args))
-        bound.update(kwargs)
+        """as_strided indexes storage, not elements: of a view, it is recorded as an as_strided
+        of the view's root at the absolute offset (the view's node may hold a fresh value after a
+        write through it, and the gradient must reach every element of the root it reads)."""
+        bound = _bind_as_strided(args, kwargs)
         view = bound["self"]
         if id(view) not in self.views:
             return args, kwargs
@@ -295,9 +290,8 @@ class AtenTracer(TorchDispatchMode):
         offset = bound.get("storage_offset")
         if view.requires_grad and torch.is_grad_enabled() and not _reads_within(
                 view, bound["size"], bound["stride"], view.storage_offset() if offset is None else offset):
-            # Eager's gradient of such a read reaches only the view's own elements, or, once the
-            # view's base was written in place (autograd then re-derives it from the base), every
-            # element read: which of the two a graph would need is not known here.
+            # Eager's gradient reaches the view's own elements, or every element read once the
+            # base was written in place: which one is not known here.
             raise TracingError(f"as_strided of a view, reading memory outside the view, that requires grad"
                                f"{self._where()}")
         if view.requires_grad and torch.is_grad_enabled() and (elements_share_memory(root) or elements_share_memory(view)):
@@ -306,8 +300,7 @@ class AtenTracer(TorchDispatchMode):
         if any(root is tensor for tensor, _ in self.inputs):
             if offset is None and view.storage_offset() == root.storage_offset():
                 return (root, bound["size"], bound["stride"]), {}  # relative to the input's offset at the call
-            # an input's storage offset at a call may differ from the traced one (no guard checks
-            # it): an absolute offset into it is eager's only at the traced offset
+            # (no guard checks an input's storage offset: an absolute offset may not be eager's)
             raise TracingError(f"as_strided of a view of an input at another storage offset{self._where()}")
         return (root, bound["size"], bound["stride"], view.storage_offset() if offset is None else offset), {}
 
@@ -315,9 +308,7 @@ class AtenTracer(TorchDispatchMode):
         """The graph's arguments for as_strided of a tensor written earlier in the graph (whose
         node is now its new value, memory of its own): the offset counted from that memory's
         start (see _as_strided_on_new_value).  None: not written, the arguments as they are."""
-        names = ("self", "size", "stride", "storage_offset")
-        bound = dict(zip(names, args))
-        bound.update(kwargs)
+        bound = _bind_as_strided(args, kwargs)
         base = bound["self"]
         if id(base) in self.views or self.version.get(id(base), 0) == 0:
             return None
@@ -326,9 +317,8 @@ class AtenTracer(TorchDispatchMode):
         return (base, *self._as_strided_on_new_value(info, self.node_of(base), scatter=False))
 
     def _as_eager_returns(self, func, args, kwargs, result):
-        """A decomposition's result with the memory layout eager's kernel gives, in memory of its
-        own: what is done with it later depends on that as in eager (a reshape views it or
-        copies it; a write through that view reaches it or not)."""
+        """A decomposition's result in eager's layout, in memory of its own (a later reshape
+        views or copies as in eager)."""
         if func.is_view or torch.Tag.inplace_view in func.tags:
             return result
         try:
@@ -378,22 +368,22 @@ class AtenTracer(TorchDispatchMode):
         is_view = self.functionalize and func.is_view and func not in _FRESH_ALIASES
         parent = args[0] if is_view and args and isinstance(args[0], torch.Tensor) else None
         if isinstance(result, torch.Tensor):
-            self._bind(result, node)
-            if parent is not None:
-                self.views[id(result)] = ViewInfo(parent, func, tuple(args[1:]), dict(kwargs), None)
-                self.seen_version[id(result)] = self.version.get(id(self.root(result)), 0)
-                self.created_version[id(result)] = self.seen_version[id(result)]
-            return
-        if isinstance(result, (tuple, list)):
+            pieces = [(result, node, None)]
+        elif isinstance(result, (tuple, list)):
+            pieces = []
             for index, item in enumerate(result):
                 if isinstance(item, torch.Tensor):
                     item_node = self.graph.call_function(operator.getitem, (node, index))
                     item_node.meta["val"] = item
-                    self._bind(item, item_node)
-                    if parent is not None:
-                        self.views[id(item)] = ViewInfo(parent, func, tuple(args[1:]), dict(kwargs), index)
-                        self.seen_version[id(item)] = self.version.get(id(self.root(item)), 0)
-                        self.created_version[id(item)] = self.seen_version[id(item)]
+                    pieces.append((item, item_node, index))
+        else:
+            return
+        for tensor, tensor_node, index in pieces:
+            self._bind(tensor, tensor_node)
+            if parent is not None:
+                self.views[id(tensor)] = ViewInfo(parent, func, tuple(args[1:]), dict(kwargs), index)
+                self.seen_version[id(tensor)] = self.version.get(id(self.root(tensor)), 0)
+                self.created_version[id(tensor)] = self.seen_version[id(tensor)]
 
     # -- functionalization ------------------------------------------------------------------------
     def _mutation(self, func, args, kwargs):
@@ -406,9 +396,8 @@ class AtenTracer(TorchDispatchMode):
         if torch.Tag.inplace_view in func.tags:
             return self._metadata_mutation(func, args, kwargs)
         if _cuda_computes_in_output_dtype(func, args, kwargs):
-            # eager's CUDA kernel casts the bounds to the target's dtype first: int8 clamp_(min=
-            # int64 -42347425741) compares with the wrapped 51, where the CPU's compares in int64
-            # (fuzz known 702451); the same op again, on the cast bounds
+            # eager's CUDA kernel casts the bounds to the target's (integer) dtype first, where
+            # the CPU's compares in the common dtype: the same op again, on the cast bounds
             target = args[0]
 
             def cast(value):
@@ -426,15 +415,13 @@ class AtenTracer(TorchDispatchMode):
             target.numel() == 0
         if empty and not (torch.is_grad_enabled() and any(
                 isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args[1:], kwargs)))):
-            # A write of no element changes nothing (eager checks no overlap for it: a copy into an
-            # empty slice of a stride-0 view, fuzz layout 902): the op on the fakes only, unless its
-            # value requires grad (eager's autograd records it, fuzz inplace 363); the cast is still
-            # checked (a bool x[:0] *= 7 raises: inplace 13245).
+            # A write of no element changes nothing (eager checks no overlap for it): the op on
+            # the fakes only, unless its value requires grad; the cast is still checked.
             self._check_cast(functional(*args, **kwargs), target)
             return func(*args, **kwargs)
         if not empty and isinstance(target, torch.Tensor) and elements_share_memory(target):
-            # eager writes such a view element by element, each write seen by the later reads of
-            # the same place; a functional op reads the old values (fuzz layout 5026)
+            # eager writes element by element, each write seen by later reads; a functional op
+            # reads the old values
             raise TracingError(f"{func}: a write into a view whose elements share memory{self._where()}")
         args = _fill_defaults(func, args, kwargs)
         node_args = self._map_args(args)
@@ -452,9 +439,8 @@ class AtenTracer(TorchDispatchMode):
                 self.write(tensor, self._keep_dtype(item_node, new_value[index], tensor))
             return result
         if id(target) not in self.views and new_value.dtype == target.dtype:
-            # An in-place op keeps its target's strides; the functional op's fake may not say so
-            # (scatter's is contiguous where eager's clone preserves a transposed layout: a later
-            # flatten then viewed what eager copied; fuzz ember_dynamic autograd 7033).
+            # An in-place op keeps its target's strides; the functional op's fake may not (a
+            # later flatten would view what eager copies).
             self._bind(new_value, value_node)
             laid_out = self._with_layout_of(new_value, target, set())
             if laid_out is not new_value:
@@ -531,8 +517,7 @@ class AtenTracer(TorchDispatchMode):
             raise TracingError(f"{func} has no functional form ember knows{self._where()}")
         node_args = self._map_args(args)
         node = self._record(functional, node_args, self._map_args(kwargs), None)
-        # The fake object itself changes shape below; every node whose value it is (the op that
-        # made it, and earlier ops since rewritten functionally) keeps a snapshot.
+        # The fake itself changes shape below: every node whose value it is keeps a snapshot.
         snapshot = None
         for earlier in self.graph.nodes:
             if earlier.meta.get("val") is target:
@@ -609,12 +594,10 @@ class AtenTracer(TorchDispatchMode):
 
     def _as_strided_on_new_value(self, info: ViewInfo, parent_node: torch.fx.Node, scatter: bool) -> tuple:
         """(size, stride, offset) of an as_strided view replayed on its parent's new value after
-        a write.  as_strided indexes memory, not elements: the offset it was given counts from
-        the start of the parent's storage, while the new value is memory of its own (a fresh
-        result at offset 0; as_strided_scatter's clone of it).  The replay is the same view only
-        when it reads the parent's own elements and the new value has the parent's strides: then
-        the offset moves by the parent's own; otherwise it would read other memory (or past the
-        new value's end), so the graph is not traced."""
+        a write.  The offset counts from the parent's storage, the new value is memory of its own
+        at offset 0: the replay is the same view only when it reads the parent's own elements and
+        the new value has the parent's strides (the offset then moves by the parent's); otherwise
+        the graph is not traced."""
         parent = info.parent
         size, stride = info.args[0], info.args[1]
         offset = info.args[2] if len(info.args) > 2 and info.args[2] is not None else parent.storage_offset()
@@ -622,9 +605,8 @@ class AtenTracer(TorchDispatchMode):
         if parent_node.op == "placeholder" and not scatter:
             return size, stride, offset  # the input itself: its storage, as eager's
         if parent_node.op == "placeholder":
-            # ATen's as_strided_scatter writes into a clone of the input with the input's offset:
-            # the input's own storage positions only if the clone keeps its layout (dense), and the
-            # write reaches the input only where it writes the input's elements
+            # as_strided_scatter writes a clone of the input at its offset: the input's storage
+            # positions only for a dense input, and only where it writes the input's elements
             if _has_symbols(parent) or not isinstance(offset, int) or _dense_order(parent) is None or \
                     not _reads_within(parent, size, stride, offset):
                 raise TracingError(f"a write through an as_strided view of an input that reaches memory outside "
@@ -634,8 +616,8 @@ class AtenTracer(TorchDispatchMode):
                 not isinstance(offset, int):
             raise TracingError(f"an as_strided view used after a write to its base, at symbolic geometry"
                                f"{self._where()}")
-        # (a node's value is memory of its own, at offset 0, laid out as its fake says: a fake
-        # at another offset is the target's own, kept by a write that says nothing of the layout)
+        # (a node's value is memory of its own at offset 0: a fake at another offset is the
+        # target's, kept by a write that says nothing of the layout)
         same_layout = new_value.storage_offset() == 0 and \
             tuple(new_value.shape) == tuple(parent.shape) and all(
                 a == b for a, b, n in zip(new_value.stride(), parent.stride(), parent.shape) if n != 1)
@@ -648,15 +630,10 @@ class AtenTracer(TorchDispatchMode):
     def _scatter_split(self, info, value, parent_node, view) -> torch.fx.Node:
         parent = info.parent
         func_name = info.func._schema.name.split("::")[1]
-        args = info.args
         if func_name == "unbind":
-            dim = args[0] if args else 0
+            dim = info.args[0] if info.args else 0
             return self._record(aten.select_scatter.default, (parent_node, value, dim, info.index), {}, parent)
-        dim = {"split": 1, "split_with_sizes": 1, "chunk": 1, "narrow": 0}[func_name]
-        dim = args[dim] if len(args) > dim else 0
-        dim = dim % parent.dim()
-        start = (view.storage_offset() - parent.storage_offset()) // max(parent.stride(dim), 1)
-        end = start + view.shape[dim]
+        dim, start, end = _piece_bounds(info, view, 0 if func_name == "narrow" else 1)
         return self._record(aten.slice_scatter.default, (parent_node, value, dim, start, end, 1), {}, parent)
 
     # -- results --------------------------------------------------------------------------------------
@@ -673,23 +650,27 @@ class AtenTracer(TorchDispatchMode):
 def _single_piece(info: ViewInfo, view: torch.Tensor) -> tuple[Any, tuple]:
     """The single-output view op giving piece `info.index` of a split/unbind of `info.parent`."""
     name = info.func._schema.name.split("::")[1]
-    parent = info.parent
     if name == "unbind":
         dim = info.args[0] if info.args else 0
         return aten.select.int, (dim, info.index)
-    dim = {"split": 1, "split_with_sizes": 1, "unsafe_split": 1, "unsafe_split_with_sizes": 1}.get(name)
-    if dim is None:
+    if name not in ("split", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes"):
         raise TracingError(f"re-deriving a piece of {name} after a write")
-    dim = (info.args[dim] if len(info.args) > dim else 0) % parent.dim()
+    dim, start, end = _piece_bounds(info, view, 1)
+    return aten.slice.Tensor, (dim, start, end, 1)
+
+
+def _piece_bounds(info: ViewInfo, view: torch.Tensor, dim_position: int) -> tuple[int, int, int]:
+    """(dim, start, end): `view` as a slice of `info.parent` along the dim at `info.args[dim_position]`."""
+    parent = info.parent
+    dim = (info.args[dim_position] if len(info.args) > dim_position else 0) % parent.dim()
     start = (view.storage_offset() - parent.storage_offset()) // max(parent.stride(dim), 1)
-    return aten.slice.Tensor, (dim, start, start + view.shape[dim], 1)
+    return dim, start, start + view.shape[dim]
 
 
 def _data_dependent_sizes(args) -> bool:
     """Does some tensor argument have a size that depends on data (an unbacked symbol, even one
-    the ShapeEnv has since fixed)?  Such graphs run as ATen calls: a decomposition there would
-    only drop the checks of eager's kernel (layer_norm's normalized_shape against a mask's
-    count; fuzz ember_dynamic 73878)."""
+    the ShapeEnv has since fixed)?  Such ops run as ATen calls: a decomposition would drop the
+    checks of eager's kernel."""
     for value in args:
         if isinstance(value, torch.Tensor):
             for size in value.shape:
@@ -698,6 +679,12 @@ def _data_dependent_sizes(args) -> bool:
                     if any(s.name.startswith(("u", "zuf")) for s in getattr(raw, "free_symbols", ())):
                         return True
     return False
+
+
+def _bind_as_strided(args, kwargs) -> dict:
+    bound = dict(zip(("self", "size", "stride", "storage_offset"), args))
+    bound.update(kwargs)
+    return bound
 
 
 def _sym_key(value) -> Any:
