@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
+from .base import VariableTracker, constant
 from .builtins import register, values_equal
 from .containers import ListIteratorVariable
 

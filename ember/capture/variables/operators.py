@@ -12,6 +12,9 @@ from typing import Any, Callable
 
 from ..errors import Unsupported, UserException
 from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant
+from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
+from .symbolic import SymNodeVariable
+from .tensor import TensorVariable
 
 _REFLECTED = {  # operator -> (its method, the reflected method): `__add__`, `__radd__`
     getattr(operator, name): (f"__{name.rstrip('_')}__", f"__r{name.rstrip('_')}__") for name in (
@@ -25,14 +28,10 @@ _INPLACE_NAMES = {inplace: "__i" + _REFLECTED[binary][0][2:] for inplace, binary
 
 
 def _is_tensor(value: VariableTracker) -> bool:
-    from .tensor import TensorVariable
-
     return isinstance(value, TensorVariable)
 
 
 def _is_symbolic(value: VariableTracker) -> bool:
-    from .symbolic import SymNodeVariable
-
     return isinstance(value, SymNodeVariable)
 
 
@@ -47,7 +46,6 @@ def _run_constant(function: Callable, *values: Any) -> VariableTracker:
 
 
 def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
-    from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
     from .objects import NewObjectVariable, UserObjectVariable
 
     from .numpy_arrays import ndarray_binary_op
@@ -143,8 +141,6 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
 
 def _as_sequence(value: VariableTracker) -> VariableTracker:
     """A constant tuple or list as a TupleVariable or ListVariable of constants; else `value`."""
-    from .containers import ListVariable, TupleVariable
-
     if not isinstance(value, ConstantVariable) or type(value.value) not in (tuple, list):
         return value
     return (TupleVariable if type(value.value) is tuple else ListVariable)([constant(v) for v in value.value])
