@@ -131,7 +131,7 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
             equal = None
         if equal is not None and not isinstance(left, (UserObjectVariable, NewObjectVariable)):
             return _equality(function, equal)
-    if isinstance(left, (UserObjectVariable, NewObjectVariable)) or isinstance(right, (UserObjectVariable, NewObjectVariable)):
+    if any(isinstance(side, (UserObjectVariable, NewObjectVariable)) for side in (left, right)):
         return _dunder_op(tx, function, left, right)
     if function in (operator.eq, operator.ne) and _unequal_kinds(left, right):
         # Different kinds of objects (a module and None, say) are unequal by identity.
