@@ -20,37 +20,37 @@ CLOSURE = "__ember_closure"
 
 
 class Source:
+    """A path to a value.  Most subclasses are rendered from the templates `_expr` and `_name` over
+    their fields, each Source field by its own `expr()` / `name()`."""
+
+    _expr = _name = ""
+
     def expr(self) -> str:
-        raise NotImplementedError
+        return self._expr.format(**self._fields("expr"))
 
     def name(self) -> str:
         """A readable identifier for graph placeholders (`self.linear.weight` -> self_linear_weight)."""
-        raise NotImplementedError
+        return self._name.format(**self._fields("name"))
 
     def root(self) -> "Source":
-        return self
+        base = getattr(self, "base", None)
+        return self if base is None else base.root()
+
+    def _fields(self, method: str) -> dict:
+        return {key: getattr(value, method)() if isinstance(value, Source) else value
+                for key, value in vars(self).items()}
 
 
 @dataclasses.dataclass(frozen=True)
 class LocalSource(Source):
     local: str
-
-    def expr(self) -> str:
-        return self.local
-
-    def name(self) -> str:
-        return self.local
+    _expr = _name = "{local}"
 
 
 @dataclasses.dataclass(frozen=True)
 class GlobalSource(Source):
     global_name: str
-
-    def expr(self) -> str:
-        return f"{GLOBALS}[{self.global_name!r}]"
-
-    def name(self) -> str:
-        return self.global_name
+    _expr, _name = GLOBALS + "[{global_name!r}]", "{global_name}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,12 +59,7 @@ class ClosureSource(Source):
 
     index: int
     var_name: str
-
-    def expr(self) -> str:
-        return f"{CLOSURE}[{self.index}].cell_contents"
-
-    def name(self) -> str:
-        return self.var_name
+    _expr, _name = CLOSURE + "[{index}].cell_contents", "{var_name}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,15 +68,7 @@ class CellContentsSource(Source):
 
     base: Source
     index: int
-
-    def expr(self) -> str:
-        return f"{self.base.expr()}.__closure__[{self.index}].cell_contents"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_closure_{self.index}"
-
-    def root(self) -> Source:
-        return self.base.root()
+    _expr, _name = "{base}.__closure__[{index}].cell_contents", "{base}_closure_{index}"
 
 
 def _is_identifier(text: str) -> bool:
@@ -92,17 +79,12 @@ def _is_identifier(text: str) -> bool:
 class AttrSource(Source):
     base: Source
     attr: str
+    _name = "{base}_{attr}"
 
     def expr(self) -> str:
         if _is_identifier(self.attr) and not self.attr.startswith("__"):
             return f"{self.base.expr()}.{self.attr}"
         return f"getattr({self.base.expr()}, {self.attr!r})"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_{self.attr}"
-
-    def root(self) -> Source:
-        return self.base.root()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,15 +94,7 @@ class ModuleDictSource(Source):
     base: Source
     table: str  # "_parameters" | "_buffers" | "_modules"
     key: str
-
-    def expr(self) -> str:
-        return f"{self.base.expr()}.{self.table}[{self.key!r}]"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_{self.key}"
-
-    def root(self) -> Source:
-        return self.base.root()
+    _expr, _name = "{base}.{table}[{key!r}]", "{base}_{key}"
 
 
 def literal(value: object) -> str | None:
@@ -144,29 +118,16 @@ class ItemSource(Source):
     base: Source
     key: object  # a hashable constant
     key_expr: str | None = None  # how the key is spelled when it has no literal (a guard reference)
+    _name = "{base}_{key}"
 
     def expr(self) -> str:
         return f"{self.base.expr()}[{self.key_expr or literal(self.key) or repr(self.key)}]"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_{self.key}"
-
-    def root(self) -> Source:
-        return self.base.root()
 
 
 @dataclasses.dataclass(frozen=True)
 class TypeSource(Source):
     base: Source
-
-    def expr(self) -> str:
-        return f"type({self.base.expr()})"
-
-    def name(self) -> str:
-        return f"type_{self.base.name()}"
-
-    def root(self) -> Source:
-        return self.base.root()
+    _expr, _name = "type({base})", "type_{base}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,15 +136,7 @@ class DictItemSource(Source):
 
     base: Source
     key: object
-
-    def expr(self) -> str:
-        return f"dict.__getitem__({self.base.expr()}, {self.key!r})"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_{self.key}"
-
-    def root(self) -> Source:
-        return self.base.root()
+    _expr, _name = "dict.__getitem__({base}, {key!r})", "{base}_{key}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,15 +146,7 @@ class IterationItemSource(Source):
 
     base: Source
     index: int
-
-    def expr(self) -> str:
-        return f"list({self.base.expr()})[{self.index}]"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_key_{self.index}"
-
-    def root(self) -> Source:
-        return self.base.root()
+    _expr, _name = "list({base})[{index}]", "{base}_key_{index}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,15 +155,7 @@ class KeyedItemSource(Source):
 
     base: Source
     key: Source
-
-    def expr(self) -> str:
-        return f"{self.base.expr()}[{self.key.expr()}]"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_{self.key.name()}"
-
-    def root(self) -> Source:
-        return self.base.root()
+    _expr, _name = "{base}[{key}]", "{base}_{key}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,15 +164,7 @@ class DictValueSource(Source):
 
     base: Source
     index: int
-
-    def expr(self) -> str:
-        return f"list({self.base.expr()}.values())[{self.index}]"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_value_{self.index}"
-
-    def root(self) -> Source:
-        return self.base.root()
+    _expr, _name = "list({base}.values())[{index}]", "{base}_value_{index}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,12 +172,4 @@ class WeakRefCallSource(Source):
     """The object a weakref found at `base` points to (`base()`)."""
 
     base: Source
-
-    def expr(self) -> str:
-        return f"{self.base.expr()}()"
-
-    def name(self) -> str:
-        return f"{self.base.name()}_referent"
-
-    def root(self) -> Source:
-        return self.base.root()
+    _expr, _name = "{base}()", "{base}_referent"

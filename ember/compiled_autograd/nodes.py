@@ -41,10 +41,10 @@ def node_key(node, kind: str, unpacked: dict | None = None) -> tuple:
         return tuple((name, describe(_saved(node, name))) for name in saved_names(node))
     if kind in ("ember", "python") and unpacked is not None:
         if node not in unpacked:
-            unpacked[node] = _ctx_saved(node)
+            unpacked[node] = _saved(node)
         saved = unpacked[node]
     else:
-        saved = _ctx_saved(node) if kind in ("ember", "python") else ()
+        saved = _saved(node) if kind in ("ember", "python") else ()
     if kind == "ember":  # (its backward reads the saved values, saved_other and tangent_shapes)
         return tuple(describe(t) for t in saved), describe(getattr(node, "saved_other", None)), \
             describe(getattr(node, "tangent_shapes", None)), describe(getattr(node, "saved_layout", None))
@@ -56,19 +56,12 @@ def node_key(node, kind: str, unpacked: dict | None = None) -> tuple:
     return ()
 
 
-def _saved(node, name: str):
+def _saved(node, name: str | None = None):
+    """Saved attribute `name` of a built-in node, or (no name) a Function's ctx.saved_tensors."""
     try:
         with _disable_current_modes():  # (unpacking may run ops: not the backward's)
-            return getattr(node, name)
+            return getattr(node, name) if name is not None else tuple(node.saved_tensors)
     except RuntimeError as error:  # ("Trying to backward through the graph a second time ...")
-        raise CannotCapture(f"{type(node).__name__}'s saved values are gone ({str(error).splitlines()[0]})") from None
-
-
-def _ctx_saved(node) -> tuple:
-    try:
-        with _disable_current_modes():
-            return tuple(node.saved_tensors)
-    except RuntimeError as error:
         raise CannotCapture(f"{type(node).__name__}'s saved values are gone ({str(error).splitlines()[0]})") from None
 
 
@@ -115,7 +108,7 @@ def trace_builtin(tracer: BackwardTracer, node, position: int, grads: list) -> t
 
 
 def trace_python(tracer: BackwardTracer, node, position: int, grads: list) -> tuple:
-    saved = _ctx_saved(node)
+    saved = _saved(node)
     candidates = [(tensor, InputSource("ctx", position, "", k)) for k, tensor in enumerate(saved)
                   if isinstance(tensor, torch.Tensor)]
     tracer.resolve = _matcher(tracer, candidates, f"n{position}_saved")
@@ -137,7 +130,7 @@ def trace_python(tracer: BackwardTracer, node, position: int, grads: list) -> tu
 def trace_ember(tracer: BackwardTracer, node, position: int, grads: list) -> tuple:
     """ember's compiled region: its backward graph's ops, inlined (the compiled kernels would be
     opaque to the tracer)."""
-    saved = _ctx_saved(node)
+    saved = _saved(node)
     candidates = [(tensor, InputSource("ctx", position, "", k)) for k, tensor in enumerate(saved)]
     tracer.resolve = _matcher(tracer, candidates, f"n{position}_saved")
     try:

@@ -8,10 +8,9 @@ graph break; it never guesses.
 """
 from __future__ import annotations
 
-import math
 import operator
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -82,29 +81,33 @@ class NullVariable(VariableTracker):
 NULL = NullVariable()
 
 
-class UnknownVariable(VariableTracker):
-    """A stack slot whose value the interpreter does not model (exception-handling state)."""
+class OpaqueVariable(VariableTracker):
+    """A value whose contents the capture cannot know: every question about it breaks (`_refuse`)."""
+
+    truth_question = "bool()"
+
+    def _refuse(self, what: str):
+        raise NotImplementedError
+
+    def as_python_constant(self):
+        self._refuse("the value")
+
+    def truth(self, tx) -> bool:
+        self._refuse(self.truth_question)
+
+    def var_getattr(self, tx, name: str) -> VariableTracker:
+        self._refuse(f"attribute {name!r}")
+
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+        self._refuse(f"method {name!r}")
+
+    def unpack_sequence(self, tx):
+        self._refuse("iteration")
 
 
 CONSTANT_TYPES = (
-    type(None),
-    bool,
-    int,
-    float,
-    complex,
-    str,
-    bytes,
-    type(Ellipsis),
-    type(NotImplemented),
-    torch.dtype,
-    torch.device,
-    torch.Size,
-    range,
-    slice,
-    frozenset,
-    types.CodeType,
-    torch.memory_format,
-    torch.layout,
+    type(None), bool, int, float, complex, str, bytes, type(Ellipsis), type(NotImplemented), torch.dtype,
+    torch.device, torch.Size, range, slice, frozenset, types.CodeType, torch.memory_format, torch.layout,
     # a GPU's fixed facts (torch.cuda.get_device_properties): read-only, one per device
     *[cls for cls in (getattr(torch._C, "_CudaDeviceProperties", None),) if cls is not None],
 )
@@ -148,18 +151,11 @@ class ConstantVariable(VariableTracker):
         from .builder import wrap_constant_result
 
         if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
-            if isinstance(self.value, (int, float, bool)) and name.startswith("__") and len(args) == 1:
-                # int.__mul__(tensor) and friends: let the binary-op machinery decide.
-                raise Unsupported(f"{type(self.value).__name__}.{name} with a non-constant argument")
             raise Unsupported(f"{type(self.value).__name__}.{name} with a non-constant argument")
         const_args = [arg.as_python_constant() for arg in args]
         const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
-        try:
-            method = getattr(self.value, name)
-        except AttributeError as error:
-            raise UserException(error) from None
-        try:
-            result = method(*const_args, **const_kwargs)
+        try:  # (a missing method's AttributeError too: the user's error)
+            result = getattr(self.value, name)(*const_args, **const_kwargs)
         except Exception as error:
             raise UserException(error) from None
         return wrap_constant_result(tx, result)
@@ -184,63 +180,19 @@ def constant(value: Any) -> ConstantVariable:
     return ConstantVariable(value)
 
 
-def all_constant(items: Sequence[VariableTracker]) -> bool:
-    return all(item.is_python_constant() for item in items)
-
-
 BINARY_OPERATORS = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "/": operator.truediv,
-    "//": operator.floordiv,
-    "%": operator.mod,
-    "**": operator.pow,
-    "@": operator.matmul,
-    "<<": operator.lshift,
-    ">>": operator.rshift,
-    "&": operator.and_,
-    "|": operator.or_,
-    "^": operator.xor,
-    "+=": operator.iadd,
-    "-=": operator.isub,
-    "*=": operator.imul,
-    "/=": operator.itruediv,
-    "//=": operator.ifloordiv,
-    "%=": operator.imod,
-    "**=": operator.ipow,
-    "@=": operator.imatmul,
-    "<<=": operator.ilshift,
-    ">>=": operator.irshift,
-    "&=": operator.iand,
-    "|=": operator.ior,
-    "^=": operator.ixor,
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
+    "%": operator.mod, "**": operator.pow, "@": operator.matmul, "<<": operator.lshift, ">>": operator.rshift,
+    "&": operator.and_, "|": operator.or_, "^": operator.xor,
+    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
+    "<<=": operator.ilshift, ">>=": operator.irshift, "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor,
 }
 
 COMPARE_OPERATORS = {
-    "<": operator.lt,
-    "<=": operator.le,
-    "==": operator.eq,
-    "!=": operator.ne,
-    ">": operator.gt,
-    ">=": operator.ge,
+    "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, ">=": operator.ge,
 }
 
-# In-place operators whose non-inplace form is what an immutable value falls back to.
-INPLACE_TO_BINARY = {
-    operator.iadd: operator.add,
-    operator.isub: operator.sub,
-    operator.imul: operator.mul,
-    operator.itruediv: operator.truediv,
-    operator.ifloordiv: operator.floordiv,
-    operator.imod: operator.mod,
-    operator.ipow: operator.pow,
-    operator.imatmul: operator.matmul,
-    operator.ilshift: operator.lshift,
-    operator.irshift: operator.rshift,
-    operator.iand: operator.and_,
-    operator.ior: operator.or_,
-    operator.ixor: operator.xor,
-}
-
-PURE_MATH = {name: getattr(math, name) for name in dir(math) if callable(getattr(math, name))}
+# In-place operators whose non-inplace form is what an immutable value falls back to (`+=` -> `+`).
+INPLACE_TO_BINARY = {function: BINARY_OPERATORS[symbol[:-1]] for symbol, function in BINARY_OPERATORS.items()
+                     if symbol.endswith("=")}

@@ -17,6 +17,7 @@ import torch.utils.checkpoint
 
 from ..errors import Unsupported, UserException
 from .base import ConstantVariable, VariableTracker
+from .tensor import TensorVariable
 
 RECOMPUTE_KEY = "ember_recompute"
 _regions = itertools.count(1)
@@ -38,7 +39,6 @@ class CheckpointVariable(VariableTracker):
         return self.function
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from .tensor import TensorVariable
         from .torch_functions import GradModeVariable
 
         if not args:

@@ -1,28 +1,21 @@
 """torch.cond: a Python-constant (or size) predicate inlines the chosen branch; a tensor predicate
 captures both branches as subgraphs and one graph node that selects at run time.
 
-Eager torch.cond given a bool/int/float predicate just calls the chosen branch on the operands;
-under capture that branch is inlined the same way.  With a one-element bool tensor predicate
-each branch is speculated into its own GraphModule (subgraphs.py) on the operands; both must
-return tensors of the same structure, shapes and dtypes, change no Python state and write into
-no tensor (eager torch.cond refuses those too), and draw no random numbers (both branches run
-compiled: the random stream would not be eager's).  The node (`ember_cond_<n>`, target
+A constant predicate is what eager's torch.cond calls the chosen branch for; a symbolic one (a
+comparison of dynamic sizes, a Python bool in eager) is decided now with a guard on the sizes.
+With a one-element bool tensor predicate each branch is speculated into a GraphModule of its own
+(subgraphs.py) on the operands: both must return tensors of the same structure, shapes and dtypes,
+change no Python state, write into no tensor (eager refuses those too) and draw no random numbers
+(both branches run compiled: the stream would not be eager's).  The node (`ember_cond_<n>`, target
 `CondSelect`) takes the predicate, the operands and every value either branch closes over:
 
-- run on real tensors (the eager backend, a graph run as captured) it calls the taken branch
-  only, as eager does;
-- run on fakes (capture's propagation) or under a tracer (ember's AOT tracing) it is
-  `SelectBranches`, an autograd.Function: forward computes both branches (no grad) and picks
-  each output with torch.where; backward re-runs both branches on the saved inputs and picks
-  each input's gradient with torch.where, so the gradient is the taken branch's exactly (an
-  untaken branch's inf/NaN derivative never reaches it, unlike where's own backward).  The
-  traced graph therefore holds both branches' ATen ops and the selects: what a compiler may do
-  for pure branches.  Errors only the untaken branch would raise (an index out of range)
-  are the difference from eager.
-- inside a captured torch.vmap / torch.func.grad (functorch's wrapped tensors) it is torch.where
-  over both branches, as torch.cond's own batching rule is.
-A symbolic predicate (a comparison of dynamic sizes, a Python bool in eager) is decided at
-capture with a guard on the sizes, and that branch inlined.
+- on real tensors it calls the taken branch only, as eager does;
+- on fakes or under ember's AOT tracer it is `SelectBranches`, an autograd.Function computing
+  both branches and picking each output, and each input's gradient, with torch.where: the
+  gradient is the taken branch's exactly (an untaken branch's inf/NaN derivative never reaches
+  it).  Errors only the untaken branch would raise are the difference from eager;
+- inside a captured torch.vmap / torch.func.grad it is torch.where over both branches, as
+  torch.cond's own batching rule is.
 """
 from __future__ import annotations
 
@@ -33,6 +26,8 @@ import torch
 from ..errors import Unsupported
 from .base import VariableTracker
 from .subgraphs import call_node, flat_leaves, leaf_variables, random_op, rebuild, speculate, union, unique_name
+from .symbolic import SymNodeVariable
+from .tensor import TensorVariable
 
 
 class CondVariable(VariableTracker):
@@ -40,8 +35,6 @@ class CondVariable(VariableTracker):
         return torch.cond
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .tensor import TensorVariable
-
         names = ("pred", "true_fn", "false_fn", "operands")
         if len(args) > len(names) or any(key not in names for key in kwargs):
             raise Unsupported("torch.cond with these arguments")
@@ -58,8 +51,6 @@ class CondVariable(VariableTracker):
             raise Unsupported("torch.cond with operands that are not a tuple or list")
         if isinstance(pred, TensorVariable):
             return _tensor_cond(tx, pred, bound["true_fn"], bound["false_fn"], operand_list)
-        from .symbolic import SymNodeVariable
-
         if isinstance(pred, SymNodeVariable):
             # a comparison of dynamic sizes: a Python bool in eager, decided now and guarded
             taken = pred.truth(tx)
@@ -72,8 +63,6 @@ class CondVariable(VariableTracker):
 
 
 def _tensor_cond(tx, pred, true_fn, false_fn, operands: list) -> VariableTracker:
-    from .tensor import TensorVariable
-
     example = pred.example
     if example.dtype != torch.bool or example.numel() != 1:
         raise Unsupported("torch.cond with a tensor predicate that is not one bool element")
@@ -160,11 +149,8 @@ class SelectBranches(torch.autograd.Function):
     def backward(ctx, *grads):
         condition, *saved = ctx.saved_tensors
         needs = ctx.needs_input_grad[2:]
-        inputs: list = [None] * (len(saved) + len(ctx.others))
-        for position, value in zip(ctx.tensor_positions, saved):
-            inputs[position] = value
-        for position, value in ctx.others.items():
-            inputs[position] = value
+        placed = {**dict(zip(ctx.tensor_positions, saved)), **ctx.others}
+        inputs = [placed[i] for i in range(len(placed))]
         wanted = [i for i in ctx.tensor_positions if needs[i]]
         if not wanted:
             return (None, None, *[None] * len(inputs))

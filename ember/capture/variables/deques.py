@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
+from .base import VariableTracker, constant
 from .builtins import register, values_equal
 from .containers import ListIteratorVariable
 
@@ -47,9 +47,6 @@ class DequeVariable(VariableTracker):
         return f"DequeVariable({self.items!r}, maxlen={self.maxlen})"
 
     # -- changes -------------------------------------------------------------------------------
-    def _changed(self) -> None:
-        self.version += 1
-
     def _extend(self, new_items: list[VariableTracker], left: bool) -> None:
         for item in new_items:
             if self.maxlen == 0:
@@ -98,17 +95,14 @@ class DequeVariable(VariableTracker):
         elif name in ("pop", "popleft"):
             if not items:
                 raise UserException(IndexError("pop from an empty deque"))
-            self._changed()
+            self.version += 1
             return items.pop(-1 if name == "pop" else 0)
         elif name == "insert":
             if self.maxlen is not None and len(items) >= self.maxlen:
                 raise UserException(IndexError("deque already at its maximum size"))
-            position = args[0].as_python_constant()
-            items.insert(position, args[1])
-        elif name == "clear":
-            items.clear()
-        elif name == "reverse":
-            items.reverse()
+            items.insert(args[0].as_python_constant(), args[1])
+        elif name in ("clear", "reverse"):
+            getattr(items, name)()
         elif name == "rotate":
             steps = args[0].as_python_constant() if args else 1
             if items:
@@ -133,7 +127,7 @@ class DequeVariable(VariableTracker):
             del items[self._index(args[0])]
         elif name == "__len__":
             return constant(len(items))
-        self._changed()
+        self.version += 1
         return constant(None)
 
 

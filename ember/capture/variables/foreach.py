@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 
 from .base import VariableTracker, constant
+from .containers import BaseListVariable, TupleVariable
+from .tensor import TensorVariable
 
 
 def foreach_with_tensor_scalar(tx, function, args: list, kwargs: dict) -> VariableTracker | None:
@@ -30,15 +32,10 @@ def foreach_with_tensor_scalar(tx, function, args: list, kwargs: dict) -> Variab
 
 
 def _zero_dim(value: VariableTracker) -> bool:
-    from .tensor import TensorVariable
-
     return isinstance(value, TensorVariable) and value.example.dim() == 0 and not value.example.is_complex()
 
 
 def _tensors(tx, value: VariableTracker) -> list | None:
-    from .containers import BaseListVariable
-    from .tensor import TensorVariable
-
     if not isinstance(value, BaseListVariable):
         return None
     items = value.unpack_sequence(tx)
@@ -60,8 +57,6 @@ def _detached_as(tx, scalar: VariableTracker, dtype: torch.dtype) -> VariableTra
 
 
 def _pow_scalar_base(tx, base: VariableTracker, exponents: VariableTracker) -> VariableTracker | None:
-    from .containers import TupleVariable
-
     items = _tensors(tx, exponents)
     if not _zero_dim(base) or items is None:
         return None

@@ -18,7 +18,8 @@ import torch
 
 from ..errors import Unsupported
 from .base import VariableTracker
-from .subgraphs import call_node, flat_leaves, leaf_variables, rebuild, speculate, unique_name
+from .subgraphs import bind_options, call_node, flat_leaves, leaf_variables, rebuild, speculate, unique_name
+from .tensor import TensorVariable
 
 TRANSFORMS = {torch.func.grad: "grad", torch.func.grad_and_value: "grad_and_value"}
 
@@ -34,16 +35,8 @@ class GradTransformVariable(VariableTracker):
         return self.transform
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        names = ("func", "argnums", "has_aux")
-        if len(args) > len(names) or any(key not in names for key in kwargs):
-            raise Unsupported(f"torch.func.{TRANSFORMS[self.transform]} with these arguments")
-        bound = dict(zip(names, args), **kwargs)
-        if "func" not in bound:
-            raise Unsupported(f"torch.func.{TRANSFORMS[self.transform]} without a function")
-        func = bound.pop("func")
-        if not all(value.is_python_constant() for value in bound.values()):
-            raise Unsupported(f"torch.func.{TRANSFORMS[self.transform]} with non-constant argnums/has_aux")
-        options = {key: value.as_python_constant() for key, value in bound.items()}
+        what = f"torch.func.{TRANSFORMS[self.transform]}"
+        func, options = bind_options(what, ("func", "argnums", "has_aux"), args, kwargs)
         argnums = options.get("argnums", 0)
         if not (type(argnums) is int or (isinstance(argnums, tuple) and argnums and
                                         all(type(n) is int for n in argnums))):
@@ -64,8 +57,6 @@ class GradFunctionVariable(VariableTracker):
         self.options = options
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .tensor import TensorVariable
-
         what = f"torch.func.{TRANSFORMS[self.transform]}'s function"
         argnums = self.options.get("argnums", 0)
         numbers = argnums if isinstance(argnums, tuple) else (argnums,)

@@ -9,11 +9,17 @@ during the capture breaks.
 """
 from __future__ import annotations
 
-from ..errors import Unsupported
-from .base import ConstantVariable, VariableTracker
+import operator
+
+import torch
+
+from ..errors import Unsupported, UserException
+from ..shapes import StaticShapesNeeded
+from .base import ConstantVariable, OpaqueVariable, VariableTracker
+from .tensor import TensorVariable
 
 
-class ObjectTextVariable(VariableTracker):
+class ObjectTextVariable(OpaqueVariable):
     def __init__(self, owner: VariableTracker, function) -> None:
         super().__init__()
         self.owner = owner
@@ -22,24 +28,9 @@ class ObjectTextVariable(VariableTracker):
     def python_type(self) -> type:
         return str
 
-    def _unknown(self, what: str):
+    def _refuse(self, what: str):
         raise Unsupported(f"{what} of {self.function.__name__}() of a {self.owner.python_type().__name__} "
                           "object made in the frame (its address is known only when the glue runs)")
-
-    def as_python_constant(self):
-        self._unknown("the value")
-
-    def truth(self, tx) -> bool:
-        self._unknown("bool()")
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        self._unknown(f"attribute {name!r}")
-
-    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        self._unknown(f"method {name!r}")
-
-    def unpack_sequence(self, tx):
-        self._unknown("iteration")
 
     def __repr__(self) -> str:
         return f"ObjectTextVariable({self.function.__name__}, {self.owner!r})"
@@ -79,10 +70,7 @@ def contains_answer(terms: list, tail: bool) -> VariableTracker:
 def tensor_comparison(tx, candidate: VariableTracker, item: VariableTracker):
     """`candidate == item` as a graph value where a tensor compares with a number or another
     tensor and the result has one element (so bool() of it cannot raise); else None."""
-    import operator
-
     from .operators import binary_op, is_op
-    from .tensor import TensorVariable
 
     tensors = [v for v in (candidate, item) if isinstance(v, TensorVariable)]
     if not tensors or is_op(tx, candidate, item):
@@ -123,12 +111,6 @@ class TensorNumberVariable(VariableTracker):
 def tensor_to_number(tx, tensor: VariableTracker, kind: type) -> VariableTracker | None:
     """float(t)/int(t): eager's ValueError where t's (static) size is not one element; the
     glue's conversion (TensorNumberVariable) where it cannot raise; else a break."""
-    import torch
-
-    from ..errors import UserException
-
-    from ..shapes import StaticShapesNeeded
-
     example = tensor.example
     numel = example.numel()
     if example.is_complex():

@@ -12,6 +12,8 @@ from typing import Any
 
 from ..errors import Unsupported, UserException
 from .base import ConstantVariable, VariableTracker, constant
+from .containers import ListIteratorVariable, TupleVariable
+from .tensor import TensorVariable
 
 
 def is_model_output_class(cls: Any) -> bool:
@@ -37,15 +39,12 @@ class ModelOutputVariable(VariableTracker):
         values: dict[str, VariableTracker] = {name: constant(None) for name in names}
         if len(args) > len(names):
             raise UserException(TypeError(f"{output_cls.__name__} takes {len(names)} arguments"))
-        for name, value in zip(names, args):
-            values[name] = value
+        values.update(zip(names, args))
         for name, value in kwargs.items():
             if name not in values:
                 raise UserException(TypeError(f"{output_cls.__name__} got an unexpected keyword argument '{name}'"))
             values[name] = value
         others_none = all(_is_none(values[name]) for name in names[1:])
-        from .tensor import TensorVariable
-
         if names and others_none and not _is_none(values[names[0]]) \
                 and not isinstance(values[names[0]], TensorVariable):
             raise Unsupported("ModelOutput built from a dict or an iterator")
@@ -81,8 +80,6 @@ class ModelOutputVariable(VariableTracker):
         raise Unsupported(f"{self.cls.__name__}.{name}")
 
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
-        from .containers import TupleVariable
-
         key = index.as_python_constant()
         if isinstance(key, str):
             if key not in self.keys_list():
@@ -103,8 +100,6 @@ class ModelOutputVariable(VariableTracker):
         self.fields[name] = value
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        from .containers import ListIteratorVariable, TupleVariable
-
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
         if name == "to_tuple" and not args:
@@ -124,7 +119,7 @@ class ModelOutputVariable(VariableTracker):
             return constant(args[0].as_python_constant() in self.keys_list())
         if name == "__len__":
             return constant(len(self.keys_list()))
-        if name in ("__setitem__",) and len(args) == 2:
+        if name == "__setitem__" and len(args) == 2:
             self.store_attr(tx, args[0].as_python_constant(), args[1])
             return constant(None)
         raise Unsupported(f"{self.cls.__name__}.{name}()")

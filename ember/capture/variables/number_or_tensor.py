@@ -21,13 +21,18 @@ from __future__ import annotations
 import operator
 from typing import Callable
 
+import torch
+
 from ..errors import Unsupported
-from .base import ConstantVariable, VariableTracker
+from .base import INPLACE_TO_BINARY, ConstantVariable, OpaqueVariable, VariableTracker
+from .tensor import TensorVariable
 
 _SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*"}
 
 
-class NumberOrTensorVariable(VariableTracker):
+class NumberOrTensorVariable(OpaqueVariable):
+    truth_question = "data-dependent branch: bool()"
+
     def __init__(self, tensor: VariableTracker, parts: tuple, glue: Callable, ints: bool) -> None:
         super().__init__()
         self.tensor = tensor  # the 0-d graph value
@@ -42,21 +47,6 @@ class NumberOrTensorVariable(VariableTracker):
     def python_type(self) -> type:
         self._refuse("type()")
 
-    def as_python_constant(self):
-        self._refuse("the value")
-
-    def truth(self, tx) -> bool:
-        self._refuse("data-dependent branch: bool()")
-
-    def var_getattr(self, tx, name: str) -> VariableTracker:
-        self._refuse(f"attribute {name!r}")
-
-    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
-        self._refuse(f"method {name!r}")
-
-    def unpack_sequence(self, tx):
-        self._refuse("iteration")
-
     def __repr__(self) -> str:
         return "NumberOrTensorVariable"
 
@@ -66,8 +56,6 @@ def _graph_value(value: VariableTracker) -> VariableTracker:
 
 
 def _is_tensor(value) -> bool:
-    from .tensor import TensorVariable
-
     return isinstance(value, TensorVariable)
 
 
@@ -80,8 +68,6 @@ def _int_valued(value: VariableTracker) -> bool:
 def tensor_min_max(tx, function: Callable, items: list) -> VariableTracker | None:
     """min()/max() over 0-d tensors, such values and numbers; None where a choice would not be
     exact in the tensors' dtype (the caller breaks)."""
-    import torch
-
     from .operators import binary_op
 
     tensors = [_graph_value(item) for item in items if _is_tensor(_graph_value(item))]
@@ -125,24 +111,13 @@ def number_or_tensor_binary(tx, function: Callable, left: VariableTracker, right
         result = binary_op(tx, function, _graph_value(left), _graph_value(right))
         symbol = _SYMBOLS[function]
         return NumberOrTensorVariable(result, (left, right), lambda cg, l, r: f"({l} {symbol} {r})", True)
-    if function not in INPLACE and _is_tensor(other) and other.example.is_floating_point() and (
+    if function not in INPLACE_TO_BINARY and _is_tensor(other) and other.example.is_floating_point() and (
             other.example.dim() > 0 or other.example.dtype == ours.tensor.example.dtype):
         return binary_op(tx, function, _graph_value(left), _graph_value(right))
     ours._refuse(f"{getattr(function, '__name__', function)}")
 
 
-def _inplace():
-    from .base import INPLACE_TO_BINARY
-
-    return frozenset(INPLACE_TO_BINARY)
-
-
-INPLACE = _inplace()
-
-
 def _exact_in(item: VariableTracker, dtype) -> bool:
-    import torch
-
     if not isinstance(item, ConstantVariable) or type(item.value) not in (int, float):
         return False
     value = item.value

@@ -12,46 +12,26 @@ from typing import Any, Callable
 
 from ..errors import Unsupported, UserException
 from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant
+from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
+from .symbolic import SymNodeVariable
+from .tensor import TensorVariable
 
-_REFLECTED = {
-    operator.add: ("__add__", "__radd__"),
-    operator.sub: ("__sub__", "__rsub__"),
-    operator.mul: ("__mul__", "__rmul__"),
-    operator.truediv: ("__truediv__", "__rtruediv__"),
-    operator.floordiv: ("__floordiv__", "__rfloordiv__"),
-    operator.mod: ("__mod__", "__rmod__"),
-    operator.pow: ("__pow__", "__rpow__"),
-    operator.matmul: ("__matmul__", "__rmatmul__"),
-    operator.and_: ("__and__", "__rand__"),
-    operator.or_: ("__or__", "__ror__"),
-    operator.xor: ("__xor__", "__rxor__"),
-    operator.lshift: ("__lshift__", "__rlshift__"),
-    operator.rshift: ("__rshift__", "__rrshift__"),
-    operator.eq: ("__eq__", "__eq__"),
-    operator.ne: ("__ne__", "__ne__"),
-    operator.lt: ("__lt__", "__gt__"),
-    operator.le: ("__le__", "__ge__"),
-    operator.gt: ("__gt__", "__lt__"),
-    operator.ge: ("__ge__", "__le__"),
+_REFLECTED = {  # operator -> (its method, the reflected method): `__add__`, `__radd__`
+    getattr(operator, name): (f"__{name.rstrip('_')}__", f"__r{name.rstrip('_')}__") for name in (
+        "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and_", "or_", "xor", "lshift", "rshift")
 }
-_INPLACE_NAMES = {
-    operator.iadd: "__iadd__", operator.isub: "__isub__", operator.imul: "__imul__",
-    operator.itruediv: "__itruediv__", operator.ifloordiv: "__ifloordiv__", operator.imod: "__imod__",
-    operator.ipow: "__ipow__", operator.imatmul: "__imatmul__", operator.iand: "__iand__",
-    operator.ior: "__ior__", operator.ixor: "__ixor__", operator.ilshift: "__ilshift__",
-    operator.irshift: "__irshift__",
-}
+_REFLECTED.update({operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
+                   operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"),
+                   operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__")})
+# in-place operator -> its method: `__iadd__`
+_INPLACE_NAMES = {inplace: "__i" + _REFLECTED[binary][0][2:] for inplace, binary in INPLACE_TO_BINARY.items()}
 
 
 def _is_tensor(value: VariableTracker) -> bool:
-    from .tensor import TensorVariable
-
     return isinstance(value, TensorVariable)
 
 
 def _is_symbolic(value: VariableTracker) -> bool:
-    from .symbolic import SymNodeVariable
-
     return isinstance(value, SymNodeVariable)
 
 
@@ -66,7 +46,6 @@ def _run_constant(function: Callable, *values: Any) -> VariableTracker:
 
 
 def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
-    from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
     from .objects import NewObjectVariable, UserObjectVariable
 
     from .numpy_arrays import ndarray_binary_op
@@ -109,10 +88,10 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
         return _run_constant(function, left.as_python_constant(), right.as_python_constant())
     base = INPLACE_TO_BINARY.get(function, function)
     # A constant tuple beside a tuple holding dynamic sizes: `(-1,) + x.shape[1:]`
-    if isinstance(right, BaseListVariable) and isinstance(left, ConstantVariable) and type(left.value) in (tuple, list):
-        left = (TupleVariable if type(left.value) is tuple else ListVariable)([constant(v) for v in left.value])
-    if isinstance(left, BaseListVariable) and isinstance(right, ConstantVariable) and type(right.value) in (tuple, list):
-        right = (TupleVariable if type(right.value) is tuple else ListVariable)([constant(v) for v in right.value])
+    if isinstance(right, BaseListVariable):
+        left = _as_sequence(left)
+    if isinstance(left, BaseListVariable):
+        right = _as_sequence(right)
     if isinstance(left, BaseListVariable) and isinstance(right, BaseListVariable):
         if base is operator.add:
             if inplace and isinstance(left, ListVariable):
@@ -142,8 +121,7 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
         if inplace:
             left.call_method(tx, "update", [right], {})
             return left
-        merged = DictVariable({**left.items, **right.items}, key_vars={**left.key_vars, **right.key_vars})
-        return merged
+        return DictVariable({**left.items, **right.items}, key_vars={**left.key_vars, **right.key_vars})
     if function in (operator.eq, operator.ne):
         from .builtins import values_equal
 
@@ -152,13 +130,25 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
         except Unsupported:
             equal = None
         if equal is not None and not isinstance(left, (UserObjectVariable, NewObjectVariable)):
-            return constant(equal if function is operator.eq else not equal)
-    if isinstance(left, (UserObjectVariable, NewObjectVariable)) or isinstance(right, (UserObjectVariable, NewObjectVariable)):
+            return _equality(function, equal)
+    if any(isinstance(side, (UserObjectVariable, NewObjectVariable)) for side in (left, right)):
         return _dunder_op(tx, function, left, right)
     if function in (operator.eq, operator.ne) and _unequal_kinds(left, right):
         # Different kinds of objects (a module and None, say) are unequal by identity.
-        return constant(function is operator.ne)
+        return _equality(function, False)
     raise Unsupported(f"operator {getattr(function, '__name__', function)} on {left} and {right}")
+
+
+def _as_sequence(value: VariableTracker) -> VariableTracker:
+    """A constant tuple or list as a TupleVariable or ListVariable of constants; else `value`."""
+    if not isinstance(value, ConstantVariable) or type(value.value) not in (tuple, list):
+        return value
+    return (TupleVariable if type(value.value) is tuple else ListVariable)([constant(v) for v in value.value])
+
+
+def _equality(function: Callable, same: bool) -> VariableTracker:
+    """The answer of `==` (or `!=`) given whether the operands are equal."""
+    return constant(same if function is operator.eq else not same)
 
 
 def _unequal_kinds(left: VariableTracker, right: VariableTracker) -> bool:
@@ -198,21 +188,18 @@ def _dunder_op(tx, function: Callable, left: VariableTracker, right: VariableTra
             continue
         if not isinstance(raw, types.FunctionType):
             if function in (operator.eq, operator.ne) and raw in (object.__eq__, object.__ne__):
-                same = left is right
-                return constant(same if function is operator.eq else not same)
+                return _equality(function, left is right)
             raise Unsupported(f"{name} of {owner.python_type().__name__} is not a Python function")
         result = owner.call_method(tx, name, [other], {})
         if isinstance(result, ConstantVariable) and result.value is NotImplemented:
             continue
         return result
     if function in (operator.eq, operator.ne):
-        same = left is right
-        return constant(same if function is operator.eq else not same)
+        return _equality(function, left is right)
     raise UserException(TypeError(f"unsupported operand type(s) for {function.__name__}"))
 
 
-def compare_op(tx, function: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
-    return binary_op(tx, function, left, right)
+compare_op = binary_op  # (comparisons follow the same protocol as the other binary operators)
 
 
 def is_op(tx, left: VariableTracker, right: VariableTracker) -> bool:

@@ -25,6 +25,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ... import logs
 from ..errors import Unsupported
 from .base import VariableTracker
+from .containers import BaseListVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .symbolic import SymNodeVariable
+from .tensor import TensorVariable
 
 _numbers = itertools.count(1)
 
@@ -34,11 +37,10 @@ def region_input(value):
     raise RuntimeError("ember: a subgraph's input marker ran")  # pragma: no cover
 
 
-def _side_effect_state(side_effects) -> tuple:
-    return (tuple((key, id(value)) for key, value in side_effects.attr_writes.items()),
-            tuple((key, id(value)) for key, value in side_effects.global_writes.items()),
-            tuple((key, id(value)) for key, value in side_effects.cell_writes.items()),
-            tuple(side_effects.mutated_containers), len(side_effects.calls), tuple(side_effects.deleted_attrs))
+def _side_effect_state(effects) -> tuple:
+    writes = (effects.attr_writes, effects.global_writes, effects.cell_writes)
+    return (*(tuple((key, id(value)) for key, value in log.items()) for log in writes),
+            tuple(effects.mutated_containers), len(effects.calls), tuple(effects.deleted_attrs))
 
 
 class Region:
@@ -58,8 +60,6 @@ class Region:
 
     def argument(self, example: torch.Tensor) -> VariableTracker:
         """A TensorVariable for one of the function's arguments, with this fake as its value."""
-        from .tensor import TensorVariable
-
         node = self.graph.graph.create_node("call_function", region_input, (), {})
         node.meta["example_value"] = example
         self.inputs.append(node)
@@ -75,12 +75,11 @@ class Region:
         self.leaves, self.spec = _flatten(result, self.what)
         fx_graph = self.graph.graph
         node = self._mark.next if self._mark is not fx_graph._root else next(iter(fx_graph.nodes), fx_graph._root)
-        nodes = []
+        nodes = self.nodes
         while node is not fx_graph._root:
             if node.op != "placeholder":
                 nodes.append(node)
             node = node.next
-        self.nodes = nodes
         inside = set(nodes)
         lifted: dict[torch.fx.Node, None] = {}
 
@@ -168,6 +167,21 @@ def speculate(tx, what: str, function: VariableTracker, make_args, kwargs: dict 
     return region
 
 
+def bind_options(what: str, names: tuple, args: list, kwargs: dict, extra: tuple = ()) -> tuple:
+    """`what(func, ...)` called with `args`/`kwargs` by the parameter `names` (and keywords `extra`):
+    the function and the other arguments, which must be constants, as Python values."""
+    keywords = (*names, *extra)
+    if len(args) > len(names) or any(key not in keywords for key in kwargs):
+        raise Unsupported(f"{what} with these arguments")
+    bound = dict(zip(names, args), **kwargs)
+    if "func" not in bound:
+        raise Unsupported(f"{what} without a function")
+    func = bound.pop("func")
+    if not all(value.is_python_constant() for value in bound.values()):
+        raise Unsupported(f"{what} with non-constant {'/'.join(keywords[1:])}")
+    return func, {key: value.as_python_constant() for key, value in bound.items()}
+
+
 def union(*lists: list) -> list:
     return list(dict.fromkeys(itertools.chain(*lists)))
 
@@ -178,9 +192,6 @@ def unique_name(kind: str) -> str:
 
 # -- results as (tensor leaves, structure) ------------------------------------------------------
 def _flatten(value: VariableTracker, what: str):
-    from .containers import BaseListVariable, NamedTupleVariable
-    from .tensor import TensorVariable
-
     if isinstance(value, TensorVariable):
         return [value], None
     if isinstance(value, BaseListVariable) and not isinstance(value, NamedTupleVariable) and \
@@ -194,29 +205,21 @@ def _flatten(value: VariableTracker, what: str):
     raise Unsupported(f"{what}: the function returns {value} (only tensors and tuples/lists of tensors are captured)")
 
 
-def _unflatten(leaves: list, spec) -> Any:
+def _unflatten(leaves: list, spec, make=lambda kind, items: kind(items)) -> Any:
+    """The structure `spec` of `leaves`, each tuple/list of it made by `make(kind, items)`."""
     if spec is None:
         return leaves[0]
     kind, specs = spec
     items, start = [], 0
     for count, item_spec in specs:
-        items.append(_unflatten(leaves[start:start + count], item_spec))
+        items.append(_unflatten(leaves[start:start + count], item_spec, make))
         start += count
-    return kind(items)
+    return make(kind, items)
 
 
 def rebuild(leaves: list, spec) -> VariableTracker:
     """The result variable of the function's structure from its leaves' variables."""
-    from .containers import ListVariable, TupleVariable
-
-    if spec is None:
-        return leaves[0]
-    kind, specs = spec
-    items, start = [], 0
-    for count, item_spec in specs:
-        items.append(rebuild(leaves[start:start + count], item_spec))
-        start += count
-    return ListVariable(items) if kind is list else TupleVariable(items)
+    return _unflatten(leaves, spec, lambda kind, items: ListVariable(items) if kind is list else TupleVariable(items))
 
 
 def flat_leaves(value: Any) -> tuple:
@@ -236,19 +239,14 @@ def leaf_variables(result: VariableTracker, count: int) -> list:
 
 def call_node(tx, target, args: list) -> VariableTracker:
     """`target(*args)` as one graph node (args: variables or FX nodes of the region's lifted values)."""
-    from .symbolic import SymNodeVariable
-    from .tensor import TensorVariable
+    def variable(arg):
+        if not isinstance(arg, torch.fx.Node):
+            return arg
+        example = arg.meta.get("example_value")
+        if isinstance(example, torch.Tensor):
+            return TensorVariable(arg, example)
+        if example is not None and not isinstance(example, (tuple, list)):
+            return SymNodeVariable(arg, example)
+        raise Unsupported(f"{getattr(target, '__name__', target)}: a lifted value without an example")
 
-    variables = []
-    for arg in args:
-        if isinstance(arg, torch.fx.Node):
-            example = arg.meta.get("example_value")
-            if isinstance(example, torch.Tensor):
-                variables.append(TensorVariable(arg, example))
-            elif example is not None and not isinstance(example, (tuple, list)):
-                variables.append(SymNodeVariable(arg, example))
-            else:
-                raise Unsupported(f"{getattr(target, '__name__', target)}: a lifted value without an example")
-        else:
-            variables.append(arg)
-    return tx.graph.call(tx, "call_function", target, variables, {})
+    return tx.graph.call(tx, "call_function", target, [variable(arg) for arg in args], {})

@@ -7,11 +7,12 @@ known at capture time and become graph breaks.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
 
-from ..errors import Unsupported
+from ..errors import Unsupported, UserException
 from ..shapes import StaticShapesNeeded, has_symbols
 from .base import ConstantVariable, VariableTracker, constant
 
@@ -32,25 +33,18 @@ _METADATA_METHODS = {
 _BREAKING_METHODS = {
     "item": "Tensor.item() reads a value (set capture_scalar_outputs to capture it)",
     "tolist": "Tensor.tolist() reads values",
-    "__bool__": "bool() of a tensor depends on its value",
-    "__int__": "int() of a tensor depends on its value",
-    "__float__": "float() of a tensor depends on its value",
+    **{f"__{kind}__": f"{kind}() of a tensor depends on its value" for kind in ("bool", "int", "float")},
     "__index__": "using a tensor as an index depends on its value",
     "data_ptr": "Tensor.data_ptr() is an address",
     "backward": "Tensor.backward() runs autograd",
     "register_hook": "Tensor.register_hook() installs a Python hook",
     "retain_grad": "Tensor.retain_grad() changes autograd state",
     "requires_grad_": "Tensor.requires_grad_() changes an input's autograd state",
-    "untyped_storage": "storage access",
-    "storage": "storage access",
+    "untyped_storage": "storage access", "storage": "storage access",
     "set_": "Tensor.set_() swaps storage",
     "resize_": "Tensor.resize_() reallocates",
-    "share_memory_": "shared memory",
-    "pin_memory": "pinned memory",
-    "record_stream": "streams",
-    "__setstate__": "pickling",
-    "__reduce_ex__": "pickling",
-    "__deepcopy__": "copying",
+    "share_memory_": "shared memory", "pin_memory": "pinned memory", "record_stream": "streams",
+    "__setstate__": "pickling", "__reduce_ex__": "pickling", "__deepcopy__": "copying",
 }
 
 # In-place ops whose `value=` must be a Python number.  A tensor there (Adam's step size while
@@ -91,7 +85,7 @@ class TensorVariable(VariableTracker):
     # -- attributes ----------------------------------------------------------------------------
     def var_getattr(self, tx, name: str) -> VariableTracker:
         example = self.example
-        if name in ("shape",):
+        if name == "shape":
             if has_symbols(example.shape):
                 return tx.graph.call(tx, "call_method", "size", [self], {})
             return constant(torch.Size(example.shape))
@@ -117,18 +111,12 @@ class TensorVariable(VariableTracker):
             return wrap_static(tx, self.class_type)
         if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
             return TensorMethodVariable(self, name)
-        if not hasattr(torch.Tensor, name):
+        if not hasattr(torch.Tensor, name) and (self.source is not None or self.class_type is torch.Tensor):
             if self.source is not None:
                 # A plain tensor has no such attribute unless someone set it on this object.
                 tx.graph.guards.add(f"{name!r} not in {self.source.expr()}.__dict__",
                                     f"{self.source.expr()} has no attribute {name!r}")
-                from ..errors import UserException
-
-                raise UserException(AttributeError(f"'Tensor' object has no attribute '{name}'"))
-            if self.class_type is torch.Tensor:
-                from ..errors import UserException
-
-                raise UserException(AttributeError(f"'Tensor' object has no attribute '{name}'"))
+            raise UserException(AttributeError(f"'Tensor' object has no attribute '{name}'"))
         raise Unsupported(f"attribute Tensor.{name}")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
@@ -144,10 +132,9 @@ class TensorVariable(VariableTracker):
         if name in _METADATA_METHODS:
             const_args = [arg.as_python_constant() for arg in args]
             const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
-            method_name = "__len__" if name == "__len__" else name
             if name == "__len__" and self.example.dim() == 0:
                 raise Unsupported("len() of a 0-d tensor")
-            value = getattr(self.example, method_name)(*const_args, **const_kwargs)
+            value = getattr(self.example, name)(*const_args, **const_kwargs)
             if has_symbols(value):  # dynamic sizes: graph nodes holding the ShapeEnv's symbols
                 if name == "__len__":
                     return tx.graph.call(tx, "call_method", "size", [self, constant(0)], {})
@@ -166,17 +153,16 @@ class TensorVariable(VariableTracker):
         if name == "type" and not args and not kwargs:
             return constant(self.example.type())
         if name == "__getitem__":
-            return tx.graph.call(tx, "call_function", _getitem(), [self, *args], {})
+            return tx.graph.call(tx, "call_function", operator.getitem, [self, *args], {})
         if name == "__setitem__":
-            tx.graph.call(tx, "call_function", _setitem(), [self, *args], {})
+            tx.graph.call(tx, "call_function", operator.setitem, [self, *args], {})
             return constant(None)
         if name == "__contains__":
             raise Unsupported("`in` on a tensor depends on its values")
         result = tx.graph.call(tx, "call_method", name, [self, *args], kwargs)
         if is_inplace_method(name) and isinstance(result, TensorVariable):
             # In-place ops return their first argument: keep Python identity.
-            self.node = result.node
-            self.example = result.example
+            self.node, self.example = result.node, result.example
             return self
         # `x.float()`, `x.contiguous()`, `x.to(x.dtype)` return x itself when nothing changes
         # (the fake op returns the same fake): `is` answers as in eager.
@@ -198,10 +184,8 @@ class TensorVariable(VariableTracker):
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         if self.example.dim() == 0:
             raise Unsupported("iteration over a 0-d tensor")
-        return [
-            tx.graph.call(tx, "call_function", _getitem(), [self, constant(index)], {})
-            for index in range(self.example.shape[0])
-        ]
+        return [tx.graph.call(tx, "call_function", operator.getitem, [self, constant(index)], {})
+                for index in range(self.example.shape[0])]
 
     def __repr__(self) -> str:
         shape = list(self.example.shape)
@@ -225,19 +209,3 @@ class TensorMethodVariable(VariableTracker):
 
 def is_inplace_method(name: str) -> bool:
     return name.endswith("_") and not name.endswith("__") and name not in ("requires_grad_",)
-
-
-def _getitem():
-    import operator
-
-    return operator.getitem
-
-
-def _setitem():
-    import operator
-
-    return operator.setitem
-
-
-def example_value(value: Any) -> Any:
-    return value

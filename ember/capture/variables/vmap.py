@@ -20,7 +20,8 @@ import torch
 
 from ..errors import Unsupported
 from .base import VariableTracker
-from .subgraphs import call_node, flat_leaves, leaf_variables, rebuild, speculate, unique_name
+from .subgraphs import bind_options, call_node, flat_leaves, leaf_variables, rebuild, speculate, unique_name
+from .tensor import TensorVariable
 
 
 class VmapVariable(VariableTracker):
@@ -31,15 +32,7 @@ class VmapVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         names = ("func", "in_dims", "out_dims", "randomness")
-        if len(args) > len(names) or any(key not in (*names, "chunk_size") for key in kwargs):
-            raise Unsupported("torch.vmap with these arguments")
-        bound = dict(zip(names, args), **kwargs)
-        if "func" not in bound:
-            raise Unsupported("torch.vmap without a function")
-        func = bound.pop("func")
-        if not all(value.is_python_constant() for value in bound.values()):
-            raise Unsupported("torch.vmap with non-constant in_dims/out_dims/randomness/chunk_size")
-        options = {key: value.as_python_constant() for key, value in bound.items()}
+        func, options = bind_options("torch.vmap", names, args, kwargs, extra=("chunk_size",))
         from .torch_functions import TorchFunctionVariable
 
         if type(func) is not TorchFunctionVariable:
@@ -65,7 +58,6 @@ class VmappedFunctionVariable(VariableTracker):
         self.options = options
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .tensor import TensorVariable
         from .torch_functions import _same_object_as_argument
 
         if kwargs or not all(isinstance(arg, TensorVariable) or arg.is_python_constant() for arg in args):
@@ -82,20 +74,17 @@ class VmappedFunctionVariable(VariableTracker):
 
     def reconstruct_expr(self, codegen) -> str:
         options = "".join(f", {key}={codegen.literal(value)}" for key, value in self.options.items())
-        return f"{codegen.ref(torch.vmap)}({codegen.ref(self.function)}{options})"
+        return f"{codegen.ref(torch.vmap)}({self._function_expr(codegen)}{options})"
+
+    def _function_expr(self, codegen) -> str:
+        return codegen.ref(self.function)
 
 
-class VmappedPythonFunctionVariable(VariableTracker):
-    """What torch.vmap(f, ...) returned for a Python function (or any callable ember inlines)."""
-
-    def __init__(self, function: VariableTracker, options: dict) -> None:
-        super().__init__()
-        self.function = function
-        self.options = options
+class VmappedPythonFunctionVariable(VmappedFunctionVariable):
+    """What torch.vmap(f, ...) returned for a Python function (or any callable ember inlines):
+    `function` is its variable."""
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .tensor import TensorVariable
-
         options = dict(self.options)
         in_dims = options.pop("in_dims", 0)
         out_dims = options.get("out_dims", 0)
@@ -154,9 +143,8 @@ class VmappedPythonFunctionVariable(VariableTracker):
         leaves = [_argument_itself(leaf, batched) for leaf in leaves]
         return rebuild(leaves, region.spec)
 
-    def reconstruct_expr(self, codegen) -> str:
-        options = "".join(f", {key}={codegen.literal(value)}" for key, value in self.options.items())
-        return f"{codegen.ref(torch.vmap)}({codegen.reconstruct(self.function)}{options})"
+    def _function_expr(self, codegen) -> str:
+        return codegen.reconstruct(self.function)
 
 
 def _argument_itself(leaf: VariableTracker, arguments: list) -> VariableTracker:
