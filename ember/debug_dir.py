@@ -15,7 +15,8 @@ A frame's scope is its capture, its graphs' compiles and its first run (capture/
 `frame`); what is compiled later, outside any capture (a backward at its first call, compiled
 autograd), goes to a folder of its own named after the frame captured last (`003_after_f/`).  The folder is read when a capture starts, so
 setting it (or clearing it) takes effect at the next capture.  While a report is written every
-channel is on (their records also reach any handler the program gave the root logger).
+channel left at its default level is on (their records also reach any handler the program gave
+the root logger); a level a program set on a channel itself is never changed.
 """
 from __future__ import annotations
 
@@ -136,33 +137,39 @@ class _State:
     stack: list[_Frame] = []
     outside: _Frame | None = None  # where records outside any capture go now
     last_name: str = ""  # the frame captured last
-    saved_levels: dict[str, int] = {}
+    saved_level: int | None = None  # the parent logger's level before the report switched it on
 
 
 _state = _State()
 _sink = _Sink(level=logging.DEBUG)
 
 
+# The sink and the DEBUG level go on the channels' parent logger ("ember"), never on a channel:
+# a channel at NOTSET inherits the level and every channel's records propagate to the sink, and
+# what a program (or a test) set on a channel itself stays as it set it, before, during and after
+# a report, whenever the report is switched off (at the next capture, see _sync).
+def _parent() -> logging.Logger:
+    return logging.getLogger("ember")
+
+
 def _install(root: str) -> None:
     _state.report = _Report(root)
     _state.stack, _state.outside, _state.last_name = [], None, ""
-    for channel in logs.CHANNELS:
-        logger = logs.get(channel)
-        _state.saved_levels[channel] = logger.level
-        if not logger.isEnabledFor(logging.DEBUG):
-            logger.setLevel(logging.DEBUG)
-        if _sink not in logger.handlers:
-            logger.addHandler(_sink)
+    parent = _parent()
+    _state.saved_level = parent.level
+    parent.setLevel(logging.DEBUG)
+    if _sink not in parent.handlers:
+        parent.addHandler(_sink)
 
 
 def _uninstall() -> None:
     if _state.report is not None:
         _state.report.write_index()
-    for channel, level in _state.saved_levels.items():
-        logger = logs.get(channel)
-        logger.removeHandler(_sink)
-        logger.setLevel(level)
-    _state.saved_levels = {}
+    parent = _parent()
+    parent.removeHandler(_sink)
+    if _state.saved_level is not None and parent.level == logging.DEBUG:  # (unless changed since)
+        parent.setLevel(_state.saved_level)
+    _state.saved_level = None
     _state.report = None
     _state.stack, _state.outside, _state.last_name = [], None, ""
 

@@ -95,3 +95,35 @@ def test_torch_compile_graphs_get_a_folder_each(tmp_path):
         assert frames and frames[0].endswith("torch.compile_graph")
         assert any(name.endswith("output_code.txt") for name in files_of(os.path.join(folder, frames[0])))
     torch._dynamo.reset()
+    debug_dir._sync()  # (no ember capture follows here: switch the report off for the tests after this one)
+    assert debug_dir.run_folder() is None
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(level=logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_a_report_switched_off_late_leaves_a_channels_own_level_alone(tmp_path):
+    # A report is switched off at the next capture after its folder is cleared.  That capture may
+    # come after a program set a channel's level itself: the report must not undo it (it once
+    # restored every channel's level from before the report, and the channel went silent).
+    with ember.config.patch(debug_dir=str(tmp_path)):
+        ember.compile(lambda x: x.exp() + 1, backend="eager")(torch.randn(3))
+    assert debug_dir.run_folder() is not None  # (still on: no capture since the folder was cleared)
+    logger, handler = logs.get("graph_code"), _Records()
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        ember.compile(lambda x: x.cos() * 2, backend="eager")(torch.randn(3))
+        assert debug_dir.run_folder() is None and logger.level == logging.DEBUG
+        assert handler.records and "cos" in handler.records[0].getMessage()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    assert not logs.enabled("graph_code") or old_level == logging.DEBUG
