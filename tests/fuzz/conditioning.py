@@ -19,6 +19,7 @@ tail the exact value).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -556,12 +557,24 @@ def _beyond_its_period(dividend) -> bool:
 # x * (rstd * w) - mean * (rstd * w), not (x - mean) * rstd * w); products and views of it
 # stay one.  Dividing by one (or its root, its log) is noise amplified without bound.
 _NOISE_KEEPING = (aten.mul.Tensor, aten.mul.Scalar, aten.div.Scalar, aten.neg.default, aten.clone.default,
-                  aten._to_copy.default)
+                  aten._to_copy.default) + tuple(
+    # functions with f(0) = 0 and f'(0) > 0: 0 +- noise stays 0 +- noise, of the same sign (GPU
+    # autograd 714661: floor(tanh(mean(softmax) @ c) / a), where a column of c sums to 0)
+    getattr(aten, name).default for name in ("tanh", "sin", "tan", "asin", "atan", "sinh", "asinh", "atanh",
+                                             "erf", "erfinv", "expm1", "log1p"))
 _ADDITIONS = (aten.add.Tensor, aten.sub.Tensor, aten.add_.Tensor, aten.sub_.Tensor)
 _RELATIVE_NOISE = 1000  # |y| below this many eps: an ulp of rounding is beyond the relative tolerance
 _LOGICAL = (aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default,
             aten.logical_not.default)
+# views that reshape their operand itself
+_INPLACE_VIEWS = (aten.squeeze_.default, aten.squeeze_.dim, aten.squeeze_.dims, aten.unsqueeze_.default,
+                  aten.t_.default, aten.transpose_.default)
 _ROW_SUMS = (aten.sum.default, aten.sum.dim_IntList, aten.mean.default, aten.mean.dim)
+# Accumulations whose result exact arithmetic may put on an integer while float32 kernels round
+# it to either side (a row sum of softmax values is 1 +- ulps in every kernel, and as often as
+# not exactly 1.0 in a float64 reference): see ConditionWatch.inexact.
+_ACCUMULATIONS = _ROW_SUMS + (aten.cumsum.default, aten.prod.default, aten.prod.dim_int, aten.mm.default,
+                              aten.bmm.default, aten.addmm.default)
 # Quotients whose divisor may be a noise zero: 1 / noise is anything, and 0 / 0 is NaN where a
 # kernel's noise came out exactly 0 (issue 32: div(v, v, rounding_mode='trunc') of a batch
 # norm output's column sums, 1 or NaN by element in eager, ember and the float64 reference alike).
@@ -778,6 +791,10 @@ class ConditionWatch(TorchDispatchMode):
         self.noise_zeros = WeakIdKeyDictionary()  # tensor -> bool mask of its noise zeros
         self.zero_sum_dims = WeakIdKeyDictionary()  # a layer_norm output (no affine) -> its normalized dims
         self.from_libm = WeakIdKeyDictionary()  # tensors holding a libm function's results
+        # values accumulated from libm results, and whatever is computed from them: on a jump
+        # exactly, they are not exact in another kernel (GPU autograd 715038: floor(cumsum(sum of
+        # softmax rows) ** 2), the reference's sums exactly 1.0, eager's 1.0000001, ember's 0.99999994)
+        self.inexact = WeakIdKeyDictionary()
         self.sum_bounds = WeakIdKeyDictionary()  # a sum's result -> its rounding error bound
         self.abs_noise = WeakIdKeyDictionary()  # a normalization's output -> its absolute rounding noise
         self.log_prob_dims = WeakIdKeyDictionary()  # a log_softmax output -> the dim its rows sum over
@@ -793,6 +810,8 @@ class ConditionWatch(TorchDispatchMode):
         result = func(*args, **kwargs)
         if self.ill_conditioned:
             return result
+        if func in _INPLACE_VIEWS:
+            self._follow_inplace_view(func, args)
         try:
             if self._libm_noise_cancels(func, args, result):
                 self.ill_conditioned = True
@@ -810,6 +829,10 @@ class ConditionWatch(TorchDispatchMode):
         if func in _VALUE_SPLITTING and isinstance(result, (list, tuple)) and self._from_libm(args[0]):
             for item in result:
                 self.from_libm[item] = True
+        if isinstance(result, torch.Tensor) and result.is_floating_point() and func not in _ROUNDINGS and any(
+                isinstance(a, torch.Tensor) and (a in self.inexact or func in _ACCUMULATIONS and self._from_libm(a))
+                for a in args[:3]):
+            self.inexact[result] = True
         if func in _BATCH_NORMS and isinstance(args[1], torch.Tensor) and bool((args[1].detach().double().abs() > _SQUARE_LIMIT).any()):
             # a weight beyond sqrt(float32 max): its products with the normalized values and the
             # gradients reach float32's limit, finite or inf by the order of the multiplications
@@ -917,8 +940,10 @@ class ConditionWatch(TorchDispatchMode):
                 # divides a value by itself (1.0), a compiler that recomputes the value in two
                 # kernels may round it 1 ulp apart in the two (a vectorized log and a scalar one:
                 # default 14324, `trunc(v / log_softmax(a))` with v gathered from the same values)
+                # (and any jump of a value accumulated from libm results: self.inexact)
                 exact = func in _QUOTIENTS and (self._from_libm(args[0]) or
-                                                len(args) > 1 and self._from_libm(args[1]))
+                                                len(args) > 1 and self._from_libm(args[1])) or \
+                    any(isinstance(a, torch.Tensor) and a in self.inexact for a in args[:2])
                 self.ill_conditioned = _near_jump(func, args, kwargs, exact)
             except Exception:  # noqa: BLE001 - a watch must never change the run
                 pass
@@ -1062,6 +1087,18 @@ class ConditionWatch(TorchDispatchMode):
             return True
         self.sum_bounds[result] = torch.where(finite, bound, 0)
         return False
+
+    def _follow_inplace_view(self, func, args) -> None:
+        """x.squeeze_() (matmul of a vector ends with one) reshapes x itself: what is tracked of
+        x's elements takes the same shape (GPU autograd 714661: the mm's noise zeros, lost)."""
+        name = func._schema.name.split("::")[1].rstrip("_")
+        view = getattr(getattr(aten, name), func._overloadname)
+        for tracked in (self.noise_zeros, self.abs_noise, self.sum_bounds, self.libm_noise):
+            value = tracked.get(args[0])
+            if value is not None and value.dim() == len(args[0].shape) + (
+                    0 if name in ("t", "transpose") else (1 if name == "squeeze" else -1)):
+                with contextlib.suppress(Exception):  # (a watch must never change the run)
+                    tracked[args[0]] = view(value, *args[1:])
 
     def _from_libm(self, value) -> bool:
         return isinstance(value, torch.Tensor) and value in self.from_libm

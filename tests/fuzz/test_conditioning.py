@@ -745,3 +745,33 @@ def test_writing_one_place_from_two_index_entries_races_on_a_gpu():
     assert not _writes_a_place_twice(aten.scatter.src, (a, 1, torch.tensor([[0, 1, 2], [0, 1, 2]]), src), {})
     assert _writes_a_place_twice(aten.index_copy.default, (a, 0, torch.tensor([1, 1]), torch.randn(2, 5)), {})
     assert not _writes_a_place_twice(aten.index_copy.default, (a, 0, torch.tensor([1, 0]), torch.randn(2, 5)), {})
+
+
+def test_floor_division_of_a_noise_zero_through_tanh_is_ill_conditioned():
+    """GPU autograd 714661: mean(softmax(c)) is 0.2 +- noise per row, and a column of c that sums
+    to 0 makes its product with them 0 +- noise (float64 -1e-16, eager's GPU float32 -3e-9, ember
+    +3e-9); tanh keeps it 0 +- noise, and floor(it / a) is -1 or 0 by its sign.  The vector-matrix
+    product ends with an in-place squeeze_, which the watch follows."""
+    c = torch.tensor([[3.0, -4.0, -5.0], [-4.0, 4.0, 5.0]], dtype=torch.float64)
+    a = torch.tensor([52.2, -127.8, 24.5], dtype=torch.float64)
+
+    def program(c):
+        v = torch.softmax(c, dim=1).mean(-1) @ c
+        return torch.div(torch.tanh(v), a, rounding_mode="floor")
+
+    assert _watched(program, c)
+    lifted = c + torch.tensor([[0.0, 0.5, 0.25]], dtype=torch.float64)  # no column sums to 0
+    assert not _watched(program, lifted)
+
+
+def test_jumps_on_sums_of_libm_results_are_ill_conditioned_even_exactly_on_the_jump():
+    """GPU autograd 715038: floor(cumsum(softmax(x).sum(-1)) ** 2): each row sum is 1 in exact
+    arithmetic; here the float64 reference's is exactly 1.0 but float32's are 1 +- an ulp
+    (eager 1.0000001, ember 0.99999994), so the floor is 1 or 0 by the kernel's rounding."""
+    x = torch.randn(3, 7, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert (torch.softmax(x, 1).sum(1) == 1).all()   # (on the jump exactly)
+    assert _watched(lambda t: torch.floor(torch.softmax(t, 1).sum(-1, keepdim=True).cumsum(0) ** 2), x)
+    # sums of inputs, and the libm results themselves, on an integer exactly are exact everywhere
+    halves = torch.full((3, 4), 0.5, dtype=torch.float64)
+    assert not _watched(lambda t: torch.floor(t.sum(-1) ** 2), halves)
+    assert not _watched(lambda t: torch.floor(torch.exp(t * 0) * 3), halves)

@@ -30,6 +30,8 @@ GPU_SEEDS = [
     ("conv", 712680),       # two results of one unbind of a convolution (the same)
     ("autograd", 712619),   # fmod by a mean near 0.05 of 3000s (conditioning: a sum's noise times the quotient)
     ("index", 712532),      # index_put writing row 3 twice ([3, 2, -1]): eager's threads race (flaky_eager)
+    ("autograd", 714661),   # floor(tanh(0 +- noise) / a) (conditioning: noise zeros through tanh and squeeze_)
+    ("autograd", 715038),   # floor of a sum of softmax rows, 1.0 exactly in float64 (conditioning: inexact)
 ]
 
 
