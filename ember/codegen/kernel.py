@@ -26,6 +26,13 @@ COMMON_OPS: dict[str, str] = {
 }
 
 
+def named_calls(namespace: str, unary: str = "", binary: str = "") -> dict[str, str]:
+    """Ops spelled as the library function of their own name: `std::exp({0})`, `libdevice.atan2({0}, {1})`."""
+    table = {name: f"{namespace}{name}({{0}})" for name in unary.split()}
+    table.update({name: f"{namespace}{name}({{0}}, {{1}})" for name in binary.split()})
+    return table
+
+
 class KernelCompileError(RuntimeError):
     """A generated kernel that its compiler (g++, Triton) rejected; the message names the file
     with its source.  Where a graph is compiled (codegen/compile.py) its graph runs as ATen calls."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import sympy
 import torch
 
-from ..kernel import COMMON_OPS
+from ..kernel import COMMON_OPS, named_calls
 
 
 if TYPE_CHECKING:
@@ -24,22 +24,11 @@ CTYPES = {
 # ops method -> C++ expression template over the operands {0}, {1}, ...
 CPP_OPS: dict[str, str] = {
     **COMMON_OPS,
-    "truediv": "({0} / {1})",
-    "abs": "std::abs({0})", "exp": "std::exp({0})", "expm1": "std::expm1({0})",
-    "exp2": "std::exp2({0})", "log": "std::log({0})", "log1p": "std::log1p({0})", "log2": "std::log2({0})",
-    "log10": "std::log10({0})", "sqrt": "std::sqrt({0})", "rsqrt": "(1 / std::sqrt({0}))",
-    "sin": "std::sin({0})", "cos": "std::cos({0})", "tan": "std::tan({0})", "sinh": "std::sinh({0})",
-    "cosh": "std::cosh({0})", "tanh": "std::tanh({0})", "asin": "std::asin({0})", "acos": "std::acos({0})",
-    "atan": "std::atan({0})", "asinh": "std::asinh({0})", "acosh": "std::acosh({0})",
-    "atanh": "std::atanh({0})", "erf": "std::erf({0})", "erfc": "std::erfc({0})",
-    "sigmoid": "(1 / (1 + std::exp(-{0})))", "relu": "ember_relu({0})", "floor": "std::floor({0})",
-    "ceil": "std::ceil({0})", "round": "std::nearbyint({0})", "trunc": "std::trunc({0})",
-    "sign": "ember_sign({0})", "reciprocal": "(1 / {0})", "isnan": "std::isnan({0})",
-    "isinf": "std::isinf({0})", "signbit": "std::signbit({0})",
-    "logical_not": "(!{0})", "bitwise_not": "ember_bitwise_not({0})",
-    "maximum": "ember_maximum({0}, {1})", "minimum": "ember_minimum({0}, {1})",
-    "pow": "ember_pow({0}, {1})", "atan2": "std::atan2({0}, {1})", "fmod": "std::fmod({0}, {1})",
-    "remainder": "ember_remainder({0}, {1})", "floordiv": "ember_floordiv({0}, {1})",
+    **named_calls("std::", "abs exp expm1 exp2 log log1p log2 log10 sqrt sin cos tan sinh cosh tanh asin acos atan "
+                  "asinh acosh atanh erf erfc floor ceil trunc isnan isinf signbit", "atan2 fmod"),
+    **named_calls("ember_", "relu sign bitwise_not", "maximum minimum pow remainder floordiv"),
+    "truediv": "({0} / {1})", "rsqrt": "(1 / std::sqrt({0}))", "sigmoid": "(1 / (1 + std::exp(-{0})))",
+    "round": "std::nearbyint({0})", "reciprocal": "(1 / {0})", "logical_not": "(!{0})",
     "truncdiv": "std::trunc({0} / {1})",
     "logical_and": "({0} && {1})", "logical_or": "({0} || {1})", "logical_xor": "(bool({0}) != bool({1}))",
     "where": "({0} ? {1} : {2})",

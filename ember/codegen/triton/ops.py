@@ -14,7 +14,7 @@ import sympy
 import torch
 
 from ...lowering.symbolic import is_size_symbol
-from ..kernel import COMMON_OPS, cache_dir
+from ..kernel import COMMON_OPS, cache_dir, named_calls
 
 if TYPE_CHECKING:
     from .kernel import TritonKernel
@@ -24,11 +24,9 @@ TRITON_OPS: dict[str, str] = {
     # (division and square root rounded as IEEE (and eager) round them: Triton's `/` and
     # tl.sqrt are approximate on a GPU, and x / x then truncates to 0)
     "truediv": "tl.div_rn({0}, {1})",
-    "abs": "tl.abs({0})", "exp": "tl.exp({0})", "exp2": "tl.exp2({0})",
-    "log": "tl.log({0})", "log2": "tl.log2({0})", "sqrt": "tl.sqrt_rn({0})", "rsqrt": "tl.rsqrt({0})",
-    "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})",
-    "sigmoid": "tl.sigmoid({0})", "relu": "tl.where({0} < 0, 0, {0})", "floor": "tl.floor({0})",
-    "ceil": "tl.ceil({0})", "reciprocal": "tl.div_rn(1.0, {0})", "isnan": "({0} != {0})",
+    **named_calls("tl.", "abs exp exp2 log log2 rsqrt sin cos erf sigmoid floor ceil"),
+    "sqrt": "tl.sqrt_rn({0})", "relu": "tl.where({0} < 0, 0, {0})", "reciprocal": "tl.div_rn(1.0, {0})",
+    "isnan": "({0} != {0})",
     "logical_not": "({0} == 0)",
     # NaN wins; between equal values the first stays (the sign of a zero shows), as in eager
     "maximum": "tl.where(({0} != {0}) | (({1} == {1}) & ({1} <= {0})), {0}, {1})",
@@ -41,13 +39,9 @@ TRITON_OPS: dict[str, str] = {
     "sign": "(({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype))",
     "isinf": "(tl.abs({0}) == float('inf'))",
     # CUDA's libdevice (not in Triton's interpreter: kernels using these run on a GPU only)
-    "tanh": "libdevice.tanh({0})", "expm1": "libdevice.expm1({0})", "log1p": "libdevice.log1p({0})",
-    "log10": "libdevice.log10({0})", "tan": "libdevice.tan({0})", "sinh": "libdevice.sinh({0})",
-    "cosh": "libdevice.cosh({0})", "asin": "libdevice.asin({0})", "acos": "libdevice.acos({0})",
-    "atan": "libdevice.atan({0})", "asinh": "libdevice.asinh({0})", "acosh": "libdevice.acosh({0})",
-    "atanh": "libdevice.atanh({0})", "erfc": "libdevice.erfc({0})", "round": "libdevice.nearbyint({0})",
-    "signbit": "(libdevice.signbit({0}) != 0)", "pow": "libdevice.pow({0}, {1})",
-    "atan2": "libdevice.atan2({0}, {1})", "fmod": "libdevice.fmod({0}, {1})",
+    **named_calls("libdevice.", "tanh expm1 log1p log10 tan sinh cosh asin acos atan asinh acosh atanh erfc",
+                  "pow atan2 fmod"),
+    "round": "libdevice.nearbyint({0})", "signbit": "(libdevice.signbit({0}) != 0)",
     # truncation from floor and ceil (keeps -0.0 and NaN)
     "trunc": "tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))",
     "truncdiv": "tl.where(tl.div_rn({0}, {1}) < 0, tl.ceil(tl.div_rn({0}, {1})), tl.floor(tl.div_rn({0}, {1})))",
