@@ -1,6 +1,6 @@
 """Sweep launch configurations of a split column sum (a bias gradient: XBLOCK, RBLOCK, warps, chunks) on
 the GPU against ATen's sum(0); the kernel mirrors codegen/triton/kernel.py's split stage and combine.  Where the
-column-sum defaults in codegen/triton/ (kernel.py's _launch, split.py's _split_count) come from.
+column-sum defaults in codegen/triton/ (kernel.py's _launch, scheduling/gpu_partition.py's split_count) come from.
 
     python scripts/gpu_colsum_sweep.py
 """

@@ -48,6 +48,10 @@ class LoopGroup:
     nodes: list[ComputedBuffer]
     reduction: bool
 
+    def row_ranges(self) -> list:
+        """The ranges its inner loop runs over: the reduction's (size-1 dims removed), or the inner ones."""
+        return squeeze(self.nodes[0].data.spec.reduction_ranges) if self.reduction else list(self.inner)
+
 
 @dataclasses.dataclass
 class Kernel:

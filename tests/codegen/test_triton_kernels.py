@@ -476,9 +476,10 @@ def test_pointwise_producer_of_a_looped_reduction_runs_in_its_loop(monkeypatch):
     loop, not in a kernel of its own that the reduction reads back; results as eager's."""
     from ember.codegen.triton import kernel as triton_codegen
     from ember.codegen.triton import split as triton_split
+    from ember.scheduling.gpu_partition import GpuLimits
 
     monkeypatch.setattr(triton_codegen, "PERSISTENT_RNUMEL", 32)  # rows of 200: looped
-    monkeypatch.setattr(triton_split, "SPLIT_MIN_RNUMEL", 1 << 30)
+    monkeypatch.setattr(triton_split, "gpu_limits", lambda: GpuLimits(split_min_rnumel=1 << 30))
 
     def loss(product, labels):
         logits = product[:, :200].contiguous().view(2, -1, 200)

@@ -41,8 +41,8 @@ from ...lowering.printer import provenance
 from ...lowering.symbolic import is_size_symbol
 from ...scheduling.scheduler import Kernel, LoopGroup, squeeze
 from ..kernel import Emitter, Scope, loop_index
-from .ops import (_LOW_PRECISION, TL_DTYPES, TritonOps, TritonSource, _exact_quotient, _Split,
-                         next_power_of_2, on_pointer, texpr)
+from .ops import (_LOW_PRECISION, TL_DTYPES, TritonOps, TritonSource, _exact_quotient, next_power_of_2,
+                  on_pointer, texpr)
 from .reduce import _BLOCK_REDUCE, _Reducer
 
 
@@ -53,8 +53,9 @@ PERSISTENT_RNUMEL = 2048  # rows up to this many elements are reduced in one blo
 
 
 class TritonKernel(Emitter):
-    """Nodes of one scheduled kernel as one Triton kernel (`generate` raises _Split where a
-    node cannot join the nodes before it)."""
+    """Nodes of one scheduled kernel as one Triton kernel; where a node reads a kernel-mate's
+    value that the kernel does not hold, the source says so (`unheld`) and the partitioning
+    pass (scheduling/gpu_partition.py) decides what to make instead."""
 
     ASSIGN = "{name} = {expr}"
     INDEX_CAST = "{name} = {value}.to(tl.int64)"
@@ -84,6 +85,7 @@ class TritonKernel(Emitter):
         self.conditions: list[str] = []  # masks of enclosing ops.masked
         self.size_symbols: set[str] = set()
         self.position = 0  # the node being generated
+        self.unheld: tuple | None = None  # (position, name, kept) of the first read not served; then nothing more
         self.emitted: set[str] = set()
         self.loads_along = {"x": 0, "r": 0}  # loads contiguous in the innermost x / r variable
         self.indirect_dims: dict[str, set[str]] = {}  # data-dependent index -> its block dimensions
@@ -186,10 +188,9 @@ class TritonKernel(Emitter):
         r_groups = [g for g in groups if g.reduction or g.inner]
         self.rnumel = None
         if r_groups:
-            self.rnumel = _numel(_group_inner(r_groups[0]))
-            for group in r_groups[1:]:
-                if sympy.expand(_numel(_group_inner(group)) - self.rnumel) != 0:
-                    raise _Split(positions[group.nodes[0].name], "inner loops of another size")
+            self.rnumel = _numel(r_groups[0].row_ranges())
+            if any(sympy.expand(_numel(group.row_ranges()) - self.rnumel) != 0 for group in r_groups[1:]):
+                raise ValueError("a Triton kernel over rows of several sizes (gpu_partition splits them first)")
         xranges = self.outer if r_groups else squeeze(self.nodes[0].data.ranges)
         self.xnumel = _numel(xranges)
         persistent = self.rnumel is not None and sympy.sympify(self.rnumel).is_number and \
@@ -220,9 +221,18 @@ class TritonKernel(Emitter):
             self.xvars = [walked[order.index(d)] for d in range(len(xranges))]
         self.kernel_scope.lines += head
         self._rvars: dict[tuple, list] = {}
-        runs = _shared_passes(groups, self.persistent)
+        try:
+            self._runs(_shared_passes(groups, self.persistent), positions)
+        except NotImplementedError:
+            if self.unheld is None:  # (else its nodes go to another kernel, which meets it again if real)
+                raise
+        return self._finish(name)
+
+    def _runs(self, runs: list, positions: dict) -> None:
         prologue = None
         for position, run in enumerate(runs):
+            if self.unheld is not None:
+                break
             group = run[0]
             self.position = positions[group.nodes[0].name]
             self.dims = ("x", "r") if group.reduction or group.inner else ("x",)
@@ -238,7 +248,15 @@ class TritonKernel(Emitter):
                 self._loop(group, lambda: self._pointwise(group))
             else:
                 self._pointwise(group)
-        return self._finish(name)
+
+    def not_held(self, name: str) -> str:
+        """A kernel-mate's value read where the kernel holds none of it: noted (the first one), and
+        a stand-in of its type so that the node's text completes; no node after it is generated."""
+        if self.unheld is None:
+            self.unheld = (self.position, name, name in self.internal)
+        dtype = self.buffer_dtypes.get(name, torch.float32)
+        dtype = torch.float32 if dtype in _LOW_PRECISION else dtype
+        return self.emit(f"tl.full({self.unit_shape}, 0, {TL_DTYPES[dtype]})", dtype)
 
     def generate_scatter(self, name: str, phase: str) -> TritonSource:
         """A Scatter node's two passes as two kernels, launched in order: "base" writes the
@@ -380,6 +398,8 @@ class TritonKernel(Emitter):
     def _pointwise(self, group: LoopGroup) -> None:
         inner_vars = self._rvars_for(list(group.inner)) if group.inner else []
         for node in group.nodes:
+            if self.unheld is not None:
+                return
             self.position = self.nodes.index(node)
             index = loop_index(node.data.ranges, [*self.xvars, *inner_vars])
             value = node.data.inner_fn(self.ops, index)
@@ -472,13 +492,9 @@ class TritonKernel(Emitter):
         return TritonSource(name, "\n".join(lines) + "\n", list(self.inputs),
                             [] if self.split else list(self.outputs), symbols,
                             self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks), tuning=tuning,
-                            elided=sorted(self.internal))
+                            elided=sorted(self.internal), unheld=self.unheld)
 
 
-
-
-def _group_inner(group: LoopGroup) -> list:
-    return squeeze(group.nodes[0].data.spec.reduction_ranges) if group.reduction else list(group.inner)
 
 
 def _numel(ranges) -> sympy.Expr:
@@ -574,7 +590,7 @@ def _launch(xnumel, rnumel, persistent: bool, columns: bool = False) -> tuple[in
             xblock = max(1, min(32, xcap, 4096 // rblock))
             return xblock, rblock, 8 if xblock * rblock >= 4096 else 4
         # Looped: 64 outputs (128-256 contiguous bytes a row) by 32 rows; the rows are split into
-        # chunks (_split_count) so that enough programs stream at once.
+        # chunks (gpu_partition.split_count) so that enough programs stream at once.
         return max(1, min(64 if xcap >= 256 else 32, xcap)), 32, 4
     if rnumel is None:
         if xnumel.is_number and int(xnumel) >= LARGE_FLAT:

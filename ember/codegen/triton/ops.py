@@ -128,22 +128,6 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
-class _Stored(Exception):
-    """A kernel value meant to stay in registers is read where the kernel holds none of it."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-
-class _Split(Exception):
-    """The node at `position` cannot share the kernel with the nodes before it."""
-
-    def __init__(self, position: int, reason: str) -> None:
-        super().__init__(reason)
-        self.position = position
-
-
 def on_pointer(pointer: str, index) -> tuple[str, sympy.Expr]:
     """(pointer text, index) with the index's constant term moved onto the pointer:
     `(in_ptr0 + 45) + (r0_2 + 9 * r0_1)`.  Triton 3.6 miscompiles a block of addresses
@@ -234,6 +218,10 @@ class TritonSource:
     # whole row), "fixed" (scatters with atomics, combining kernels: as generated)
     tuning: str = "fixed"
     elided: list = dataclasses.field(default_factory=list)  # values of the kernel never stored
+    # the first read of a kernel-mate's value that the kernel could not serve from registers:
+    # (position of the reading node, the value, whether it was one to keep in registers); the
+    # source is then incomplete, and scheduling/gpu_partition.py decides what to make instead
+    unheld: tuple | None = None
 
 
 class TritonOps:
@@ -245,12 +233,10 @@ class TritonOps:
     def load(self, name: str, index) -> str:
         kernel = self.kernel
         index = kernel.simplified(index)
-        if name in kernel.own:  # a kernel-mate's value: from registers, or the kernel splits
+        if name in kernel.own:  # a kernel-mate's value: from registers, else reported
             value = kernel.scope.find("stored", (name, kernel.tex(index)))
             if value is None:
-                if name in kernel.internal:  # (generated again with it stored)
-                    raise _Stored(name)
-                raise _Split(kernel.position, f"{name} is read where this kernel holds no value of it")
+                return kernel.not_held(name)
             return value
         kernel.note_contiguity(index)
         pointer, offset = on_pointer(kernel.input_pointer(name), index - kernel.offsets.get(name, 0))
