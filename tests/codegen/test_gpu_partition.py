@@ -12,6 +12,8 @@ from ember.scheduling.gpu_partition import GpuLimits, partition, row_size_change
 
 pytest.importorskip("triton")
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # (on the CPU: Triton's interpreter)
+
 
 def _scheduled_kernels(fn, *args):
     """The scheduled kernels of fn's graph with Triton kernels, with the arguments the backend
@@ -24,6 +26,7 @@ def _scheduled_kernels(fn, *args):
         return original(kernel, *rest, **kwargs)
 
     triton_backend.triton_kernels = spy
+    args = [a.to(DEVICE) for a in args]
     try:
         with ember.config.patch(cpu_kernels="triton"):
             torch.testing.assert_close(ember.compile(fn)(*args), fn(*args))
