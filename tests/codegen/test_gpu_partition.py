@@ -29,7 +29,8 @@ def _scheduled_kernels(fn, *args):
     args = [a.to(DEVICE) for a in args]
     try:
         with ember.config.patch(cpu_kernels="triton"):
-            torch.testing.assert_close(ember.compile(fn)(*args), fn(*args))
+            # (rows of thousands summed in another order, in chunks: float32 rounding of the order)
+            torch.testing.assert_close(ember.compile(fn)(*args), fn(*args), rtol=1e-5, atol=1e-4)
     finally:
         triton_backend.triton_kernels = original
     return seen
