@@ -28,7 +28,7 @@ def compared_with_its_extremum(graph: torch.fx.Graph) -> set:
     their own extremum.  Recomputed in the backward by another kernel, `x` can round differently
     from the forward's copy (sin in a vectorized loop's lanes and in a scalar loop differ by an
     ulp): no element equals the saved max, the mask is empty and the gradient is 0/0 = NaN
-    (fuzz autograd 2104).  The partitioner keeps such values in the forward, and the lowering
+    (test_max_min_backward_masks_the_values_the_forward_reduced).  The partitioner keeps such values in the forward, and the lowering
     stores them once so that the reduction and the comparison read the same values."""
     pinned = set()
     for node in graph.nodes:
@@ -64,7 +64,7 @@ def subtracted_from_its_extremum(graph: torch.fx.Graph) -> set:
     """Values `x` of a libm function that `x - max(x)` (softmax, log_softmax) subtracts from their
     own extremum.  Recomputed inline, `x` is rounded by the max's loop and by the subtraction's
     loop in different ways (vector lanes, scalar tails), so `x - max(x)` at the maximum is an ulp
-    off 0: log_softmax of a single element came out -3e-8, and its sqrt NaN (fuzz default 39710).
+    off 0: log_softmax of a single element came out -3e-8, and its sqrt NaN (test_log_softmax_of_a_libm_result_is_zero_at_its_maximum).
     The lowering stores such values once, so both loops read the same ones."""
     pinned = set()
     for node in graph.nodes:
@@ -88,7 +88,7 @@ def centers_its_input(mean: torch.fx.Node) -> bool:
 def centering_means(graph: torch.fx.Graph) -> set:
     """The means of `graph` that center their input.  The partitioner marks them on the joint
     graph (CENTERS_ITS_INPUT), since the forward may keep the mean and the backward recompute x
-    (fuzz stats 706258: the gradient of var over 16 equal values was 1e-5 on an H200, not 0)."""
+    (test_a_mean_the_partitioner_keeps_in_the_forward_stays_exact_for_equal_values: the gradient of var over 16 equal values was 1e-5 on an H200, not 0)."""
     return {node for node in graph.nodes
             if node.op == "call_function" and node.target in (aten.mean.dim, aten.mean.default)
             and centers_its_input(node)}

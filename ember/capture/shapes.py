@@ -152,7 +152,7 @@ def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str], stat
         places += [(f"{expr}.stride()[{d}]", s) for d, s in enumerate(fake.stride())]
         places.append((f"{expr}.storage_offset()", fake.storage_offset()))
     # Name every symbol where it first occurs by itself before printing any expression: a
-    # stride s1*s2 comes before the stride s2 of a[:, ::2] (fuzz default 54400).
+    # stride s1*s2 comes before the stride s2 of a[:, ::2] (test_guards_over_a_strided_input_name_every_symbol_before_using_it).
     simplified = {text: shape_env.simplify(value.node.expr) for text, value in places
                   if isinstance(value, (torch.SymInt, torch.SymFloat))}
     where: dict[sympy.Symbol, str] = {}

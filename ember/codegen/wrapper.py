@@ -61,7 +61,7 @@ def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool =
     if _overlapping(size, stride):
         # (a view whose elements share memory, planned as eager's: an unfold of a stride-0
         # tensor; copy_ refuses such a destination.  Aliased elements hold one value in eager, so
-        # any of the source's lands in each place: fuzz layout 9537)
+        # any of the source's lands in each place: test_ensure_layout_makes_a_planned_layout_whose_elements_share_memory)
         places = sum(torch.arange(n, device=tensor.device).view([-1 if d == k else 1 for d in range(len(size))]) * st
                      for k, (n, st) in enumerate(zip(size, stride)))
         flat = result.as_strided((result.untyped_storage().nbytes() // result.element_size(),), (1,), 0)

@@ -139,10 +139,10 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
     if training:
         # Eager's CPU kernel sums the statistics of a float32 input in double (its accumulate
         # type there; float on CUDA): squares of values near 1e38 overflow float, and invstd
-        # would be 0 where eager's is tiny (fuzz conv 8206: NaN where eager is finite).
+        # would be 0 where eager's is tiny (test_batch_norm_statistics_of_huge_float32_values_on_the_cpu_are_summed_wide: NaN where eager is finite).
         # Its vectorized kernel (contiguous or channels-last input) then goes on in float (a
         # variance past float's range gives invstd 0); its generic one (other layouts) takes
-        # invstd in double too, a tiny number rather than 0 (fuzz conv 8344).
+        # invstd in double too, a tiny number rather than 0 (test_batch_norm_statistics_of_huge_float32_values_on_the_cpu_are_summed_wide).
         wide = x.device.type == "cpu" and x.dtype == torch.float32
         var, mean = aten.var_mean.correction(aten._to_copy.default(x, dtype=torch.float64) if wide else x,
                                              reduce_dims, correction=0, keepdim=False)
@@ -171,7 +171,7 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
     if x.device.type == "cpu" and _cpu_vectorized(x):
         # Eager's vectorized CPU kernel computes x * alpha + beta per channel, with
         # alpha = invstd * weight and beta = bias - mean * alpha: with invstd 0 (a variance past
-        # float's range) that is 0 where (x - mean) * invstd can be inf * 0 = NaN (fuzz conv 8206)
+        # float's range) that is 0 where (x - mean) * invstd can be inf * 0 = NaN (test_batch_norm_statistics_of_huge_float32_values_on_the_cpu_are_summed_wide)
         alpha = scale if weight is None else aten.mul.Tensor(scale, weight)
         # (no bias: 0 - mean * alpha, written -(mean * alpha) + 0 so that a 0 comes out +0)
         beta = aten.add.Tensor(aten.neg.default(aten.mul.Tensor(center, alpha)), 0.0) if bias is None else \

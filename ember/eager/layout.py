@@ -36,8 +36,8 @@ _CANDIDATE: dict = {}  # OpOverload -> may its meta strides differ from eager's?
 # Ops whose results are laid out by their kernels as a pointwise op's are, without the pointwise
 # tag: elementwise ops left untagged (`floor_divide(c, d)` of a permuted `c`: eager (4, 1, 20),
 # its fake contiguous, so a traced reshape was a view that raised when the graph ran as ATen
-# calls: fuzz layout 10705), and batch norm, whose meta functions keep a permuted input's order
-# where the CPU kernel returns a contiguous result (`v.view(-1)` after it: fuzz conv 10874).
+# calls: test_untagged_elementwise_results_have_eagers_layout), and batch norm, whose meta functions keep a permuted input's order
+# where the CPU kernel returns a contiguous result (`v.view(-1)` after it: test_untagged_elementwise_results_have_eagers_layout).
 # A name alone: every overload but the out= ones.  Those whose schema mutates the running
 # statistics run here on copies, as every run here does.
 _KERNEL_LAID_OUT_NAMES = (

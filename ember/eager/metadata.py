@@ -5,7 +5,7 @@ result with metadata that is right.
 ATen's fast paths copy the base or fill ones), but the meta function of `pow.Tensor_Scalar`
 promotes bool to int64.  Every op traced after it inherits the wrong dtype, and capture then
 takes `v.long()` of that int64 fake for `v` itself (`.long()` of an int64 tensor returns it), so
-the graph returned one tensor for two with different dtypes (fuzz known 711707).
+the graph returned one tensor for two with different dtypes (test_capture_sees_a_bool_power_as_bool).
 
 Capture's fake propagation (`EagerLayoutMode`) and the AOT tracer (as a decomposition) both run
 these rewrites, so the two agree with eager and with each other.

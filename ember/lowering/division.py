@@ -6,7 +6,7 @@ division by `fl(1 / y)`, the reciprocal taken in float64 and rounded to the op's
 reciprocal taken in the math type (measured on an H200, torch 2.11: scripts/gpu_div_probe.py,
 0 of 12000 elements apart for each dtype and divisor).  The product can round otherwise than
 the quotient, and a truncation makes one bit a different integer (`div(e, 1e-3,
-rounding_mode='trunc')`, fuzz conv 704734; tests/codegen/test_division.py).  A CPU tensor of no
+rounding_mode='trunc')`, tests/codegen/test_division.py::test_ember_divides_by_a_number_as_eagers_cuda_kernel).  A CPU tensor of no
 dims as the divisor is inverted in the kernel for truncation.  On the CPU eager divides, and so
 do ember's kernels.
 """

@@ -138,7 +138,7 @@ for _name, _ops in _COMPARE.items():
     for _op in _ops:
         _register_compare(_name, _op)
 # Eager converts both operands to their common dtype before testing them against zero: a 0-d
-# int64 minimum and a uint8 tensor meet as uint8, where the minimum is 0 (fuzz intmath 7240).
+# int64 minimum and a uint8 tensor meet as uint8, where the minimum is 0 (test_logical_ops_compare_operands_in_their_common_dtype).
 for _name, _op in _LOGICAL.items():
     register(_op)(functools.partial(lambda name, ctx, node, a, b: pointwise(
         ctx, node, name, [a, b], compute_dtype=_promoted(node, [0, 1])), _name))

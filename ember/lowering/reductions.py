@@ -31,7 +31,7 @@ def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: tor
     reduction_ranges = [size[d] for d in dims] or [sympy.Integer(1)]
     if reduction_type in _NO_IDENTITY and any(r == 0 for r in reduction_ranges):
         # eager raises ("Expected reduction dim to be specified for input.numel() == 0"); the
-        # ATen call raises it on every run (fuzz default 26701: `c.min()` of an empty tensor)
+        # ATen call raises it on every run (test_max_min_over_an_empty_dim_raises_as_eager: `c.min()` of an empty tensor)
         raise FallbackNeeded(f"{reduction_type} over an empty dim has no value")
     if reduction_type in _NO_IDENTITY + ("welford_mean", "welford_m2") and any(_may_be_zero(r) for r in reduction_ranges):
         raise ShapesNotSupported(f"{reduction_type} over {reduction_ranges} elements, which may be none")
@@ -165,12 +165,12 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
     if count != 0 and every_dim:
         # Over every dim eager's mean is sum / n (two passes; over some dims it is Welford's, as
         # here): Welford's running mean rounds at every step (the mean of integer-valued floats,
-        # exact in eager, came out 1 ulp off and its trunc jumped: fuzz default 24459).  The sum
+        # exact in eager, came out 1 ulp off and its trunc jumped: test_var_mean_returns_the_mean_eager_returns).  The sum
         # fuses into the Welford kernel.
         want = _val(node)[1]
         stats_dtype = _LOW_PRECISION.get(want.dtype, want.dtype)
         # ATen's CPU Welford accumulates in double: [2^31, 1, -2^31, 0, ...] has mean 1/n there,
-        # and 0 from a float32 sum (fuzz known 7706)
+        # and 0 from a float32 sum (test_var_mean_over_every_dim_sums_in_double_as_eager)
         if want.device.type == "cpu":
             stats_dtype = torch.float64
         total = reduction(ctx, node, x, None if not dims else list(dims), keepdim, "sum", stats_dtype, out=want,
@@ -186,7 +186,7 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
             # A sum that is not finite (an inf or NaN in the input, or finite values overflowing
             # it) gives way to Welford's mean, as eager's: [inf, 1] has mean NaN there (inf - inf
             # in the running update), [1, inf] inf; an overflowing sum's mean is finite
-            # (fuzz default 27061, 30803).
+            # (test_var_mean_of_a_row_with_inf_gives_eagers_nan_or_inf).
             running = running_loader(ops, index)
             if welford_mean.dtype != stats_dtype:
                 running = ops.to_dtype(running, stats_dtype)

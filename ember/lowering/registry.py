@@ -113,7 +113,7 @@ def loader_for(value, out_size: list, dtype: torch.dtype):
 
 
 # Kernels that take a Python scalar as a tensor of the common dtype, rounded to it: fmod(x, 1e-30)
-# of a half x divides by 0, and a half x <= 1e30 compares with inf (fuzz default 35042).
+# of a half x divides by 0, and a half x <= 1e30 compares with inf (test_low_precision_compared_with_a_scalar_rounds_the_scalar).
 
 
 def _dim(dim: int, rank: int) -> int:
@@ -133,7 +133,7 @@ def _check_indexable(size) -> None:
 
 def _check_empty_result(out, indices) -> None:
     """A result with no elements runs no kernel, so no bounds check: where eager checks every
-    index anyway (embedding of 0-wide rows, index_select) ATen runs it (fuzz index 3370)."""
+    index anyway (embedding of 0-wide rows, index_select) ATen runs it (test_embedding_with_an_empty_result_still_checks_its_indices)."""
     if _may_be_zero(product(_size(out))) and _numel(indices.get_size()) != 0:
         raise ShapesNotSupported(f"a result of {product(_size(out))} elements, which may be none (eager still "
                                  "checks every index)")

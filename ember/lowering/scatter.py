@@ -73,7 +73,7 @@ def _scatter(ctx, node, x, dim, index, source, accumulate: bool):
     out = _val(node)
     # Eager's CPU scatter_add of float16/bfloat16 sums in float32 and rounds once at the end
     # (index_add and index_put round after every addition): half 0.00506 + 4 - 4 stays 0.00506
-    # (fuzz default 44990).
+    # (test_low_precision_scatter_add_sums_in_float32).
     dtype = torch.float32 if accumulate and out.dtype in (torch.float16, torch.bfloat16) else out.dtype
     x_size = x.get_size()
     rank = len(x_size)

@@ -29,8 +29,8 @@ class ShapesNotSupported(Exception):
 
 # Smallest value of each size symbol seen, by name.  Names repeat across ShapeEnvs (every trace
 # has its s0), so each compiled graph keeps its own (`bounds_scope`): bounds left by an earlier
-# graph made a later one's decisions depend on what the process had compiled before (fuzz
-# ember_dynamic default 62275 after 62273).  Outside a scope: the smallest over every ShapeEnv.
+# graph made a later one's decisions depend on what the process had compiled before
+# (test_dynamic_compiles_do_not_depend_on_earlier_ones).  Outside a scope: the smallest over every ShapeEnv.
 _GLOBAL_BOUNDS: dict[str, int] = {}
 _BOUNDS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("ember_size_bounds", default=None)
 
@@ -136,7 +136,7 @@ def expr_of(value) -> sympy.Expr:
 def _decided(node, shape_env) -> sympy.Expr:
     """A size expression the ShapeEnv's guards make one number for every allowed input is that
     number: `((s0 // 16) + 1) // 2` under the guard that it is 1 (a broadcast dimension that a
-    structural test for 1 misses, and indexes past its tensor; fuzz inplace 4897)."""
+    structural test for 1 misses, and indexes past its tensor; test_a_size_the_guards_make_1_broadcasts)."""
     expr = node.expr
     if shape_env is None or expr.is_number or isinstance(expr, sympy.Symbol) or node.hint is None:
         return expr

@@ -40,7 +40,7 @@ LINK_FLAGS = ["-lmvec"]
 
 # g++ 12 with -march=native on AVX512-FP16 CPUs emits masked `vmovsh`, which binutils 2.40's
 # assembler rejects ("unsupported masking"): such a kernel is built again without those
-# instructions (ember computes float16 in float32 anyway; fuzz default 48507).
+# instructions (ember computes float16 in float32 anyway; test_half_kernels_build_where_the_assembler_rejects_avx512fp16_masking).
 _ASSEMBLER_FALLBACK_FLAGS = ["-mno-avx512fp16"]
 
 

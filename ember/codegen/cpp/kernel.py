@@ -364,7 +364,7 @@ class CppKernel(Emitter):
         # Accumulated in double, as ATen's CPU var/std (its CPU acc_type of float): a float running
         # mean rounds once per update, and in a row of near-equal values x - mean is then off by
         # several times eager's error (a [64, 5] row, every update in the scalar tail: 1.7e-4 in
-        # a layer_norm's output; layout 14776)
+        # a layer_norm's output; test_welford_over_a_short_inner_dimension_keeps_layer_norm_accurate)
         acc = "double"
         ranges = list(data.spec.reduction_ranges)
         loop_dims = [d for d, size in enumerate(ranges) if size != 1]

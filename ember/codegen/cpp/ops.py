@@ -66,7 +66,7 @@ struct ember_bf16 {
 };
 template <typename T> static inline T ember_relu(T a) { return a < T(0) ? T(0) : a; }
 // NaN wins; between equal values the first stays, as in eager (min(0.0, -0.0) is 0.0, and the
-// sign of a zero shows through atan2 and division: fuzz default 30666).
+// sign of a zero shows through atan2 and division: test_min_max_of_equal_values_keep_the_first_as_eager).
 template <typename T> static inline T ember_maximum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (b > a ? b : a)); }
 template <typename T> static inline T ember_minimum(T a, T b) { return (a != a) ? a : ((b != b) ? b : (b < a ? b : a)); }
 // ATen's sign: NaN gives 0 (both comparisons are false).

@@ -35,7 +35,7 @@ TRITON_OPS: dict[str, str] = {
     "logical_xor": "(({0} != 0) != ({1} != 0))",
     "where": "tl.where({0}, {1}, {2})",
     # (not where(x > 0, 1, where(x < 0, -1, 0)): Triton 3.6 on an H200 gave +1 for negative
-    # bfloat16 values there, once fused with a log_softmax; lowp 700735)
+    # bfloat16 values there, once fused with a log_softmax; test_sign_of_negative_low_precision_values_fused_into_a_log_softmax)
     "sign": "(({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype))",
     "isinf": "(tl.abs({0}) == float('inf'))",
     # CUDA's libdevice (not in Triton's interpreter: kernels using these run on a GPU only)
@@ -118,7 +118,7 @@ def _ember_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
 def _exact_quotient(total: str, count: str, dtype: torch.dtype) -> str:
     """total / count, rounded once: Triton's `/` on float32 is the GPU's approximate division
     (8 equal values' sum / 8 came out 1 ulp off their value, so their variance was not 0 and
-    a quotient of it jumped: fuzz stats 702024 on an H200)."""
+    a quotient of it jumped: on an H200: test_variance_of_equal_values_is_exactly_zero)."""
     if dtype == torch.float32:
         return f"tl.div_rn({total}, tl.full([1, 1], {count}, tl.float32))"
     return f"({total} / {count})"
@@ -134,7 +134,7 @@ def on_pointer(pointer: str, index) -> tuple[str, sympy.Expr]:
     `45 + r % 9 + 9 * ((r // 9) % 5)` (a constant plus two dimensions of one range that
     a reduction over an expanded dim kept apart): with 4 or more warps the loads read from
     element 0, as if the constant were not there (with 1 or 2, from element 64 on; stores
-    alike), so an amax over a[1::2] expanded read a[0] (GPU fuzz stats 710099).  With the
+    alike), so an amax over a[1::2] expanded read a[0] (test_an_amax_over_an_expanded_view_at_an_offset_reads_the_view).  With the
     constant on the scalar pointer, or a term of a program id or an argument beside it,
     every warp count gives the right addresses (tests/codegen/test_triton_kernels.py)."""
     index = sympy.sympify(index)
@@ -305,7 +305,7 @@ class TritonOps:
             template = _ACCURATE[name]
         if name == "relu" and not interpreted:
             # eager's CUDA relu (clamp_min's fmax) makes -0.0 +0.0, its CPU kernel keeps -0.0
-            # (the interpreter checks against the CPU's); atan2 of it showed (fuzz special 705232)
+            # (the interpreter checks against the CPU's); atan2 of it showed (test_relu_of_negative_zero_keeps_eagers_sign)
             template = "tl.where({0} <= 0, 0, {0})"
         libdevice = "libdevice." in template
         if libdevice and interpreted:
