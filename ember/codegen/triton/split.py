@@ -32,6 +32,9 @@ def triton_kernels(kernel: Kernel, buffer_dtypes: dict[str, torch.dtype], offset
         return TritonKernel(nodes, kernel.outer, buffer_dtypes, offsets, int64, maybe_empty, kept_here)
 
     sources = partition(kernel, make, _split_reduction, _splittable, gpu_limits(), internal)
+    incomplete = [source.name for source in sources if source.unheld is not None]
+    if incomplete:  # (never launched: the graph runs as ATen calls)
+        raise NotImplementedError(f"Triton kernels {incomplete} read values they do not hold")
     return _renumbered(sources, kernel.name)
 
 
