@@ -495,8 +495,6 @@ class TritonKernel(Emitter):
                             elided=sorted(self.internal), unheld=self.unheld)
 
 
-
-
 def _numel(ranges) -> sympy.Expr:
     total = sympy.Integer(1)
     for size in ranges:
