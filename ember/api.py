@@ -25,9 +25,7 @@ def disable(fn: Callable | None = None, *, reason: str | None = None):
         return functools.partial(disable, reason=reason)
     if isinstance(fn, OptimizedModule):
         return fn._orig_mod
-    original = getattr(fn, "_ember_original", None)
-    if original is not None:
-        fn = original
+    fn = getattr(fn, "_ember_original", None) or fn
 
     @functools.wraps(fn)
     def disabled(*args, **kwargs):
@@ -44,24 +42,15 @@ _WRAPPER_PREFIX = "_orig_mod."
 class OptimizedModule(torch.nn.Module):
     """`ember.compile(module)`: calls run through ember; everything else is the original module.
 
-    - Attributes: reading or writing an attribute of the compiled module reads or writes the
-      original's (`training` included), as with torch.compile.  The compiled code guards what it
-      read, so a changed attribute recompiles where the result depends on it.
-    - Hooks: the original's forward pre-hooks and forward hooks run inside the captured code,
-      once per call; adding or removing one is noticed on the next call.  Backward hooks and
-      always-called hooks make the call run eagerly (the reason is in EMBER_LOGS=fallbacks and
-      ember.explain).  Global hooks fire once per call, for the original (torch.compile fires
-      them for its wrapper too).  Hooks registered on the compiled module itself run around it.
-      Submodules' hooks are captured too (a submodule with backward or always-called hooks is a
-      graph break), and so is a compiled child (`parent.sub = ember.compile(sub)`): the parent's
-      graph takes in the module it wraps.
-    - forward: as in torch, a forward assigned on the instance (`model.forward = f`, also on a
-      submodule) runs instead of the class's; assigning or deleting one is noticed on the next call.
-    - state_dict: the keys are the original model's, with no `_orig_mod.` prefix (torch.compile
-      adds one), also when the compiled module is a submodule (`parent.sub = ember.compile(sub)`):
-      checkpoints move freely between compiled and plain models.  load_state_dict accepts those
-      keys and torch.compile's `_orig_mod.`-prefixed ones.  As in torch.compile, the original is
-      the child `_orig_mod`, so named_parameters() and named_modules() carry that prefix.
+    - Attributes (`training` included) read and write the original's; the compiled code guards
+      what it read.  A forward assigned on the instance (also on a submodule) runs instead of the
+      class's; assigning or deleting one is noticed on the next call.
+    - Hooks: the original's and its submodules' forward (pre-)hooks run inside the captured code;
+      backward and always-called hooks make the call run eagerly (a submodule's: a graph break).
+      Global hooks fire once per call, for the original; hooks on the wrapper run around it.
+    - state_dict keys are the original's, without torch.compile's `_orig_mod.` prefix (also for a
+      compiled submodule); load_state_dict accepts both.  named_parameters() and named_modules()
+      carry the prefix, as the original is the child `_orig_mod`.
     - copy.deepcopy, pickle and torch.save give a compiled module of a copy of the model, with
       the same compile settings and an empty cache (a custom backend must be picklable by name).
     """
@@ -179,8 +168,7 @@ def _without_wrapper_prefix(state_dict):
     return renamed
 
 
-# torch.compile's modes: CUDA graphs ("reduce-overhead", "max-autotune") and autotuning
-# ("max-autotune"; ember has no autotuning yet); the settings a mode implies (ember.config names).
+# torch.compile's modes and the ember.config settings each implies.
 MODE_SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
     "reduce-overhead": {"cudagraphs": True},
@@ -189,7 +177,7 @@ MODE_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _compile_settings(mode, options, dynamic, warn: bool = True) -> dict[str, Any]:
+def _compile_settings(mode, options, dynamic) -> dict[str, Any]:
     """ember.config overrides for one compile call, checked as torch.compile checks them."""
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same "
@@ -221,21 +209,17 @@ def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynam
 
     backend: "ember" (default), "eager", "aot_eager", "inductor" or a callable(gm, example_inputs).
     fullgraph: a graph break raises instead of splitting the graph.
-    dynamic: as in torch.compile. True: every input size of 2 or more is a symbol from the first
-        capture; False: every size is a constant; None (automatic): the first capture is static,
-        and a size that changes between calls becomes a symbol when the function recompiles.
-        Sizes 0 and 1 and `mark_static` dims stay constants; `mark_dynamic` dims are symbols in
-        both True and None.  Capture is symbolic; the backend still compiles each graph per
-        concrete shape (its own cache, no recompile), and a function that reads a dynamic size
-        into Python (`x.shape[0] // 2`) is captured with static shapes for now.
+    dynamic: as in torch.compile.  True: every input size of 2 or more is a symbol from the first
+        capture; False: every size is a constant; None: the first capture is static, and a size
+        that changes between calls becomes a symbol at the recompile.  Sizes 0 and 1 and
+        `mark_static` dims stay constants; `mark_dynamic` dims are symbols under True and None.
     mode: one of torch.compile's modes: "reduce-overhead" (and "max-autotune") replay compiled
-        GPU graphs as CUDA graphs (ember/runtime/cudagraphs.py); no autotuning yet (MODE_SETTINGS).
-    options: ember.config settings (e.g. {"recompile_limit": 2, "capture_scalar_outputs": True}) in
-        force while this function captures and compiles; unknown keys raise and list the known ones.
-        Not together with `mode` (as in torch.compile).
+        GPU graphs as CUDA graphs (MODE_SETTINGS).
+    options: ember.config settings in force while this function captures and compiles (unknown
+        keys raise); not together with `mode`.
     """
     if model_or_fn is None:
-        _compile_settings(mode, options, dynamic, warn=False)  # bad arguments fail at the decorator line
+        _compile_settings(mode, options, dynamic)  # bad arguments fail at the decorator line
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
                                  options=options)
     backend_fn, backend_name = lookup_backend(backend)
@@ -256,9 +240,7 @@ def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynam
     if isinstance(model_or_fn, torch.nn.Module):
         arguments = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
         return OptimizedModule(model_or_fn, context, arguments)
-    original = getattr(model_or_fn, "_ember_original", None)
-    if original is not None:
-        model_or_fn = original
+    model_or_fn = getattr(model_or_fn, "_ember_original", None) or model_or_fn
     if isinstance(model_or_fn, types.MethodType) and isinstance(model_or_fn.__func__, types.FunctionType):
         dispatcher = make_dispatcher(model_or_fn.__func__, context)
         return types.MethodType(dispatcher, model_or_fn.__self__)

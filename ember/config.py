@@ -38,27 +38,24 @@ def disabled_by_environment() -> bool:
 class Config:
     # ---- the whole compiler ------------------------------------------------------------
     # Off switch: ember.compile returns what it is given, and functions compiled earlier run
-    # their original code eagerly (nothing is captured).  Default: $EMBER_DISABLE or
-    # $TORCH_COMPILE_DISABLE set to 1 at import; ember.compile also reads them at each call.
+    # eagerly.  Default: $EMBER_DISABLE or $TORCH_COMPILE_DISABLE (ember.compile also reads them).
     disable: bool = dataclasses.field(default_factory=disabled_by_environment)
-    # Debug report: a folder that receives, per captured frame, every stage's dump, the graph
-    # breaks and recompiles with reasons and the compile times, with an index.html (debug_dir.py).
+    # Debug report folder (debug_dir.py): every stage's dump per captured frame, with an index.html.
     # Empty: $EMBER_DEBUG_DIR if set (read at each capture), else no report.
     debug_dir: str = ""
 
     # ---- capture (ember's TorchDynamo) -------------------------------------------------
     # Cache entries per code object before the function runs eagerly for good.
     recompile_limit: int = 8
-    # Under an active TorchDispatchMode a compiled function runs its own code (the mode sees
-    # every ATen op, as torch.compile leaves it); True runs the compiled code there too (a mode
-    # that only watches, such as a test's op counter, then sees what the compiled code calls).
+    # Under an active TorchDispatchMode a compiled function runs its own code (as torch.compile);
+    # True runs the compiled code there too (for a mode that only watches, such as an op counter).
     compiled_under_dispatch_modes: bool = False
     # Deepest chain of inlined user functions before a call stays a call.
     inline_depth_limit: int = 64
     # Graph-break on Tensor.item()/tolist() (torch.compile's default) instead of capturing.
     capture_scalar_outputs: bool = False
-    # Graph-break on ops whose output size depends on values (nonzero, boolean-mask indexing,
-    # masked_select, unique: torch.compile's default) instead of capturing them with unbacked sizes.
+    # Graph-break on ops whose output size depends on values (nonzero, masked_select, unique:
+    # torch.compile's default) instead of capturing them with unbacked sizes.
     capture_dynamic_output_shape_ops: bool = False
     # A backend that raises: False surfaces the error, True warns and runs the graph eagerly.
     fallback_on_backend_error: bool = False
@@ -70,49 +67,45 @@ class Config:
     verify_graphs: bool = True
 
     # ---- AOT autograd (before tracing) ---------------------------------------------------------
-    # Devices (comma-separated types) whose 2-D convolutions get their input and weight in
-    # channels-last memory order, which then carries through the graph (autograd/conv_layout.py):
-    # cuDNN's fast kernels are NHWC.  Empty: keep the program's memory order.
+    # Devices (comma-separated types) whose 2-D convolutions take channels-last operands, which
+    # then carry through the graph (autograd/conv_layout.py: cuDNN's fast kernels are NHWC).
     channels_last_convolutions: str = "cuda"
-    # A training graph's backward is begun with its forward where the compilers allow it (its
-    # kernels compile beside the forward's); False: at its first call.  Default: $EMBER_BEGIN_BACKWARD.
+    # A training graph's backward is begun with its forward where the compilers allow it; False:
+    # at its first call.  Default: $EMBER_BEGIN_BACKWARD.
     begin_backward: bool = dataclasses.field(default_factory=_environment_flag("EMBER_BEGIN_BACKWARD"))
     # A backward's recomputed forward nodes go just before their first user; False: where the
     # joint graph has them.  Default: $EMBER_RECOMPUTE_NEAR_USE.
     recompute_near_use: bool = dataclasses.field(default_factory=_environment_flag("EMBER_RECOMPUTE_NEAR_USE"))
 
     # ---- lowering (ATen graph -> loop IR) ----------------------------------------------------
-    # A lowering rule that crashes raises (True) instead of running its op as an ATen call:
-    # the fallback keeps results right, but hides the bug; the test suite turns this on.
+    # A lowering rule that crashes raises (True) instead of running its op as an ATen call (which
+    # keeps results right but hides the bug; the test suite turns this on).
     raise_lowering_errors: bool = False
 
     # ---- scheduling -------------------------------------------------------------------------
-    # Buffers one kernel may read and write in all.  A chain of recomputations (BERT's backward
-    # recomputes every layer's LayerNorm output from the one before) otherwise fuses into one
-    # kernel of 150 pointers whose Triton compile took 7 s.  Default: $EMBER_MAX_KERNEL_BUFFERS or 64.
+    # Buffers one kernel may read and write in all (a chain of BERT's recomputed LayerNorms fused
+    # into one kernel of 150 pointers took 7 s to compile).  Default: $EMBER_MAX_KERNEL_BUFFERS or 64.
     max_kernel_buffers: int = dataclasses.field(default_factory=_environment_int("EMBER_MAX_KERNEL_BUFFERS", lambda: 64))
 
     # ---- codegen ---------------------------------------------------------------------------
-    # Generated kernels check data-dependent indices (embedding, gather, x[idx], index_put,
-    # scatter) and raise IndexError as eager does; off, an out-of-range index reads or writes
-    # row 0 instead (never outside the buffer).  For measuring what the checks cost.
+    # Kernels check data-dependent indices (embedding, gather, x[idx], index_put, scatter) and raise
+    # IndexError as eager does; off, an out-of-range index reads or writes row 0 (for measuring).
     bounds_checks: bool = True
     # Where built kernels are cached.  Empty: $EMBER_CACHE_DIR if set, else ~/.cache/ember
-    # (read when a kernel is built, so the environment variable works at any time).
+    # (read when a kernel is built).
     cache_dir: str = ""
-    # Kernels for CPU graphs: "cpp" (C++/OpenMP), or "triton": Triton kernels run by Triton's
-    # interpreter (TRITON_INTERPRET=1 before triton is imported), which tests the GPU code
-    # generator where there is no GPU; very slow.
+    # Kernels for CPU graphs: "cpp" (C++/OpenMP), or "triton": run by Triton's interpreter
+    # (TRITON_INTERPRET=1 before triton is imported), to test the GPU code generator; very slow.
     cpu_kernels: str = "cpp"
 
-    # Triton kernels that move enough memory time a few block sizes and warp counts when their
-    # graph is built and keep the fastest (codegen/triton/tune.py); choices are cached on disk.
+    # Triton kernels that move enough memory time a few launch configurations when their graph is
+    # built and keep the fastest (codegen/triton/tune.py); choices are cached on disk.
     autotune: bool = True
-    # Worker processes for cold Triton compiles (0: threads of this process only); the default
-    # leaves one core to the parent.  Default: $EMBER_COMPILE_WORKERS, else min(32, cores - 1).
+    # Worker processes for cold Triton compiles (0: threads of this process only).
+    # Default: $EMBER_COMPILE_WORKERS, else min(32, cores - 1).
     compile_workers: int = dataclasses.field(default_factory=_environment_int(
         "EMBER_COMPILE_WORKERS", lambda: max(0, min(32, (os.cpu_count() or 1) - 1))))
-    # The workers start when a GPU graph begins tracing (they import Triton's compiler meanwhile);
+    # The workers start when a GPU graph begins tracing (importing Triton's compiler meanwhile);
     # False: when its kernels are handed over.  Default: $EMBER_COMPILE_PREWARM.
     compile_prewarm: bool = dataclasses.field(default_factory=_environment_flag("EMBER_COMPILE_PREWARM"))
     # The wrapper calls each compiled Triton kernel's launcher directly; False: every launch
@@ -123,13 +116,13 @@ class Config:
     triton_elide_stores: bool = dataclasses.field(default_factory=_environment_flag("EMBER_TRITON_ELIDE_STORES"))
 
     # ---- compiled autograd --------------------------------------------------------------------
-    # Backward calls made inside ember.compile'd functions run as one captured, compiled graph
+    # Backward calls inside ember.compile'd functions run as one captured, compiled graph
     # (ember/compiled_autograd), compiled with the enclosing call's backend.
     compiled_autograd: bool = False
 
     # ---- runtime ---------------------------------------------------------------------------
-    # Replay compiled CUDA graphs' wrappers as CUDA graphs (mode="reduce-overhead"): one launch
-    # instead of one per kernel; see ember/runtime/cudagraphs.py for when they are not used.
+    # Replay CUDA graphs' wrappers as CUDA graphs (mode="reduce-overhead"): one launch instead of
+    # one per kernel (ember/runtime/cudagraphs.py).
     cudagraphs: bool = False
 
     def keys(self) -> list[str]:

@@ -3,20 +3,14 @@
     EMBER_DEBUG_DIR=/tmp/ember-debug python train.py     # or ember.config.debug_dir = "/tmp/ember-debug"
 
 Each process writes one run folder, `<dir>/run_<date>-<time>_pid<pid>/`, holding one numbered
-subfolder per captured frame (`001_forward/`) and `index.html`, which links them.  A frame's
-subfolder gets one file per record of ember's log channels (logs.py), numbered in the order they
-came: the captured graph, guards, glue and resume bytecode (graph_code, guards, bytecode), the
-joint, forward and backward graphs (graph_code), loop IR, schedule, kernels and wrapper (ir,
-schedule, output_code), graph breaks, recompiles with their reasons, fallbacks, and the stage
-timings (perf); the index shows the one-line records (breaks, recompiles, fallbacks, timings)
-inline and links the dumps.
-
-A frame's scope is its capture, its graphs' compiles and its first run (capture/runtime.py calls
-`frame`); what is compiled later, outside any capture (a backward at its first call, compiled
-autograd), goes to a folder of its own named after the frame captured last (`003_after_f/`).  The folder is read when a capture starts, so
-setting it (or clearing it) takes effect at the next capture.  While a report is written every
-channel left at its default level is on (their records also reach any handler the program gave
-the root logger); a level a program set on a channel itself is never changed.
+subfolder per captured frame (`001_forward/`) with one file per record of ember's log channels
+(logs.py), in order, and `index.html`, which links them and shows the one-line records (breaks,
+recompiles, fallbacks, timings) inline.  A frame's scope is its capture, its graphs' compiles and
+its first run (capture/runtime.py calls `frame`); what is compiled outside any capture (a
+backward at its first call, compiled autograd) goes to a folder named after the frame captured
+last (`003_after_f/`).  The folder setting is read when a capture starts.  While a report is
+written every channel left at its default level is on; a level a program set on a channel
+itself is never changed.
 """
 from __future__ import annotations
 
@@ -31,7 +25,6 @@ import types
 from typing import Iterator
 
 from . import config as ember_config
-from . import logs
 
 # Channels whose records are one line: shown in the index itself (and written to a file too).
 _INLINE = ("graph_breaks", "recompiles", "fallbacks", "perf")
@@ -82,7 +75,7 @@ class _Report:
         breaks = sum(channel == "graph_breaks" for frame in self.frames for channel, *_ in frame.records)
         recompiles = sum(channel == "recompiles" and message.startswith("recompiling")
                          for frame in self.frames for channel, _, message in frame.records)
-        parts = [f"<!doctype html><meta charset='utf-8'><title>ember debug report</title>",
+        parts = ["<!doctype html><meta charset='utf-8'><title>ember debug report</title>",
                  "<style>body{font-family:sans-serif} li{margin:2px 0} code,pre{font-size:90%}"
                  " .c{color:#666}</style>",
                  f"<h1>ember debug report</h1><p>process {os.getpid()}, started {self.started}: "
@@ -145,9 +138,7 @@ _sink = _Sink(level=logging.DEBUG)
 
 
 # The sink and the DEBUG level go on the channels' parent logger ("ember"), never on a channel:
-# a channel at NOTSET inherits the level and every channel's records propagate to the sink, and
-# what a program (or a test) set on a channel itself stays as it set it, before, during and after
-# a report, whenever the report is switched off (at the next capture, see _sync).
+# a channel at NOTSET inherits them, and what a program set on a channel itself stays as it is.
 def _parent() -> logging.Logger:
     return logging.getLogger("ember")
 

@@ -1,11 +1,7 @@
-"""Python's cyclic garbage collector paused while ember compiles.
-
-A compile allocates millions of small objects (fake tensors, FX nodes, sympy expressions) and
-frees few of them before it ends, so the collector's generational passes walk them again and
-again for nothing: GPT-2's training step spent 0.6 s of a 3.9 s capture and trace in it (CPU,
-2026-11-24).  The pause nests (a graph break compiles again inside a compile; the backward begun
-with the forward compiles in another thread) and ends with the outermost compile; what the
-compile left in cycles is collected by the next automatic pass after that.
+"""Python's cyclic garbage collector paused while ember compiles: a compile allocates millions of
+small objects and frees few before it ends, so the collector's passes walk them again and again
+(0.6 s of GPT-2's 3.9 s capture and trace).  The pause nests (compiles in compiles, the backward
+compiled in another thread) and ends with the outermost compile.
 """
 from __future__ import annotations
 

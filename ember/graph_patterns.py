@@ -24,12 +24,10 @@ def _through_views(node):
 
 
 def compared_with_its_extremum(graph: torch.fx.Graph) -> set:
-    """Values `x` that an `x == max(x)` mask (the backward of max/min/amax/amin) compares with
-    their own extremum.  Recomputed in the backward by another kernel, `x` can round differently
-    from the forward's copy (sin in a vectorized loop's lanes and in a scalar loop differ by an
-    ulp): no element equals the saved max, the mask is empty and the gradient is 0/0 = NaN
-    (test_max_min_backward_masks_the_values_the_forward_reduced).  The partitioner keeps such values in the forward, and the lowering
-    stores them once so that the reduction and the comparison read the same values."""
+    """Values `x` that an `x == max(x)` mask (max/min's backward) compares with their own extremum.
+    Recomputed by another kernel, `x` can round an ulp differently (vector lanes, scalar loops):
+    the mask is then empty and the gradient NaN (test_max_min_backward_masks_the_values_the_forward_reduced).
+    The partitioner keeps them in the forward; the lowering stores them once."""
     pinned = set()
     for node in graph.nodes:
         if node.op != "call_function" or node.target not in _EQUALITIES:
@@ -61,11 +59,9 @@ def _from_transcendental(node, depth: int = 8) -> bool:
 
 
 def subtracted_from_its_extremum(graph: torch.fx.Graph) -> set:
-    """Values `x` of a libm function that `x - max(x)` (softmax, log_softmax) subtracts from their
-    own extremum.  Recomputed inline, `x` is rounded by the max's loop and by the subtraction's
-    loop in different ways (vector lanes, scalar tails), so `x - max(x)` at the maximum is an ulp
-    off 0: log_softmax of a single element came out -3e-8, and its sqrt NaN (test_log_softmax_of_a_libm_result_is_zero_at_its_maximum).
-    The lowering stores such values once, so both loops read the same ones."""
+    """Values `x` of a libm function that `x - max(x)` (softmax, log_softmax) subtracts from their own
+    extremum: recomputed inline, the two loops round `x` differently, and `x - max(x)` at the maximum
+    is an ulp off 0 (test_log_softmax_of_a_libm_result_is_zero_at_its_maximum).  The lowering stores them once."""
     pinned = set()
     for node in graph.nodes:
         if node.op != "call_function" or node.target is not aten.sub.Tensor:
@@ -86,9 +82,9 @@ def centers_its_input(mean: torch.fx.Node) -> bool:
 
 
 def centering_means(graph: torch.fx.Graph) -> set:
-    """The means of `graph` that center their input.  The partitioner marks them on the joint
-    graph (CENTERS_ITS_INPUT), since the forward may keep the mean and the backward recompute x
-    (test_a_mean_the_partitioner_keeps_in_the_forward_stays_exact_for_equal_values: the gradient of var over 16 equal values was 1e-5 on an H200, not 0)."""
+    """The means of `graph` that center their input, marked by the partitioner on the joint graph
+    (CENTERS_ITS_INPUT): the forward may keep the mean and the backward recompute x
+    (test_a_mean_the_partitioner_keeps_in_the_forward_stays_exact_for_equal_values)."""
     return {node for node in graph.nodes
             if node.op == "call_function" and node.target in (aten.mean.dim, aten.mean.default)
             and centers_its_input(node)}

@@ -4,17 +4,11 @@
     def fused_gelu(x):          # calls become one call_function node, not inlined
         return x * torch.sigmoid(1.702 * x)
 
-An allowed function is called on fake tensors at capture time (to learn its result's shapes)
-and put in the graph as one opaque `call_function` node; the backends then run it (AOT
-autograd traces through it to ATen ops).  Like torch's, it skips capture's safety checks: the
-function must take and return tensors (and constants), with no side effects the graph would
-lose.  `disallow_in_graph(fn)` makes each call a graph break (the call runs as plain Python).
-
-Functions registered with `torch.compiler.allow_in_graph` / `torch._dynamo.disallow_in_graph`
-count too: torch keeps those as id sets in torch._dynamo.trace_rules, read here only when a
-program has imported torch._dynamo itself (ember never imports it).
-
-`is_compiling()` is False when it runs; captured code sees True (a constant at capture).
+An allowed function is called on fake tensors at capture time and put in the graph as one opaque
+node (AOT autograd traces through it); like torch's, it skips capture's safety checks.
+`disallow_in_graph(fn)` makes each call a graph break.  Functions registered with torch's own
+allow_in_graph / disallow_in_graph count too, when the program imported torch._dynamo itself.
+`is_compiling()` is False when it runs; captured code sees True.
 """
 from __future__ import annotations
 
@@ -66,11 +60,10 @@ def verdict(value: Any) -> bool | None:
         return False
     rules = sys.modules.get("torch._dynamo.trace_rules")
     if rules is not None and not (getattr(value, "__module__", None) or "").startswith("torch._dynamo"):
-        # (torch._dynamo's own functions are on its lists for its own use: the optimizers' step
-        # wrapper calls torch._dynamo.graph_break(), which capture runs as the no-op it is)
+        # (not torch._dynamo's own functions: the optimizers' step wrapper calls its graph_break(),
+        # run as the no-op it is; torch's callables registered for Dynamo's sake, as SDPAParams and
+        # the can_use_* checks, ember classifies itself)
         try:
-            # torch registers some of its own callables for Dynamo's sake (torch.nn.attention.bias:
-            # SDPAParams and the can_use_* checks); ember classifies torch's callables itself
             if key in rules._allowed_callable_ids and not isinstance(value, type) and not _from_torch(value):
                 return True
             if key in rules._disallowed_callable_ids:

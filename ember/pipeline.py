@@ -1,14 +1,7 @@
 """The ember backend: one ordered list of named steps (steps.py), from the graph capture hands
-over to the callable that runs it.  Adding a pass is adding its line here.
-
-    captured (once per capture)      attention_masks, channels_last
-    joint (per input signature)      trace_joint, cse, partition
-    graph (each forward, backward    cpu_scalars, supported, bias_epilogue, lower, schedule,
-           and inference graph)      kernels, build, load, wrapper, cudagraphs
-
-`EMBER_LOGS=<step>` prints a step's product; every step's time is in the perf log, and
-`ember.config.verify_graphs` checks what each step made (FX lint, a value on every node, the
-loop IR's reads).  "aot_eager" runs the same list up to the graphs' compilers.
+over to the callable that runs it; adding a pass is adding its line here.  `EMBER_LOGS=<step>`
+prints a step's product, every step's time is in the perf log, and `ember.config.verify_graphs`
+checks what each step made.  "aot_eager" runs the same list up to the graphs' compilers.
 """
 from __future__ import annotations
 

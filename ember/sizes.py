@@ -1,14 +1,9 @@
-"""Sizes that may be symbols (a ShapeEnv's SymInts), read without adding guards: the facts about
-a fake tensor's layout that every stage asks.  Comparing or converting a SymInt guards it; these
-compare expressions and read hints instead.
+"""Sizes that may be symbols (a ShapeEnv's SymInts), read without adding guards: comparing or
+converting a SymInt guards it; these compare expressions and read hints instead.
 
-`symbolic_result`: fake results for ops whose fake kernels turn symbolic sizes into numbers.
-Some ATen ops reach FakeTensorMode through C++ code that reads `sizes()` rather than
-`sym_sizes()`: the fake kernel then calls int() on each symbolic size, and the ShapeEnv makes it
-a constant (`constant_pad_nd`, under `F.pad`: every sequence length of a causal-LM loss, which
-pads its labels, became its own graph).  For inputs with symbolic sizes these rules give the
-result's metadata from the sizes' expressions instead; capture's fake propagation and the ATen
-tracer both ask them first.
+`symbolic_result`: fake results for ops whose fake kernels turn symbolic sizes into numbers (C++
+code reading `sizes()`, as `constant_pad_nd` under `F.pad`: every sequence length of a causal-LM
+loss became its own graph); capture's fake propagation and the ATen tracer ask them first.
 """
 from __future__ import annotations
 

@@ -6,22 +6,13 @@
     @ember.set_stance("eager_on_recompile")    # while the decorated function runs
     def serve(batch): ...
 
-Stances:
-  "default"             capture on a cache miss (the usual behaviour)
-  "force_eager"         every compiled function runs its original code eagerly; nothing is
-                        captured and the cache is left as it is
-  "eager_on_recompile"  a call that a cached entry's guards accept runs compiled; a call that
-                        would capture (a first capture too, as in torch) runs eagerly instead
-  "fail_on_recompile"   a call that would capture raises RecompileError naming the function
-                        and the guard that failed
-
-`force_backend` (with the "default" stance only, as in torch): new captures are compiled with
-that backend, and only entries compiled with it are used; `skip_guard_eval_unsafe=True`: a code
-object with exactly one cached entry runs it without checking its guards (unsafe: for a warmed-up
-program whose inputs no longer change); with several entries guards still pick one.
-
-The state the runtime reads on each call, and what a call does under each stance, live in
-capture/stance.py; this module parses and applies what the user asked for.
+Stances: "default" (capture on a cache miss); "force_eager" (every compiled function runs its
+original code, nothing is captured); "eager_on_recompile" (a call that would capture, a first
+one too, runs eagerly); "fail_on_recompile" (a call that would capture raises RecompileError
+naming the function and the failed guard).  `force_backend` (with "default" only): new captures
+use that backend and only its entries are used; `skip_guard_eval_unsafe=True`: a code object
+with exactly one cached entry runs it without checking its guards.  The runtime's side of the
+stances is capture/stance.py; this module parses and applies what the user asked for.
 """
 from __future__ import annotations
 

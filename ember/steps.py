@@ -1,15 +1,10 @@
 """Named compiler steps and the one loop that runs them (the backend's list: pipeline.py).
 
-A step works on one unit of compilation, whose state it updates in place:
-
-    captured   the FX graph capture hands the backend (once per capture)
-    joint      the joint forward-backward graph of one input signature (autograd/api.py's cache)
-    graph      each forward, backward or inference graph the AOT layer compiles
-
-The loop times every step (`state.timings[name]`), logs its product under its own EMBER_LOGS
-channel (`EMBER_LOGS=lower,schedule`; the older channels named in `also_logs`, such as ir and
-output_code, show it too), and under `ember.config.verify_graphs` checks it.  A step that settles the
-unit's result early (a graph that runs as ATen calls) sets `state.done`; the loop stops there.
+A step updates in place the state of one unit of compilation: "captured" (the FX graph capture
+hands the backend), "joint" (the joint graph of one input signature) or "graph" (each forward,
+backward or inference graph).  The loop times every step (`state.timings`), logs its product
+under its own EMBER_LOGS channel (or the older ones in `also_logs`), checks it under
+`ember.config.verify_graphs`, and stops where a step settles the result early (`state.done`).
 """
 from __future__ import annotations
 

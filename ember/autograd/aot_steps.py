@@ -56,19 +56,15 @@ def _trace(work: JointWork) -> None:
                                         dynamic_dims=work.dynamic_dims)
 
 
-def _cse(work: JointWork) -> None:
-    eliminate_common_subexpressions(work.joint)
-
-
 def _partition(work: JointWork) -> None:
     if work.spec.diff_outputs:
         work.partition = work.partition_fn(work.joint, work.spec)
 
 
 def _partition_text(work: JointWork) -> str | None:
-    if work.partition is None:
-        return None
-    return f"forward graph:\n{fx_text(work.partition.forward)}\nbackward graph:\n{fx_text(work.partition.backward)}"
+    partition = work.partition
+    return None if partition is None else \
+        f"forward graph:\n{fx_text(partition.forward)}\nbackward graph:\n{fx_text(partition.backward)}"
 
 
 def _verify_partition(work: JointWork) -> None:
@@ -83,7 +79,8 @@ ATTENTION_MASKS = Step("attention_masks", "captured", _attention_masks, dump=_re
 CHANNELS_LAST = Step("channels_last", "captured", _channels_last, dump=_rewritten,
                      verify=lambda w: w.gm.graph.lint())
 TRACE_JOINT = Step("trace_joint", "joint", _trace, dump=lambda w: fx_text(w.joint), verify=lambda w: verify_fx(w.joint))
-CSE = Step("cse", "joint", _cse, dump=lambda w: f"joint graph:\n{fx_text(w.joint)}", verify=lambda w: verify_fx(w.joint),
+CSE = Step("cse", "joint", lambda w: eliminate_common_subexpressions(w.joint),
+           dump=lambda w: f"joint graph:\n{fx_text(w.joint)}", verify=lambda w: verify_fx(w.joint),
            also_logs=("graph_code",))
 PARTITION = Step("partition", "joint", _partition, dump=_partition_text, verify=_verify_partition,
                  also_logs=("graph_code",))

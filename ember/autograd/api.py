@@ -44,28 +44,18 @@ def _identity_compiler(gm: torch.fx.GraphModule, example_inputs) -> Callable:
 
 
 def _key(flat_args: list) -> tuple:
-    key = []
-    for arg in flat_args:
-        if isinstance(arg, torch.Tensor):
-            key.append((tuple(arg.shape), tuple(arg.stride()), arg.storage_offset(), arg.dtype, arg.device,
-                        arg.requires_grad, arg.is_leaf))
-        else:
-            key.append((type(arg), arg))
-    return (torch.is_grad_enabled(), tuple(key))
+    return (torch.is_grad_enabled(), tuple(
+        (tuple(arg.shape), tuple(arg.stride()), arg.storage_offset(), arg.dtype, arg.device, arg.requires_grad,
+         arg.is_leaf) if isinstance(arg, torch.Tensor) else (type(arg), arg) for arg in flat_args))
 
 
 def _symbolic_key(flat_args: list, symbolic: dict | None = None) -> tuple:
     """What a graph traced with symbolic sizes still assumes of its inputs beyond its guards
     (of a number captured as a symbol, at a position in `symbolic`, its type)."""
-    key = []
-    for index, arg in enumerate(flat_args):
-        if isinstance(arg, torch.Tensor):
-            key.append((arg.dim(), arg.dtype, arg.device, arg.requires_grad, arg.is_leaf))
-        elif symbolic and index in symbolic and type(arg) in (int, float):
-            key.append(type(arg))
-        else:
-            key.append((type(arg), arg))
-    return (torch.is_grad_enabled(), tuple(key))
+    return (torch.is_grad_enabled(), tuple(
+        (arg.dim(), arg.dtype, arg.device, arg.requires_grad, arg.is_leaf) if isinstance(arg, torch.Tensor) else
+        type(arg) if symbolic and index in symbolic and type(arg) in (int, float) else (type(arg), arg)
+        for index, arg in enumerate(flat_args)))
 
 
 # Symbolic entries per key before the sizes are compiled one by one: a second one covers
@@ -78,12 +68,9 @@ class ShapesSpecialized(Exception):
 
 
 class AotCompiled:
-    """The compiled entries of one function (one per input-metadata key).
-
-    With `dynamic_dims` (input position -> dims whose sizes are symbols, from a capture with
-    dynamic shapes) a graph is traced and compiled once for every size its guards allow; when
-    that fails (an op ember cannot do with symbolic sizes) each concrete shape gets its own
-    entry, with the reason in the `fallbacks` log."""
+    """The compiled entries of one function (one per input-metadata key).  With `dynamic_dims`
+    (input position -> dims whose sizes are symbols) a graph is compiled once for every size its
+    guards allow; where that fails, each shape gets its own entry (the `fallbacks` log says why)."""
 
     def __init__(self, fn: Callable, fw_compiler: Callable, bw_compiler: Callable | None,
                  partition_fn: Callable, decompositions: dict | None, guarded_inputs: bool = False,
@@ -163,8 +150,7 @@ class AotCompiled:
         except Exception as error:
             if not isinstance(self.fn, torch.fx.GraphModule):
                 raise  # aot_function's caller learns what it cannot trace (TracingError names op and line)
-            # A captured graph can always run as it is: correct, just not AOT-compiled (and an
-            # error eager would raise is raised there, as eager raises it).
+            # A captured graph can always run as it is (an error eager would raise is raised there).
             # (torch.fx's interpreter appends a pointer to torch's log tool, which ember does not write)
             reason = "\n".join(line for line in str(error).splitlines() if not line.startswith("Use tlparse"))
             log_fallbacks.warning("ember: AOT tracing failed (%s: %s); running the captured graph eagerly",
@@ -180,7 +166,8 @@ class AotCompiled:
 
     def _compile_symbolic(self, flat_args: list, needs_grad: bool):
         dims = {i: d for i, d in self.dynamic_dims.items()  # (and numbers captured as symbols: d == ())
-                if i < len(flat_args) and (isinstance(flat_args[i], torch.Tensor) or type(flat_args[i]) in (int, float))}
+                if i < len(flat_args) and
+                (isinstance(flat_args[i], torch.Tensor) or type(flat_args[i]) in (int, float))}
         work = self._work(flat_args, needs_grad, dims)
         try:
             after_trace = run_steps(self.steps, "joint", work, pause_after="trace_joint")
@@ -233,16 +220,15 @@ class AotCompiled:
         return self._unless_aliased(make_autograd_function(pair), spec, flat_args)
 
     def _compile_forward_begin_backward(self, partition: Partition, spec: JointSpec, flat_args: list):
-        """(the compiled forward, the backward begun or None).  Compilers that compile in two
-        halves (`compiler.start`: Triton graphs, whose kernels compile in worker processes) get
-        the backward begun for the traced layouts while the forward's kernels compile, instead
-        of at the first backward after them (a training step's cold start: the two graphs'
-        compiles overlap)."""
+        """(the compiled forward, the backward begun or None).  A compiler that compiles in two
+        halves (`compiler.start`: Triton's worker processes) begins the backward, for the traced
+        layouts, while the forward's kernels compile: a training step's two compiles overlap."""
         start_forward = getattr(self.fw_compiler, "start", None)
         start_backward = getattr(self.bw_compiler, "start", None)
-        if not ember_config._config.begin_backward or start_forward is None or start_backward is None or spec.shape_env is not None:
-            return self.fw_compiler(partition.forward, flat_args), None
-        finish_forward = start_forward(partition.forward, flat_args)
+        finish_forward = None
+        if ember_config._config.begin_backward and start_forward is not None and start_backward is not None and \
+                spec.shape_env is None:
+            finish_forward = start_forward(partition.forward, flat_args)
         if finish_forward is None:
             return self.fw_compiler(partition.forward, flat_args), None
         begun = None
@@ -254,9 +240,8 @@ class AotCompiled:
         return finish_forward(), begun
 
     def _unless_aliased(self, runner: Callable, spec: JointSpec, flat_args: list) -> Callable:
-        """The graph treats its inputs as separate memory.  When an input it writes to shares
-        memory with another input (a tensor and a view of it, both live across a graph break),
-        the write must show through the other one, so that call runs the function as it is."""
+        """The graph treats its inputs as separate memory: a call where an input it writes shares
+        memory with another (a tensor and its view, across a graph break) runs the function as it is."""
         if not spec.mutated_inputs:
             return runner
         mutated = list(spec.mutated_inputs)
@@ -282,10 +267,9 @@ class AotCompiled:
 
 
 def _offer_input_writes(gm: torch.fx.GraphModule, spec: JointSpec, flat_args: list) -> None:
-    """Tells the compiler which outputs are new values of inputs it may write in place (graph
-    meta "ember_input_writes": output position -> input position): inputs that need no gradient,
-    whose write the runtime would otherwise copy back (`_write_back`; batch norm's running
-    statistics).  A compiler that writes one returns the input itself there."""
+    """Tells the compiler (graph meta "ember_input_writes": output position -> input position) which
+    outputs are new values of inputs that need no gradient, which it may write in place instead of
+    the runtime copying them back (batch norm's running statistics); it then returns the input."""
     writes = {spec.num_fw_outputs + k: index for k, index in enumerate(spec.mutated_inputs)
               if not spec.mutation_is_differentiable(k) and isinstance(flat_args[index], torch.Tensor)
               and not flat_args[index].requires_grad}
@@ -346,26 +330,23 @@ class AotModule(torch.nn.Module):
     def __init__(self, module, fw_compiler, bw_compiler, partition_fn, decompositions) -> None:
         super().__init__()
         self.orig_module = module
-        names = [name for name, _ in module.named_parameters()] + [name for name, _ in module.named_buffers()]
-        self._names = names
+        self._names = names = [name for name, _ in module.named_parameters()] + \
+            [name for name, _ in module.named_buffers()]
 
         def functional_forward(*flat):
             state = dict(zip(names, flat[:len(names)]))
-            args = flat[len(names):]
-            return torch.nn.utils.stateless.functional_call(module, state, args)
+            return torch.nn.utils.stateless.functional_call(module, state, flat[len(names):])
 
         self._compiled = aot_function(functional_forward, fw_compiler, bw_compiler, partition_fn, decompositions)
 
     def forward(self, *args):
-        state = dict(self.orig_module.named_parameters())
-        state.update(dict(self.orig_module.named_buffers()))
+        state = {**dict(self.orig_module.named_parameters()), **dict(self.orig_module.named_buffers())}
         return self._compiled(*[state[name] for name in self._names], *args)
 
 
 def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None, steps: tuple = AOT_STEPS) -> Callable:
-    """A capture backend: ember's AOT autograd (min-cut, core decompositions), then these
-    compilers; `steps` (steps.py): its "captured" ones run now, its "joint" ones per input
-    signature."""
+    """A capture backend: ember's AOT autograd (min-cut, core decompositions), then these compilers;
+    of `steps` (steps.py), the "captured" ones run now, the "joint" ones per input signature."""
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         run_steps(steps, "captured", CapturedWork(gm=gm, example_inputs=list(example_inputs)))

@@ -1,10 +1,9 @@
 """Attention masks laid out for the fused attention kernels, before the captured graph is traced.
 
 scaled_dot_product_attention picks its kernel from its arguments' layouts: a mask whose last
-dimension is broadcast (stride 0: transformers' BERT mask, expanded from [batch, 1, query, 1])
-rules out cuDNN's and the memory-efficient kernels, and the math path then materializes the whole
-attention matrix in forward and backward (BERT training on an H100: a third of the step).  Such
-a mask is passed as a contiguous copy: the same values, and the fused kernels accept it.
+dimension is broadcast (stride 0: BERT's, expanded from [batch, 1, query, 1]) rules out the fused
+kernels, and the math path materializes the whole attention matrix.  Such a mask is passed as a
+contiguous copy: the same values, and the fused kernels accept it.
 """
 from __future__ import annotations
 

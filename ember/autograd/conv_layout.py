@@ -1,16 +1,11 @@
 """Convolutions in channels-last memory order, before the captured graph is traced.
 
-cuDNN's fast convolution kernels work on NHWC tensors.  Given NCHW tensors (PyTorch's default
-order), it transposes the input to NHWC and its output back for every call: on an H100 these
-two copies were a quarter of ResNet-50's inference step.  This pass asks for the input and the
-weight of each 2-D convolution on the listed devices in channels-last order
-(`x.contiguous(memory_format=torch.channels_last)`, which costs nothing for a tensor already so
-laid out).  The values are unchanged; what changes is memory order, and it then carries through
-the graph as in eager: a convolution of channels-last tensors returns channels-last, pointwise
-ops keep their inputs' order (ember stores such values channels-last too, see
-`lowering/graph.py`), and convolution_backward returns its gradients in that order.  Graph
-outputs still leave in the strides the program gave them before this pass (`in_strides`), and
-leaves' gradients in the leaves' strides (autograd/joint.py).
+cuDNN's fast convolution kernels work on NHWC tensors; given NCHW ones it transposes the input
+and the output for every call (a quarter of ResNet-50's inference step on an H100).  This pass
+asks for each 2-D convolution's input and weight (on the listed devices) in channels-last order,
+which then carries through the graph as in eager (pointwise ops keep their inputs' order,
+convolution_backward returns its gradients so).  Graph outputs still leave in the program's
+strides (`in_strides`), and leaves' gradients in the leaves' strides (autograd/joint.py).
 """
 from __future__ import annotations
 
@@ -18,8 +13,8 @@ import torch
 
 from .. import logs
 from ..eager.check import storage_key
-from ..sizes import dense_in_order
-from .view_geometry import has_symbols, inverse_permutation
+from .cse import nodes_in
+from .view_geometry import dense_order_of, has_symbols, inverse_permutation
 
 log_fallbacks = logs.get("fallbacks")
 
@@ -31,8 +26,7 @@ _STRIDE_SENSITIVE = {"view", "view_as", "stride", "is_contiguous", "data_ptr", "
 # Uses that return a view or a copy depending on memory order: only a later in-place write can
 # tell which (through the view it reaches the source, through a copy it does not).
 _ALIAS_SENSITIVE = {"reshape", "reshape_as", "flatten", "contiguous"}
-_INPUT, _WEIGHT = 0, 1
-_NAMES = {_INPUT: "input", _WEIGHT: "weight"}
+_NAMES = {0: "input", 1: "weight"}  # argument position -> keyword
 
 
 def channels_last_convolutions(gm: torch.fx.GraphModule, devices: tuple[str, ...]) -> int:
@@ -102,7 +96,7 @@ def _outputs_sharing_memory(gm: torch.fx.GraphModule, derived: set) -> str | Non
     them memory of their own where eager's share it (`v.squeeze()` twice)."""
     output = next(node for node in gm.graph.nodes if node.op == "output")
     seen: dict = {}
-    for arg in _flat(output.args):
+    for arg in nodes_in(output.args):
         value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(value, torch.Tensor):
             continue
@@ -111,12 +105,6 @@ def _outputs_sharing_memory(gm: torch.fx.GraphModule, derived: set) -> str | Non
             return "two outputs computed from a convolution share memory"
         seen.setdefault(key, arg)
     return None
-
-
-def _flat(args) -> list:
-    found: list = []
-    torch.fx.node.map_arg(args, found.append)
-    return found
 
 
 def _name(node: torch.fx.Node) -> str:
@@ -141,7 +129,7 @@ def _outputs_in_traced_strides(gm: torch.fx.GraphModule) -> None:
     def keep(arg):
         value = arg.meta.get("example_value") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(value, torch.Tensor) or value.layout != torch.strided or has_symbols(value) or \
-                _dense_order(tuple(value.shape), tuple(value.stride())) is None:
+                dense_order_of(tuple(value.shape), tuple(value.stride())) is None:
             return arg
         with gm.graph.inserting_before(output):
             kept = gm.graph.call_function(in_strides, (arg, tuple(value.stride())))
@@ -157,14 +145,8 @@ def in_strides(tensor: torch.Tensor, stride: tuple) -> torch.Tensor:
     if not isinstance(tensor, torch.Tensor) or tensor.dim() != len(stride) or all(
             a == b for a, b, n in zip(tensor.stride(), stride, tensor.shape) if n != 1):
         return tensor
-    order = _dense_order(tuple(tensor.shape), stride)
+    order = dense_order_of(tuple(tensor.shape), stride)
     return tensor.permute(order).contiguous().permute(inverse_permutation(order))
-
-
-def _dense_order(shape: tuple, stride: tuple) -> list[int] | None:
-    """Dimensions from outermost to innermost if `stride` lays `shape` out densely, else None."""
-    order = sorted(range(len(shape)), key=lambda d: (-stride[d], -shape[d]))
-    return order if dense_in_order(list(shape), list(stride), order) else None
 
 
 def _device_of(node: torch.fx.Node) -> str | None:

@@ -1,15 +1,10 @@
 """Common-subexpression elimination on a functional ATen graph, before it is partitioned.
 
-Models repeat work that eager cannot share: each of BERT's 12 layers converts the same attention
-mask, so the traced graph holds 12 identical copies (4.4 ms a training step on an H100).  A node
-that applies the same pure op to the same inputs as an earlier node is replaced by it.
-
-t(t(x)) is replaced by x.
-
-Not merged: ops that mutate, draw random numbers or allocate uninitialized memory; graphs that
-hold any mutation (their order of effects is not only data flow); and a node whose value reaches
-a graph output (directly or through views): merged, two outputs eager returns as separate tensors
-would share memory.
+Models repeat work eager cannot share (each of BERT's 12 layers converts the same attention mask).
+A node applying the same pure op to the same inputs as an earlier one is replaced by it, and
+t(t(x)) by x.  Not merged: ops that mutate, draw random numbers or allocate uninitialized memory;
+graphs holding a mutation (their order of effects is not only data flow); and nodes whose value
+reaches a graph output (two outputs eager returns as separate tensors would share memory).
 """
 from __future__ import annotations
 
@@ -29,10 +24,8 @@ _UNINITIALIZED = {aten.empty.memory_format, aten.empty_strided.default, aten.new
 
 
 def _pure(node: torch.fx.Node) -> bool:
-    if node.op != "call_function":
-        return False
-    if node.target is operator.getitem:
-        return True
+    if node.op != "call_function" or node.target is operator.getitem:
+        return node.op == "call_function"
     target = node.target
     if not isinstance(target, torch._ops.OpOverload) or target in _UNINITIALIZED:
         return False
@@ -47,21 +40,22 @@ def _has_mutation(graph: torch.fx.Graph) -> bool:
 def _reaching_outputs(graph: torch.fx.Graph) -> set:
     """Nodes whose memory a graph output is (or is a view of)."""
     reached: set = set()
-    pending = [arg for node in graph.nodes if node.op == "output" for arg in _nodes_in(node.args)]
+    pending = [arg for node in graph.nodes if node.op == "output" for arg in nodes_in(node.args)]
     while pending:
         node = pending.pop()
         if node in reached:
             continue
         reached.add(node)
         target = node.target
-        is_view = node.target is operator.getitem or target in _ALIASING or (
+        is_view = target is operator.getitem or target in _ALIASING or (
             isinstance(target, torch._ops.OpOverload) and target.is_view)
         if is_view and node.args and isinstance(node.args[0], torch.fx.Node):
             pending.append(node.args[0])
     return reached
 
 
-def _nodes_in(value) -> list:
+def nodes_in(value) -> list:
+    """The nodes in an argument structure."""
     found: list = []
     torch.fx.node.map_arg(value, found.append)
     return found
@@ -70,7 +64,7 @@ def _nodes_in(value) -> list:
 def _hashable(value):
     """A key for an argument: scalars with their type (1, 1.0 and True compute differently) and
     a float's sign (x * 0.0 and x * -0.0 differ in the sign of zero)."""
-    if isinstance(value, bool) or isinstance(value, int):
+    if isinstance(value, int):  # (bool too)
         return (type(value), value)
     if isinstance(value, float):
         return (float, value, math.copysign(1.0, value))
@@ -84,10 +78,9 @@ def _hashable(value):
 def _double_transpose_of(node: torch.fx.Node):
     """x for t(t(x)) (the same sizes and strides as x): padded matrix products transpose an
     operand back, so GPT-2's LM-head gradient was padded twice, once as g and once as t(t(g))."""
-    if node.target is not aten.t.default or not isinstance(node.args[0], torch.fx.Node):
-        return None
-    inner = node.args[0]
-    if inner.op == "call_function" and inner.target is aten.t.default and isinstance(inner.args[0], torch.fx.Node):
+    inner = node.args[0] if node.target is aten.t.default else None
+    if isinstance(inner, torch.fx.Node) and inner.op == "call_function" and inner.target is aten.t.default and \
+            isinstance(inner.args[0], torch.fx.Node):
         return inner.args[0]
     return None
 
@@ -111,14 +104,10 @@ def eliminate_common_subexpressions(gm: torch.fx.GraphModule) -> int:
             continue
         try:
             key = (node.target, _hashable(node.args), _hashable(node.kwargs))
-            hash(key)
+            first = seen.setdefault(key, node)
         except TypeError:
             continue
-        first = seen.get(key)
-        if first is None:
-            seen[key] = node
-            continue
-        if node in keep:
+        if first is node or node in keep:
             continue
         node.replace_all_uses_with(first)
         graph.erase_node(node)

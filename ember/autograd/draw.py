@@ -1,4 +1,4 @@
-"""Readable dumps and SVG drawings of the joint, forward and backward graphs (seed 004's pictures).
+"""SVG drawings of the joint, forward and backward graphs.
 
     ember.autograd.draw.write_svg(gm, "forward.svg")     # needs pydot and graphviz's `dot`
 """
@@ -20,7 +20,3 @@ def write_svg(gm: torch.fx.GraphModule, path: str, name: str = "graph") -> str:
     with open(path, "wb") as handle:
         handle.write(svg)
     return path
-
-
-def readable(gm: torch.fx.GraphModule) -> str:
-    return gm.print_readable(print_output=False)

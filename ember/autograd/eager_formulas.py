@@ -1,12 +1,10 @@
 """Backward formulas that must follow eager's CPU kernels rather than what autograd does on fakes.
 
-A few of autograd's formulas choose their implementation by the kind of tensor they see.  For
-`min()`, `max()` and `median()` over all elements, eager (on real CPU tensors) scatters the
-gradient into zeros at the selected positions; on CUDA tensors and on tensor subclasses, fake
-tensors included, it multiplies a 0/1 mask by the gradient instead, so an infinite or NaN gradient turns the zeros
-into NaN.  `prod` likewise divides by the input unless an element is zero.  While the joint
-graph is traced, `EagerFormulas` routes these calls through autograd.Functions whose backward
-writes eager's result with `where`.
+A few of autograd's formulas depend on the kind of tensor they see: for `min()`, `max()` and
+`median()` over all elements, eager on CPU scatters the gradient into zeros at the selected
+positions, but on fakes it multiplies a 0/1 mask (an infinite or NaN gradient turns the zeros into
+NaN); `prod` divides by the input unless an element is zero.  While the joint graph is traced,
+`EagerFormulas` routes these through autograd.Functions whose backward gives eager's result.
 """
 from __future__ import annotations
 
@@ -75,18 +73,11 @@ class _Prod(torch.autograd.Function):
 
 
 def _prod(x, dim=None, keepdim=False, *, dtype=None):
-    if dtype is not None and dtype != x.dtype:
-        return NotImplemented
-    return _Prod.apply(x, dim, keepdim)
+    return NotImplemented if dtype is not None and dtype != x.dtype else _Prod.apply(x, dim, keepdim)
 
 
-_SELECT_ALL = {
-    torch.min: torch.Tensor.min, torch.Tensor.min: torch.Tensor.min,
-    torch.max: torch.Tensor.max, torch.Tensor.max: torch.Tensor.max,
-    torch.median: torch.Tensor.median, torch.Tensor.median: torch.Tensor.median,
-}
-
-
+_SELECT_ALL = {function: method for method in (torch.Tensor.min, torch.Tensor.max, torch.Tensor.median)
+               for function in (getattr(torch, method.__name__), method)}
 _PROD = {torch.prod, torch.Tensor.prod}
 
 

@@ -5,11 +5,10 @@
         grads = torch.autograd.grad(outs, primals, grad_outputs=tangents)
         return outs, grads
 
-`trace_joint` runs that on fake tensors under the ATen tracer, so the graph holds the forward
-ops, then the backward ops autograd ran, all functional.  Inputs are named `primals_1..` and
-`tangents_1..`; the output is the flat list `[forward outputs, new values of mutated inputs,
-gradients]`, described by `JointSpec`.  `trace_forward` is the same without the backward
-(the inference path).
+`trace_joint` runs that on fakes under the ATen tracer: the graph holds the forward ops, then
+the backward ops autograd ran, all functional.  Inputs are `primals_1..` and `tangents_1..`; the
+output is the flat list `[forward outputs, new values of mutated inputs, gradients]`, described by
+`JointSpec`.  Without the backward (`with_backward=False`) it is the inference path's graph.
 """
 from __future__ import annotations
 
@@ -49,18 +48,15 @@ class JointSpec:
     output_aliases: dict[int, OutputAlias]
     # Per forward output: does eager's result require grad (a returned x.detach() does not).
     output_requires_grad: list[bool] = dataclasses.field(default_factory=list)
-    # Output j -> output i when both are the same graph value (y and y.detach()): the runtime
-    # returns one tensor from the graph and derives the others from it.
+    # Output j -> output i when both are the same graph value (y and y.detach()): derived from it.
     output_copies: dict[int, int] = dataclasses.field(default_factory=dict)
-    # Forward outputs sharing an input's memory in eager that the runtime cannot re-make as
-    # views: the graph's value is copied where it shares the input's memory.
+    # Forward outputs sharing an input's memory in eager that cannot be re-made as views (copied).
     outputs_sharing_inputs: list[int] = dataclasses.field(default_factory=list)
     # Per grad input: the positions in diff_outputs whose autograd graph reaches it.  Eager gives
     # an input a gradient (zeros included: pow(x, 0)) exactly when the backward starts from an
     # output that reaches it, whatever the gradient's value depends on.
     grad_sources: list[frozenset[int]] = dataclasses.field(default_factory=list)
-    # Dynamic shapes: the ShapeEnv of the trace's symbolic sizes and the inputs' fakes (their
-    # guards say which inputs the graphs are for); None and [] for static shapes.
+    # Dynamic shapes: the trace's ShapeEnv and the inputs' fakes (for guards); None and [] if static.
     shape_env: Any = None
     input_fakes: list = dataclasses.field(default_factory=list)
 
@@ -76,18 +72,14 @@ class JointSpec:
 
 @dataclasses.dataclass(frozen=True)
 class OutputAlias:
-    """An output eager returns as a view: the runtime makes it as a view of the real tensor.
+    """An output eager returns as a view: the runtime makes it as a view of the real tensor, of
+    input `source` (kind "input", after the write-back) or of forward output `source` (kind "output").
 
-    kind "input": of input `source` (after mutated inputs got their new values); kind "output":
-    of forward output `source` (a user output or an intermediate base the graph also returns).
-
-    `chain`: the view ops that made it from the source, as (op, args, kwargs, piece), replayed
-    on the real tensor: eager's own views, so autograd sees what it sees in eager (a squeeze of
-    an expanded input is not an as_strided of its memory); () is the source itself.  None: no
-    such chain reproduces it (it shares the memory by other means), so it is
-    as_strided(size, stride, source offset + offset), on the source viewed as `dtype` first
-    when that differs.  `source_size`/`source_stride`: the layout of an output source these
-    assume (a compiled base with another layout is copied into this one first)."""
+    `chain`: the view ops that made it from the source, (op, args, kwargs, piece), replayed on the
+    real tensor so autograd sees eager's views; () is the source itself.  None: no chain gives it,
+    so it is as_strided(size, stride, source offset + offset), of the source viewed as `dtype` first
+    when that differs.  `source_size`/`source_stride`: the layout of an output source these assume
+    (a compiled base with another layout is copied into this one first)."""
     kind: str
     source: int
     chain: tuple | None
@@ -134,8 +126,8 @@ def _symbolic_fake(fake_mode: FakeTensorMode, tensor: torch.Tensor, index: int, 
     """The input's fake with a symbol for each size in `dims` (named for the ShapeEnv's guards
     by its position `a[index]`; sizes 0 and 1 stay constants)."""
     sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(tensor.dim())]
-    context = StatelessSymbolicContext(dynamic_sizes=sizes)
-    return fake_mode.from_tensor(tensor, symbolic_context=context, source=ShapeSource(f"a[{index}]"))
+    return fake_mode.from_tensor(tensor, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes),
+                                 source=ShapeSource(f"a[{index}]"))
 
 
 def _symbolic_scalar(fake_mode: FakeTensorMode, value: int | float, index: int):
@@ -160,8 +152,7 @@ def _own_copy(fake_mode: FakeTensorMode, leaf: torch.Tensor) -> torch.Tensor:
 
 
 def _non_overlapping(tensor: torch.Tensor) -> bool:
-    """No two elements share memory: each dimension, innermost first, steps past what the
-    dimensions inside it span."""
+    """No two elements share memory: each dimension, innermost first, steps past what those inside span."""
     span = 0  # the last element the inner dimensions reach, from the first
     for stride, size in sorted((st, n) for n, st in zip(tensor.shape, tensor.stride()) if n > 1):
         if stride <= span:
@@ -183,28 +174,21 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     primals, leaves = _fakes(fake_mode, args, dynamic_dims or {})
     # The same tensor passed twice is one input: later occurrences get no node and no gradient.
     first_seen: dict[int, int] = {}
-    duplicates = set()
-    for index, arg in enumerate(args):
-        if isinstance(arg, torch.Tensor):
-            if id(arg) in first_seen:
-                duplicates.add(index)
-            else:
-                first_seen[id(arg)] = index
+    duplicates = {index for index, arg in enumerate(args)
+                  if isinstance(arg, torch.Tensor) and first_seen.setdefault(id(arg), index) != index}
     graph = torch.fx.Graph()
     module = torch.fx.GraphModule(torch.nn.Module(), graph)
     graph.owning_module = module
     tracer = AtenTracer(graph, fake_mode, decompositions)
     for index, primal in enumerate(primals):
-        if index in duplicates:
-            node = graph.placeholder(f"primals_{index + 1}")
-            node.meta["val"] = primal
-        elif isinstance(primal, torch.Tensor):
+        if isinstance(primal, torch.Tensor) and index not in duplicates:
             node = tracer.add_input(f"primals_{index + 1}", primal)
             # (a clone lost the input's storage offset: compilers read the layout from here)
             node.meta["val"] = leaves[index]
-        else:
-            node = graph.placeholder(f"primals_{index + 1}")
-            node.meta["val"] = primal
+            continue
+        node = graph.placeholder(f"primals_{index + 1}")
+        node.meta["val"] = primal
+        if not isinstance(primal, torch.Tensor):
             tracer.symbols.add_input(node, primal)  # (a number captured as a symbol; else nothing)
     last_placeholder = list(graph.nodes)[-1] if len(graph.nodes) else None
 
@@ -235,36 +219,29 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
                           for i, out in enumerate(flat_outputs)] + bases
         candidates = forward_values + [primals[index] if index in written_with_grad else None
                                        for index, _ in mutated]
-        diff_outputs = [
-            i for i, out in enumerate(candidates)
-            if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs
-        ]
+        diff_outputs = [i for i, out in enumerate(candidates)
+                        if isinstance(out, torch.Tensor) and out.requires_grad and with_backward and grad_inputs]
         if any(isinstance(d, torch.SymInt) and not tracer.symbols.knows(d)
                for i in diff_outputs for d in candidates[i].shape):
             # (its tangent's size is known only at run time: x[mask] of an x that requires grad)
             raise TracingError("an output whose size depends on data requires grad")
         grads: list = []
         grad_sources: list[frozenset[int]] = []
-        tangent_nodes = []
         if diff_outputs:
-            tracer.recording = False
-            tangents = [torch.empty_like(candidates[i], memory_format=torch.contiguous_format)
-                        for i in diff_outputs]
-            tracer.recording = True
+            with tracer.paused():
+                tangents = [torch.empty_like(candidates[i], memory_format=torch.contiguous_format)
+                            for i in diff_outputs]
             anchor = last_placeholder
             for position, tangent in enumerate(tangents):
                 with graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(None):
                     node = graph.placeholder(f"tangents_{position + 1}")
                 node.meta["val"] = tangent
-                tracer.nodes[id(tangent)] = node
-                tracer.keepalive.append(tangent)
-                tangent_nodes.append(node)
+                tracer._bind(tangent, node)
                 anchor = node
             targets = [leaves[i] for i in grad_inputs]
-            grads = list(torch.autograd.grad(
-                [candidates[i] for i in diff_outputs], targets, tangents, allow_unused=True))
-            grads = [_in_leaf_layout(grad, primals[i]) if args[i].is_leaf else grad
-                     for grad, i in zip(grads, grad_inputs)]
+            grads = [_in_leaf_layout(grad, primals[i]) if args[i].is_leaf else grad for grad, i in zip(
+                torch.autograd.grad([candidates[i] for i in diff_outputs], targets, tangents, allow_unused=True),
+                grad_inputs)]
             grad_sources = _grad_sources([candidates[i] for i in diff_outputs], targets)
     output_nodes: list = []
     constant_outputs: dict[int, Any] = {}
@@ -279,9 +256,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
             constant_outputs[index] = out
             output_nodes.append(None)
     mutated = tracer.mutated_inputs()
-    output_nodes.extend(node for _, node in mutated)
-    for grad in grads:
-        output_nodes.append(tracer.node_of(grad) if grad is not None else None)
+    output_nodes += [node for _, node in mutated] + [tracer.node_of(g) if g is not None else None for g in grads]
     graph.output(tuple(output_nodes))
     _remove_aliases(graph)
     graph.eliminate_dead_code()
@@ -289,7 +264,7 @@ def trace_joint(fn: Callable, args: list, decompositions: dict | None = None,
     final_outputs = list(next(n for n in graph.nodes if n.op == "output").args[0])[:len(forward_values)]
     spec = JointSpec(
         num_primals=len(primals),
-        num_tangents=len(tangent_nodes),
+        num_tangents=len(diff_outputs),
         num_fw_outputs=len(forward_values),
         mutated_inputs=[index for index, _ in mutated],
         grad_inputs=grad_inputs if diff_outputs else [],
@@ -358,18 +333,11 @@ def _output_copies(nodes: list, requires_grad: list[bool]) -> dict[int, int]:
 def _plan_aliases(primals: list, leaves: list, outputs: list, tracer: AtenTracer, requires_grad: list[bool],
                   will_require_grad: set[int], differentiable: bool) -> tuple[dict[int, OutputAlias], list, list]:
     """Which outputs eager returns as views, and of what: (aliases, intermediate bases, outputs
-    sharing an input's memory that cannot be made as views).
-
-    An output sharing memory with an input is made as a view of the real input (after the
-    write-back, so it shows the input's new value).  Outputs sharing memory with each other are
-    made as views of one base: their tracer root, returned by the graph (as an extra forward
-    output when it is not an output itself).  A lone view of an intermediate needs no base.
-    Where the view cannot be re-created, the output is the graph's value (equal, not aliased),
-    which the `fallbacks` log says."""
-    inputs: dict[int, int] = {}
-    for index, primal in enumerate(primals):
-        if isinstance(primal, torch.Tensor):
-            inputs.setdefault(storage_key(primal), index)
+    sharing an input's memory that cannot be made as views).  An output sharing an input's memory
+    is a view of the real input (after the write-back); outputs sharing memory with each other are
+    views of their tracer root, which the graph returns (as an extra output if need be).  Where
+    the view cannot be re-created, the output is the graph's value (the `fallbacks` log says so)."""
+    inputs = {storage_key(p): i for i, p in reversed(list(enumerate(primals))) if isinstance(p, torch.Tensor)}
     aliases: dict[int, OutputAlias] = {}
     groups: dict[int, list[int]] = {}
     sharing_inputs: list[int] = []
@@ -453,7 +421,7 @@ def _alias(kind: str, source: int, out: torch.Tensor, traced: torch.Tensor, real
     except Exception:  # noqa: BLE001 - eager's view(dtype) refuses this layout
         return f"the {traced.dtype} memory cannot be viewed as {out.dtype}"
     start = out.storage_offset() - viewed.storage_offset()
-    if kind == "output" and out.numel() and (start < 0 or start + _extent(out) > _extent(viewed)):
+    if kind == "output" and out.numel() and (start < 0 or start + extent(out) > extent(viewed)):
         return "it reaches outside its base"
     return OutputAlias(kind, source, None, tuple(out.shape), tuple(out.stride()), start,
                        out.dtype if out.dtype != traced.dtype else None, *layout)
@@ -487,13 +455,11 @@ def _replays_to(chain: tuple, real: torch.Tensor, out: torch.Tensor, traced: tor
                 tracer: AtenTracer) -> bool:
     """Does the chain, replayed on the runtime's layout, give out's view (a view op recorded
     before an in-place metadata change, or an as_strided with its absolute offset, may not)?"""
-    recording, tracer.recording = tracer.recording, False
     try:
-        replayed = replay_views(chain, real.detach())
+        with tracer.paused():
+            replayed = replay_views(chain, real.detach())
     except Exception:  # noqa: BLE001 - eager would refuse this view of that layout
         return False
-    finally:
-        tracer.recording = recording
     return (replayed.dtype == out.dtype and _strides(replayed) == _strides(out)
             and replayed.storage_offset() - real.storage_offset() == out.storage_offset() - traced.storage_offset())
 
@@ -502,14 +468,11 @@ def _as_dtype(tensor: torch.Tensor, dtype: torch.dtype, tracer: AtenTracer) -> t
     """tensor.view(dtype) on the fakes, recorded nowhere."""
     if tensor.dtype == dtype:
         return tensor
-    recording, tracer.recording = tracer.recording, False
-    try:
+    with tracer.paused():
         return tensor.detach().view(dtype)
-    finally:
-        tracer.recording = recording
 
 
-def _extent(tensor: torch.Tensor) -> int:
+def extent(tensor: torch.Tensor) -> int:
     """Elements from the tensor's first one to one past its last one (0 if empty)."""
     if tensor.numel() == 0:
         return 0

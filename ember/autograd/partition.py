@@ -60,25 +60,22 @@ def _tensor_bytes(node: torch.fx.Node) -> int:
     return 0
 
 
-def _outputs(joint: torch.fx.GraphModule) -> list:
-    return list(next(iter(n for n in joint.graph.nodes if n.op == "output")).args[0])
-
-
 def _split_roles(joint: torch.fx.GraphModule, spec: JointSpec):
     placeholders = [n for n in joint.graph.nodes if n.op == "placeholder"]
     primals = [n for n in placeholders if n.name.startswith("primals_")]
     tangents = [n for n in placeholders if n.name.startswith("tangents_")]
-    outputs = _outputs(joint)
+    outputs = list(next(n for n in joint.graph.nodes if n.op == "output").args[0])
     forward_count = spec.num_fw_outputs + len(spec.mutated_inputs)
     return primals, tangents, outputs[:forward_count], outputs[forward_count:]
 
 
-def _ancestors(roots) -> set:
+def _ancestors(roots, stop=()) -> set:
+    """The nodes among `roots` and what they read, not going past `stop`."""
     seen = set()
     stack = [r for r in roots if isinstance(r, torch.fx.Node)]
     while stack:
         node = stack.pop()
-        if node in seen:
+        if node in seen or node in stop:
             continue
         seen.add(node)
         stack.extend(node.all_input_nodes)
@@ -95,9 +92,8 @@ def _backward_nodes(joint, tangents, fw_outputs) -> set:
     forward_needed = _ancestors(fw_outputs)
     depends = set()
     for node in joint.graph.nodes:
-        if node in tangent_set or any(arg in depends for arg in node.all_input_nodes):
-            depends.add(node)
-        elif node.op == "call_function" and node not in forward_needed and not node_eager_accepts(node):
+        if node in tangent_set or any(arg in depends for arg in node.all_input_nodes) or \
+                (node.op == "call_function" and node not in forward_needed and not node_eager_accepts(node)):
             depends.add(node)
     return depends
 
@@ -111,23 +107,10 @@ def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str
         placeholder = graph.placeholder(node.name)
         placeholder.meta = dict(node.meta)
         env[node] = placeholder
-    needed = set()
-    stack = [o for o in outputs if isinstance(o, torch.fx.Node)]
-    while stack:
-        node = stack.pop()
-        if node in needed or node in env:
-            continue
-        needed.add(node)
-        stack.extend(node.all_input_nodes)
-    def emit(node: torch.fx.Node) -> None:
-        if node.op == "placeholder":
-            raise RuntimeError(f"{name} graph needs {node.name}, which it does not receive")
-        env[node] = graph.node_copy(node, lambda n: env[n])
-
+    needed = _ancestors(outputs, stop=env)
     # Nodes in `on_demand` (a backward's recomputed forward nodes) are copied just before their
-    # first user, not where the joint graph has them (all before the first backward node): the
-    # scheduler fuses in order, and a recomputation next to its user fuses into the user's kernel
-    # instead of into one early kernel that stores every recomputed value.
+    # first user, not where the joint graph has them: the scheduler fuses in order, and next to its
+    # user a recomputation fuses into the user's kernel, not into one early kernel storing them all.
     on_demand = on_demand or set()
     order = [node for node in joint.graph.nodes if node in needed and node not in env]
     position = {node: i for i, node in enumerate(order)}
@@ -139,7 +122,9 @@ def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str
             if node in env:
                 continue
             if expanded:
-                emit(node)
+                if node.op == "placeholder":
+                    raise RuntimeError(f"{name} graph needs {node.name}, which it does not receive")
+                env[node] = graph.node_copy(node, lambda n: env[n])
                 continue
             stack.append((node, True))
             inputs = [n for n in node.all_input_nodes if n not in env]
@@ -152,10 +137,7 @@ def _extract(joint: torch.fx.GraphModule, inputs: list, outputs: list, name: str
     for node in order:  # (what no output-side node reaches: kept, in the joint's order)
         emit_with_inputs(node)
     graph.output(tuple(env[o] if isinstance(o, torch.fx.Node) else o for o in outputs))
-    module = torch.fx.GraphModule(joint, graph, class_name=name)
-    return module
-
-
+    return torch.fx.GraphModule(joint, graph, class_name=name)
 
 
 def _not_after(joint: torch.fx.GraphModule, roots: list) -> set:
@@ -173,14 +155,12 @@ def _sizes_for_backward(joint: torch.fx.GraphModule, primals: list, backward: to
     from the primals, saved as ints, so the code generator can read every size from an input."""
     available, needed = set(), set()
     for node in backward.graph.nodes:
-        value = node.meta.get("val")
-        if node.op == "placeholder":
-            for item in _layout_values(value):
-                if isinstance(item, torch.SymInt) and isinstance(item.node.expr, sympy.Symbol):
-                    available.add(item.node.expr)
-        for item in _layout_values(value):
+        for item in _layout_values(node.meta.get("val")):
             if isinstance(item, (torch.SymInt, torch.SymFloat)):
                 needed |= item.node.expr.free_symbols
+                if node.op == "placeholder" and isinstance(item, torch.SymInt) and \
+                        isinstance(item.node.expr, sympy.Symbol):
+                    available.add(item.node.expr)
     missing = sorted(needed - available, key=str)
     if not missing:
         return []
@@ -192,7 +172,7 @@ def _sizes_for_backward(joint: torch.fx.GraphModule, primals: list, backward: to
     with joint.graph.inserting_before(output):
         for symbol in missing:
             try:
-                node = builder.node_of_symbol(symbol)
+                node = builder.node_of_expr(symbol)
             except SymbolicSizeError:
                 continue  # (a data-dependent size: the backward runs as ATen calls if it needs it)
             if isinstance(node, torch.fx.Node):
@@ -208,24 +188,15 @@ def _layout_values(value) -> list:
     return []
 
 
-def _saved_list(joint, forward_side: set, backward_needed: set, grads) -> list:
-    """Forward values read by the backward (or that are gradients themselves), in graph order."""
-    direct = {g for g in grads if isinstance(g, torch.fx.Node)}
-    saved = []
-    for node in joint.graph.nodes:
-        if node in forward_side and (node in direct or any(user in backward_needed for user in node.users)):
-            saved.append(node)
-    return saved
-
-
 def partition_default(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition:
+    """Saves every forward value the backward reads (or that is a gradient itself), in graph order."""
     primals, tangents, fw_outputs, grads = _split_roles(joint, spec)
     backward = _backward_nodes(joint, tangents, fw_outputs)
-    grad_roots = _ancestors(grads)
-    backward_needed = grad_roots & backward
-    forward_side = set(joint.graph.nodes) - backward - {n for n in joint.graph.nodes if n.op == "output"}
-    saved = _saved_list(joint, forward_side, backward_needed, grads)
-    return _build(joint, spec, primals, tangents, fw_outputs, grads, saved)
+    backward_needed = _ancestors(grads) & backward
+    direct = {g for g in grads if isinstance(g, torch.fx.Node)}
+    saved = [node for node in joint.graph.nodes if node not in backward and node.op != "output" and
+             (node in direct or any(user in backward_needed for user in node.users))]
+    return _build(joint, primals, tangents, fw_outputs, grads, saved)
 
 
 # -- min-cut ----------------------------------------------------------------------------------------
@@ -275,8 +246,7 @@ def _must_recompute(node: torch.fx.Node, backward: set) -> bool:
 def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition:
     primals, tangents, fw_outputs, grads = _split_roles(joint, spec)
     backward = _backward_nodes(joint, tangents, fw_outputs)
-    grad_roots = _ancestors(grads)
-    backward_needed = grad_roots & backward
+    backward_needed = _ancestors(grads) & backward
     if not backward_needed:
         return partition_default(joint, spec)
     nodes = [n for n in joint.graph.nodes if n.op != "output"]
@@ -297,11 +267,9 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
         recompute = _must_recompute(node, backward)
         if recompute:
             weight = infinite  # inside torch.utils.checkpoint: never saved
-        if node.op == "placeholder":
-            flow.add_edge("source", f"{node.name}_in", capacity=infinite)
-        elif (not is_recomputable(node) or node in pinned) and not recompute:
-            # Banned from recomputation: it runs in the forward, so saving it (or something after
-            # it) is the only way across.
+        if node.op == "placeholder" or ((not is_recomputable(node) or node in pinned) and not recompute):
+            # An input, or banned from recomputation: it runs in the forward, so saving it (or
+            # something after it) is the only way across.
             flow.add_edge("source", f"{node.name}_in", capacity=infinite)
         flow.add_edge(f"{node.name}_in", f"{node.name}_out", capacity=weight)
         if node in grad_outputs:  # a gradient computed without any tangent
@@ -314,15 +282,11 @@ def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition
     if "sink" not in flow:
         return partition_default(joint, spec)
     _, (reachable, _) = networkx.minimum_cut(flow, "source", "sink")
-    saved_names = set()
-    for node in forward_side:
-        if f"{node.name}_in" in reachable and f"{node.name}_out" not in reachable:
-            saved_names.add(node.name)
-    saved = [n for n in nodes if n.name in saved_names]
-    return _build(joint, spec, primals, tangents, fw_outputs, grads, saved)
+    saved = [n for n in forward_side if f"{n.name}_in" in reachable and f"{n.name}_out" not in reachable]
+    return _build(joint, primals, tangents, fw_outputs, grads, saved)
 
 
-def _build(joint, spec, primals, tangents, fw_outputs, grads, saved) -> Partition:
+def _build(joint, primals, tangents, fw_outputs, grads, saved) -> Partition:
     for mean in centering_means(joint.graph):  # (the mark travels with the node into either graph)
         mean.meta[CENTERS_ITS_INPUT] = True
     backward = None

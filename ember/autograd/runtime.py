@@ -26,7 +26,7 @@ from ..runtime.autocast import as_traced
 from .. import logs
 from ..sizes import contiguous_without_guards, has_symbols
 from .symbolic import SymbolicSizeError, SymbolNodes
-from .joint import JointSpec, replay_views
+from .joint import JointSpec, extent, replay_views
 
 log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")
@@ -44,8 +44,7 @@ class CompiledPair:
     bw_compiler: Callable | None
     num_saved: int
     saved_bytes: int
-    # The backward begun with the forward for the traced layouts (api.py); calling it finishes
-    # it.  Taken only if the saved values come laid out as traced.
+    # The backward begun with the forward (api.py), finished by calling it if the saved values come as traced.
     begun: Callable[[], Callable] | None = None
     _backward: Callable | None = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
@@ -57,16 +56,15 @@ class CompiledPair:
         if self._backward is None:
             with self._lock, gc_paused():
                 begun, self.begun = self.begun, None
+                placeholders = _placeholders(self.backward_graph)
                 if self._backward is None and begun is not None:
-                    placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
                     if not any(_layout_differs(node, value) for node, value in zip(placeholders, saved)):
                         self._backward = begun()
                     else:
                         log_perf.debug("the backward begun with the forward is dropped: a saved value's "
                                        "layout is not the traced one")
                 if self._backward is None:
-                    placeholders = self._placeholders_laid_out_as(saved)
-                    inputs = [n.meta.get("val") for n in placeholders]
+                    inputs = [n.meta.get("val") for n in self._placeholders_laid_out_as(saved)]
                     self._backward = self._compile_backward(self.backward_graph, inputs)
         return self._backward
 
@@ -84,7 +82,7 @@ class CompiledPair:
         return _laid_out_as_traced(compiled, graph)
 
     def _placeholders_laid_out_as(self, saved: list) -> list[torch.fx.Node]:
-        placeholders = [n for n in self.backward_graph.graph.nodes if n.op == "placeholder"]
+        placeholders = _placeholders(self.backward_graph)
         for node, value in zip(placeholders, saved):
             _describe_layout_of(node, value)
         return placeholders
@@ -99,28 +97,31 @@ class CompiledPair:
         with self._lock, gc_paused():
             if key not in self._pruned:
                 self._placeholders_laid_out_as(saved)  # (copied with the graph)
-                graph = _without_missing_tangents(self.backward_graph.graph, returned, given)
-                module = torch.fx.GraphModule(self.backward_graph, graph, class_name="BackwardGraph")
-                placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-                reads = frozenset(k for k, node in enumerate(placeholders[:self.num_saved]) if node.users)
-                compiled = self._compile_backward(module, [n.meta.get("val") for n in placeholders])
-                self._pruned[key] = (compiled, reads)
+                module = _without_missing_tangents(self.backward_graph, returned, given)
+                compiled = self._compile_backward(module, [n.meta.get("val") for n in _placeholders(module)])
+                self._pruned[key] = (compiled, self.saved_reads(module))
         return self._pruned[key]
+
+    def saved_reads(self, graph: torch.fx.GraphModule) -> frozenset[int]:
+        """The positions of the saved values a (pruned) backward graph reads."""
+        return frozenset(k for k, node in enumerate(_placeholders(graph)[:self.num_saved]) if node.users)
 
     def pruned_graph(self, returned: frozenset[int], given: frozenset[int]) -> torch.fx.GraphModule:
         """`backward_for`'s graph, not compiled (compiled autograd runs it op by op)."""
         key = ("graph", returned, given)
         with self._lock:
             if key not in self._pruned:
-                graph = _without_missing_tangents(self.backward_graph.graph, returned, given)
-                self._pruned[key] = torch.fx.GraphModule(self.backward_graph, graph, class_name="BackwardGraph")
+                self._pruned[key] = _without_missing_tangents(self.backward_graph, returned, given)
         return self._pruned[key]
 
     @functools.cached_property
     def tangent_fakes(self) -> list:
         """Each tangent's fake value (an output the loss does not use gets zeros of its shape)."""
-        return [n.meta.get("val") for n in self.backward_graph.graph.nodes
-                if n.op == "placeholder" and n.name.startswith("tangents_")]
+        return [n.meta.get("val") for n in _placeholders(self.backward_graph) if n.name.startswith("tangents_")]
+
+
+def _placeholders(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [n for n in gm.graph.nodes if n.op == "placeholder"]
 
 
 def _laid_out_as_traced(compiled: Callable, graph: torch.fx.GraphModule) -> Callable:
@@ -143,16 +144,13 @@ def _laid_out_as_traced(compiled: Callable, graph: torch.fx.GraphModule) -> Call
 
 
 def _describe_layout_of(node: torch.fx.Node, value) -> None:
-    """Make the placeholder's fake value have `value`'s strides and storage offset: a compiled
-    backward reads its inputs as their fakes say, and a saved value can come back laid out
-    otherwise (a view of an intermediate ember stored in another order, a copy made before a write)."""
+    """Give the placeholder's fake `value`'s strides and storage offset: a compiled backward reads its
+    inputs as their fakes say, and a saved value can come laid out otherwise (a copy before a write)."""
     if not _layout_differs(node, value):
         return
     fake = node.meta.get("val")
-    extent = value.storage_offset() + 1 + sum((size - 1) * stride for size, stride in zip(value.shape, value.stride()))
     with fake.fake_mode:
-        storage = torch.empty(extent if value.numel() else value.storage_offset(), dtype=fake.dtype,
-                              device=fake.device)
+        storage = torch.empty(value.storage_offset() + extent(value), dtype=fake.dtype, device=fake.device)
         node.meta["val"] = storage.as_strided(value.shape, value.stride(), value.storage_offset())
 
 
@@ -161,13 +159,10 @@ def _layout_differs(node: torch.fx.Node, value) -> bool:
     of size-1 dimensions address nothing and do not count (batch norm's saved statistics)."""
     fake = node.meta.get("val")
     if not (isinstance(value, torch.Tensor) and isinstance(fake, torch.Tensor)) or has_symbols(fake) \
-            or fake.shape != value.shape:
+            or fake.shape != value.shape or getattr(fake, "fake_mode", None) is None:
         return False  # (symbolic sizes: comparing them would guard them; the backward checks its inputs)
-    if getattr(fake, "fake_mode", None) is None:
-        return False
-    if value.storage_offset() != fake.storage_offset():
-        return True
-    return any(a != b for a, b, size in zip(value.stride(), fake.stride(), value.shape) if size != 1)
+    return value.storage_offset() != fake.storage_offset() or \
+        any(a != b for a, b, size in zip(value.stride(), fake.stride(), value.shape) if size != 1)
 
 
 def _returned_outputs(spec: JointSpec) -> list[int]:
@@ -238,13 +233,11 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
     num_outputs = spec.num_fw_outputs
     num_mutated = len(spec.mutated_inputs)
     returned = _returned_outputs(spec)
-    # Inputs written in place that require grad: their new values leave through a second
-    # Function (MutationFunction) and are copied into the inputs outside, where autograd records
-    # the copy as eager's in-place op.  Two nodes, as eager has two histories: a loss of the
-    # outputs alone never runs the mutated input's grad_fn (on a None gradient it can raise).
+    # Inputs written in place that require grad: their new values leave through a second Function
+    # (MutationFunction) and are copied into the inputs outside, recorded as eager's in-place op.  Two
+    # nodes, as eager has two histories: a loss of the outputs alone never runs the input's grad_fn.
     differentiable = [k for k in range(num_mutated) if spec.mutation_is_differentiable(k)]
-    is_mutation = [index >= num_outputs for index in spec.diff_outputs]
-    forward_tangents = frozenset(p for p, mutation in enumerate(is_mutation) if not mutation)
+    forward_tangents = frozenset(p for p, index in enumerate(spec.diff_outputs) if index < num_outputs)
 
     def reached_by(positions: frozenset[int]) -> set[int]:
         return {index for index, sources in zip(spec.grad_inputs, spec.grad_sources) if sources & positions}
@@ -259,7 +252,12 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
     position_of = {index: k for k, index in enumerate(returned)}
     position_of.update({num_outputs + k: len(returned) + j for j, k in enumerate(inline_mutations)})
     mutation_position = {num_outputs + k: position for position, k in enumerate(grad_mutations)}
-    mutation_tangents = frozenset(p for p, index in enumerate(spec.diff_outputs) if index - num_outputs in grad_mutations)
+    mutation_tangents = frozenset(p for p, index in enumerate(spec.diff_outputs)
+                                  if index - num_outputs in grad_mutations)
+
+    def tangents_at(grad_outputs, position: dict) -> list:
+        """The tangents of `spec.diff_outputs` (a copy's gradient arrives through its original)."""
+        return [grad_outputs[position[index]] if index in position else None for index in spec.diff_outputs]
 
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
@@ -293,9 +291,7 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
 
         @staticmethod
         def backward(ctx, *grad_outputs):
-            tangents = [grad_outputs[position_of[index]] if index in position_of else None
-                        for index in spec.diff_outputs]  # (a copy's gradient arrives through its original)
-            return (None, *_run_backward(pair, ctx, tangents))
+            return (None, *_run_backward(pair, ctx, tangents_at(grad_outputs, position_of)))
 
         ember_pair = pair
 
@@ -303,15 +299,13 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
         def ember_traceable_backward(ctx, tracer, *grad_outputs):
             """The backward as ATen ops for compiled autograd's tracer: the gradients of the
             tensor inputs (the node's edges), in order."""
-            tangents = [grad_outputs[position_of[index]] if index in position_of else None
-                        for index in spec.diff_outputs]
-            grads = _traced_backward(pair, ctx, tangents, tracer)
+            grads = _traced_backward(pair, ctx, tangents_at(grad_outputs, position_of), tracer)
             return [grad for grad, tensor in zip(grads, ctx.ember_tensor_inputs) if tensor]
 
     class MutationFunction(torch.autograd.Function):
-        """The new values of inputs written in place, differentiable with respect to the inputs
-        they were computed from; their gradient comes from the same backward graph, given only
-        their tangents.  Inputs: the state CompiledFunction filled, then every input."""
+        """The new values of inputs written in place, differentiable with respect to what they were
+        computed from (the same backward graph, given only their tangents).  Inputs: CompiledFunction's
+        state, then every input."""
 
         @staticmethod
         def forward(ctx, state, *args):
@@ -323,13 +317,11 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
 
         @staticmethod
         def backward(ctx, *grad_outputs):
-            tangents = [grad_outputs[mutation_position[index]] if index in mutation_position else None
-                        for index in spec.diff_outputs]
-            return (None, *_run_backward(pair, ctx, tangents))
+            return (None, *_run_backward(pair, ctx, tangents_at(grad_outputs, mutation_position)))
 
     # Inputs no output reaches enter a Function detached: eager's graph has no edge to them (the
     # engine would run their grad_fn on a None gradient; hooks would fire).
-    unreached = [index for index in range(spec.num_primals) if index not in reached_by(forward_tangents)]
+    unreached = [index for index in range(spec.num_primals) if index not in reached_by_outputs]
     unreached_by_mutations = [index for index in range(spec.num_primals)
                               if index not in reached_by(mutation_tangents)]
 
@@ -356,11 +348,9 @@ def make_autograd_function(pair: CompiledPair) -> Callable:
 def _detached(args, indices: list[int]):
     if not any(isinstance(args[i], torch.Tensor) and args[i].requires_grad for i in indices):
         return args
-    inputs = list(args)
-    for index in indices:
-        if isinstance(args[index], torch.Tensor) and args[index].requires_grad:
-            inputs[index] = args[index].detach()
-    return inputs
+    indices = set(indices)
+    return [a.detach() if i in indices and isinstance(a, torch.Tensor) and a.requires_grad else a
+            for i, a in enumerate(args)]
 
 
 def _save(ctx, saved: list) -> None:
@@ -433,8 +423,7 @@ def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
     if len(given) < len(tangents):  # (as _run_backward: the graph of what the given tangents reach)
         returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
         graph = pair.pruned_graph(returned, frozenset(given))
-        placeholders = [node for node in graph.graph.nodes if node.op == "placeholder"]
-        reads = frozenset(k for k, node in enumerate(placeholders[:pair.num_saved]) if node.users)
+        reads = pair.saved_reads(graph)
     else:
         graph, reads = pair.backward_graph, None
     if ctx.saved_versions is not None:  # (the error eager raises, from the backward's own check)
@@ -476,17 +465,17 @@ class _SavedValues:
         return contextlib.nullcontext()
 
 
-def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int], given: frozenset[int]) -> torch.fx.Graph:
+def _without_missing_tangents(backward: torch.fx.GraphModule, returned: frozenset[int],
+                              given: frozenset[int]) -> torch.fx.GraphModule:
     """A copy of a backward graph where values that depend on missing tangents and on no given
     one are zeros (the backward is linear in its tangents), returning only the gradients at
     positions `returned`."""
     graph = torch.fx.Graph()
-    grads = graph.graph_copy(original, {})
+    grads = graph.graph_copy(backward.graph, {})
     graph.output(tuple(grad if position in returned else None for position, grad in enumerate(grads)))
     tangents = [n for n in graph.nodes if n.op == "placeholder" and n.name.startswith("tangents_")]
-    missing = {node for position, node in enumerate(tangents) if position not in given}
     reaches_given = {node for position, node in enumerate(tangents) if position in given}
-    only_missing = set(missing)
+    only_missing = {node for position, node in enumerate(tangents) if position not in given}
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
@@ -501,9 +490,8 @@ def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int]
             symbols.add_input(node, node.meta.get("val"))
     for node in list(graph.nodes):
         value = node.meta.get("val")
-        if node not in only_missing or not isinstance(value, torch.Tensor):
-            continue
-        if all(user in only_missing for user in node.users):
+        if node not in only_missing or not isinstance(value, torch.Tensor) or \
+                all(user in only_missing for user in node.users):
             continue
         with graph.inserting_before(node):
             shape = _size_nodes(symbols, value.shape)
@@ -526,7 +514,7 @@ def _without_missing_tangents(original: torch.fx.Graph, returned: frozenset[int]
         zeros.meta = {"val": value}
         node.replace_all_uses_with(zeros, delete_user_cb=lambda user: user not in only_missing and user is not zeros)
     graph.eliminate_dead_code()
-    return graph
+    return torch.fx.GraphModule(backward, graph, class_name="BackwardGraph")
 
 
 def _size_nodes(symbols: SymbolNodes, sizes) -> list | None:
@@ -609,9 +597,8 @@ def _made_with_grad_mode(results):
 
 
 def _assemble(spec: JointSpec, values: list, returned: list[int], args, made: dict | None = None) -> Any:
-    """The user's outputs: the graph's tensors, constants, copies, and views of inputs and of
-    other outputs (made here, on the real tensors, as eager made them; `made`: views of inputs
-    made before the write-back)."""
+    """The user's outputs: the graph's tensors, constants, copies, and views of inputs and other
+    outputs made on the real tensors as eager made them (`made`: views made before the write-back)."""
     flat: list = [None] * spec.num_fw_outputs
     for position, index in enumerate(returned):
         flat[index] = values[position]

@@ -1,19 +1,15 @@
 """Symbolic sizes in traced graphs (dynamic shapes).
 
-A graph traced over fakes with symbolic sizes (a ShapeEnv's `s0`, `s1`) passes those sizes to
-its ops: `view(x, [s0 * 2, -1])`.  In the FX graph each such SymInt is a node computed from the
-graph's inputs when it runs:
+A graph traced with symbolic sizes (a ShapeEnv's `s0`, `s1`) passes them to its ops; in the FX
+graph each such SymInt is a node computed from the inputs when it runs:
 
     sym_size = torch.ops.aten.sym_size.int(primals_1, 0)      # s0
     mul = operator.mul(sym_size, 2)                           # 2*s0
     view = torch.ops.aten.view.default(primals_1, [mul, -1])
 
-`SymbolNodes` records which input dimension (size, stride or storage offset) or SymInt input
-first holds each symbol, and builds the node of any expression over them (sums, products, floor
-division, modulo, max/min) on first use; the same expression is one node.
-
-`input_guards` turns what the trace assumed about the symbols (the ShapeEnv's guards) into one
-Python predicate over the inputs, so a compiled graph is only used for inputs it was made for.
+`SymbolNodes` records which input (a size, stride or storage offset, or a SymInt input) first holds
+each symbol and builds each expression over them once.  `input_guards` turns the ShapeEnv's guards
+into one predicate over the inputs: a compiled graph only runs for inputs it was made for.
 """
 from __future__ import annotations
 
@@ -71,12 +67,9 @@ class SymbolNodes:
             return False
 
     def node_of(self, value: torch.SymInt | torch.SymFloat) -> torch.fx.Node | int | float:
-        return self._build(value.node.expr)
+        return self.node_of_expr(value.node.expr)
 
-    def node_of_symbol(self, symbol: sympy.Symbol) -> torch.fx.Node | int:
-        return self._build(symbol)
-
-    def _build(self, expr: sympy.Expr) -> torch.fx.Node | int | float:
+    def node_of_expr(self, expr: sympy.Expr) -> torch.fx.Node | int | float:
         if expr.is_Integer:
             return int(expr)
         if expr.is_Float or expr.is_Rational:
@@ -93,18 +86,15 @@ class SymbolNodes:
             args = (node,) if dim is None else (node, dim)
             built = self.graph.call_function(op, args)
             built.meta["val"] = value
-        elif isinstance(expr, ToFloat):
-            operand = self._build(expr.args[0])
-            built = self.graph.call_function(torch.sym_float, (operand,))
-            built.meta["val"] = torch.sym_float(_value(operand))
-        elif _unary_of(expr) is not None:  # (|x|, sqrt(x), floor(x) of a number captured as a symbol)
-            function = _unary_of(expr)
-            operand = self._build(expr.args[0])
+        elif isinstance(expr, ToFloat) or _unary_of(expr) is not None:
+            # (|x|, sqrt(x), floor(x) of a number captured as a symbol)
+            function = torch.sym_float if isinstance(expr, ToFloat) else _unary_of(expr)
+            operand = self.node_of_expr(expr.args[0])
             built = self.graph.call_function(function, (operand,))
             built.meta["val"] = function(_value(operand))
         else:
             function = _function_of(expr)
-            operands = [self._build(arg) for arg in _operands(expr)]
+            operands = [self.node_of_expr(arg) for arg in _operands(expr)]
             built = functools.reduce(lambda a, b: self._apply(function, a, b), operands)
         self.nodes[key] = built
         return built

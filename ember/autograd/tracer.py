@@ -1,26 +1,22 @@
 """ember's ATen-level tracer: records every ATen op into an FX graph, functionalized as it goes.
 
-`AtenTracer` is a TorchDispatchMode that sits above FakeTensorMode.  Each ATen op that reaches
-it is run on fake tensors (for metadata) and recorded as a `call_function` node whose target is
-the OpOverload.  Three things happen on the way:
+`AtenTracer` is a TorchDispatchMode above FakeTensorMode: each ATen op is run on the fakes and
+recorded as a `call_function` node of its OpOverload, after three things:
 
-- decompositions: an op with an entry in the decomposition table is replaced by the entry's
-  Python body, whose own ATen ops are traced in turn (ember.decomp);
-- functionalization: an in-place op (`add_`, `copy_`, `index_put_`, ...) is recorded as its
-  functional form, and the tensor it wrote to gets the new value.  If that tensor is a view,
-  the write travels up the chain of views to the base with `*_scatter` ops (or by viewing the
-  new value back), and every other view of that base is re-derived from the new base the next
-  time it is used.  The graph therefore has no mutations and no aliasing;
-- provenance: each node carries the user's source line of the op (from the captured graph).
+- decompositions: an op in the decomposition table is replaced by its Python body, traced in turn;
+- functionalization: an in-place op is recorded as its functional form and its target takes the
+  new value.  A write to a view travels up to the base with `*_scatter` ops, and other views of
+  that base are re-derived from it at their next use: the graph has no mutations and no aliasing;
+- provenance: each node carries the user's source line (from the captured graph).
 
-Inputs are placeholders.  At the end, a traced input whose value changed (a mutated input, e.g.
-BatchNorm running stats) is reported with its final node so the caller can write it back.
+An input whose value changed (BatchNorm's running stats) is reported with its final node.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import operator
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.fx
@@ -46,11 +42,8 @@ _FRESH_ALIASES = {aten.lift_fresh.default}
 # Ops that only answer metadata questions: nothing to record.
 _METADATA_OPS = {
     torch.ops.prim.device.default, aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default,
-    aten.sym_storage_offset.default,
-    aten.is_same_size.default,
-    aten.is_contiguous.default,
-    aten.is_contiguous.memory_format,
-    aten.is_non_overlapping_and_dense.default,
+    aten.sym_storage_offset.default, aten.is_same_size.default, aten.is_contiguous.default,
+    aten.is_contiguous.memory_format, aten.is_non_overlapping_and_dense.default,
 }
 
 
@@ -85,10 +78,8 @@ def _functional_variant(func) -> Any:
     """aten.add_.Tensor -> aten.add.Tensor (the out-of-place op with the same overload)."""
     if func in _FUNCTIONAL_OVERRIDES:
         return _FUNCTIONAL_OVERRIDES[func]
-    packet_name = func._schema.name.split("::")[1]
-    if not packet_name.endswith("_"):
-        return None
-    packet = getattr(aten, packet_name[:-1], None)
+    packet_name = _op_name(func)
+    packet = getattr(aten, packet_name[:-1], None) if packet_name.endswith("_") else None
     if packet is None:
         return None
     wanted = _signature(func._schema)
@@ -115,8 +106,8 @@ def _cuda_computes_in_output_dtype(func, args, kwargs) -> bool:
     if target.device.type != "cuda" or target.is_floating_point() or target.is_complex():
         return False
     if func is aten.clamp_.Tensor:  # (one bound: eager's maximum/minimum kernel; both: its clamp kernel)
-        bounds = [kwargs.get("min", args[1] if len(args) > 1 else None), kwargs.get("max", args[2] if len(args) > 2
-                                                                                  else None)]
+        bounds = [kwargs.get("min", args[1] if len(args) > 1 else None),
+                  kwargs.get("max", args[2] if len(args) > 2 else None)]
         if sum(b is not None for b in bounds) != 1:
             return False
     else:
@@ -128,14 +119,27 @@ def _signature(schema) -> tuple:
     return tuple((a.name, str(a.type), a.kwarg_only) for a in schema.arguments)
 
 
+def _op_name(func) -> str:
+    """aten.add_.Tensor -> "add_"."""
+    return func._schema.name.split("::")[1]
+
+
+def _bound(func, args, kwargs) -> dict:
+    """The op's arguments by schema name."""
+    return {**dict(zip([a.name for a in func._schema.arguments], args)), **kwargs}
+
+
+def _written(func) -> list[str]:
+    """Names of the arguments the op writes."""
+    return [a.name for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+
+
 class AtenTracer(TorchDispatchMode):
-    def __init__(self, graph: torch.fx.Graph, fake_mode: FakeTensorMode, decompositions: dict | None = None,
-                 functionalize: bool = True) -> None:
+    def __init__(self, graph: torch.fx.Graph, fake_mode: FakeTensorMode, decompositions: dict | None = None) -> None:
         super().__init__()
         self.graph = graph
         self.fake_mode = fake_mode
         self.decompositions = decompositions or {}
-        self.functionalize = functionalize
         self.nodes: dict[int, torch.fx.Node] = {}
         self.views: dict[int, ViewInfo] = {}
         self.version: dict[int, int] = {}  # id(root) -> number of writes so far
@@ -152,6 +156,15 @@ class AtenTracer(TorchDispatchMode):
         self.sym_nodes: dict[int, torch.fx.Node] = {}  # data-dependent scalars -> the op that made them
         self.symbols = SymbolNodes(graph)  # symbolic input sizes -> nodes computing them
 
+    @contextlib.contextmanager
+    def paused(self):
+        """Ops run on the fakes only, recorded nowhere."""
+        recording, self.recording = self.recording, False
+        try:
+            yield
+        finally:
+            self.recording = recording
+
     # -- values ------------------------------------------------------------------------------------
     def add_input(self, name: str, tensor: torch.Tensor) -> torch.fx.Node:
         node = self.graph.placeholder(name)
@@ -164,8 +177,10 @@ class AtenTracer(TorchDispatchMode):
     def _bind(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
         self.nodes[id(tensor)] = node
         self.keepalive.append(tensor)
-        root = self.root(tensor)
-        self.seen_version[id(tensor)] = self.version.get(id(root), 0)
+        self.seen_version[id(tensor)] = self._root_version(tensor)
+
+    def _root_version(self, tensor: torch.Tensor) -> int:
+        return self.version.get(id(self.root(tensor)), 0)
 
     def root(self, tensor: torch.Tensor) -> torch.Tensor:
         while id(tensor) in self.views:
@@ -178,10 +193,8 @@ class AtenTracer(TorchDispatchMode):
                 return self._constant(tensor)
             raise TracingError(f"a tensor that is neither an input nor made by a traced op "
                                f"({tuple(tensor.shape)}, {tensor.dtype}){self._where()}")
-        if id(tensor) in self.views:
-            root = self.root(tensor)
-            if self.seen_version.get(id(tensor)) != self.version.get(id(root), 0):
-                self._regenerate(tensor)
+        if id(tensor) in self.views and self.seen_version.get(id(tensor)) != self._root_version(tensor):
+            self._regenerate(tensor)
         return self.nodes[id(tensor)]
 
     def _constant(self, tensor: torch.Tensor) -> torch.fx.Node:
@@ -192,10 +205,8 @@ class AtenTracer(TorchDispatchMode):
             raise TracingError(f"tensor constant {tuple(tensor.shape)} needs a graph module to live in")
         owner.register_buffer(name, tensor)
         node = self.graph.get_attr(name)
-        fake = self.fake_mode.from_tensor(tensor)
-        node.meta["val"] = fake
-        self.nodes[id(tensor)] = node
-        self.keepalive.append(tensor)
+        node.meta["val"] = self.fake_mode.from_tensor(tensor)
+        self._bind(tensor, node)
         return node
 
     def _regenerate(self, view: torch.Tensor) -> None:
@@ -208,10 +219,13 @@ class AtenTracer(TorchDispatchMode):
                 args = self._as_strided_on_new_value(info, parent_node, scatter=False)
             node = self._record(info.func, (parent_node, *args), info.kwargs, view)
         else:  # one piece of a split or unbind: the slice or select that makes just that piece
-            func, args = _single_piece(info, view)
-            node = self._record(func, (parent_node, *args), {}, view)
+            name = _op_name(info.func)
+            if name not in ("split", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes", "unbind"):
+                raise TracingError(f"re-deriving a piece of {name} after a write")
+            select, args = _piece(info, view)
+            node = self._record(aten.select.int if select else aten.slice.Tensor, (parent_node, *args), {}, view)
         self.nodes[id(view)] = node
-        self.seen_version[id(view)] = self.version.get(id(self.root(view)), 0)
+        self.seen_version[id(view)] = self._root_version(view)
 
     def _map_args(self, value: Any) -> Any:
         value = pytree.tree_map_only(torch.Tensor, self.node_of, value)
@@ -240,8 +254,7 @@ class AtenTracer(TorchDispatchMode):
     def _record(self, func, node_args: tuple, node_kwargs: dict, result: Any) -> torch.fx.Node:
         # Raw symbolic sizes (a replayed view's args, an expand to a target's shape) become nodes.
         symbolic = (torch.SymInt, torch.SymFloat, torch.SymBool)
-        node_args = pytree.tree_map_only(symbolic, self.sym_node_of, node_args)
-        node_kwargs = pytree.tree_map_only(symbolic, self.sym_node_of, node_kwargs)
+        node_args, node_kwargs = pytree.tree_map_only(symbolic, self.sym_node_of, (node_args, node_kwargs))
         node = self.graph.call_function(func, node_args, node_kwargs)
         node.meta["val"] = result
         for key in ("stack_trace", "source_fn", "ember_recompute"):
@@ -265,10 +278,10 @@ class AtenTracer(TorchDispatchMode):
                 result = decomposition(*args, **kwargs)
             if result is not NotImplemented:
                 return self._as_eager_returns(func, args, kwargs, result)
-        if self.functionalize and schema.is_mutable:
+        if schema.is_mutable:
             return self._mutation(func, args, kwargs)
         node_args = None
-        if func is aten.as_strided.default and self.functionalize:
+        if func is aten.as_strided.default:
             args, kwargs = self._as_strided_of_root(args, kwargs)
             node_args = self._as_strided_of_written(args, kwargs)
         result = symbolic_result(func, args, kwargs)
@@ -282,19 +295,20 @@ class AtenTracer(TorchDispatchMode):
         """as_strided indexes storage, not elements: of a view, it is recorded as an as_strided
         of the view's root at the absolute offset (the view's node may hold a fresh value after a
         write through it, and the gradient must reach every element of the root it reads)."""
-        bound = _bind_as_strided(args, kwargs)
+        bound = _bound(aten.as_strided.default, args, kwargs)
         view = bound["self"]
         if id(view) not in self.views:
             return args, kwargs
         root = self.root(view)
         offset = bound.get("storage_offset")
-        if view.requires_grad and torch.is_grad_enabled() and not _reads_within(
-                view, bound["size"], bound["stride"], view.storage_offset() if offset is None else offset):
+        at = view.storage_offset() if offset is None else offset
+        differentiable = view.requires_grad and torch.is_grad_enabled()
+        if differentiable and not _reads_within(view, bound["size"], bound["stride"], at):
             # Eager's gradient reaches the view's own elements, or every element read once the
             # base was written in place: which one is not known here.
             raise TracingError(f"as_strided of a view, reading memory outside the view, that requires grad"
                                f"{self._where()}")
-        if view.requires_grad and torch.is_grad_enabled() and (elements_share_memory(root) or elements_share_memory(view)):
+        if differentiable and (elements_share_memory(root) or elements_share_memory(view)):
             # its gradient is split among the view's readers of a location in eager (test_as_strided_views.py)
             raise TracingError(f"as_strided of a view sharing memory, that requires grad{self._where()}")
         if any(root is tensor for tensor, _ in self.inputs):
@@ -302,13 +316,13 @@ class AtenTracer(TorchDispatchMode):
                 return (root, bound["size"], bound["stride"]), {}  # relative to the input's offset at the call
             # (no guard checks an input's storage offset: an absolute offset may not be eager's)
             raise TracingError(f"as_strided of a view of an input at another storage offset{self._where()}")
-        return (root, bound["size"], bound["stride"], view.storage_offset() if offset is None else offset), {}
+        return (root, bound["size"], bound["stride"], at), {}
 
     def _as_strided_of_written(self, args, kwargs) -> tuple | None:
         """The graph's arguments for as_strided of a tensor written earlier in the graph (whose
         node is now its new value, memory of its own): the offset counted from that memory's
         start (see _as_strided_on_new_value).  None: not written, the arguments as they are."""
-        bound = _bind_as_strided(args, kwargs)
+        bound = _bound(aten.as_strided.default, args, kwargs)
         base = bound["self"]
         if id(base) in self.views or self.version.get(id(base), 0) == 0:
             return None
@@ -339,20 +353,13 @@ class AtenTracer(TorchDispatchMode):
     def _with_layout_of(self, value, want, inputs: set):
         if not isinstance(value, torch.Tensor) or not isinstance(want, torch.Tensor):
             return value
-        symbolic = _has_symbols(value) or _has_symbols(want)
-        if symbolic:
-            # (compared as expressions: comparing SymInts would guard them)
-            if value.dtype != want.dtype or [expr(a) for a in value.shape] != [expr(b) for b in want.shape]:
-                return value
-            same = all(expr(a) == expr(b) for a, b, n in zip(value.stride(), want.stride(), want.shape)
-                       if expr(n) != 1)
-        else:
-            if value.shape != want.shape or value.dtype != want.dtype:
-                return value
-            same = value.numel() == 0 or all(a == b for a, b, n in zip(value.stride(), want.stride(), want.shape)
-                                             if n != 1)
-        aliased = storage_key(value) in inputs  # eager's kernel returns memory of its own
-        if same and not aliased:
+        # (sizes compared as expressions: comparing SymInts would guard them)
+        if value.dtype != want.dtype or [expr(a) for a in value.shape] != [expr(b) for b in want.shape]:
+            return value
+        empty = not (_has_symbols(value) or _has_symbols(want)) and value.numel() == 0
+        same = empty or all(expr(a) == expr(b) for a, b, n in zip(value.stride(), want.stride(), want.shape)
+                            if expr(n) != 1)
+        if same and storage_key(value) not in inputs:  # (eager's kernel returns memory of its own)
             return value
         order = _dense_order(want)
         if order is None:
@@ -365,34 +372,33 @@ class AtenTracer(TorchDispatchMode):
             self.sym_nodes[_sym_key(result)] = node
             self.keepalive.append(result)
             return
-        is_view = self.functionalize and func.is_view and func not in _FRESH_ALIASES
+        is_view = func.is_view and func not in _FRESH_ALIASES
         parent = args[0] if is_view and args and isinstance(args[0], torch.Tensor) else None
-        if isinstance(result, torch.Tensor):
-            pieces = [(result, node, None)]
-        elif isinstance(result, (tuple, list)):
-            pieces = []
-            for index, item in enumerate(result):
-                if isinstance(item, torch.Tensor):
-                    item_node = self.graph.call_function(operator.getitem, (node, index))
-                    item_node.meta["val"] = item
-                    pieces.append((item, item_node, index))
-        else:
-            return
-        for tensor, tensor_node, index in pieces:
+        for tensor, tensor_node, index in self._pieces(result, node):
             self._bind(tensor, tensor_node)
             if parent is not None:
                 self.views[id(tensor)] = ViewInfo(parent, func, tuple(args[1:]), dict(kwargs), index)
-                self.seen_version[id(tensor)] = self.version.get(id(self.root(tensor)), 0)
+                self.seen_version[id(tensor)] = self._root_version(tensor)
                 self.created_version[id(tensor)] = self.seen_version[id(tensor)]
+
+    def _pieces(self, result, node: torch.fx.Node, skip=()) -> list:
+        """(tensor, its node, index) for a tensor result, or for each tensor item of a tuple result
+        (not in `skip`; a getitem node each)."""
+        if isinstance(result, torch.Tensor):
+            return [(result, node, None)]
+        if not isinstance(result, (tuple, list)):
+            return []
+        return [(item, self._getitem(node, index, item), index) for index, item in enumerate(result)
+                if isinstance(item, torch.Tensor) and not any(item is t for t in skip)]
+
+    def _getitem(self, node: torch.fx.Node, index: int, value) -> torch.fx.Node:
+        item = self.graph.call_function(operator.getitem, (node, index))
+        item.meta["val"] = value
+        return item
 
     # -- functionalization ------------------------------------------------------------------------
     def _mutation(self, func, args, kwargs):
-        schema = func._schema
-        written = [
-            (position, argument.name)
-            for position, argument in enumerate(schema.arguments)
-            if argument.alias_info is not None and argument.alias_info.is_write
-        ]
+        written = _written(func)
         if torch.Tag.inplace_view in func.tags:
             return self._metadata_mutation(func, args, kwargs)
         if _cuda_computes_in_output_dtype(func, args, kwargs):
@@ -408,7 +414,7 @@ class AtenTracer(TorchDispatchMode):
             with self:
                 return func(*[cast(a) for a in args], **{k: cast(v) for k, v in kwargs.items()})
         functional = _functional_variant(func)
-        if functional is None or len(written) != 1 or written[0][0] != 0:
+        if functional is None or len(written) != 1 or written[0] != func._schema.arguments[0].name:
             return self._opaque_mutation(func, args, kwargs, written)
         target = args[0]
         empty = isinstance(target, torch.Tensor) and not isinstance(target.numel(), torch.SymInt) and \
@@ -424,8 +430,7 @@ class AtenTracer(TorchDispatchMode):
             # reads the old values
             raise TracingError(f"{func}: a write into a view whose elements share memory{self._where()}")
         args = _fill_defaults(func, args, kwargs)
-        node_args = self._map_args(args)
-        node_kwargs = self._map_args(kwargs)
+        node_args, node_kwargs = self._map_args(args), self._map_args(kwargs)
         # Metadata of the new value: the functional op on the fakes (this mode is off in here).
         new_value = functional(*args, **kwargs)
         value_node = self._record(functional, node_args, node_kwargs, new_value)
@@ -450,10 +455,8 @@ class AtenTracer(TorchDispatchMode):
 
     def _check_overlap(self, func, args, kwargs) -> None:
         """Eager refuses some writes into memory the op also reads; the fakes do not check."""
-        written = [a.name for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-        bound = dict(zip([a.name for a in func._schema.arguments], args))
-        bound.update(kwargs)
-        targets = [t for name in written for t in pytree.tree_leaves(bound.get(name))
+        bound = _bound(func, args, kwargs)
+        targets = [t for name in _written(func) for t in pytree.tree_leaves(bound.get(name))
                    if isinstance(t, torch.Tensor)]
         refused = eager_overlap_error(func, args, kwargs, targets)
         if refused is not None:
@@ -471,41 +474,27 @@ class AtenTracer(TorchDispatchMode):
         self._check_cast(value, target)
         return self._record(aten._to_copy.default, (value_node,), {"dtype": target.dtype}, value.to(target.dtype))
 
-    def _opaque_mutation(self, func, args, kwargs, written):
+    def _opaque_mutation(self, func, args, kwargs, names: list[str]):
         """A mutating op with no functional form: one call on fresh copies of what it writes."""
-        names = [name for _, name in written]
-        bound = dict(zip([a.name for a in func._schema.arguments], args))
-        bound.update(kwargs)
+        bound = _bound(func, args, kwargs)
         targets = [bound.get(name) for name in names]
         if any(t is not None and not isinstance(t, torch.Tensor) for t in targets):
             raise TracingError(f"{func} writes to a list of tensors{self._where()}")
-        wrapper = FunctionalizedOp(func, tuple(names))
-        node_args = self._map_args(args)
-        node_kwargs = self._map_args(kwargs)
+        node_args, node_kwargs = self._map_args(args), self._map_args(kwargs)
         result = func(*args, **kwargs)  # the fakes follow the writes
-        node = self._record(wrapper, node_args, node_kwargs, (result, *targets))
+        node = self._record(FunctionalizedOp(func, tuple(names)), node_args, node_kwargs, (result, *targets))
         if str(func) not in self.fallback_ops:
             logs.get("fallbacks").debug("%s has no functional form: one call on copies of %s%s",
                                         func, ", ".join(names), self._where())
         self.fallback_ops.add(str(func))
-        result_node = self.graph.call_function(operator.getitem, (node, 0))
-        result_node.meta["val"] = result
+        result_node = self._getitem(node, 0, result)
         for index, target in enumerate(targets):
-            if target is None:
-                continue
-            value_node = self.graph.call_function(operator.getitem, (node, index + 1))
-            value_node.meta["val"] = target
-            self.write(target, value_node)
+            if target is not None:
+                self.write(target, self._getitem(node, index + 1, target))
         if isinstance(result, torch.Tensor) and any(result is t for t in targets):
             return result  # returns its (written) argument: already bound by write()
-        if isinstance(result, torch.Tensor):
-            self._bind(result, result_node)
-        elif isinstance(result, (tuple, list)):
-            for index, item in enumerate(result):
-                if isinstance(item, torch.Tensor) and not any(item is t for t in targets):
-                    item_node = self.graph.call_function(operator.getitem, (result_node, index))
-                    item_node.meta["val"] = item
-                    self._bind(item, item_node)
+        for tensor, tensor_node, _ in self._pieces(result, result_node, skip=targets):
+            self._bind(tensor, tensor_node)
         return result
 
     def _metadata_mutation(self, func, args, kwargs):
@@ -515,18 +504,14 @@ class AtenTracer(TorchDispatchMode):
         functional = _functional_variant(func)
         if functional is None:
             raise TracingError(f"{func} has no functional form ember knows{self._where()}")
-        node_args = self._map_args(args)
-        node = self._record(functional, node_args, self._map_args(kwargs), None)
+        node = self._record(functional, self._map_args(args), self._map_args(kwargs), None)
         # The fake itself changes shape below: every node whose value it is keeps a snapshot.
-        snapshot = None
+        snapshot = _like(target)
         for earlier in self.graph.nodes:
             if earlier.meta.get("val") is target:
-                snapshot = snapshot if snapshot is not None else torch.empty_strided(
-                    target.shape, target.stride(), dtype=target.dtype, device=target.device)
                 earlier.meta["val"] = snapshot
         result = func(*args, **kwargs)
-        node.meta["val"] = torch.empty_strided(target.shape, target.stride(), dtype=target.dtype,
-                                               device=target.device)
+        node.meta["val"] = _like(target)
         self.nodes[id(target)] = node
         return result
 
@@ -546,28 +531,20 @@ class AtenTracer(TorchDispatchMode):
             self.written_with_grad.add(root_id)
         self.version[root_id] = self.version.get(root_id, 0) + 1
         # target itself reflects the latest value
-        self.seen_version[id(target)] = self.version[root_id]
-        self.seen_version[id(tensor)] = self.version[root_id]
+        self.seen_version[id(target)] = self.seen_version[root_id] = self.version[root_id]
         if target is not tensor:
             self.nodes[id(target)] = value_node
 
     def _scatter_into_parent(self, info: ViewInfo, value: torch.fx.Node, view: torch.Tensor) -> torch.fx.Node:
-        parent = info.parent
+        parent, func, args = info.parent, info.func, info.args
         parent_node = self.node_of(parent)
-        func = info.func
-        name = func._schema.name.split("::")[1]
-        args = info.args
-        meta_parent = parent
+        name = _op_name(func)
 
         def record(op, op_args):
-            return self._record(op, op_args, {}, meta_parent)
+            return self._record(op, op_args, {}, parent)
 
-        if name == "slice":
-            dim = args[0] if len(args) > 0 else 0
-            start = args[1] if len(args) > 1 else None
-            end = args[2] if len(args) > 2 else None
-            step = args[3] if len(args) > 3 else 1
-            return record(aten.slice_scatter.default, (parent_node, value, dim, start, end, step))
+        if name == "slice":  # (dim, start, end, step), defaults filled in
+            return record(aten.slice_scatter.default, (parent_node, value, *args, *(0, None, None, 1)[len(args):]))
         if name == "select":
             return record(aten.select_scatter.default, (parent_node, value, args[0], args[1]))
         if name == "diagonal":
@@ -578,18 +555,18 @@ class AtenTracer(TorchDispatchMode):
                 return value
             return record(aten.view.default, (value, list(parent.shape)))
         if name in ("permute", "transpose", "t", "swapaxes", "movedim", "swapdims"):
-            inverse = _inverse_permutation(view, parent, func, args)
+            inverse = _inverse_permutation(parent, func, args)
             return record(aten.permute.default, (value, inverse))
         if name in ("split", "split_with_sizes", "chunk", "unbind", "narrow"):
-            return self._scatter_split(info, value, parent_node, view)
-        if name in ("as_strided", "expand", "unfold"):
-            if name == "as_strided":
-                size, stride = args[0], args[1]
-                if elements_share_memory(view):  # (as_strided_scatter would write an element twice)
-                    raise TracingError(f"writing through an as_strided view whose elements share memory "
-                                       f"is not supported{self._where()}")
-                _, _, offset = self._as_strided_on_new_value(info, parent_node, scatter=True)
-                return record(aten.as_strided_scatter.default, (parent_node, value, size, stride, offset))
+            select, piece = _piece(info, view)
+            return record(aten.select_scatter.default if select else aten.slice_scatter.default,
+                          (parent_node, value, *piece))
+        if name == "as_strided":
+            if elements_share_memory(view):  # (as_strided_scatter would write an element twice)
+                raise TracingError(f"writing through an as_strided view whose elements share memory "
+                                   f"is not supported{self._where()}")
+            _, _, offset = self._as_strided_on_new_value(info, parent_node, scatter=True)
+            return record(aten.as_strided_scatter.default, (parent_node, value, args[0], args[1], offset))
         raise TracingError(f"writing through a {name} view is not supported{self._where()}")
 
     def _as_strided_on_new_value(self, info: ViewInfo, parent_node: torch.fx.Node, scatter: bool) -> tuple:
@@ -601,17 +578,15 @@ class AtenTracer(TorchDispatchMode):
         parent = info.parent
         size, stride = info.args[0], info.args[1]
         offset = info.args[2] if len(info.args) > 2 and info.args[2] is not None else parent.storage_offset()
-        new_value = parent_node.meta.get("val")
-        if parent_node.op == "placeholder" and not scatter:
-            return size, stride, offset  # the input itself: its storage, as eager's
-        if parent_node.op == "placeholder":
+        if parent_node.op == "placeholder":  # the input itself: its storage, as eager's
             # as_strided_scatter writes a clone of the input at its offset: the input's storage
             # positions only for a dense input, and only where it writes the input's elements
-            if _has_symbols(parent) or not isinstance(offset, int) or _dense_order(parent) is None or \
-                    not _reads_within(parent, size, stride, offset):
+            if scatter and (_has_symbols(parent) or not isinstance(offset, int) or _dense_order(parent) is None or
+                            not _reads_within(parent, size, stride, offset)):
                 raise TracingError(f"a write through an as_strided view of an input that reaches memory outside "
                                    f"the input, or of an input that is not dense{self._where()}")
             return size, stride, offset
+        new_value = parent_node.meta.get("val")
         if not isinstance(new_value, torch.Tensor) or _has_symbols(parent) or _has_symbols(new_value) or \
                 not isinstance(offset, int):
             raise TracingError(f"an as_strided view used after a write to its base, at symbolic geometry"
@@ -627,64 +602,38 @@ class AtenTracer(TorchDispatchMode):
                                f"new value may have another layout, used after a write to that base{self._where()}")
         return size, stride, offset - parent.storage_offset()
 
-    def _scatter_split(self, info, value, parent_node, view) -> torch.fx.Node:
-        parent = info.parent
-        func_name = info.func._schema.name.split("::")[1]
-        if func_name == "unbind":
-            dim = info.args[0] if info.args else 0
-            return self._record(aten.select_scatter.default, (parent_node, value, dim, info.index), {}, parent)
-        dim, start, end = _piece_bounds(info, view, 0 if func_name == "narrow" else 1)
-        return self._record(aten.slice_scatter.default, (parent_node, value, dim, start, end, 1), {}, parent)
-
     # -- results --------------------------------------------------------------------------------------
     def mutated_inputs(self) -> list[tuple[int, torch.fx.Node]]:
         """(input index, node of its final value) for each input written during tracing."""
-        changed = []
-        for tensor, node in self.inputs:
-            if self.version.get(id(tensor), 0) > 0:
-                changed.append((int(node.name.rsplit("_", 1)[-1]) - 1 if node.name.startswith("primals_")
-                                else self.inputs.index((tensor, node)), self.node_of(tensor)))
-        return changed
+        return [(int(node.name.rsplit("_", 1)[-1]) - 1 if node.name.startswith("primals_") else position,
+                 self.node_of(tensor))
+                for position, (tensor, node) in enumerate(self.inputs) if self.version.get(id(tensor), 0) > 0]
 
 
-def _single_piece(info: ViewInfo, view: torch.Tensor) -> tuple[Any, tuple]:
-    """The single-output view op giving piece `info.index` of a split/unbind of `info.parent`."""
-    name = info.func._schema.name.split("::")[1]
-    if name == "unbind":
-        dim = info.args[0] if info.args else 0
-        return aten.select.int, (dim, info.index)
-    if name not in ("split", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes"):
-        raise TracingError(f"re-deriving a piece of {name} after a write")
-    dim, start, end = _piece_bounds(info, view, 1)
-    return aten.slice.Tensor, (dim, start, end, 1)
+def _like(tensor: torch.Tensor) -> torch.Tensor:
+    return torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device=tensor.device)
 
 
-def _piece_bounds(info: ViewInfo, view: torch.Tensor, dim_position: int) -> tuple[int, int, int]:
-    """(dim, start, end): `view` as a slice of `info.parent` along the dim at `info.args[dim_position]`."""
+def _piece(info: ViewInfo, view: torch.Tensor) -> tuple[bool, tuple]:
+    """`view` as one piece of `info.parent` (of unbind, a split or narrow): (True, select's
+    (dim, index)) or (False, slice's (dim, start, end, 1))."""
+    if _op_name(info.func) == "unbind":
+        return True, (info.args[0] if info.args else 0, info.index)
     parent = info.parent
+    dim_position = 0 if _op_name(info.func) == "narrow" else 1
     dim = (info.args[dim_position] if len(info.args) > dim_position else 0) % parent.dim()
     start = (view.storage_offset() - parent.storage_offset()) // max(parent.stride(dim), 1)
-    return dim, start, start + view.shape[dim]
+    return False, (dim, start, start + view.shape[dim], 1)
 
 
 def _data_dependent_sizes(args) -> bool:
     """Does some tensor argument have a size that depends on data (an unbacked symbol, even one
     the ShapeEnv has since fixed)?  Such ops run as ATen calls: a decomposition would drop the
     checks of eager's kernel."""
-    for value in args:
-        if isinstance(value, torch.Tensor):
-            for size in value.shape:
-                if isinstance(size, torch.SymInt):
-                    raw = getattr(size.node, "_expr", size.node.expr)
-                    if any(s.name.startswith(("u", "zuf")) for s in getattr(raw, "free_symbols", ())):
-                        return True
-    return False
-
-
-def _bind_as_strided(args, kwargs) -> dict:
-    bound = dict(zip(("self", "size", "stride", "storage_offset"), args))
-    bound.update(kwargs)
-    return bound
+    return any(any(s.name.startswith(("u", "zuf"))
+                   for s in getattr(getattr(size.node, "_expr", size.node.expr), "free_symbols", ()))
+               for value in args if isinstance(value, torch.Tensor)
+               for size in value.shape if isinstance(size, torch.SymInt))
 
 
 def _sym_key(value) -> Any:
@@ -693,9 +642,8 @@ def _sym_key(value) -> Any:
 
 
 class FunctionalizedOp:
-    """Calls a mutating ATen op on copies of the tensors it writes; returns (result, *new values).
-
-    From the graph's point of view this is a pure function, so no pass ever sees a mutation."""
+    """Calls a mutating ATen op on copies of the tensors it writes; returns (result, *new values):
+    to the graph a pure function, so no pass ever sees a mutation."""
 
     def __init__(self, op, written: tuple[str, ...]) -> None:
         self.op = op
@@ -709,17 +657,14 @@ class FunctionalizedOp:
         copies = []
         for name in self.written:
             if name in kwargs:
-                value = kwargs[name]
-                kwargs[name] = value.clone() if value is not None else None
+                kwargs[name] = kwargs[name].clone() if kwargs[name] is not None else None
                 copies.append(kwargs[name])
             else:
                 position = names.index(name)
-                value = args[position] if position < len(args) else None
-                if value is not None:
-                    args[position] = value.clone()
+                if position < len(args) and args[position] is not None:
+                    args[position] = args[position].clone()
                 copies.append(args[position] if position < len(args) else None)
-        result = self.op(*args, **kwargs)
-        return (result, *copies)
+        return (self.op(*args, **kwargs), *copies)
 
     def __repr__(self) -> str:
         return self.__name__
@@ -729,52 +674,24 @@ def _fill_defaults(func, args: tuple, kwargs: dict) -> tuple:
     """Positional arguments with the schema's defaults filled in (functional forms may lack them)."""
     filled = list(args)
     for argument in func._schema.arguments[len(args):]:
-        if argument.kwarg_only or argument.name in kwargs:
-            break
-        if not argument.has_default_value():
+        if argument.kwarg_only or argument.name in kwargs or not argument.has_default_value():
             break
         filled.append(argument.default_value)
     return tuple(filled)
 
 
-def _inverse_permutation(view, parent, func, args) -> list[int]:
-    name = func._schema.name.split("::")[1]
+def _inverse_permutation(parent, func, args) -> list[int]:
+    name = _op_name(func)
     rank = parent.dim()
+    order = list(range(rank))
     if name == "permute":
         order = [d % rank for d in args[0]]
     elif name in ("transpose", "swapaxes", "swapdims"):
-        order = list(range(rank))
         a, b = args[0] % rank, args[1] % rank
         order[a], order[b] = order[b], order[a]
     elif name == "t":
-        order = list(range(rank))[::-1] if rank == 2 else list(range(rank))
+        order.reverse()  # (rank 2; below it, the identity)
     else:
         raise TracingError(f"writing through {name}")
     return inverse_permutation(order)
 
-
-def trace(fn: Callable, fake_args: list, decompositions: dict | None = None, names: list[str] | None = None,
-          functionalize: bool = True, meta_for_node: Callable | None = None):
-    """Trace `fn(*fake_args)` into an ATen FX graph; returns (GraphModule, tracer, outputs)."""
-    fake_mode = _fake_mode_of(fake_args)
-    graph = torch.fx.Graph()
-    module = torch.fx.GraphModule(torch.nn.Module(), graph)
-    graph.owning_module = module
-    tracer = AtenTracer(graph, fake_mode, decompositions, functionalize)
-    for index, arg in enumerate(fake_args):
-        name = names[index] if names else f"arg{index}"
-        if isinstance(arg, torch.Tensor):
-            tracer.add_input(name, arg)
-        else:
-            node = graph.placeholder(name)
-            node.meta["val"] = arg
-    with fake_mode, tracer:
-        outputs = fn(*fake_args)
-    return module, tracer, outputs
-
-
-def _fake_mode_of(values) -> FakeTensorMode:
-    for value in pytree.tree_leaves(values):
-        if isinstance(value, torch._subclasses.FakeTensor):
-            return value.fake_mode
-    return FakeTensorMode()

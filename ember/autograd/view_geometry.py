@@ -37,10 +37,13 @@ def dense_order(tensor: torch.Tensor) -> list[int] | None:
     contiguous layout), else None.  Symbolic sizes are ordered by their hints (the guards pin
     the inputs' strides, so the order is that of every allowed size) without guarding them."""
     sizes, strides = [hint(n) for n in tensor.shape], [hint(st) for st in tensor.stride()]
-    if None in sizes or None in strides:
-        return None
-    order = sorted(range(tensor.dim()), key=lambda d: (-strides[d], -sizes[d]))
-    return order if dense_in_order(sizes, strides, order) else None
+    return None if None in sizes or None in strides else dense_order_of(sizes, strides)
+
+
+def dense_order_of(sizes, strides) -> list[int] | None:
+    """`dense_order` of numeric sizes and strides."""
+    order = sorted(range(len(sizes)), key=lambda d: (-strides[d], -sizes[d]))
+    return order if dense_in_order(list(sizes), list(strides), order) else None
 
 
 def inverse_permutation(order) -> list[int]:

@@ -2,7 +2,7 @@
 
     "eager"      runs the captured FX graph as it is
     "aot_eager"  ember's ahead-of-time autograd, then the graphs as they are
-    "ember"      AOT autograd, then ember's loop IR, scheduler and C++ kernels (CPU)
+    "ember"      AOT autograd, then ember's loop IR, scheduler and C++ or Triton kernels
     "inductor"   torch's own compiler, only as a side-by-side reference (reference.py)
 
 `torch.compile(model, backend="ember")` runs the "ember" backend on Dynamo's graphs through the
@@ -14,22 +14,12 @@ from typing import Callable
 
 import torch
 
-from ..pipeline import aot_eager_backend
-from ..pipeline import ember_backend as pipeline_ember_backend
+from ..pipeline import aot_eager_backend as aot_eager
+from ..pipeline import ember_backend
 
 
 def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     return gm.forward
-
-
-def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """ember's tracing, functionalization, decompositions and min-cut partition; graphs run as they are."""
-    return aot_eager_backend(gm, example_inputs)
-
-
-def ember_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """ember end to end (pipeline.py's steps): AOT autograd, then loop IR, fusion and kernels."""
-    return pipeline_ember_backend(gm, example_inputs)
 
 
 def _inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

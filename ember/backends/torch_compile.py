@@ -1,16 +1,10 @@
-"""`torch.compile(model, backend="ember")`: ember as a backend of torch's own frontend.
+"""`torch.compile(model, backend="ember")`: ember as a backend of torch's own frontend (declared as
+a `torch_dynamo_backends` entry point in pyproject.toml): only ember's backend stages run.
 
-pyproject.toml declares `torch_dynamo_backends: ember = "ember.backends.torch_compile:ember"`, so
-torch.compile finds the name through its entry points.  By then TorchDynamo has captured the FX
-graph: only ember's backend stages run (AOT autograd, loop IR, scheduling, kernels), the same
-callable as ember.compile's "ember" backend, never ember's capture.
-
-Dynamo's graphs differ from ember's captures in one way that matters here: with dynamic shapes
-they take each size symbol as an input of its own (an int placeholder, `s0`), where ember's read
-sizes from the tensors.  A size symbol that is some input tensor's size becomes
-`aten.sym_size.int(tensor, dim)` inside the graph and the int input is dropped (ember's AOT layer
-compiles per input shape); a graph with an int input that is no tensor's size runs as Dynamo
-captured it (logged on EMBER_LOGS=fallbacks).
+With dynamic shapes Dynamo's graphs take each size symbol as an int input of its own, where
+ember's read sizes from the tensors: a symbol that is some input tensor's size becomes
+`aten.sym_size.int(tensor, dim)` and the int input is dropped; a graph with an int input that is
+no tensor's size runs as Dynamo captured it (logged on EMBER_LOGS=fallbacks).
 """
 from __future__ import annotations
 

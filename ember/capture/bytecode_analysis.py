@@ -1,11 +1,7 @@
-"""Facts about a code object that the interpreter and the resume machinery need.
-
-- `Instructions`: the decoded instruction list (no CACHE entries), with offset lookup;
-- `live_locals_at`: which local variables may still be read from an offset on (so a resume
-  function receives only what it needs);
-- `in_loop`: whether an offset lies inside a loop body;
-- `exception_entries`: CPython 3.11+ exception table (try/with blocks).
-"""
+"""Facts about a code object that the interpreter and the resume machinery need: its decoded
+instructions (`Instructions`, no CACHE entries), the locals still read from an offset on
+(`live_locals_at`: what a resume function receives), loop bodies (`in_loop`) and the exception
+table (`handler_for`: try/with blocks)."""
 from __future__ import annotations
 
 import dis
@@ -32,9 +28,6 @@ class Instructions:
     def __getitem__(self, index: int) -> dis.Instruction:
         return self.list[index]
 
-    def at(self, offset: int) -> dis.Instruction:
-        return self.list[self.index_of[offset]]
-
     def next_offset(self, offset: int) -> int:
         return self.list[self.index_of[offset] + 1].offset
 
@@ -42,10 +35,6 @@ class Instructions:
 @functools.lru_cache(maxsize=512)
 def instructions(code: types.CodeType) -> Instructions:
     return Instructions(code)
-
-
-def exception_entries(code: types.CodeType) -> list:
-    return list(dis.Bytecode(code).exception_entries)
 
 
 def handler_for(code: types.CodeType, offset: int):
@@ -58,7 +47,7 @@ def handler_for(code: types.CodeType, offset: int):
 
 @functools.lru_cache(maxsize=512)
 def _entries(code: types.CodeType) -> tuple:
-    return tuple(exception_entries(code))
+    return tuple(dis.Bytecode(code).exception_entries)
 
 
 def _successors(insts: Instructions, index: int) -> list[int]:
@@ -108,8 +97,7 @@ def _liveness(code: types.CodeType) -> list[frozenset]:
 
 
 def live_locals_at(code: types.CodeType, offset: int) -> frozenset:
-    insts = instructions(code)
-    return _liveness(code)[insts.index_of[offset]]
+    return _liveness(code)[instructions(code).index_of[offset]]
 
 
 @functools.lru_cache(maxsize=512)

@@ -22,7 +22,6 @@ import collections
 import dis
 import functools
 import itertools
-import keyword
 import math
 import sys
 import types
@@ -32,7 +31,7 @@ import torch
 
 from . import bytecode_analysis as analysis
 from .errors import SkipFrame, Unsupported
-from .source_text import keyword_arguments
+from .source_text import is_keyword_name, keyword_arguments
 from .sources import CLOSURE, GLOBALS, CellContentsSource, ClosureSource
 from .variables.base import BINARY_OPERATORS, ConstantVariable, VariableTracker
 from .variables.containers import (
@@ -54,7 +53,9 @@ from .variables.model_outputs import ModelOutputVariable
 from .variables.number_or_tensor import NumberOrTensorVariable
 from .variables.symbolic import SymNodeVariable
 from .variables.objects import ExceptionVariable, NewObjectVariable
-from .variables.tensor import TensorVariable
+from .variables.tensor import TensorMethodVariable, TensorVariable
+from .translator import MethodCallVariable
+from .scalars import replay
 
 
 class GlueCodegen:
@@ -97,8 +98,6 @@ class GlueCodegen:
         if isinstance(v, ConstantVariable):
             return self.literal(v.value)
         if isinstance(v, SymNodeVariable):  # (computed again from the frame's inputs)
-            from .scalars import replay
-
             return replay(self, v.node, v.value)
         if isinstance(v, NumberOrTensorVariable):  # min()/max() between a tensor and a number
             return v.glue(self, *(self.reconstruct(part) for part in v.parts))
@@ -181,9 +180,9 @@ class GlueCodegen:
             if type(manager).__name__ != "GradModeVariable" or manager.prior is None:
                 raise Unsupported(f"resuming inside a with-block of {manager}")
             return f"{self.ref(reenter_grad_mode)}({manager.prior}, {manager.target})"
-        if type(v).__name__ == "MethodCallVariable":
+        if isinstance(v, MethodCallVariable):
             return f"getattr({self.reconstruct(v.owner)}, {v.name!r})"
-        if type(v).__name__ == "TensorMethodVariable":
+        if isinstance(v, TensorMethodVariable):
             return f"getattr({self.reconstruct(v.tensor)}, {v.name!r})"
         if v.source is not None:
             return v.source.expr()
@@ -208,9 +207,7 @@ class GlueCodegen:
         raise Unsupported(f"cannot rebuild {v} after a graph break")
 
     def literal(self, value: Any) -> str:
-        if value is None or isinstance(value, (bool, int, str, bytes)) and type(value) in (bool, int, str, bytes):
-            return repr(value)
-        if type(value) is float and math.isfinite(value):
+        if value is None or type(value) in (bool, int, str, bytes) or type(value) is float and math.isfinite(value):
             return repr(value)
         return self.ref(value, "const")
 
@@ -278,15 +275,12 @@ class GlueCodegen:
 def reenter_grad_mode(prior: bool, target: bool):
     """The __exit__ of a grad-mode `with` block that a resume function continues inside."""
     torch._C._set_grad_enabled(prior)
-    manager = torch.set_grad_enabled(target)
-    return manager.__exit__
+    return torch.set_grad_enabled(target).__exit__
 
 
 def _is_simple(expr: str) -> bool:
-    return expr.isidentifier() or expr.startswith("__ember_out[") or _is_literal(expr)
-
-
-def _is_literal(expr: str) -> bool:
+    if expr.isidentifier() or expr.startswith("__ember_out["):
+        return True
     try:
         ast.literal_eval(expr)
         return True
@@ -314,6 +308,8 @@ _HELD_VALUES: list[tuple[type, Callable[[Any], Any]]] = [
     (CellVariable, lambda v: [v.contents]),
     (ExceptionVariable, lambda v: v.args),
     (ModelOutputVariable, lambda v: v.fields.values()),
+    (MethodCallVariable, lambda v: [v.owner]),
+    (TensorMethodVariable, lambda v: [v.tensor]),
 ]
 
 
@@ -321,10 +317,6 @@ def _held_values(v: Any) -> Any:
     for cls, held in _HELD_VALUES:
         if isinstance(v, cls):
             return held(v)
-    if type(v).__name__ == "MethodCallVariable":
-        return [v.owner]
-    if type(v).__name__ == "TensorMethodVariable":
-        return [v.tensor]
     return v.contained_values() if hasattr(v, "contained_values") else ()
 
 
@@ -374,7 +366,7 @@ def emit_side_effects(cg: GlueCodegen, effects, root_globals: dict, prepared: di
                 cg.emit(f"{target}.update(({items},))")
     for (owner, name, value) in effects.attr_writes.values():
         target = prepared[id(owner)]
-        if name.isidentifier() and not keyword.iskeyword(name):
+        if is_keyword_name(name):
             cg.emit(f"{target}.{name} = {cg.reconstruct(value)}")
         else:
             cg.emit(f"setattr({target}, {name!r}, {cg.reconstruct(value)})")
@@ -420,9 +412,7 @@ def _emit_call_ex(cg, tx, inst, stack):
     below, function, args = stack[len(stack) - 3 - has_kwargs:len(stack) - has_kwargs]
     rest = stack[:-3 - has_kwargs]
     result = cg.temp()
-    prefix = ""
-    if below is not None:
-        function, prefix = below, f"{function}, "
+    function, prefix = (below, f"{function}, ") if below is not None else (function, "")
     extra = f", **{kwargs}" if kwargs else ""
     cg.emit(f"{result} = __ember_wrap({function})({prefix}*{args}{extra})")
     return [Branch(None, _next(tx, inst), [*rest, result])]

@@ -65,10 +65,7 @@ class CacheEntry:
     guard: Callable[..., bool]
     run: Callable[..., Any]
     guard_source: str
-    glue_source: str
     guard_set: Any
-    graph_module: torch.fx.GraphModule | None
-    breaks: list[GraphBreak]
 
 
 def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args: tuple,
@@ -84,14 +81,14 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
     grad_at_entry = torch.is_grad_enabled()
     frame_config = context.config
     for _attempt in range(64):
-        graph = OutputGraph(code, f_globals, closure, frame_config)
+        graph = OutputGraph(frame_config)
         graph.shape_plan = plan
         graph.guards.global_state()
         try:
             try:
                 root = make_root(code, f_globals, closure, args, graph, frame_config, break_plan)
                 root.run_root()
-                entry = _finish(context, root, params, f_globals, breaks)
+                entry = _finish(context, root, params, f_globals)
             finally:
                 torch._C._set_grad_enabled(grad_at_entry)
                 for manager in reversed(graph.entered_contexts):
@@ -132,24 +129,18 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
             skip_reason = f"cannot finish the capture: {error.reason}"
             if context.fullgraph:
                 raise CaptureError(f"cannot capture {code.co_name}: {skip_reason}") from None
-            log_fallbacks.debug("running %s eagerly: %s", code.co_name, skip_reason)
-            context.record_skip(code, skip_reason)
-            return None
+            return _eager(context, code, skip_reason)
         except (CaptureError, BackendCompilerFailed, DynamicShapeError):
             raise
         except SkipFrame as skip:
             if getattr(skip, "user_raises", False):
                 # The frame raises the user's exception where no break can resume (in a loop, a
                 # handler): this call runs eagerly and raises it; later calls capture again.
-                log_fallbacks.debug("running %s eagerly this call: %s", code.co_name, skip)
-                context.record_skip(code, str(skip))
-                return EAGER_THIS_CALL
+                return _eager(context, code, str(skip), EAGER_THIS_CALL, " this call")
             if context.fullgraph:
                 raise CaptureError(f"cannot capture {code.co_name} ({code.co_filename}:{code.co_firstlineno}) "
                                    f"with fullgraph=True: {skip}") from None
-            log_fallbacks.debug("running %s eagerly: %s", code.co_name, skip)
-            context.record_skip(code, str(skip))
-            return None
+            return _eager(context, code, str(skip))
         except Exception as error:  # an ember bug: never let it change the user's result
             if context.fullgraph or ember_config._config.raise_capture_errors:
                 raise
@@ -165,7 +156,13 @@ def capture_frame(context, code: types.CodeType, f_globals: dict, closure, args:
     raise SkipFrame("too many graph breaks")
 
 
-def _finish(context, root, params: list[str], f_globals: dict, breaks: list[GraphBreak]) -> CacheEntry:
+def _eager(context, code: types.CodeType, reason: str, answer: Any = None, when: str = "") -> Any:
+    log_fallbacks.debug("running %s eagerly%s: %s", code.co_name, when, reason)
+    context.record_skip(code, reason)
+    return answer
+
+
+def _finish(context, root, params: list[str], f_globals: dict) -> CacheEntry:
     graph = root.graph
     kind, inst, reason = root.stop
     refs = graph.guards.refs
@@ -190,10 +187,9 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         needed += frame_cells(root)
     effects = graph.side_effects
     output_tensors = collect_tensors(needed + side_effect_values(effects))
-    for index, tensor in enumerate(output_tensors):
-        cg.outputs[id(tensor)] = index
+    cg.outputs.update((id(tensor), index) for index, tensor in enumerate(output_tensors))
 
-    graph_module, compiled = _compile_graph(context, graph, output_tensors, root)
+    compiled = _compile_graph(context, graph, output_tensors, root)
 
     lines_head: list[str] = []
     if compiled is not None:
@@ -202,18 +198,13 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
         lines_head.append(f"__ember_out = {refs_name}({inputs})")
 
     # Read values into temporaries (materialize), then side effects, then the instruction.
-    prepared: dict[int, str] = {}
-    for owner, _, _ in effects.attr_writes.values():
-        prepared[id(owner)] = cg.materialize(owner)
-    for container in effects.mutated_containers.values():
-        prepared[id(container)] = cg.materialize(container)
+    owners = [owner for owner, _, _ in effects.attr_writes.values()] + list(effects.mutated_containers.values())
+    prepared = {id(owner): cg.materialize(owner) for owner in owners}
     # Every value written back is read now, before any write can change what a source sees.
     for container in effects.mutated_containers.values():
         items = container.known_items() if isinstance(container, BaseListVariable) else container.items.values()
-        for item in items:
+        for item in [*items, *getattr(container, "key_vars", {}).values()]:
             cg.materialize(item)
-        for key_var in getattr(container, "key_vars", {}).values():
-            cg.materialize(key_var)
     written = [value for _, _, value in effects.attr_writes.values()] + list(effects.global_writes.values())
     for value in written + [value for _, value in effects.cell_writes.values()]:
         cg.materialize(value)
@@ -268,7 +259,7 @@ def _finish(context, root, params: list[str], f_globals: dict, breaks: list[Grap
     glue = compile_as_user_code(source, "__ember_glue", root.code, root.lineno(), namespace,
                                 original_code(root.code))
     guard = graph.guards.compile(params, f_globals, guard_source)
-    return CacheEntry(guard, glue, guard_source, source, graph.guards, graph_module, list(breaks))
+    return CacheEntry(guard, glue, guard_source, graph.guards)
 
 
 def _check_no_real_writes(graph: OutputGraph) -> None:
@@ -320,14 +311,13 @@ def _wrap_callee(root, inst, stack: list) -> list:
 def _compile_graph(context, graph: OutputGraph, outputs, root):
     gm_graph = graph.graph
     gm_graph.output(tuple(tensor.node for tensor in outputs))
-    # A capture that recorded operations goes to the backend even when all of them are dead
-    # (`x + 1` whose result is dropped): torch.compile compiles that frame too, and a backend
-    # counting graphs sees the same count.  Nothing recorded and nothing computed: no graph.
+    # A capture that recorded operations goes to the backend even when all are dead (`x + 1` dropped),
+    # as torch.compile counts graphs; nothing recorded and nothing computed: no graph.
     recorded_ops = graph.op_count() > 0
     graph.remove_dead_code()
     graph.prune_unused_inputs()
     if not recorded_ops and all(t.node.op == "placeholder" for t in outputs):
-        return None, None
+        return None
     module = torch.fx.GraphModule(torch.nn.Module(), gm_graph)
     if context.config.verify_graphs:
         gm_graph.lint()
@@ -337,6 +327,5 @@ def _compile_graph(context, graph: OutputGraph, outputs, root):
     state = graph.shape_plan.state if graph.shape_plan is not None else None
     # (only where numbers are dynamic: their branches recapture the same graph; elsewhere one
     # backend compile per capture, as torch.compile counts them)
-    compiled = compile_or_reuse(context, state.compiled if state is not None and state.scalars else None,
-                                module, example_inputs)
-    return module, compiled
+    return compile_or_reuse(context, state.compiled if state is not None and state.scalars else None,
+                            module, example_inputs)

@@ -1,10 +1,8 @@
 """Live argument defaults for dispatchers.
 
-A dispatcher has its user function's signature, so CPython binds the arguments.  Copying the
-function's defaults into the dispatcher would freeze them: `f.__defaults__ = (...)` or
-`Model.forward.__defaults__ = (...)` after compiling would keep the old values.  Instead a
-dispatcher's defaults are a sentinel, and its first lines read each default that was not
-passed from the function itself, at call time:
+A dispatcher has its user function's signature; copying the function's defaults would freeze
+them (`f.__defaults__ = (...)` after compiling would not be seen).  Instead its defaults are a
+sentinel, and its first lines read each default not passed from the function, at call time:
 
     def forward(self, x, mask=<unset>):
         if mask is __ember_unset: mask = __ember_default(__ember_function, -1, 'mask')

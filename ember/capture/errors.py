@@ -1,9 +1,8 @@
 """Signals raised during symbolic execution.
 
-`Unsupported` means "ember cannot capture this instruction"; the translator turns it into a
-graph break at the instruction that raised it.  `UserError` wraps an exception that the
-user's own code raises (it is replayed for real, never swallowed).  `CaptureError` is what
-a user sees for `fullgraph=True` or bad input: it names the file, line and reason.
+`Unsupported` means "ember cannot capture this instruction" (a graph break there);
+`UserException` wraps an exception the user's own code raises (replayed for real, never
+swallowed); `CaptureError` is what a user sees for `fullgraph=True` or bad input.
 """
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """OutputGraph: the FX graph a capture builds, its inputs, fake tensors and guards.
 
-Inputs are tensors found at sources (arguments, globals, module parameters); each becomes
-a placeholder named after its source, guarded on its metadata.  The same tensor reached by
-two paths becomes one placeholder plus a guard that the two paths are the same object.
-Operations become `call_function`/`call_method` nodes whose example values come from
-running the same operation on fake tensors.
+Each tensor found at a source (argument, global, module parameter) becomes one placeholder named
+after its source and guarded on its metadata (reached by two paths: one placeholder, and a guard
+that the paths hold the same object).  Operations become nodes whose example values come from
+running them on fake tensors.
 """
 from __future__ import annotations
 
@@ -71,11 +70,7 @@ def is_impure(node: torch.fx.Node) -> bool:
 
 
 class OutputGraph:
-    def __init__(self, code, f_globals: dict, closure, tracer_config) -> None:
-        self.code = code
-        self.f_globals = f_globals
-        self.closure = closure
-        self.config = tracer_config
+    def __init__(self, tracer_config) -> None:
         self.graph = torch.fx.Graph()
         self.fake_mode = FakeTensorMode()
         scalars = getattr(tracer_config, "capture_scalar_outputs", False)
@@ -105,8 +100,7 @@ class OutputGraph:
 
     # -- inputs --------------------------------------------------------------------------------
     def new_placeholder(self, source: Source) -> torch.fx.Node:
-        """A graph input named for its source, after the inputs made so far (inputs are made
-        lazily, as capture meets them, but stay in order at the graph's start)."""
+        """A graph input named for its source, after the inputs made so far (at the graph's start)."""
         if self._last_placeholder is None:
             first = next(iter(self.graph.nodes), None)
             context = self.graph.inserting_before(first) if first is not None else self.graph.inserting_after()
@@ -204,14 +198,9 @@ class OutputGraph:
                 all(isinstance(item, (int, *SYMBOLIC_TYPES)) for item in result):
             # torch.Size with symbols (x.size()): one getitem node per symbolic entry
             node.meta["example_value"] = result
-            items = []
-            for index, item in enumerate(result):
-                if isinstance(item, SYMBOLIC_TYPES):
-                    item_node = self.graph.call_function(operator.getitem, (node, index))
-                    items.append(SymNodeVariable(item_node, item))
-                else:
-                    items.append(constant(item))
-            return TupleVariable(items)
+            return TupleVariable([SymNodeVariable(self.graph.call_function(operator.getitem, (node, index)), item)
+                                  if isinstance(item, SYMBOLIC_TYPES) else constant(item)
+                                  for index, item in enumerate(result)])
         if any(isinstance(leaf, SYMBOLIC_TYPES) for leaf in pytree.tree_leaves(result)):
             raise StaticShapesNeeded(f"{node.target} returned symbolic sizes in a {type(result).__name__}")
         if isinstance(result, torch.Tensor):
@@ -249,15 +238,11 @@ class OutputGraph:
             if not node.users and not is_impure(node):
                 self.graph.erase_node(node)
 
-    def prune_unused_inputs(self) -> list[GraphInput]:
-        kept = []
+    def prune_unused_inputs(self) -> None:
         for graph_input in self.inputs:
-            if graph_input.node.users:
-                kept.append(graph_input)
-            else:
+            if not graph_input.node.users:
                 self.graph.erase_node(graph_input.node)
-        self.inputs = kept
-        return kept
+        self.inputs = [graph_input for graph_input in self.inputs if graph_input.node.users]
 
     def op_count(self) -> int:
         return sum(1 for node in self.graph.nodes if node.op not in ("placeholder", "output"))
@@ -286,10 +271,9 @@ def _target_name(kind: str, target: Any) -> str:
 
 
 def placeholder_name(source) -> str:
-    """torch.compile's name for the input found at `source`: its path with the frame's locals
-    as `L[...]` and globals as `G[...]`, each run of other characters one `_` (`x` -> `L_x_`,
-    `lambda0.keywords['y']` -> `L_lambda0_keywords_y_`).  FX names the node itself in snake
-    case (`l_x_`), so printed graphs start `l_x_ = L_x_` as Dynamo's do."""
+    """torch.compile's name for the input at `source`: its path with locals as `L[...]` and globals
+    as `G[...]`, each run of other characters one `_` (`lambda0.keywords['y']` ->
+    `L_lambda0_keywords_y_`), so printed graphs start `l_x_ = L_x_` as Dynamo's do."""
     from .sources import ClosureSource, GlobalSource, LocalSource
 
     root, expr = source.root(), source.expr()
@@ -351,9 +335,8 @@ def _unwrap(tx, value: Any) -> tuple[Any, Any]:
     raise Unsupported(f"{value} passed to a tensor operator")
 
 
-# The real objects an operator may be handed at capture time.  It runs for real (on fake
-# tensors): an object it could write into, or a function it could call, would let capture
-# change the user's objects, so anything else breaks the graph.
+# The real objects an operator may be handed at capture time (it runs for real, on fakes: an object
+# it could write into or a function it could call would let capture change the user's objects).
 _PASSABLE_OBJECTS = (enum.Enum, torch.finfo, torch.iinfo)
 # torch.FloatTensor, torch.cuda.HalfTensor, ...: classes that name a dtype and device (Tensor.type).
 _LEGACY_TENSOR_TYPES = frozenset(getattr(torch, "_tensor_classes", ()))
@@ -361,7 +344,7 @@ _LEGACY_TENSOR_TYPES = frozenset(getattr(torch, "_tensor_classes", ()))
 
 def _tensor_type_name(value: Any) -> Any:
     """Tensor.type's argument: a legacy tensor class becomes its name ("torch.HalfTensor"), which
-    Tensor.type takes to mean the same (a class is no literal in the graph's code)."""
+    means the same to Tensor.type and is a literal in the graph's code."""
     static = getattr(value, "static_value", None)
     known = static() if static is not None else None
     if isinstance(known, type) and known in _LEGACY_TENSOR_TYPES:

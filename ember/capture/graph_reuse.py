@@ -1,16 +1,12 @@
 """One backend compile for graphs that a code object's recompiles capture alike.
 
-A recompile caused by a fact that only Python reads (a scheduler's `step % 3 == 0` choosing
-which learning rate it writes back, after the optimizer's update was captured) captures the
-same graph again under other guards.  Such a graph is handed to the backend once per code
-object: the new cache entry calls the callable compiled for the first.
-
-Two graphs are alike when their nodes are (op, name, the target object itself, arguments,
-constants by type and repr, stack trace, recompute region), their inputs are (each
-placeholder's example: type, dtype, device, sizes and strides with symbols numbered in order
-of appearance, requires_grad, leaf or not) and so is the global state a backend may compile
-in (grad mode, default dtype, autocast).  A target ember made for one capture (a wrapper)
-is a new object each time, so such graphs are never taken for alike.
+A recompile caused by a fact only Python reads (a scheduler's `step % 3 == 0` choosing which
+learning rate it writes back) captures the same graph under other guards: the new cache entry
+then calls the callable compiled for the first.  Graphs are alike when their nodes (op, name,
+target object, arguments, constants by type and repr, stack trace, recompute region), their
+inputs (type, dtype, device, sizes and strides with symbols numbered in order, requires_grad,
+leaf or not) and the global state a backend compiles in (grad mode, default dtype, autocast)
+are.  A target ember made for one capture (a wrapper) is a new object each time: never alike.
 """
 from __future__ import annotations
 
@@ -19,6 +15,9 @@ from typing import Any, Callable
 import sympy
 import torch
 import torch.fx
+
+from .. import logs
+from .guards import autocast_state
 
 
 def graph_key(module: torch.fx.GraphModule, example_inputs: list) -> tuple | None:
@@ -34,16 +33,12 @@ def graph_key(module: torch.fx.GraphModule, example_inputs: list) -> tuple | Non
                 parts.append(_value_key(node.meta.get("example_value"), symbols))
         parts.append(tuple(_example_key(value) for value in example_inputs))
         # what a backend may compile in besides the graph (its entry's guards hold them at capture)
-        parts.append((torch.is_grad_enabled(), torch.get_default_dtype(), _autocast_state()))
+        parts.append((torch.is_grad_enabled(), torch.get_default_dtype(), autocast_state()))
         key = tuple(parts)
         hash(key)
     except (_NotComparable, TypeError):  # (an unhashable target or constant: compiled anew)
         return None
     return key
-
-
-def _autocast_state() -> tuple:
-    return tuple((torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)) for device in ("cpu", "cuda"))
 
 
 class _NotComparable(Exception):
@@ -107,8 +102,6 @@ def compile_or_reuse(context, cache: dict | None, module: torch.fx.GraphModule, 
     same code object got (`cache`: the code's record, ShapeState.compiled)."""
     key = graph_key(module, example_inputs) if cache is not None else None
     if key is not None and key in cache:
-        from .. import logs
-
         logs.get("recompiles").debug("the recompiled graph is the same as an earlier one: its compiled "
                                      "form is used again")
         return cache[key]

@@ -1,10 +1,9 @@
 """Why a guard failed, in the user's terms: `x.size(0) expected 4, got 5`.
 
-A guard (guards.py) may carry a `Check`: what it looked at (`subject`, an expression the guard
-function can evaluate), the value that had at capture time (`expected`) and how the two are
-compared (`kind`).  On a cache miss the recompile log evaluates the subject again and the
-explainer of that kind names the first fact that differs, with both values.  Paths are shown as
-the user wrote them (`self.linear.weight`, `SCALE`), not as the generated guard reads them.
+A guard (guards.py) may carry a `Check`: an expression it read (`subject`), its value at capture
+time (`expected`) and how they compare (`kind`).  On a cache miss the subject is evaluated again
+and the explainer of its kind names the first fact that differs, with both values, on paths as
+the user wrote them (`self.linear.weight`), not as the guard reads them.
 """
 from __future__ import annotations
 
@@ -91,26 +90,10 @@ def _value(path: str, expected: Any, actual: Any) -> str:
     return _difference(path, expected, actual)
 
 
-def _type(path: str, expected: type, actual: Any) -> str:
-    return _difference(f"type({path})", expected, type(actual))
-
-
 def _identity(path: str, expected: Any, actual: Any) -> str:
     if type(expected) is not type(actual):
         return _difference(f"type({path})", type(expected), type(actual))
     return f"{path} expected the object seen at compile time ({_show(expected)}), got another ({_show(actual)})"
-
-
-def _length(path: str, expected: int, actual: Any) -> str:
-    return _difference(f"len({path})", expected, len(actual))
-
-
-def _keys(path: str, expected: tuple, actual: Any) -> str:
-    return _difference(f"keys of {path}", expected, tuple(actual.keys()))
-
-
-def _absent(path: str, key: str, actual: Any) -> str:
-    return f"{key} expected to be the builtin, got a global named {key!r} in {path}"
 
 
 def _tensor(path: str, expected: TensorFacts, actual: Any) -> str:
@@ -129,11 +112,6 @@ def _tensor(path: str, expected: TensorFacts, actual: Any) -> str:
         if want != got:
             return _difference(label, want, got)
     return f"{path} matches {expected} again (it changed while the guard ran)"
-
-
-def _same(label: str, paths: tuple, actual: tuple) -> str:
-    first, second = paths
-    return f"{second} expected to be the same object as {first} (as at compile time), got another"
 
 
 def _distinct(label: str, paths: tuple, actual: tuple) -> str:
@@ -155,13 +133,14 @@ def _hooks(label: str, expected: tuple, actual: tuple) -> str:
 
 EXPLAINERS: dict[str, Callable[[str, Any, Any], str]] = {
     "value": _value,
-    "type": _type,
+    "type": lambda path, expected, actual: _difference(f"type({path})", expected, type(actual)),
     "identity": _identity,
-    "length": _length,
-    "keys": _keys,
-    "absent": _absent,
+    "length": lambda path, expected, actual: _difference(f"len({path})", expected, len(actual)),
+    "keys": lambda path, expected, actual: _difference(f"keys of {path}", expected, tuple(actual.keys())),
+    "absent": lambda path, key, actual: f"{key} expected to be the builtin, got a global named {key!r} in {path}",
     "tensor": _tensor,
-    "same": _same,
+    "same": lambda label, paths, actual: (f"{paths[1]} expected to be the same object as {paths[0]} (as at "
+                                          f"compile time), got another"),
     "distinct": _distinct,
     "hooks": _hooks,
 }

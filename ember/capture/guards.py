@@ -1,16 +1,14 @@
 """Guards: the facts a capture relied on, compiled into one Python function per cache entry.
 
-Each guard is a Python boolean expression over sources (see sources.py), plus a short
-human-readable description for logs and `ember.explain`.  `GuardSet.compile()` joins them
-with `and` into a single generated function
+Each guard is a boolean expression over sources (sources.py) with a description for logs and
+`ember.explain`.  `GuardSet.compile()` joins them with `and` into one generated function
 
     def __ember_guard(__ember_closure, x, y):
         return (type(x) is __ember_ref_0 and x.dtype is __ember_ref_1 and ...)
 
-which is as fast as plain Python gets: no loops, no dict lookups for constants (they are
-bound as default-free globals of the generated function).  On a miss, `failures()` evaluates
-the guards one by one to say which fact changed and how (the recompile log: each guard kind
-records a `Check` of what it expected, explained in guard_failures.py).
+with constants bound as globals of the function (no loops, no lookups).  On a miss, `failures()`
+evaluates the guards one by one to say which fact changed (each guard's `Check`, explained in
+guard_failures.py).
 """
 from __future__ import annotations
 
@@ -71,61 +69,57 @@ class GuardSet:
             source = source.base
 
     # -- kinds of guards ----------------------------------------------------------------------
-    def identity(self, source: Source, obj: Any) -> None:
+    def _fact(self, source: Source, kind: str, expected: Any, expr: str, description: str) -> None:
+        """A guard on the value at `source`, whose Check of `kind` expects `expected`."""
         self._note(source)
-        self.add(f"{source.expr()} is {self.ref(obj)}", f"{source.expr()} is the same object",
-                 Check("identity", source.expr(), obj, source))
+        self.add(expr, description, Check(kind, source.expr(), expected, source))
+
+    def identity(self, source: Source, obj: Any) -> None:
+        expr = source.expr()
+        self._fact(source, "identity", obj, f"{expr} is {self.ref(obj)}", f"{expr} is the same object")
 
     def type_match(self, source: Source, obj: Any) -> None:
-        self._note(source)
-        cls = type(obj)
-        self.add(f"type({source.expr()}) is {self.ref(cls)}", f"type({source.expr()}) is {cls.__qualname__}",
-                 Check("type", source.expr(), cls, source))
+        expr, cls = source.expr(), type(obj)
+        self._fact(source, "type", cls, f"type({expr}) is {self.ref(cls)}", f"type({expr}) is {cls.__qualname__}")
 
     def constant(self, source: Source, value: Any) -> None:
         """A Python constant: same type and equal value (so 1, 1.0 and True stay apart)."""
-        self._note(source)
         expr = source.expr()
         if value is None or isinstance(value, bool) or value is Ellipsis or value is NotImplemented:
-            self.add(f"{expr} is {self.ref(value)}", f"{expr} is {value!r}", Check("value", expr, value, source))
+            self._fact(source, "value", value, f"{expr} is {self.ref(value)}", f"{expr} is {value!r}")
             return
         if isinstance(value, float) and value != value:  # NaN is not equal to itself
             self.type_match(source, value)
-            self.add(f"{expr} != {expr}", f"{expr} is nan", Check("value", expr, value, source))
+            self._fact(source, "value", value, f"{expr} != {expr}", f"{expr} is nan")
             return
         # The object seen at capture passes at once (a module's stride tuple, its eps); another
         # needs the same type and an equal value.  (Keyed by the path: the local's name differs.)
+        self._note(source)
         if ("constant", expr) in self._seen:
             return
         self._seen.add(("constant", expr))
         cls, local = type(value), f"__ember_c{len(self.guards)}"
-        self.add(f"({local} := {expr}) is {self.ref(value)} or (type({local}) is {self.ref(cls)} and "
-                 f"{local} == {self.ref(value)})",
-                 f"{expr} == {value!r} ({cls.__qualname__})", Check("value", expr, value, source))
+        self._fact(source, "value", value, f"({local} := {expr}) is {self.ref(value)} or (type({local}) is "
+                   f"{self.ref(cls)} and {local} == {self.ref(value)})", f"{expr} == {value!r} ({cls.__qualname__})")
 
     def length(self, source: Source, obj: Any) -> None:
-        self._note(source)
         self.type_match(source, obj)
-        self.add(f"len({source.expr()}) == {len(obj)}", f"len({source.expr()}) == {len(obj)}",
-                 Check("length", source.expr(), len(obj), source))
+        text = f"len({source.expr()}) == {len(obj)}"
+        self._fact(source, "length", len(obj), text, text)
 
     def dict_keys(self, source: Source, obj: dict) -> None:
-        self._note(source)
         self.type_match(source, obj)
-        keys = tuple(obj.keys())
-        self.add(f"tuple({source.expr()}.keys()) == {self.ref(keys)}", f"keys of {source.expr()} are {keys!r}",
-                 Check("keys", source.expr(), keys, source))
+        expr, keys = source.expr(), tuple(obj.keys())
+        self._fact(source, "keys", keys, f"tuple({expr}.keys()) == {self.ref(keys)}", f"keys of {expr} are {keys!r}")
 
     def key_absent(self, source: Source, key: str) -> None:
-        self._note(source)
-        self.add(f"{key!r} not in {source.expr()}", f"{key!r} not in {source.expr()}",
-                 Check("absent", source.expr(), key, source))
+        text = f"{key!r} not in {source.expr()}"
+        self._fact(source, "absent", key, text, text)
 
     def tensor(self, source: Source, value: torch.Tensor, fake: torch.Tensor | None = None) -> None:
-        """Metadata of a tensor input; it is also a distinct object from every other tensor input
-        (one placeholder per object: two placeholders fed one tensor would see writes through
-        one of them only through the other's old value).  Sizes and strides that are symbols in
-        `fake` (dynamic shapes) are left to the ShapeEnv's guards."""
+        """Metadata of a tensor input, and that it is another object than the other tensor inputs
+        (each is one placeholder).  Sizes and strides that are symbols in `fake` are left to the
+        ShapeEnv's guards."""
         self._note(source)
         expr = source.expr()
         facts = TensorFacts.of(value)
@@ -187,15 +181,13 @@ class GuardSet:
 
     def distinct(self, source: Source, group: Any) -> None:
         """The object at `source` differs from the others registered in `group` (mutable objects
-        whose identity the capture relied on: tensor inputs, lists, dicts, user objects).  All of
-        a group are checked by one guard, emitted last (see `all_guards`)."""
+        whose identity the capture relied on), checked by one guard per group (`all_guards`)."""
         self._note(source)
         self._distinct.setdefault(group, []).append(source)
 
     def all_guards(self) -> list[Guard]:
-        """The guards, then one distinctness guard per group of two or more objects.  Grouping
-        keeps it cheap: tensors of different guarded metadata cannot be one object, so only
-        look-alikes are compared (the ten (8, 8) weights of a stack, not its input)."""
+        """The guards, then one distinctness guard per group of two or more objects (objects of
+        different guarded metadata cannot be one object: only look-alikes are compared)."""
         guards = list(self.guards)
         for sources in self._distinct.values():
             if len(sources) < 2:
@@ -218,7 +210,7 @@ class GuardSet:
         dtype, query = torch.get_default_dtype(), f"{self.ref(torch.get_default_dtype)}()"
         self.add(f"{query} is {self.ref(dtype)}", f"default dtype is {dtype}",
                  Check("value", query, dtype, "torch.get_default_dtype()"))
-        autocast = _autocast_state()
+        autocast = autocast_state()
         # (per device type: enabled, and the dtype only where enabled; two C calls per call
         # when autocast is off, the common case, instead of a Python function's four)
         terms = []
@@ -227,7 +219,7 @@ class GuardSet:
             if enabled:
                 terms.append(f"{self.ref(torch.get_autocast_dtype)}({device_type!r}) is {self.ref(dtype)}")
         self.add(" and ".join(terms), f"autocast state is {autocast!r}",
-                 Check("value", f"{self.ref(_autocast_state)}()", autocast,
+                 Check("value", f"{self.ref(autocast_state)}()", autocast,
                        "autocast state (cpu enabled, cpu dtype, cuda enabled, cuda dtype)"))
 
     # -- code generation ------------------------------------------------------------------
@@ -243,12 +235,10 @@ class GuardSet:
 
     def _shared_paths(self, guards: list[Guard]) -> list[str]:
         """The guard expressions with each path read by several guards bound to a local where it
-        is first read (walrus) and reused after: `self._modules['encoder']._modules['block']` is
-        walked once per call, not once per guard.  Guards run in order and stop at the first
-        failure, so a local is always bound before a later guard reads it."""
+        is first read (walrus) and reused after (guards run in order, so it is always bound)."""
         exprs = [guard.expr for guard in guards]
-        # A path is looked for only in the expressions holding its last step (`['encoder']`, `.weight`), else
-        # this is quadratic; rewriting below only removes text or repeats a path's, so the index stays a superset.
+        # A path is looked for only in the expressions holding its last step (else this is quadratic);
+        # rewriting only removes text or repeats a path's, so the index stays a superset.
         holders: dict[str, list[int]] = {}
         for i, expr in enumerate(exprs):
             for step in set(_STEP.findall(expr)):
@@ -269,8 +259,7 @@ class GuardSet:
         return exprs
 
     def compile(self, params: list[str], globals_dict: dict, source: str | None = None) -> Callable[..., bool]:
-        """The guard function (`source`: this set's `source_code(params)`, where the caller has
-        it already: writing it out costs as much as compiling it for a large model)."""
+        """The guard function (`source`: this set's `source_code(params)`, where the caller has it)."""
         namespace = self._namespace(globals_dict)
         exec(compile(source or self.source_code(params), "<ember guard>", "exec"), namespace)
         return namespace["__ember_guard"]
@@ -280,11 +269,8 @@ class GuardSet:
         return {**self.refs, GLOBALS: globals_dict, "__builtins__": __builtins__, **GUARD_NAMESPACE}
 
     def failures(self, params: list[str], globals_dict: dict, closure, args) -> list[str]:
-        """The first guard that does not hold for these arguments (slow path, for logs).
-
-        Evaluation stops there, exactly as the compiled `and` chain does: a later guard may read
-        through a path that only exists when the earlier ones hold (or may even change state,
-        e.g. indexing a defaultdict with a missing key)."""
+        """The first guard that does not hold for these arguments (slow path, for logs).  Evaluation
+        stops there, as the compiled `and` chain does: a later guard may need the earlier ones."""
         guard, evaluate, error = self._first_failure(params, globals_dict, closure, args)
         if guard is None:
             return []
@@ -308,28 +294,31 @@ class GuardSet:
                 return guard, evaluate, error
         return None, evaluate, None
 
-    def changed_sizes(self, params: list[str], globals_dict: dict, closure, args) -> list[tuple]:
-        """Tensor inputs whose sizes changed (and nothing else of their metadata), when a guard
-        fails: (guard expression, the user's path, dim, old size, new size) per changed dim."""
+    def _values_now(self, params: list[str], globals_dict: dict, closure, args, checks: list[Check]) -> list[tuple]:
+        """(check, its subject's value now) for an entry that missed, skipping paths that are gone."""
         guard, evaluate, error = self._first_failure(params, globals_dict, closure, args)
         if guard is None:
             return []
-        changed = []
-        for guard in self.guards:
-            if guard.check is None or guard.check.kind != "tensor":
-                continue
-            facts = guard.check.expected
+        values = []
+        for check in checks:
             try:
-                value = evaluate(guard.check.subject)
+                values.append((check, evaluate(check.subject)))
             except Exception:  # noqa: BLE001 - its path no longer exists
-                continue
-            if not (isinstance(value, torch.Tensor) and type(value) is facts.type and value.dtype is facts.dtype
-                    and value.device == facts.device and value.dim() == len(facts.shape)
-                    and value.requires_grad is facts.requires_grad and value.layout == torch.strided):
-                continue
-            path = user_path(guard.check.what)
-            changed += [(guard.check.subject, path, d, old, new)
-                        for d, (old, new) in enumerate(zip(facts.shape, value.shape)) if old != new]
+                pass
+        return values
+
+    def changed_sizes(self, params: list[str], globals_dict: dict, closure, args) -> list[tuple]:
+        """Tensor inputs whose sizes (only) changed, when a guard fails: (guard expression, the
+        user's path, dim, old size, new size) per changed dim."""
+        tensors = [guard.check for guard in self.guards if guard.check is not None and guard.check.kind == "tensor"]
+        changed = []
+        for check, value in self._values_now(params, globals_dict, closure, args, tensors):
+            facts = check.expected
+            if isinstance(value, torch.Tensor) and type(value) is facts.type and value.dtype is facts.dtype \
+                    and value.device == facts.device and value.dim() == len(facts.shape) \
+                    and value.requires_grad is facts.requires_grad and value.layout == torch.strided:
+                changed += [(check.subject, user_path(check.what), d, old, new)
+                            for d, (old, new) in enumerate(zip(facts.shape, value.shape)) if old != new]
         return changed
 
     def _value_checks(self) -> list[Check]:
@@ -338,30 +327,19 @@ class GuardSet:
                 and isinstance(guard.check.what, Source)]
 
     def number_constants(self) -> dict[str, str]:
-        """The ints and floats guarded by value, those inside guarded tuples (`betas`) included:
-        guard expression -> the user's path."""
+        """The ints and floats guarded by value (in guarded tuples too): guard expression -> user's path."""
         return {expr: path for check in self._value_checks()
                 for expr, path, _, _ in _numbers(check.what, check.expected)}
 
     def changed_scalars(self, params: list[str], globals_dict: dict, closure, args) -> list[tuple]:
         """Python ints and floats guarded by value that now hold another number of the same type
-        (automatic dynamic scalars, scalars.py): (guard expression, the user's path, old, new).
-        Only for an entry that missed; every such guard is evaluated, not just the first."""
-        guard, evaluate, error = self._first_failure(params, globals_dict, closure, args)
-        if guard is None:
-            return []
+        (scalars.py), for an entry that missed: (guard expression, the user's path, old, new)."""
+        checks = [check for check in self._value_checks() if _numbers(check.what, check.expected)]
         changed = []
-        for check in self._value_checks():
-            numbers = _numbers(check.what, check.expected)
-            if not numbers:
-                continue
-            try:
-                value = evaluate(check.subject)
-            except Exception:  # noqa: BLE001 - its path no longer exists
-                continue
+        for check, value in self._values_now(params, globals_dict, closure, args, checks):
             if type(check.expected) is tuple and (type(value) is not tuple or len(value) != len(check.expected)):
                 continue  # (a tuple of the same length: its numbers one by one)
-            for expr, path, old, position in numbers:
+            for expr, path, old, position in _numbers(check.what, check.expected):
                 new = value if position is None else value[position]
                 if type(new) is type(old) and new != old:
                     changed.append((expr, path, old, new))
@@ -370,8 +348,7 @@ class GuardSet:
 
 def _numbers(source: Source, value: Any) -> list[tuple[str, str, Any, int | None]]:
     """(expression, user's path, value, position in the tuple or None) of the int or float `value`
-    at `source`, or of each one in the tuple `value` (the items of a tuple guarded whole: an
-    optimizer's `betas`)."""
+    at `source`, or of each one in the tuple `value` (an optimizer's `betas`)."""
     from .scalars import is_dynamic_candidate
     from .sources import ItemSource
 
@@ -384,9 +361,8 @@ def _numbers(source: Source, value: Any) -> list[tuple[str, str, Any, int | None
 
 
 def _path_at(expr: str, path: str, start: int = 0) -> int:
-    """Where `path` occurs in `expr` from `start` as a whole path (not the tail of a longer name
-    or path, not inside a string, not followed by more of a name), or -1.  A longer path it is
-    the head of (`path.weight`, `path['x']`) counts: prefixes are replaced longest first."""
+    """Where `path` occurs in `expr` from `start` as a whole path (not part of a longer name, not in
+    a string), or -1.  A longer path it heads (`path.weight`) counts: paths are replaced longest first."""
     size = len(path)
     while True:
         at = expr.find(path, start)
@@ -400,8 +376,7 @@ def _path_at(expr: str, path: str, start: int = 0) -> int:
 
 
 def _replace_path(expr: str, path: str, local: str, first: str | None = None) -> str:
-    """`expr` with each whole occurrence of `path` replaced by `local` (the first by `first`,
-    where given: the walrus that binds the local)."""
+    """`expr` with each whole occurrence of `path` replaced by `local` (the first by `first`, if given)."""
     pieces, start = [], 0
     while (at := _path_at(expr, path, start)) >= 0:
         pieces += [expr[start:at], first if first is not None and not pieces else local]
@@ -419,11 +394,7 @@ def _explain(guard: Guard, evaluate: Callable[[str], Any]) -> str:
         return f"{guard.description} no longer holds ({type(error).__name__}: {error})"
 
 
-def _autocast_state() -> tuple:
-    # One tuple per call keeps the guard a single comparison.
-    return (
-        torch.is_autocast_enabled("cpu"),
-        torch.get_autocast_dtype("cpu"),
-        torch.is_autocast_enabled("cuda"),
-        torch.get_autocast_dtype("cuda"),
-    )
+def autocast_state() -> tuple:
+    """(cpu enabled, cpu dtype, cuda enabled, cuda dtype)."""
+    return tuple(query(device) for device in ("cpu", "cuda")
+                 for query in (torch.is_autocast_enabled, torch.get_autocast_dtype))

@@ -1,32 +1,24 @@
 """Calling an nn.Module as `Module.__call__` does, forward hooks included, in code ember captures.
 
-torch's `Module._call_impl` runs the forward pre-hooks, `forward` and the forward hooks in
-loops, next to backward-hook plumbing and a try block for always-called hooks.  For the
-common case (forward pre-hooks and forward hooks, global or per module) `hooked_call_source`
-writes a straight-line function for the module's current hooks, e.g. for one pre-hook and
-one forward hook:
+torch's `Module._call_impl` runs pre-hooks, `forward` and forward hooks in loops, next to
+backward-hook plumbing.  For forward pre-hooks and forward hooks (global or per module)
+`make_hooked_call` writes a straight-line function for the module's current hooks:
 
     def Linear_call_with_hooks(self, *args, **kwargs):
         result = __ember_hook_0(self, args)
         if result is not None:
             args = result if isinstance(result, tuple) else (result,)
         output = __ember_forward(self, *args, **kwargs)
-        result = __ember_hook_1(self, args, output)
-        if result is not None:
-            output = result
+        ...
         return output
 
-ember captures it like any user function, so hooks and forward land in the same graph, and a
-hook ember cannot capture is a graph break between straight-line calls (never a loop, which
-would make the whole frame eager).  For a compiled module, one function is made per set of
-hooks, keyed by the hooks' identities (`hook_key`): adding or removing a hook picks another
-function, and so a capture of its own, on the next call.  A submodule called inside captured
-code is inlined the same way, and `guard_hook_tables` makes the capture depend on its hooks
-(and the global ones) staying what they were.  `unsupported_hooks` names the hooks that need
-Module.__call__'s own machinery (backward hooks, always-called hooks); such calls run eagerly.
-
-torch calls `self.forward`, so a forward assigned on the instance (`module.forward = f`, as
-accelerate and peft do) replaces the class's: `instance_forward` finds it.
+ember captures it like any user function, so hooks and forward share a graph and a hook it cannot
+capture is a graph break between straight-line calls (not in a loop, which makes a frame eager).
+One function is made per set of hooks (`hook_key`), so changing the hooks captures again; a
+submodule inlined in captured code guards its hook tables instead (`guard_hook_tables`).  Hooks
+that need Module.__call__'s own machinery (`unsupported_hooks`) make the call run eagerly.  A
+forward assigned on the instance (`module.forward = f`, as accelerate and peft do) replaces the
+class's, as in torch (`instance_forward`).
 """
 from __future__ import annotations
 
@@ -41,9 +33,8 @@ from torch.nn.modules import module as module_impl
 from .guard_failures import Check
 
 
-# The dicts whose hooks Module.__call__ runs, per module and global.  A hook's flags
-# (with_kwargs, always_call) live in side tables keyed by the same handle ids and are fixed when
-# it is registered: the same ids mean the same hooks with the same flags.
+# The dicts whose hooks Module.__call__ runs, per module and global.  A hook's flags (with_kwargs,
+# always_call) are fixed at registration, keyed by its handle id: the same ids mean the same hooks.
 MODULE_HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 GLOBAL_HOOK_TABLES = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_pre_hooks",
                       "_global_backward_hooks")
@@ -53,7 +44,7 @@ def _global(name: str) -> dict:
     return getattr(module_impl, name, None) or {}
 
 
-_TORCH_DIR = os.path.dirname(torch.__file__)
+TORCH_DIR = os.path.dirname(torch.__file__)
 
 
 def own_call(module: torch.nn.Module) -> Callable | None:
@@ -63,7 +54,7 @@ def own_call(module: torch.nn.Module) -> Callable | None:
     if call is torch.nn.Module.__call__:
         return None
     code = getattr(call, "__code__", None)
-    if code is not None and code.co_filename.startswith(_TORCH_DIR):
+    if code is not None and code.co_filename.startswith(TORCH_DIR):
         return None
     return call
 
@@ -74,9 +65,9 @@ def instance_forward(module: torch.nn.Module) -> Any:
 
 
 def guard_hook_tables(guards, tables: list[tuple[str, dict, str]], owner: str) -> None:
-    """Guard hook dicts, given as (expression reading the dict on each call, the dict now, name
-    for messages): the empty ones together in one guard (`not (a or b)`, the common case, the
-    check torch's own Module.__call__ makes), each one with hooks on its handle ids."""
+    """Guard hook dicts, given as (expression reading the dict, the dict now, name for messages):
+    the empty ones together in one guard (`not (a or b)`, as Module.__call__ checks), each other
+    one on its handle ids."""
     empty = [(expr, name) for expr, table, name in tables if not table]
     if empty:
         guards.add(f"not ({' or '.join(expr for expr, _ in empty)})",
@@ -158,12 +149,7 @@ _PRE_HOOK_WITH_KWARGS = """\
         args, kwargs = result
 """
 _FORWARD_HOOK = """\
-    result = {hook}(self, args, output)
-    if result is not None:
-        output = result
-"""
-_FORWARD_HOOK_WITH_KWARGS = """\
-    result = {hook}(self, args, kwargs, output)
+    result = {hook}(self, args, {kwargs}output)
     if result is not None:
         output = result
 """
@@ -177,22 +163,17 @@ def make_hooked_call(module: torch.nn.Module, forward: Callable | None) -> types
     if not name.isidentifier():
         name = "module_call_with_hooks"
     namespace: dict[str, Any] = {"__ember_forward": forward, "__builtins__": __builtins__}
-    hook_count = 0
+
+    def call(hook, template: str, kwargs: str = "") -> str:
+        label = f"__ember_hook_{len(namespace) - 2}"
+        namespace[label] = hook
+        return template.format(hook=label, kwargs=kwargs)
+
     lines = [f"def {name}(self, *args, **kwargs):\n"]
-    for hook, with_kwargs in _pre_hooks(module):
-        label = f"__ember_hook_{hook_count}"
-        hook_count += 1
-        namespace[label] = hook
-        lines.append((_PRE_HOOK_WITH_KWARGS if with_kwargs else _PRE_HOOK).format(hook=label))
-    if forward is None:
-        lines.append("    output = self.forward(*args, **kwargs)\n")
-    else:
-        lines.append("    output = __ember_forward(self, *args, **kwargs)\n")
-    for hook, with_kwargs in _forward_hooks(module):
-        label = f"__ember_hook_{hook_count}"
-        hook_count += 1
-        namespace[label] = hook
-        lines.append((_FORWARD_HOOK_WITH_KWARGS if with_kwargs else _FORWARD_HOOK).format(hook=label))
+    lines += [call(hook, _PRE_HOOK_WITH_KWARGS if kw else _PRE_HOOK) for hook, kw in _pre_hooks(module)]
+    lines.append("    output = self.forward(*args, **kwargs)\n" if forward is None else
+                 "    output = __ember_forward(self, *args, **kwargs)\n")
+    lines += [call(hook, _FORWARD_HOOK, "kwargs, " if kw else "") for hook, kw in _forward_hooks(module)]
     lines.append("    return output\n")
     source = "".join(lines)
     filename = f"<ember: {type(module).__qualname__}.__call__ with hooks {id(namespace):x}>"

@@ -1,10 +1,10 @@
-"""Opcode handlers for CPython 3.11 and 3.12, one function per opcode family: the table, and the
-handlers of stack, name, attribute, operator and build opcodes (control flow: opcodes_flow.py).
+"""Opcode handlers for CPython 3.11 and 3.12: the table, and the handlers of stack, name,
+attribute, operator and build opcodes (control flow: opcodes_flow.py).
 
-`@handler("NAME", ..., min_version=(3, 11), max_version=(3, 12))` registers a function for
-the opcodes it names on the Python versions it covers (`one_liners({...})`: one-expression
-handlers, by name).  The registrar checks that each name is a real opcode of the running Python
-and refuses duplicates.  An opcode with no handler is a graph break naming it, never a crash.
+`@handler("NAME", ..., min_version=(3, 11), max_version=(3, 12))` registers a function for the
+opcodes it names on the Python versions it covers (`one_liners({...})`: one-expression handlers,
+by name).  The registrar checks that each name is a real opcode of the running Python and refuses
+duplicates.  An opcode with no handler is a graph break naming it, never a crash.
 """
 from __future__ import annotations
 
@@ -14,14 +14,16 @@ import sys
 from typing import Callable
 
 from .errors import Unsupported, UserException
-from .variables.base import (
-    BINARY_OPERATORS,
-    COMPARE_OPERATORS,
-    NULL,
-    ConstantVariable,
-    NullVariable,
-    constant,
-)
+from .translator import MethodCallVariable
+from .variables.base import BINARY_OPERATORS, COMPARE_OPERATORS, NULL, ConstantVariable, NullVariable, constant
+from .variables.builtins import contains, to_text
+from .variables.containers import BaseListVariable, DictVariable, DictViewVariable, ListVariable, SetVariable, \
+    TupleVariable
+from .variables.modules import NNModuleVariable
+from .variables.objects import SuperVariable
+from .variables.operators import binary_op, compare_op, is_op, unary_op
+from .variables.symbolic import SymNodeVariable, SymSliceVariable
+from .variables.tensor import TensorVariable
 
 HANDLERS: dict[str, Callable] = {}
 VERSION = sys.version_info[:2]
@@ -79,6 +81,8 @@ one_liners({
     "POP_TOP": lambda tx, inst: tx.pop(),
     "PUSH_NULL": lambda tx, inst: tx.push(NULL),
     "COPY": lambda tx, inst: tx.push(tx.stack[-inst.arg]),
+    "LOAD_CONST": lambda tx, inst: tx.push(
+        constant(inst.argval) if isinstance(inst.argval, type(dis)) else ConstantVariable(inst.argval)),
     "DELETE_FAST": lambda tx, inst: tx.locals.pop(inst.argval, None),
     "LOAD_DEREF": lambda tx, inst: tx.push(tx.read_cell(tx.cells[inst.argval])),
     "STORE_DEREF": lambda tx, inst: tx.write_cell(tx.cells[inst.argval], tx.pop()),
@@ -94,26 +98,12 @@ def _swap(tx, inst):
     stack[-1], stack[-inst.arg] = stack[-inst.arg], stack[-1]
 
 
-@handler("LOAD_CONST")
-def _load_const(tx, inst):
-    tx.push(ConstantVariable(inst.argval) if not isinstance(inst.argval, type(dis)) else constant(inst.argval))
-
-
-@handler("RETURN_CONST", min_version=(3, 12))
-def _return_const(tx, inst):
-    tx.return_value = constant(inst.argval)
-    tx.done = True
-
-
-@handler("LOAD_FAST")
+@handler("LOAD_FAST", "LOAD_FAST_CHECK")
 def _load_fast(tx, inst):
     name = inst.argval
     if name not in tx.locals:
         raise UserException(UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value"))
     tx.push(tx.locals[name])
-
-
-handler("LOAD_FAST_CHECK", min_version=(3, 12))(_load_fast)
 
 
 @handler("STORE_FAST")
@@ -133,42 +123,29 @@ def _load_global(tx, inst):
 
 
 # -- attributes -----------------------------------------------------------------------------------------
-@handler("LOAD_ATTR")
+@handler("LOAD_ATTR", "LOAD_METHOD")
 def _load_attr(tx, inst):
     owner = tx.pop()
-    if VERSION >= (3, 12) and inst.arg & 1:
+    if inst.opname == "LOAD_METHOD" or VERSION >= (3, 12) and inst.arg & 1:
         tx.push(NULL)
         tx.push(_method(tx, owner, inst.argval))
     else:
         tx.push(tx.load_attr(owner, inst.argval))
 
 
-@handler("LOAD_METHOD", max_version=(3, 11))
-def _load_method(tx, inst):
-    owner = tx.pop()
-    tx.push(NULL)
-    tx.push(_method(tx, owner, inst.argval))
+_MODULE_METHODS = {"parameters", "buffers", "children", "named_parameters", "named_buffers", "named_children",
+                   "modules", "named_modules", "keys", "values", "items", "__len__", "__getitem__", "__iter__"}
 
 
 def _method(tx, owner, name):
-    from .translator import MethodCallVariable
-    from .variables.containers import BaseListVariable, DictVariable, DictViewVariable, SetVariable
-    from .variables.modules import NNModuleVariable
-    from .variables.tensor import TensorVariable
-
-    if isinstance(owner, (TensorVariable, BaseListVariable, DictVariable, SetVariable, DictViewVariable)):
-        return MethodCallVariable(owner, name)
-    if isinstance(owner, NNModuleVariable) and name in (
-            "parameters", "buffers", "children", "named_parameters", "named_buffers", "named_children",
-            "modules", "named_modules", "keys", "values", "items", "__len__", "__getitem__", "__iter__"):
+    if isinstance(owner, (TensorVariable, BaseListVariable, DictVariable, SetVariable, DictViewVariable)) or (
+            isinstance(owner, NNModuleVariable) and name in _MODULE_METHODS):
         return MethodCallVariable(owner, name)
     return tx.load_attr(owner, name)
 
 
 @handler("LOAD_SUPER_ATTR", min_version=(3, 12))
 def _load_super_attr(tx, inst):
-    from .variables.objects import SuperVariable
-
     _, cls, owner = tx.popn(3)  # (the global `super` first)
     super_var = SuperVariable(cls.as_python_constant(), owner)
     if inst.arg & 1:
@@ -188,34 +165,19 @@ def _delete_attr(tx, inst):
 
 
 # -- operators ---------------------------------------------------------------------------------------------
-@handler("BINARY_OP")
-def _binary_op(tx, inst):
-    from .variables.operators import binary_op
-
-    left, right = tx.popn(2)
-    tx.push(binary_op(tx, BINARY_OPERATORS[dis._nb_ops[inst.arg][1]], left, right))
-
-
-@handler("COMPARE_OP")
-def _compare_op(tx, inst):
-    from .variables.operators import compare_op
-
-    left, right = tx.popn(2)
-    tx.push(compare_op(tx, COMPARE_OPERATORS[inst.argval], left, right))
-
-
-@handler("IS_OP")
-def _is_op(tx, inst):
-    from .variables.operators import is_op
-
-    left, right = tx.popn(2)
-    tx.push(constant(is_op(tx, left, right) != bool(inst.arg)))
+_UNARY = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos, "UNARY_INVERT": operator.invert}
+one_liners({
+    "BINARY_OP": lambda tx, inst: tx.push(binary_op(tx, BINARY_OPERATORS[dis._nb_ops[inst.arg][1]], *tx.popn(2))),
+    "COMPARE_OP": lambda tx, inst: tx.push(compare_op(tx, COMPARE_OPERATORS[inst.argval], *tx.popn(2))),
+    "IS_OP": lambda tx, inst: tx.push(constant(is_op(tx, *tx.popn(2)) != bool(inst.arg))),
+    **dict.fromkeys(_UNARY, lambda tx, inst: tx.push(unary_op(tx, _UNARY[inst.opname], tx.pop()))),
+    "UNARY_NOT": lambda tx, inst: tx.push(constant(not tx.pop().truth(tx))),
+    "BINARY_SUBSCR": lambda tx, inst: tx.push(tx.getitem(*tx.popn(2))),
+})
 
 
 @handler("CONTAINS_OP")
 def _contains_op(tx, inst):
-    from .variables.builtins import contains
-
     item, container = tx.popn(2)
     result = contains(tx, container, item)
     if hasattr(result, "negate"):  # (an answer the glue reads from tensors: glue_values.py)
@@ -224,39 +186,20 @@ def _contains_op(tx, inst):
     tx.push(constant(result.as_python_constant() != bool(inst.arg)))
 
 
-@handler("UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT")
-def _unary(tx, inst):
-    from .variables.operators import unary_op
-
-    function = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos, "UNARY_INVERT": operator.invert}
-    tx.push(unary_op(tx, function[inst.opname], tx.pop()))
-
-
-one_liners({"UNARY_NOT": lambda tx, inst: tx.push(constant(not tx.pop().truth(tx)))})
-
-
-@handler("BINARY_SUBSCR")
-def _binary_subscr(tx, inst):
-    container, index = tx.popn(2)
-    tx.push(tx.getitem(container, index))
-
-
 @handler("BINARY_SLICE", min_version=(3, 12))
 def _binary_slice(tx, inst):
     container, start, stop = tx.popn(3)
-    tx.push(tx.getitem(container, _slice(start, stop, constant(None))))
+    tx.push(tx.getitem(container, _slice(start, stop)))
 
 
 @handler("STORE_SLICE", min_version=(3, 12))
 def _store_slice(tx, inst):
     value, container, start, stop = tx.popn(4)
-    _setitem(tx, container, _slice(start, stop, constant(None)), value)
+    _setitem(tx, container, _slice(start, stop), value)
 
 
-def _slice(start, stop, step):
-    from .variables.symbolic import SymNodeVariable, SymSliceVariable
-
-    parts = [start, stop, step]
+def _slice(start, stop, step=None):
+    parts = [start, stop, constant(None) if step is None else step]
     if any(isinstance(part, SymNodeVariable) for part in parts) and all(
             isinstance(part, SymNodeVariable) or part.is_python_constant() for part in parts):
         return SymSliceVariable(parts)
@@ -266,8 +209,6 @@ def _slice(start, stop, step):
 
 
 def _setitem(tx, container, index, value):
-    from .variables.containers import DictVariable, ListVariable
-
     if isinstance(container, (ListVariable, DictVariable)):
         container.setitem(tx, index, value)
     else:  # (tensors and others)
@@ -282,56 +223,32 @@ def _store_subscr(tx, inst):
 
 @handler("DELETE_SUBSCR")
 def _delete_subscr(tx, inst):
-    from .variables.containers import DictVariable, ListVariable
-
     container, index = tx.popn(2)
-    if isinstance(container, (ListVariable, DictVariable)):
-        container.call_method(tx, "__delitem__", [index], {})
-    else:
+    if not isinstance(container, (ListVariable, DictVariable)):
         raise Unsupported(f"del on {container}")
+    container.call_method(tx, "__delitem__", [index], {})
 
 
 # -- building containers ----------------------------------------------------------------------------------
-@handler("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET")
-def _build_sequence(tx, inst):
-    from .variables.containers import ListVariable, SetVariable, TupleVariable
-
-    kind = {"BUILD_TUPLE": TupleVariable, "BUILD_LIST": ListVariable, "BUILD_SET": SetVariable}[inst.opname]
-    tx.push(kind(tx.popn(inst.arg)))
+_SEQUENCES = {"BUILD_TUPLE": TupleVariable, "BUILD_LIST": ListVariable, "BUILD_SET": SetVariable}
+one_liners({
+    **dict.fromkeys(_SEQUENCES, lambda tx, inst: tx.push(_SEQUENCES[inst.opname](tx.popn(inst.arg)))),
+    "BUILD_CONST_KEY_MAP": lambda tx, inst: tx.push(DictVariable(dict(zip(tx.pop().as_python_constant(),
+                                                                          tx.popn(inst.arg))))),
+    "BUILD_SLICE": lambda tx, inst: tx.push(_slice(*tx.popn(inst.arg))),
+    "BUILD_STRING": lambda tx, inst: tx.push(constant("".join(part.as_python_constant()
+                                                               for part in tx.popn(inst.arg)))),
+})
+one_liners({"LIST_TO_TUPLE": lambda tx, inst: tx.push(TupleVariable(tx.pop().items))}, max_version=(3, 11))
 
 
 @handler("BUILD_MAP")
 def _build_map(tx, inst):
-    from .variables.containers import DictVariable
-
     items = tx.popn(2 * inst.arg)
     result = DictVariable({})
     for key, value in zip(items[::2], items[1::2]):
         result.setitem(tx, key, value)
     tx.push(result)
-
-
-@handler("BUILD_CONST_KEY_MAP")
-def _build_const_key_map(tx, inst):
-    from .variables.containers import DictVariable
-
-    keys = tx.pop().as_python_constant()
-    values = tx.popn(inst.arg)
-    tx.push(DictVariable(dict(zip(keys, values))))
-
-
-@handler("BUILD_SLICE")
-def _build_slice(tx, inst):
-    parts = tx.popn(inst.arg)
-    if len(parts) == 2:
-        parts.append(constant(None))
-    tx.push(_slice(*parts))
-
-
-@handler("BUILD_STRING")
-def _build_string(tx, inst):
-    parts = tx.popn(inst.arg)
-    tx.push(constant("".join(part.as_python_constant() for part in parts)))
 
 
 @handler("FORMAT_VALUE", max_version=(3, 12))
@@ -341,8 +258,6 @@ def _format_value(tx, inst):
     value = tx.pop()
     conversion = flags & 0x03
     if not value.is_python_constant():
-        from .variables.builtins import to_text
-
         if conversion == 2:
             value = to_text(tx, value, "__repr__")
         elif conversion == 1 or (conversion == 0 and not spec
@@ -360,16 +275,19 @@ def _format_value(tx, inst):
         raise UserException(error) from None
 
 
-@handler("LIST_APPEND")
-def _list_append(tx, inst):
-    value = tx.pop()
-    tx.stack[-inst.arg].items.append(value)
+# Comprehension opcodes: the value popped goes into the container `inst.arg` deep (counted after the pop).
+_COLLECT = {
+    "LIST_APPEND": lambda tx, target, value: target.items.append(value),
+    "LIST_EXTEND": lambda tx, target, value: target.items.extend(value.get_iter(tx).unpack_sequence(tx)),
+    "SET_ADD": lambda tx, target, value: target.call_method(tx, "add", [value], {}),
+    "SET_UPDATE": lambda tx, target, value: target.call_method(tx, "update", [value], {}),
+}
 
 
-@handler("SET_ADD")
-def _set_add(tx, inst):
+@handler(*_COLLECT)
+def _collect(tx, inst):
     value = tx.pop()
-    tx.stack[-inst.arg].call_method(tx, "add", [value], {})
+    _COLLECT[inst.opname](tx, tx.stack[-inst.arg], value)
 
 
 @handler("MAP_ADD")
@@ -378,22 +296,8 @@ def _map_add(tx, inst):
     tx.stack[-inst.arg].setitem(tx, key, value)
 
 
-@handler("LIST_EXTEND")
-def _list_extend(tx, inst):
-    iterable = tx.pop()
-    tx.stack[-inst.arg].items.extend(iterable.get_iter(tx).unpack_sequence(tx))
-
-
-@handler("SET_UPDATE")
-def _set_update(tx, inst):
-    iterable = tx.pop()
-    tx.stack[-inst.arg].call_method(tx, "update", [iterable], {})
-
-
 @handler("DICT_UPDATE", "DICT_MERGE")
 def _dict_update(tx, inst):
-    from .variables.containers import DictVariable
-
     other = tx.pop()
     target = tx.stack[-inst.arg]
     if inst.opname == "DICT_MERGE" and isinstance(other, DictVariable):
@@ -403,38 +307,25 @@ def _dict_update(tx, inst):
     target.call_method(tx, "update", [other], {})
 
 
-@handler("LIST_TO_TUPLE", max_version=(3, 11))
-def _list_to_tuple(tx, inst):
-    from .variables.containers import TupleVariable
-
-    tx.push(TupleVariable(tx.pop().items))
-
-
 @handler("CALL_INTRINSIC_1", min_version=(3, 12))
 def _call_intrinsic_1(tx, inst):
-    from .variables.containers import TupleVariable
-
     name = inst.argrepr
     if name == "INTRINSIC_LIST_TO_TUPLE":
         tx.push(TupleVariable(tx.pop().items))
     elif name == "INTRINSIC_UNARY_POSITIVE":
-        from .variables.operators import unary_op
-
         tx.push(unary_op(tx, operator.pos, tx.pop()))
-    elif name == "INTRINSIC_STOPITERATION_ERROR":
-        pass
-    else:
+    elif name != "INTRINSIC_STOPITERATION_ERROR":
         raise Unsupported(f"intrinsic {name}")
 
 
 @handler("UNPACK_SEQUENCE")
 def _unpack_sequence(tx, inst):
     value = tx.pop()
-    items = value.get_iter(tx).unpack_sequence(tx) if not hasattr(value, "items") or not isinstance(value.items, list) \
-        else value.unpack_sequence(tx)
-    if len(items) != inst.arg:
-        if len(items) > inst.arg:
-            raise UserException(ValueError(f"too many values to unpack (expected {inst.arg})"))
+    items = value.unpack_sequence(tx) if isinstance(getattr(value, "items", None), list) \
+        else value.get_iter(tx).unpack_sequence(tx)
+    if len(items) > inst.arg:
+        raise UserException(ValueError(f"too many values to unpack (expected {inst.arg})"))
+    if len(items) < inst.arg:
         raise UserException(ValueError(f"not enough values to unpack (expected {inst.arg}, got {len(items)})"))
     for item in reversed(items):
         tx.push(item)
@@ -442,8 +333,6 @@ def _unpack_sequence(tx, inst):
 
 @handler("UNPACK_EX")
 def _unpack_ex(tx, inst):
-    from .variables.containers import ListVariable
-
     before = inst.arg & 0xFF
     after = inst.arg >> 8
     items = tx.pop().get_iter(tx).unpack_sequence(tx)

@@ -5,12 +5,33 @@ from __future__ import annotations
 from .errors import Unsupported, UserException
 from .opcodes import VERSION, handler, one_liners
 from .variables.base import ConstantVariable, NullVariable, VariableTracker, constant
+from .variables.builder import wrap_static
+from .variables.containers import DictVariable
+from .variables.functions import NestedFunctionVariable
+from .variables.objects import ClassVariable, ExceptionVariable, NewObjectVariable, UserObjectVariable
 
 
 # -- control flow -------------------------------------------------------------------------------------------
-@handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
-def _jump(tx, inst):
-    tx.jump(inst.argval)
+def _return(tx, value) -> None:
+    tx.return_value = value
+    tx.done = True
+
+
+one_liners({
+    **dict.fromkeys(("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"),
+                    lambda tx, inst: tx.jump(inst.argval)),
+    "GET_ITER": lambda tx, inst: tx.push(tx.pop().get_iter(tx)),
+    "GET_YIELD_FROM_ITER": lambda tx, inst: tx.push(tx.pop().get_iter(tx)),
+    "RETURN_VALUE": lambda tx, inst: _return(tx, tx.pop()),
+    "KW_NAMES": lambda tx, inst: setattr(tx, "kw_names", tx.code.co_consts[inst.arg]),
+    "LOAD_ASSERTION_ERROR": lambda tx, inst: tx.push(ClassVariable(AssertionError)),
+    "IMPORT_FROM": lambda tx, inst: tx.push(tx.load_attr(tx.stack[-1], inst.argval)),
+})
+one_liners({
+    "RETURN_CONST": lambda tx, inst: _return(tx, constant(inst.argval)),
+    "END_FOR": lambda tx, inst: tx.popn(2),
+    "END_SEND": lambda tx, inst: tx.stack.pop(-2),
+}, min_version=(3, 12))
 
 
 def _conditional(truth_when_jump: bool | None, none_test: bool | None = None):
@@ -43,11 +64,6 @@ def _jump_or_pop(tx, inst):
         tx.pop()
 
 
-@handler("GET_ITER", "GET_YIELD_FROM_ITER")
-def _get_iter(tx, inst):
-    tx.push(tx.pop().get_iter(tx))
-
-
 @handler("FOR_ITER")
 def _for_iter(tx, inst):
     iterator = tx.stack[-1]
@@ -65,21 +81,7 @@ def _for_iter(tx, inst):
     tx.ip = target
 
 
-one_liners({"END_FOR": lambda tx, inst: tx.popn(2)}, min_version=(3, 12))
-
-
-@handler("RETURN_VALUE")
-def _return_value(tx, inst):
-    tx.return_value = tx.pop()
-    tx.done = True
-
-
 # -- calls ----------------------------------------------------------------------------------------------------
-@handler("KW_NAMES")
-def _kw_names(tx, inst):
-    tx.kw_names = tx.code.co_consts[inst.arg]
-
-
 @handler("CALL")
 def _call(tx, inst):
     args = tx.popn(inst.arg)
@@ -97,8 +99,6 @@ def _call(tx, inst):
 
 @handler("CALL_FUNCTION_EX")
 def _call_function_ex(tx, inst):
-    from .variables.containers import DictVariable
-
     kwargs_var = tx.pop() if inst.arg & 1 else None
     args_var = tx.pop()
     function = tx.pop()
@@ -116,8 +116,6 @@ def _call_function_ex(tx, inst):
 
 @handler("MAKE_FUNCTION")
 def _make_function(tx, inst):
-    from .variables.functions import NestedFunctionVariable
-
     flags = inst.arg
     code = tx.pop().as_python_constant()
     closure = tx.pop() if flags & 0x08 else None
@@ -189,8 +187,6 @@ def _reraise(tx, inst):
 
 @handler("RAISE_VARARGS")
 def _raise_varargs(tx, inst):
-    from .variables.objects import ClassVariable, ExceptionVariable
-
     if inst.arg == 0:
         if tx.exc_stack and isinstance(getattr(tx.exc_stack[-1], "value", None), BaseException):
             raise UserException(tx.exc_stack[-1].value)
@@ -217,8 +213,6 @@ def _raise_varargs(tx, inst):
 def _with_except_start(tx, inst):
     value = tx.stack[-1]
     exit_function = tx.stack[-4]
-    from .variables.objects import NewObjectVariable, UserObjectVariable
-
     if isinstance(getattr(exit_function, "manager", None), (UserObjectVariable, NewObjectVariable)):
         # A user __exit__ sees the exception and may swallow it: not modelled.
         raise Unsupported("an exception leaving the with-block of a user context manager")
@@ -229,26 +223,14 @@ def _with_except_start(tx, inst):
     tx.push(result)
 
 
-@handler("LOAD_ASSERTION_ERROR")
-def _load_assertion_error(tx, inst):
-    from .variables.objects import ClassVariable
-
-    tx.push(ClassVariable(AssertionError))
-
-
 @handler("IMPORT_NAME")
 def _import_name(tx, inst):
-    from .variables.builder import wrap_static
-
     fromlist = tx.pop().as_python_constant()
     level = tx.pop().as_python_constant()
     if level != 0:
         raise Unsupported("relative import inside a compiled function")
     module = __import__(inst.argval, tx.f_globals, None, fromlist, level)
     tx.push(wrap_static(tx, module))
-
-
-one_liners({"IMPORT_FROM": lambda tx, inst: tx.push(tx.load_attr(tx.stack[-1], inst.argval))})
 
 
 # -- generators (materialized when inlined) ---------------------------------------------------------------
@@ -280,11 +262,6 @@ def _send(tx, inst):
         tx.pop()
     tx.push(result)
     tx.jump(inst.argval)
-
-
-@handler("END_SEND", min_version=(3, 12))
-def _end_send(tx, inst):
-    del tx.stack[-2]
 
 
 @handler("CLEANUP_THROW", min_version=(3, 12))

@@ -1,18 +1,13 @@
 """Resume functions: the rest of a function after a graph break, as a new code object.
 
-A resume function is the original bytecode with a short prologue: it pushes the values
-that were on the stack at the break (passed in as arguments `__ember_stack0`, ...; NULL
-slots are re-created with PUSH_NULL) and jumps to the instruction where execution goes on.
-Its other arguments are the locals that are still live there, under their own names, so
-the copied bytecode reads them unchanged.  Resume code objects are cached per (code,
-offset, stack layout, live locals), so the same break always resumes into the same code and
-its own capture cache.
+A resume function is the original bytecode with a prologue that pushes the values on the stack
+at the break (arguments `__ember_stack0`, ...; NULL slots by PUSH_NULL) and jumps to where
+execution goes on.  Its other arguments are the locals still live there, under their own names.
+Resume code is cached per (code, offset, stack layout, live locals), so a break always resumes
+into the same code and capture cache.
 
     def __resume_at_30(b, x):          # prologue: (stack empty) JUMP_FORWARD to offset 30
         ...original bytecode from offset 30 on...
-
-A resume code's free variables are the original's free variables, then its cell variables
-(see make_resume_code); a nested function made after the break closes over those cells.
 """
 from __future__ import annotations
 
@@ -35,12 +30,9 @@ def stack_arg_name(index: int) -> str:
 
 def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
                      live_locals: tuple[str, ...]) -> types.CodeType:
-    """The rest of `code` from `offset`, taking the stack values and the live locals.
-
-    The cells of `code` (locals that nested functions close over) become free variables of
-    the resume code, after `code`'s own: the glue passes the very cells that functions made
-    before the break hold, so both sides keep sharing them (`closure = code's closure +
-    one cell per cell variable`, in `co_cellvars` order)."""
+    """The rest of `code` from `offset`, taking the stack values and the live locals.  The cells of
+    `code` become free variables after its own: the glue passes the very cells that functions made
+    before the break hold (`closure = code's closure + its cells`, in `co_cellvars` order)."""
     key = (code, offset, stack_nulls, live_locals)
     cached = _CACHE.get(key)
     if cached is not None:
@@ -78,15 +70,10 @@ def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool,
     freevars = list(code.co_freevars) + list(code.co_cellvars)
     if freevars:
         prologue.insert(0, Instr("COPY_FREE_VARS", len(freevars), lineno=code.co_firstlineno))
-    stack_names = []
     lineno = code.co_firstlineno
-    for index, is_null in enumerate(stack_nulls):
-        if is_null:
-            prologue.append(Instr("PUSH_NULL", lineno=lineno))
-        else:
-            name = stack_arg_name(index)
-            stack_names.append(name)
-            prologue.append(Instr("LOAD_FAST", name, lineno=lineno))
+    stack_names = [stack_arg_name(index) for index, is_null in enumerate(stack_nulls) if not is_null]
+    prologue += [Instr("PUSH_NULL", lineno=lineno) if is_null else
+                 Instr("LOAD_FAST", stack_arg_name(index), lineno=lineno) for index, is_null in enumerate(stack_nulls)]
     prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
 
     program.clear()
@@ -95,11 +82,8 @@ def make_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool,
     program.freevars = freevars
     program.argnames = stack_names + list(live_locals)
     program.argcount = len(program.argnames)
-    program.posonlyargcount = 0
-    program.kwonlyargcount = 0
-    flags = program.flags
-    flags &= ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
-    program.flags = bytecode_lib.CompilerFlags(flags)
+    program.posonlyargcount = program.kwonlyargcount = 0
+    program.flags = bytecode_lib.CompilerFlags(program.flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
     program.name = f"__resume_at_{offset}"
     program.qualname = f"{code.co_qualname}.__resume_at_{offset}"
     resumed = program.to_code()

@@ -1,17 +1,12 @@
 """What runs on every call: the per-code cache, the dispatcher, and compiled modules.
 
-`CompileContext` is one `ember.compile(...)` call's settings (backend, fullgraph, config);
-it owns a `CodeRunner` per code object it has seen (the user's function and every resume
-function made from it).  A `CodeRunner` holds the cache entries for its code: on a call it
-tries each entry's guard and runs the first that passes; on a miss it captures (and logs
-why it recompiled); past the recompile limit it runs the code eagerly, with one warning.
-
-`CompileContext.call_module` calls a module as Module.__call__ would, its forward compiled and
-its forward hooks captured with it (module_call.py).
-
-`make_dispatcher` builds, for a user function, a plain Python function with the same
-signature and defaults that forwards the bound arguments to the runner: argument binding
-stays CPython's own (fast and exact).
+`CompileContext` is one `ember.compile(...)` call's settings; it owns a `CodeRunner` per code
+object it has seen (the user's function and its resume functions).  A `CodeRunner` tries each
+cache entry's guard and runs the first that passes; on a miss it captures (logging why); past the
+recompile limit it runs the code eagerly, with one warning.  `CompileContext.call_module` calls a
+module as Module.__call__ would, hooks included (module_call.py).  `make_dispatcher` builds a
+function with the user's signature that forwards the bound arguments to the runner, so argument
+binding stays CPython's own.
 """
 from __future__ import annotations
 
@@ -19,7 +14,6 @@ import contextlib
 import functools
 import inspect
 import logging
-import os
 import sys
 import types
 import warnings
@@ -39,11 +33,11 @@ from .convert_frame import EAGER_THIS_CALL, CacheEntry, GraphBreak, capture_fram
 from .errors import BackendCompilerFailed
 from .scalars import mark_changed_scalars
 from .shapes import ShapeState
-from .translator import argument_names
-from .module_call import has_hooks, hook_key, instance_forward, make_hooked_call, own_call, unsupported_hooks
+from .translator import argument_names, is_internal
+from .module_call import TORCH_DIR, has_hooks, hook_key, instance_forward, make_hooked_call, own_call, \
+    unsupported_hooks
 
 log_recompiles = logs.get("recompiles")
-_TORCH_DIR = os.path.dirname(torch.__file__)
 log_fallbacks = logs.get("fallbacks")
 
 counters: defaultdict[str, Counter] = defaultdict(Counter)
@@ -69,10 +63,8 @@ class CaptureObserver:
 
 
 class CompileContext:
-    """One `ember.compile(...)` call: its backend and settings, and the caches of what it compiled.
-
-    `settings` are ember.config overrides (the compile call's `options`), in force while this
-    context captures and compiles."""
+    """One `ember.compile(...)` call: its backend and settings (ember.config overrides, the call's
+    `options`, in force while it captures and compiles), and the caches of what it compiled."""
 
     def __init__(self, backend: Callable, backend_name: str, fullgraph: bool, dynamic, mode,
                  settings: dict | None = None) -> None:
@@ -99,9 +91,8 @@ class CompileContext:
         return ember_config.patch(**self.settings) if self.settings else contextlib.nullcontext()
 
     def graph_compiler(self) -> Callable:
-        """A compiler of FX GraphModules with this context's backend, each graph in a context of
-        its own (as `ember.compile(gm, backend=...)`): compiled autograd's graphs under
-        ember.config.compiled_autograd, compiled as the enclosing call's backend compiles."""
+        """A compiler of FX GraphModules with this context's backend, each graph in a context of its
+        own (as `ember.compile(gm, backend=...)`): for compiled autograd's graphs."""
         def compile_graph(gm: torch.fx.GraphModule) -> Callable:
             context = CompileContext(self.backend, self.backend_name, False, None, None, {})
             return lambda *args: context.call_module(gm, args, {})
@@ -115,7 +106,7 @@ class CompileContext:
     def wrap_callable(self, function: Any) -> Any:
         """A callee that a graph break left as a call: compile it on its own (if Python)."""
         if isinstance(function, types.FunctionType):
-            if function.__code__.co_filename.startswith(_TORCH_DIR):
+            if function.__code__.co_filename.startswith(TORCH_DIR):
                 return function  # torch's Python internals run as they are
             return self._compiled_function(function)
         if isinstance(function, types.MethodType) and isinstance(function.__func__, types.FunctionType):
@@ -126,12 +117,10 @@ class CompileContext:
             if own_call(function) is not None:
                 return function  # its class's own __call__ (an ember.compile'd module's included)
             forward = instance_forward(function) or type(function).forward
-            if isinstance(forward, types.FunctionType) and _is_internal(forward.__code__):
+            if isinstance(forward, types.FunctionType) and is_internal(forward.__code__) or not isinstance(
+                    forward, (types.FunctionType, types.MethodType, functools.partial)):
                 return function
-            if not isinstance(forward, (types.FunctionType, types.MethodType, functools.partial)):
-                return function
-            module = function
-            return lambda *args, **kwargs: self.call_module(module, args, kwargs)
+            return lambda *args, **kwargs: self.call_module(function, args, kwargs)
         return function
 
     def call_module(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
@@ -152,9 +141,7 @@ class CompileContext:
             return module(*args, **kwargs)
         forward = own_forward if own_forward is not None else type(module).forward
         key = (forward, hook_key(module))
-        call = self.hooked_calls.get(key)
-        if call is None:
-            call = self._hooked_call(module, key)
+        call = self.hooked_calls.get(key) or self._hooked_call(module, key)
         return call(module, *args, **kwargs)
 
     def _hooked_call(self, module: torch.nn.Module, key: tuple) -> Callable:
@@ -182,7 +169,7 @@ class CompileContext:
         known = self.wrapped.get(id(function))
         if known is not None and known[0] is function:
             return known[1]
-        if getattr(function, "_ember_disabled", False) or _is_internal(function.__code__):
+        if getattr(function, "_ember_disabled", False) or is_internal(function.__code__):
             compiled = function
         else:
             compiled = make_dispatcher(function, self)
@@ -235,7 +222,6 @@ class CompileContext:
         self.eager_modules = weakref.WeakSet()
 
 
-_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _dispatch_modes = torch._C._len_torch_dispatch_stack  # (how many TorchDispatchModes are active)
 
 
@@ -249,10 +235,6 @@ def enclosing_context() -> "CompileContext | None":
             return getattr(frame.f_locals.get("self"), "context", None)
         frame = frame.f_back
     return None
-
-
-def _is_internal(code: types.CodeType) -> bool:
-    return code.co_filename.startswith(_EMBER_DIR)
 
 
 class CodeRunner:
@@ -322,10 +304,8 @@ class CodeRunner:
         counters["stats"]["captures"] += 1
         with gc_paused():  # (the first run too: graphs compile at their first call)
             entry = capture_frame(self.context, self.code, self.f_globals, closure, args, self.shapes)
-            if entry is EAGER_THIS_CALL:  # (the frame raises the user's exception: eager raises it)
-                return self.run_eagerly(closure, args)
-            if entry is None:
-                self.eager = True
+            if entry is None or entry is EAGER_THIS_CALL:  # (EAGER_THIS_CALL: eager raises the user's exception)
+                self.eager = entry is None
                 return self.run_eagerly(closure, args)
             self.cache_entries.append(entry)
             for observer in _observers:
@@ -365,12 +345,9 @@ class CodeRunner:
 
 def _spread_call(function: types.FunctionType, code: types.CodeType) -> Callable:
     """A callable taking the frame's argument locals positionally (varargs as one tuple)."""
-    positional = code.co_argcount
-    kwonly = code.co_kwonlyargcount
-    names = code.co_varnames
-    has_varargs = bool(code.co_flags & inspect.CO_VARARGS)
-    has_varkw = bool(code.co_flags & inspect.CO_VARKEYWORDS)
-    kwonly_names = names[positional:positional + kwonly]
+    positional, kwonly = code.co_argcount, code.co_kwonlyargcount
+    kwonly_names = code.co_varnames[positional:positional + kwonly]
+    has_varargs, has_varkw = bool(code.co_flags & inspect.CO_VARARGS), bool(code.co_flags & inspect.CO_VARKEYWORDS)
 
     def call(*values):
         args = list(values[:positional])

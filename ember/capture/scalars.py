@@ -1,38 +1,36 @@
 """Python ints and floats as graph inputs ("automatic dynamic" for scalars).
 
-A guard on a Python number read from a source (`scale`, `opt.param_groups[0]['lr']`,
-`sched.last_epoch`) makes every new value a recompile: a learning rate that a scheduler
-changes each step recompiled the training step up to the recompile limit, then ran it
-eagerly for good.  As for sizes (shapes.py), a number seen changing becomes a symbol:
+A guard on a number read from a source (`opt.param_groups[0]['lr']`, `sched.last_epoch`) makes
+every new value a recompile.  As for sizes (shapes.py), a number seen changing becomes a symbol:
 
-    record    on a recompile, the guards of the missed entries say which numbers changed
-              (`GuardSet.changed_scalars`): their source expressions go into the code's
-              `ShapeState.scalars`; so do the numbers the entry's own capture wrote back to
-              where it read them (a step counter, `group['lr']` set by a scheduler): state the
-              frame itself carries from call to call
-    capture   such a number becomes a placeholder whose example value is a SymInt or SymFloat of
-              the capture's ShapeEnv (`scalar_input`); its guard is a type check, and what the
-              trace decided about it (`lr > 0`, `step % 3 == 0`) is guarded by the ShapeEnv
-    graph     ops take the symbol as they take a symbolic size (`p.mul_(1 - lr * wd)`); the
-              glue passes the current value
-    glue      a number computed from such inputs and needed in Python (written back into
-              `group['lr']`, returned) is computed again in the glue by the same Python
-              operations on the same inputs (`replay`), so it is exactly eager's value
+    record    on a recompile, the missed entries' guards say which numbers changed
+              (`GuardSet.changed_scalars`), and the numbers a capture wrote back where it read
+              them (state the frame carries between calls) count too: `ShapeState.scalars`
+    capture   such a number becomes a placeholder whose example is a SymInt or SymFloat
+              (`scalar_input`), guarded by type; what the trace decided about it is guarded
+              by the ShapeEnv
+    glue      a number computed from such inputs and needed in Python is computed again by the
+              same operations on the same inputs (`replay`), so it is exactly eager's value
 
-What capture cannot do with a symbol (`range(n)`, a dict key) raises StaticShapesNeeded with
-the value: its scalars become constants again for that code (ShapeState.static_scalars).
-Booleans stay constants (they choose code paths).
+What capture cannot do with a symbol (`range(n)`, a dict key) raises StaticShapesNeeded, and its
+scalars become constants again for that code (ShapeState.static_scalars).  Booleans stay constants.
 """
 from __future__ import annotations
 
+import math
+import operator
 from typing import Any
 
 import torch
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
+from .. import logs
+from .errors import Unsupported, UserException
+from .graph import GraphInput
 from .shapes import ShapeSource, StaticShapesNeeded
-
-SCALAR_TYPES = (int, float)
+from .sources import AttrSource, ItemSource, literal
+from .variables.base import constant
+from .variables.symbolic import SymNodeVariable
 
 
 def is_dynamic_candidate(value: Any) -> bool:
@@ -42,8 +40,6 @@ def is_dynamic_candidate(value: Any) -> bool:
 
 def has_dynamic_items(plan, value: tuple, source) -> bool:
     """A tuple of constants (`betas`) with a number that is dynamic: wrapped item by item."""
-    from .sources import ItemSource
-
     return bool(plan.state is not None and plan.state.scalars) and any(
         is_dynamic_candidate(item) and plan.dynamic_scalar(ItemSource(source, index).expr())
         for index, item in enumerate(value))
@@ -51,9 +47,6 @@ def has_dynamic_items(plan, value: tuple, source) -> bool:
 
 def scalar_input(tx, value: int | float, source) -> Any:
     """The SymNodeVariable for the number at `source`, a graph input (one per source)."""
-    from .graph import GraphInput
-    from .variables.symbolic import SymNodeVariable
-
     graph = tx.graph
     expr = source.expr()
     known = graph.__dict__.setdefault("scalar_inputs", {})
@@ -66,10 +59,8 @@ def scalar_input(tx, value: int | float, source) -> Any:
     shape_env = fake_mode.shape_env
     name = ShapeSource(expr)
     symbol = shape_env.create_unspecified_symbol(value, source=name, dynamic_dim=DimDynamic.DYNAMIC)
-    if type(value) is int:
-        symbolic = shape_env.create_symintnode(symbol, hint=value, source=name)
-    else:
-        symbolic = shape_env.create_symfloatnode(symbol, hint=value, source=name)
+    make = shape_env.create_symintnode if type(value) is int else shape_env.create_symfloatnode
+    symbolic = make(symbol, hint=value, source=name)
     graph.guards.type_match(source, value)
     node = graph.new_placeholder(source)
     node.meta["source"] = expr
@@ -101,9 +92,8 @@ def _replayable(target: Any) -> bool:
 
 def replay(cg, node: torch.fx.Node, value: Any = None) -> str:
     """A Python expression computing a symbolic number's value from the frame's sources, by the
-    operations capture recorded (node.meta["ember_call"]: kept when dead-code elimination drops
-    the node from the graph).  Raises StaticShapesNeeded where it depends on a value only the
-    graph computes (a size of an intermediate tensor)."""
+    operations capture recorded (node.meta["ember_call"], kept when DCE drops the node).  Raises
+    StaticShapesNeeded where it depends on a value only the graph computes."""
     memo = cg.__dict__.setdefault("_replayed", {})
     if node in memo:
         return memo[node]
@@ -141,8 +131,6 @@ def _argument(cg, value: Any, symbolic: Any = None) -> str:
 def demote_scalars(graph, state, need: StaticShapesNeeded, code_name: str) -> bool:
     """After StaticShapesNeeded: make the dynamic scalars it involves constants again for this
     code (all of this capture's, where the value does not say).  False if there were none."""
-    from .. import logs
-
     dynamic = list(getattr(graph, "scalar_symbols", {}).values())
     if not dynamic:
         return False
@@ -157,8 +145,6 @@ def demote_scalars(graph, state, need: StaticShapesNeeded, code_name: str) -> bo
 def mark_changed_scalars(runner, closure, args) -> None:
     """On a recompile in the automatic mode: the numbers the missed entries guarded that changed
     (same type, another value) become graph inputs from this capture on."""
-    from .. import logs
-
     state = runner.shapes
     log = logs.get("recompiles")
     for entry in runner.cache_entries:
@@ -176,13 +162,9 @@ def mark_changed_scalars(runner, closure, args) -> None:
 
 
 def note_written_scalars(graph) -> None:
-    """The numbers this capture writes back to a place it can read them from (`obj.attr = ...`,
-    `group['lr'] = ...`), as source exprs, on the guard set: on a recompile those it guarded
-    as constants are marked dynamic even where this call left them unchanged (a scheduler
-    writes `group['lr']` each step, changing it every few steps)."""
-    from .sources import AttrSource, ItemSource, literal
-    from .variables.base import constant
-
+    """The numbers this capture writes back where it can read them (`group['lr'] = ...`), as source
+    exprs on the guard set: on a recompile those guarded as constants are marked dynamic even if
+    this call left them unchanged (a scheduler writes `group['lr']` each step, changing it rarely)."""
     written = set()
     effects = graph.side_effects
     def note(source, value) -> None:
@@ -211,8 +193,6 @@ def note_written_scalars(graph) -> None:
 
 # -- Python builtins and math on symbolic numbers -------------------------------------------------
 def _is_number(variable) -> bool:
-    from .variables.symbolic import SymNodeVariable
-
     if isinstance(variable, SymNodeVariable):
         return variable.python_type() in (int, float)
     return variable.is_python_constant() and type(variable.as_python_constant()) in (int, float)
@@ -222,10 +202,7 @@ def symbolic_min_max(tx, function, items: list):
     """min()/max() of numbers, some of them symbols; None if not all are numbers.  Of one type,
     torch.sym_min/sym_max (no guard: a warm-up's `min(1.0, (step + 1) / 5)` stays one graph);
     ints with floats, Python's own comparisons (guarded), which keep the winner's type."""
-    import operator
-
     from .variables.operators import binary_op
-    from .variables.symbolic import SymNodeVariable
 
     if not any(isinstance(item, SymNodeVariable) for item in items) or not all(_is_number(i) for i in items):
         return None
@@ -246,8 +223,6 @@ def symbolic_math(tx, function, args: list, kwargs: dict):
     """math.cos(x) and the like of a symbolic number (a cosine schedule's learning rate): torch's
     symbolic twin (`torch._sym_cos`, which on plain floats is math.cos itself); None where there
     is none (math.floor and ceil go through the number's own __floor__/__ceil__)."""
-    from .variables.symbolic import SymNodeVariable
-
     if kwargs or not args or not any(isinstance(a, SymNodeVariable) for a in args) \
             or not all(_is_number(a) for a in args):
         return None
@@ -256,8 +231,6 @@ def symbolic_math(tx, function, args: list, kwargs: dict):
     if twin is not None and len(args) == 1:
         return tx.graph.call(tx, "call_function", twin, args, {})
     if name in ("floor", "ceil", "trunc") and len(args) == 1:
-        import math
-
         return tx.graph.call(tx, "call_function", getattr(math, name), args, {})
     return None
 
@@ -265,10 +238,7 @@ def symbolic_math(tx, function, args: list, kwargs: dict):
 def symbolic_equal(tx, left, right) -> bool | None:
     """`left == right` where one is a symbolic number (inside `in`, list.index, tuple ==): the
     ShapeEnv decides, and guards the answer; None if neither is symbolic."""
-    import operator
-
     from .variables.operators import binary_op
-    from .variables.symbolic import SymNodeVariable
 
     if not (isinstance(left, SymNodeVariable) or isinstance(right, SymNodeVariable)):
         return None
@@ -281,8 +251,6 @@ def symbolic_equal(tx, left, right) -> bool | None:
         if not isinstance(value, (int, float)) and type(value).__eq__ is object.__eq__ or \
                 isinstance(value, (str, bytes, tuple, list, dict, set, frozenset, type(None))):
             return False  # (an int or float never equals a str, None, a container...)
-    from .errors import Unsupported
-
     raise Unsupported(f"comparing a symbolic number with {other!r}")
 
 
@@ -292,12 +260,7 @@ _DIVISIONS = ("truediv", "floordiv", "mod", "itruediv", "ifloordiv", "imod")
 def check_divisor(tx, function, left, right) -> None:
     """`left / right` (//, %) with a symbolic number: a divisor that is 0 raises eager's
     ZeroDivisionError here (guarded: `d == 0`), else the graph divides (guarded: `d != 0`)."""
-    import operator
-
-    from .errors import UserException
-    from .variables.base import constant
     from .variables.operators import binary_op
-    from .variables.symbolic import SymNodeVariable
 
     if getattr(function, "__name__", "") not in _DIVISIONS or not isinstance(right, SymNodeVariable):
         return

@@ -1,17 +1,14 @@
 """Dynamic shapes at capture: which sizes are symbols, fakes with symbolic sizes, and the
 relations the trace relied on as guards.
 
-    ShapePlan      what this capture may make dynamic: `dynamic=True` (every size), dims marked
-                   with `ember.mark_dynamic` (or torch's `mark_dynamic`; in every mode), dims
-                   that changed between calls in the automatic mode (`dynamic=None`);
-                   `mark_static` and sizes 0 and 1 stay constants, as in torch.compile
+    ShapePlan      what a capture may make dynamic: every size (`dynamic=True`), dims marked with
+                   `mark_dynamic` (any mode), dims seen changing (`dynamic=None`); `mark_static`
+                   and sizes 0 and 1 stay constants, as in torch.compile
     symbolic_fake  the input's fake with a ShapeEnv symbol per dynamic size
-    shape_guards   the ShapeEnv's guards (`x.size()[0] == y.size()[0]`, `2 <= x.size()[0]`) as
-                   Python expressions over the frame's sources
+    shape_guards   the ShapeEnv's guards as Python expressions over the frame's sources
 
-What capture cannot do with a symbol yet (a size read into Python: `x.shape[0] // 2`) raises
-StaticShapesNeeded, and the frame is captured again with static shapes (the recompile log says
-why).  The backend still compiles each graph per concrete input shape (AotCompiled's cache key).
+What capture cannot do with a symbol (a size read into Python) raises StaticShapesNeeded, and the
+frame is captured again with static shapes (the recompile log says why).
 """
 from __future__ import annotations
 
@@ -34,8 +31,8 @@ log_recompiles = logs.get("recompiles")
 
 class StaticShapesNeeded(Exception):
     """A symbolic size reached code that needs a number: capture the frame with static shapes.
-    `value`: the symbolic value (SymInt, SymFloat) where known; where its symbols are Python
-    scalars made dynamic (scalars.py), only those become constants again."""
+    `value`: the symbolic value where known (if its symbols are dynamic scalars, only those become
+    constants again: scalars.py)."""
 
     def __init__(self, reason: str, value=None) -> None:
         super().__init__(reason)
@@ -71,8 +68,8 @@ def marked_dims(value: torch.Tensor, attribute: str) -> set[int]:
 
 @dataclasses.dataclass
 class ShapeState:
-    """Per code object: sizes seen changing between calls (source expr -> dims), and whether
-    its capture needed static shapes (a size read into Python), so later captures start so."""
+    """Per code object: sizes seen changing between calls (source expr -> dims), and whether its
+    capture needed static shapes, so that later captures start so."""
     automatic: dict[str, set[int]] = dataclasses.field(default_factory=dict)
     static: bool = False
     # Python ints and floats seen changing (source exprs): graph inputs from the next capture on
@@ -130,14 +127,11 @@ def has_symbols(value) -> bool:
 
 def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str], static_too: bool = False) -> list[str]:
     """What a trace assumed about the symbolic sizes of inputs `fakes` (at source expressions
-    `exprs`), as Python expressions over those sources.
-
-    Every size, stride and storage offset is checked against its expression as the trace left
-    it: a symbol the trace specialized is a number now (`x.size()[0] == 4` after `if
-    x.shape[0] == 4`, which the ShapeEnv's own produce_guards does not say), two sizes it found
-    equal are one symbol (`y.size()[0] == x.size()[1]`); each symbol is read where it first
-    occurs.  Then the ShapeEnv's relations and ranges (`2 <= x.size()[1]`).  Static sizes are
-    left to the tensor guards unless `static_too`."""
+    `exprs`), as Python expressions over those sources: each size, stride and storage offset
+    against its expression as the trace left it (`x.size()[0] == 4` where it was specialized,
+    which produce_guards does not say; `y.size()[0] == x.size()[1]`), each symbol read where it
+    first occurs; then the ShapeEnv's relations and ranges.  Static sizes are left to the tensor
+    guards unless `static_too`."""
     if shape_env is None or not fakes:
         return []
     names: dict[sympy.Symbol, sympy.Symbol] = {}
@@ -151,8 +145,8 @@ def shape_guards(shape_env: ShapeEnv | None, fakes: list, exprs: list[str], stat
         places += [(f"{expr}.size()[{d}]", s) for d, s in enumerate(fake.shape)]
         places += [(f"{expr}.stride()[{d}]", s) for d, s in enumerate(fake.stride())]
         places.append((f"{expr}.storage_offset()", fake.storage_offset()))
-    # Name every symbol where it first occurs by itself before printing any expression: a
-    # stride s1*s2 comes before the stride s2 of a[:, ::2] (test_guards_over_a_strided_input_name_every_symbol_before_using_it).
+    # Name every symbol where it first occurs by itself before printing any expression: a stride
+    # s1*s2 comes before the stride s2 of a[:, ::2] (pinned by tests/codegen/test_dynamic_regressions.py).
     simplified = {text: shape_env.simplify(value.node.expr) for text, value in places
                   if isinstance(value, (torch.SymInt, torch.SymFloat))}
     where: dict[sympy.Symbol, str] = {}
@@ -184,9 +178,8 @@ GUARD_NAMESPACE = {"__ember_math": math, "__ember_torch": torch}
 
 
 class SpecializationWatch:
-    """Sizes the user marked dynamic (`mark_dynamic`) that the program makes constants: the
-    translator calls `after(tx)` after each instruction, and a new ShapeEnv replacement of a
-    marked symbol by a number is remembered with that instruction's line; `check()` raises."""
+    """Sizes the user marked dynamic that the program makes constants: `after()` runs after each
+    instruction and remembers the line where a marked symbol became a number; `check()` raises."""
 
     def __init__(self, shape_env: ShapeEnv) -> None:
         self.shape_env = shape_env

@@ -1,17 +1,12 @@
 """The log of Python state changes seen during capture, replayed after the graph runs.
 
-Capture never touches real Python objects.  Writes to attributes of existing objects,
-mutations of existing lists/dicts/sets, global writes and closure-cell writes are recorded
-here; reads see the recorded values; the glue code applies them, in order of first write,
-once the graph has run, so the program leaves the same Python state as eager.  A capture
-that restarts or fails therefore leaves nothing behind: it is simply dropped.
-
-Real code runs at capture time in a few places only, each kept away from real objects:
-tensor operators run on fake tensors and get no mutable Python object (graph.py `_unwrap`);
-torch's Python functions run as graph nodes only from its tensor-only files, everything else
-(optimizers, schedulers, hooks) is inlined (torch_functions.py); builtins and math/operator
-functions run for real on constants only, never the mutating ones (builtins.py, objects.py);
-global setters of torch break.  `RealObjectWatch` checks the rule on everything a capture reads.
+Capture never touches real Python objects.  Attribute writes, mutations of existing containers,
+global and closure-cell writes are recorded here; reads see the recorded values; the glue applies
+them once the graph has run, in order of first write.  A capture that restarts or fails leaves
+nothing behind.  Real code runs at capture time only away from real objects: operators on fake
+tensors get no mutable Python object (graph.py `_unwrap`), torch's Python functions run as nodes
+only from its tensor-only files (torch_functions.py), builtins and math run on constants only;
+`RealObjectWatch` checks the rule on everything a capture reads.
 """
 from __future__ import annotations
 
@@ -23,12 +18,9 @@ from .variables.base import VariableTracker
 
 
 class RealObjectWatch:
-    """The rule checked: after a capture attempt (finished, restarted or failed), every real
-    container, object and tensor it read is as it was.
-
-    Each is snapshotted shallowly when first read: the identities of a container's items or an
-    object's attributes, a tensor's version counter.  A difference is an ember bug (some path
-    ran real code on a real object); it is reported naming the object, never left silently."""
+    """After a capture attempt, every real container, object and tensor it read must be as it was:
+    each is snapshotted shallowly when first read (its items' or attributes' identities, a tensor's
+    version counter); a difference is an ember bug, reported naming the object."""
 
     def __init__(self) -> None:
         self._snapshots: dict[int, tuple[Any, str, Any]] = {}
@@ -70,10 +62,6 @@ class SideEffects:
         self.calls: list[tuple[VariableTracker, str, list, dict]] = []
         self.real_objects = RealObjectWatch()
 
-    def __bool__(self) -> bool:
-        return bool(self.attr_writes or self.global_writes or self.cell_writes or self.mutated_containers
-                    or self.calls)
-
     def record_call(self, owner: VariableTracker, name: str, args: list, kwargs: dict) -> None:
         self.calls.append((owner, name, list(args), dict(kwargs)))
 
@@ -92,20 +80,12 @@ class SideEffects:
         self.deleted_attrs.discard(key)
         self.attr_writes[key] = (owner, name, value)
 
-    def delete_attr(self, owner: VariableTracker, name: str) -> None:
-        key = (self.owner_key(owner), name)
-        self.attr_writes.pop(key, None)
-        self.deleted_attrs.add(key)
-
     def pending_attr(self, owner: VariableTracker, name: str) -> VariableTracker | None:
         entry = self.attr_writes.get((self.owner_key(owner), name))
         return entry[2] if entry else None
 
     def is_deleted(self, owner: VariableTracker, name: str) -> bool:
         return (self.owner_key(owner), name) in self.deleted_attrs
-
-    def attrs_of(self, owner: VariableTracker) -> dict[str, VariableTracker]:
-        return {name: value for (key, name), (o, _, value) in self.attr_writes.items() if o is owner}
 
     # -- globals and cells ---------------------------------------------------------------------
     def store_global(self, key: tuple[int, str], value: VariableTracker) -> None:
@@ -125,17 +105,3 @@ class SideEffects:
     def mutate_container(self, container: VariableTracker) -> None:
         if container.source is not None or getattr(container, "real_object", None) is not None:
             self.mutated_containers[id(container)] = container
-
-    def describe(self) -> list[str]:
-        lines = []
-        for owner, name, _ in self.attr_writes.values():
-            lines.append(f"setattr {owner}.{name}")
-        for name in self.global_writes:
-            lines.append(f"global {name}")
-        for container in self.mutated_containers.values():
-            lines.append(f"mutate {container}")
-        return lines
-
-
-def replay_order(effects: SideEffects) -> list[Any]:
-    return list(effects.mutated_containers.values())

@@ -1,16 +1,11 @@
 """Generated Python source: text made safe to paste into it, and glue that reads as the user's code.
 
-Everything ember writes into generated source (glue and guard functions) goes through here:
-
-- `comment(text)`: a reason or a description pasted into a `#` comment.  Graph-break reasons
-  carry user exception messages and fake-tensor errors, which may hold newlines (the rest of
-  the message would become code), NUL bytes or lone surrogates (compile() refuses both).
-- `keyword_arguments(...)`: `name=value` where `name` is an identifier, `**{'a-b': value}`
-  otherwise (a `**kwargs` dict may hold any string key).
-- `compile_as_user_code(...)`: compiles a glue function so that every one of its lines is
-  the user's own line (file, line number and source text in a traceback), and its frame
-  bears the user's function name.  An exception raised by user code that the glue runs (the
-  instruction a graph broke on, a `raise`) then shows where it came from, not `<ember glue>`.
+- `comment(text)`: text for a `#` comment (break reasons may hold newlines, NULs or lone
+  surrogates, which would become code or which compile() refuses).
+- `keyword_arguments(...)`: `name=value`, or `**{'a-b': value}` where `name` is no identifier.
+- `compile_as_user_code(...)`: a glue function whose lines are the user's own line (file, line
+  and text in a traceback) and whose frame bears the user's function name, so an exception the
+  glue runs shows where it came from, not `<ember glue>`.
 """
 from __future__ import annotations
 
@@ -56,18 +51,13 @@ def compile_as_user_code(source: str, function_name: str, user_code: types.CodeT
                          namespace: dict, named_as: types.CodeType | None = None) -> types.FunctionType:
     """exec `source` (one `def function_name(...)`) so that its lines are `user_code`'s line `lineno`
     and its frames bear the name of `named_as` (the user's function, also for a resume function's glue).
-
-    The statements are re-numbered in the syntax tree rather than padded with blank lines:
-    all of a glue's statements stand for one user line (where the graph stopped), which plain
-    text cannot express.  Column offsets span that whole line, so a traceback prints the
-    user's line without carets pointing into glue-sized columns."""
+    Statements are re-numbered in the syntax tree (all stand for one user line), with column offsets
+    spanning that whole line, so a traceback's carets do not point into glue-sized columns."""
     tree = ast.parse(source)
     line = lineno or user_code.co_firstlineno
-    text = linecache.getline(user_code.co_filename, line)
-    stripped = text.rstrip()
-    start = len(stripped) - len(stripped.lstrip())
+    stripped = linecache.getline(user_code.co_filename, line).rstrip()
+    start = len(stripped[:len(stripped) - len(stripped.lstrip())].encode("utf-8"))
     end = len(stripped.encode("utf-8"))
-    start = len(stripped[:start].encode("utf-8"))
     for node in ast.walk(tree):
         if "lineno" in node._attributes:
             node.lineno = node.end_lineno = line

@@ -12,8 +12,9 @@ both generated functions, whose parameters are the frame's arguments plus these 
 from __future__ import annotations
 
 import dataclasses
-import keyword
 import math
+
+from .source_text import is_keyword_name
 
 GLOBALS = "__ember_globals"
 CLOSURE = "__ember_closure"
@@ -71,10 +72,6 @@ class CellContentsSource(Source):
     _expr, _name = "{base}.__closure__[{index}].cell_contents", "{base}_closure_{index}"
 
 
-def _is_identifier(text: str) -> bool:
-    return text.isidentifier() and not keyword.iskeyword(text)
-
-
 @dataclasses.dataclass(frozen=True)
 class AttrSource(Source):
     base: Source
@@ -82,7 +79,7 @@ class AttrSource(Source):
     _name = "{base}_{attr}"
 
     def expr(self) -> str:
-        if _is_identifier(self.attr) and not self.attr.startswith("__"):
+        if is_keyword_name(self.attr) and not self.attr.startswith("__"):
             return f"{self.base.expr()}.{self.attr}"
         return f"getattr({self.base.expr()}, {self.attr!r})"
 
@@ -147,15 +144,6 @@ class IterationItemSource(Source):
     base: Source
     index: int
     _expr, _name = "list({base})[{index}]", "{base}_key_{index}"
-
-
-@dataclasses.dataclass(frozen=True)
-class KeyedItemSource(Source):
-    """An item of a dict whose key is an object, not a constant (`opt.state[param]`)."""
-
-    base: Source
-    key: Source
-    _expr, _name = "{base}[{key}]", "{base}_{key}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,26 +1,22 @@
 """The symbolic interpreter: runs CPython bytecode on variables instead of values.
 
-`Translator` holds one frame's state (value stack, locals, cells) and steps through its
-instructions, calling the opcode handler registered for each (opcodes.py).  Two kinds:
-
-- `RootTranslator` runs the frame that ember was asked to compile.  When it returns, or
-  reaches the instruction where it was told to break, it hands the graph and its state to
-  the glue code generator (codegen.py).
-- `InliningTranslator` runs a called user function inside the same graph and returns its
-  value to the caller's stack.
+`Translator` holds one frame's state (value stack, locals, cells) and runs the opcode handler
+of each instruction (opcodes.py).  `RootTranslator` runs the compiled frame until it returns or
+reaches a planned break, then hands its state to the glue generator (codegen.py);
+`InliningTranslator` runs a called user function inside the same graph.
 
 An instruction that cannot be captured raises `Unsupported`; at the root that becomes a
 `RestartCapture` naming the offset, and the capture runs again with a break planned there
-(restarting keeps every stage deterministic and simple: nothing half-done is ever undone).
+(nothing half-done is ever undone).
 """
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import dis
 import inspect
 import linecache
 import os
-import sys
 import types
 from typing import Any
 
@@ -29,10 +25,13 @@ from .errors import RestartCapture, SkipFrame, Unsupported, UserException
 from .graph import OutputGraph
 from .sources import GLOBALS, ClosureSource, GlobalSource, ItemSource, LocalSource, Source
 from .variables.base import ConstantVariable, VariableTracker, constant
-from .variables.builder import wrap, wrap_static
+from .variables.builder import wrap, wrap_constant_result, wrap_static
+from .variables.containers import BaseListVariable, DictVariable, ListIteratorVariable
 from .variables.functions import CellVariable, RealCellVariable, bind_arguments, real_cell
-
-PY_VERSION = sys.version_info[:2]
+from .variables.model_outputs import ModelOutputVariable
+from .variables.modules import NNModuleVariable
+from .variables.objects import PythonObjectVariable, SuperVariable
+from .variables.tensor import TensorVariable
 
 
 class RefSource(Source):
@@ -226,11 +225,6 @@ class Translator:
         store(self, name, value)
 
     def getitem(self, container: VariableTracker, index: VariableTracker) -> VariableTracker:
-        from .variables.containers import BaseListVariable, DictVariable
-        from .variables.model_outputs import ModelOutputVariable
-        from .variables.modules import NNModuleVariable
-        from .variables.tensor import TensorVariable
-
         if isinstance(container, TensorVariable):
             return container.call_method(self, "__getitem__", [index], {})
         if isinstance(container, (BaseListVariable, DictVariable, NNModuleVariable, ModelOutputVariable)):
@@ -244,8 +238,6 @@ class Translator:
                     value = container.value[index.as_python_constant()]
                 except Exception as error:
                     raise UserException(error) from None
-                from .variables.builder import wrap_constant_result
-
                 return wrap_constant_result(self, value)
             raise Unsupported(f"indexing a constant with {index}")
         return container.call_method(self, "__getitem__", [index], {})
@@ -256,38 +248,32 @@ class Translator:
             raise Unsupported(f"call depth over {self.config.inline_depth_limit} (recursion?)")
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
             raise Unsupported("async code")
-        if _is_ember_internal(code):
+        if is_internal(code) and code not in TRACEABLE_EMBER_CODE:
             raise Unsupported("call into ember itself")
         bound = bind_arguments(code, name, args, kwargs, defaults, kwdefaults)
         cell_map: dict[str, VariableTracker] = dict(zip(code.co_freevars, cells))
-        for cell_name in code.co_cellvars:
-            cell_map[cell_name] = CellVariable(bound.pop(cell_name, None), cell_name)
+        cell_map.update((var, CellVariable(bound.pop(var, None), var)) for var in code.co_cellvars)
         child = InliningTranslator(code, f_globals, self.graph, bound, cell_map, self, self.config)
         child.function = function
         if code.co_flags & inspect.CO_GENERATOR:
             child.generated = []
-            child.run()
-            from .variables.containers import ListIteratorVariable
-
-            iterator = ListIteratorVariable(child.generated)
-            iterator.python_type = lambda: types.GeneratorType  # type: ignore[method-assign]
-            iterator.return_value = child.return_value  # what `yield from` evaluates to
-            return iterator
         child.run()
-        return child.return_value
+        if child.generated is None:
+            return child.return_value
+        iterator = ListIteratorVariable(child.generated)
+        iterator.python_type = lambda: types.GeneratorType  # type: ignore[method-assign]
+        iterator.return_value = child.return_value  # what `yield from` evaluates to
+        return iterator
 
     def zero_arg_super(self) -> VariableTracker:
-        from .variables.objects import SuperVariable
-
         cell = self.cells.get("__class__")
         if cell is None or not self.code.co_argcount:
             raise Unsupported("super() outside a method")
         cls_var = self.read_cell(cell)
         first = self.code.co_varnames[0]
         owner = self.locals.get(first)
-        if owner is None:
-            cell_owner = self.cells.get(first)
-            owner = self.read_cell(cell_owner) if cell_owner is not None else None
+        if owner is None and self.cells.get(first) is not None:
+            owner = self.read_cell(self.cells[first])
         if owner is None:
             raise Unsupported("super() with no first argument")
         return SuperVariable(cls_var.as_python_constant(), owner)
@@ -306,9 +292,7 @@ class Translator:
                 value = cell.cell.cell_contents
             except ValueError:
                 raise UserException(NameError(f"free variable '{cell.name}' referenced before assignment")) from None
-            if cell.source is not None:
-                return wrap(self, value, cell.source)
-            return wrap_static(self, value)
+            return wrap(self, value, cell.source) if cell.source is not None else wrap_static(self, value)
         raise Unsupported(f"cell {cell}")
 
     def write_cell(self, cell: VariableTracker, value: VariableTracker) -> None:
@@ -355,20 +339,13 @@ def _generic_alias(container: VariableTracker, index: VariableTracker) -> Variab
     cls = static() if static is not None else None
     if not any(cls is builtin for builtin in _GENERIC_BUILTINS) or not index.is_python_constant():
         return None
-    from .variables.objects import PythonObjectVariable
-
     return PythonObjectVariable(cls[index.as_python_constant()])
 
 
+@dataclasses.dataclass(frozen=True)
 class _Expr(Source):
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def expr(self) -> str:
-        return self.text
-
-    def name(self) -> str:
-        return self.text
+    text: str
+    _expr = _name = "{text}"
 
 
 # ember functions that compiled code calls as if they were the user's, and capture inlines
@@ -379,8 +356,8 @@ TRACEABLE_EMBER_CODE: set = set()
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the ember package
 
 
-def _is_ember_internal(code: types.CodeType) -> bool:
-    return code.co_filename.startswith(_EMBER_DIR) and code not in TRACEABLE_EMBER_CODE
+def is_internal(code: types.CodeType) -> bool:
+    return code.co_filename.startswith(_EMBER_DIR)
 
 
 class InliningTranslator(Translator):
@@ -406,12 +383,9 @@ class RootTranslator(Translator):
         try:
             self.run()
         except Unsupported as error:
-            inst = self.current
             where = getattr(error, "where", None)
-            reason = error.reason
-            if where and where != self.location():
-                reason = f"{reason} (in {where})"
-            self.break_at(inst, reason)
+            self.break_at(self.current, f"{error.reason} (in {where})" if where and where != self.location()
+                          else error.reason)
         except UserException as error:
             # User code raised and nothing in the frame caught it: let Python raise it for real.
             self.break_at(self.current, f"user code raised {type(error.value).__name__}: {error.value}",
@@ -437,16 +411,13 @@ class RootTranslator(Translator):
 
 def make_root(code: types.CodeType, f_globals: dict, closure, args: tuple, graph: OutputGraph,
               config, break_plan: dict[int, str]) -> RootTranslator:
-    names = argument_names(code)
     local_vars: dict[str, VariableTracker] = {}
-    cells: dict[str, VariableTracker] = {}
-    for index, name in enumerate(code.co_freevars):
-        cells[name] = real_cell(graph, closure[index], ClosureSource(index, name), name)
-    for name in code.co_cellvars:
-        cells[name] = CellVariable(None, name)
+    cells: dict[str, VariableTracker] = {name: real_cell(graph, closure[index], ClosureSource(index, name), name)
+                                         for index, name in enumerate(code.co_freevars)}
+    cells.update((name, CellVariable(None, name)) for name in code.co_cellvars)
     root = RootTranslator(code, f_globals, graph, local_vars, cells, config, break_plan)
     # Arguments are wrapped in order so that graph inputs follow the signature.
-    for name, value in zip(names, args):
+    for name, value in zip(argument_names(code), args):
         local_vars[name] = wrap(root, value, LocalSource(name))
     return root
 

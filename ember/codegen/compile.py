@@ -3,19 +3,15 @@
     cpu_scalars    CPU scalar tensors a GPU graph reads get one copy to the device (FX rewrite)
     supported      graphs ember's kernels do not take (several devices, sparse, data-dependent
                    sizes) run as ATen calls
-    bias_epilogue  a linear's bias add folded into the matmul (FX rewrite, lowering/)
-    lower          GraphLowering: ATen nodes -> loop-level IR (lowering/)
+    bias_epilogue  a linear's bias add folded into the matmul; lower: ATen -> loop IR (lowering/)
     schedule       dead code, fusion into kernels, buffer lifetimes (scheduling/)
-    kernels        source for each fused kernel, by the device's backend (codegen/devices.py):
-                   C++ for CPUs (cpp/kernel.py), Triton for CUDA GPUs (triton/kernel.py)
-    build, load    g++ -> shared libraries, cached and compiled in parallel (cpp/build.py); Triton
-                   kernels compiled by worker processes (triton/backend.py); load waits for them
+    kernels        C++ for CPUs (cpp/kernel.py), Triton for CUDA GPUs (triton/kernel.py)
+    build, load    g++ (cpp/build.py) or Triton's compile workers (triton/backend.py)
     wrapper        the Python `call` that allocates, calls and frees (codegen/wrapper.py)
     cudagraphs     the call replayed as a CUDA graph (ember.config.cudagraphs)
 
 Each step's product dumps under its own EMBER_LOGS name (lower also under ir, kernels and wrapper
-under output_code); each line names the ATen node it came from and the user's source line.
-The backend's whole list, from the captured graph on, is pipeline.py's.
+under output_code).  The backend's whole list, from the captured graph on, is pipeline.py's.
 """
 from __future__ import annotations
 
@@ -24,6 +20,7 @@ import logging
 from typing import Callable
 
 import torch
+from torch.utils import _pytree as pytree
 
 from .. import config as ember_config
 from .. import logs
@@ -43,9 +40,6 @@ from .kernel import KernelCompileError
 from .devices import BACKENDS, KernelBackend, backend_name, kernel_backend, missing_for
 from .wrapper import WrapperCodegen
 
-log_code = logs.get("output_code")
-log_ir = logs.get("ir")
-log_schedule = logs.get("schedule")
 log_fallbacks = logs.get("fallbacks")
 log_perf = logs.get("perf")
 
@@ -92,11 +86,10 @@ def _cpu_scalars(work: GraphWork) -> None:
 
 def _supported(work: GraphWork) -> None:
     """Graphs ember's kernels do not take run as ATen calls (the reason in the fallbacks log)."""
-    gm = work.gm
-    reason = _unsupported(gm)
+    reason = _unsupported(work.gm)
     if reason is not None:
         log_fallbacks.debug("%s", reason)
-        work.result, work.done = as_traced(gm.forward), True
+        work.result, work.done = as_traced(work.gm.forward), True
 
 
 def _unsupported(gm: torch.fx.GraphModule) -> str | None:
@@ -117,10 +110,8 @@ def _unsupported(gm: torch.fx.GraphModule) -> str | None:
         return "graph with data-dependent sizes: running it as is"
     scalars = _symbolic_scalar_inputs(gm)
     if scalars:
-        # A float computed from sizes (2.0 / (s0 - 1.0), saved by a forward for its backward):
-        # ember's kernels take integer sizes only.  A backward is compiled when it first runs,
-        # where no caller could compile it another way: it runs as ATen calls, which read the
-        # value at call time.
+        # (a float computed from sizes, 2.0 / (s0 - 1.0), saved by a forward for its backward:
+        # kernels take integer sizes only, and ATen calls read the value at call time)
         return f"graph with symbolic scalar inputs ({', '.join(scalars)}): running it as is"
     return None
 
@@ -132,10 +123,8 @@ def _bias_epilogue(work: GraphWork) -> None:
 
 
 def _lower(work: GraphWork) -> None:
-    gm = work.gm
-    work.lowering = GraphLowering(gm)
-    placeholders = [node.meta.get("val") for node in gm.graph.nodes if node.op == "placeholder"]
-    work.lowering.run(*placeholders)
+    work.lowering = GraphLowering(work.gm)
+    work.lowering.run(*[node.meta.get("val") for node in work.gm.graph.nodes if node.op == "placeholder"])
 
 
 def _schedule(work: GraphWork) -> None:
@@ -270,9 +259,9 @@ def graph_compiler(steps=GRAPH_STEPS) -> Callable:
             return None
         _copy_cpu_scalars_to_device(gm)
         devices = _device_types(gm)
-        if len(devices) != 1 or missing_for(next(iter(devices))) or \
-                backend_name(next(iter(devices))) not in BACKENDS or \
-                not kernel_backend(next(iter(devices))).background_builds:
+        device = next(iter(devices), None)
+        if len(devices) != 1 or missing_for(device) or backend_name(device) not in BACKENDS or \
+                not kernel_backend(device).background_builds:
             return None
         started = []
         result = _compile(gm, example_inputs, started, steps)
@@ -286,13 +275,10 @@ def graph_compiler(steps=GRAPH_STEPS) -> Callable:
 
 def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | None, steps):
     """The graph steps; with `started` (a list), a graph that compiles is only begun: the
-    function that finishes it is appended there and None returned.
-
-    Symbolic sizes (backed symbols) compile once into kernels that take the sizes as arguments;
-    what cannot raises ShapesNotSupported, which the AOT layer turns into per-shape compiles.
-    A kernel the system compiler rejects at every optimization level (cpp/build.py tries lower
-    ones; g++ 12 stopped with an internal compiler error on one: issue 32) must not fail the
-    user's call: its graph runs as ATen calls."""
+    function that finishes it is appended there and None returned.  Symbolic sizes compile once
+    into kernels that take them as arguments (what cannot raises ShapesNotSupported: the AOT
+    layer compiles per shape).  A graph lowering refuses, or with a kernel its compiler rejects
+    at every optimization level (cpp/build.py), runs as ATen calls."""
     work = GraphWork(gm=gm, example_inputs=list(example_inputs))
 
     def run(start: int, pause_after: str | None, bounds=None):
@@ -330,28 +316,21 @@ def _symbolic(value) -> bool:
 
 
 def _tensor_values(node: torch.fx.Node) -> list:
-    from torch.utils import _pytree as pytree
-
     return [value for value in pytree.tree_leaves(node.meta.get("val")) if isinstance(value, torch.Tensor)]
 
 
 def _device_types(gm: torch.fx.GraphModule) -> set[str]:
     """The devices the graph computes on (CPU scalars that only a copy to the device reads
     do not count: `_copy_cpu_scalars_to_device`)."""
-    devices = set()
-    for node in gm.graph.nodes:
-        if node.meta.get("ember_copied_to_device"):
-            continue
-        devices |= {value.device.type for value in _tensor_values(node)}
-    return devices
+    return {value.device.type for node in gm.graph.nodes if not node.meta.get("ember_copied_to_device")
+            for value in _tensor_values(node)}
 
 
 def _copy_cpu_scalars_to_device(gm: torch.fx.GraphModule) -> bool:
-    """Eager lets a CPU scalar tensor (an input or a constant of no dims) meet tensors on a GPU;
-    kernels on the GPU cannot read CPU memory: each such value gets one copy to the device (an
-    ATen call), which its users computing on the device read instead.  Not a tensor of one
-    element with dims (`torch.tensor([0])`: eager's index_select refuses it with a CUDA input,
-    fuzz 20122), nor a user computing on the CPU (indexing a CPU tensor with it: 20461)."""
+    """Eager lets a CPU scalar tensor (an input or a constant of no dims) meet tensors on a GPU,
+    whose kernels cannot read CPU memory: each such value gets one copy to the device, which its
+    users computing on the device read instead (not a one-element tensor with dims, which eager's
+    index_select refuses with a CUDA input, nor a user computing on the CPU)."""
     nodes = list(gm.graph.nodes)
     values = {node: _tensor_values(node) for node in nodes}
     targets = {v.device for vs in values.values() for v in vs if v.device.type != "cpu"}
@@ -401,11 +380,8 @@ def _device_type(gm: torch.fx.GraphModule) -> str:
 
 def _non_strided_layouts(gm: torch.fx.GraphModule) -> set[str]:
     """Layouts of values in the graph that are not plain strided memory (sparse COO/CSR, ...)."""
-    from torch.utils import _pytree as pytree
-
-    return {str(value.layout).replace("torch.", "") for node in gm.graph.nodes
-            for value in pytree.tree_leaves(node.meta.get("val"))
-            if isinstance(value, torch.Tensor) and value.layout != torch.strided}
+    return {str(value.layout).replace("torch.", "") for node in gm.graph.nodes for value in _tensor_values(node)
+            if value.layout != torch.strided}
 
 
 def _symbolic_scalar_inputs(gm: torch.fx.GraphModule) -> list[str]:
@@ -431,7 +407,6 @@ def _has_unbacked_symbols(gm: torch.fx.GraphModule) -> bool:
     makes the ShapeEnv replace u0 by 3): the size is still the data's, and a kernel compiled for
     3 would read 3 of however many there are where eager raises (fuzz ember_dynamic 73631)."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
-    from torch.utils import _pytree as pytree
 
     for node in gm.graph.nodes:
         for value in pytree.tree_leaves(node.meta.get("val")):

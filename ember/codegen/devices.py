@@ -6,8 +6,7 @@
 
 A backend (`KernelBackend`) makes kernel sources from the schedule (`sources`), turns them into
 callables (`start_build`, then `finish_build`), and writes the wrapper's lines that call one
-kernel (`call_lines`).  Everything
-upstream (lowering, scheduling, memory planning) is shared.
+kernel (`call_lines`).  Everything upstream (lowering, scheduling, memory planning) is shared.
 """
 from __future__ import annotations
 
@@ -18,15 +17,14 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 from .. import config as ember_config
 from .. import logs
+from ..errors import GraphNotSupported
 from .cpp.backend import CppBackend
 from .triton.backend import TritonBackend
-
 
 
 class KernelSources(Protocol):
     """One scheduled kernel's code, as a backend made it."""
     source: str                 # its whole text (the dumps show it)
-    index_checks: list[str]     # sites of bounds-checked indexing
     elided: set[str]            # values it keeps in registers: no buffer is allocated for them
 
 
@@ -61,8 +59,6 @@ def backend_name(device_type: str) -> str | None:
 def kernel_backend(device_type: str) -> KernelBackend:
     name = backend_name(device_type)
     if name not in BACKENDS:
-        from ..errors import GraphNotSupported
-
         raise GraphNotSupported(f"no kernel backend for {device_type} graphs")
     return BACKENDS[name]
 

@@ -1,9 +1,7 @@
-"""The kernel emitter both backends share: a kernel's buffer arguments, its scopes of
-common subexpressions, its temporaries, its bounds-check sites and the protocol of a
-bounds-checked data-dependent index.  CppKernel and TritonKernel differ from it by a few
-spellings (how a value is assigned, how an index is cast, clamped and reported) and by how
-their loops and blocks open and close.  Also what both backends' builds share: the cache
-folder and the error of a kernel that does not compile.
+"""The kernel emitter both backends share (buffer arguments, scopes of common subexpressions,
+temporaries, bounds-checked data-dependent indices; CppKernel and TritonKernel differ by a few
+spellings and by their loops and blocks), and what both builds share: the cache folder and the
+error of a kernel that does not compile.
 """
 from __future__ import annotations
 
@@ -56,9 +54,8 @@ def loop_index(ranges, variables) -> list:
 
 class Scope:
     """Lines at one nesting level (a kernel's body, a C++ block, a Triton r loop) and what they
-    computed: `cse` maps an expression's text to the temporary holding it, `stored` maps
-    (buffer, index text) to the value last stored there.  Lookups walk out through the
-    enclosing scopes; a scope's values are not seen outside it."""
+    computed: `cse` (expression text -> its temporary) and `stored` ((buffer, index text) -> the
+    value stored there).  Lookups walk out through the enclosing scopes."""
 
     _serial = 0
 
@@ -81,19 +78,15 @@ class Scope:
 
 
 class Emitter:
-    """What a kernel generator holds while it writes one kernel.
+    """What a kernel generator holds while it writes one kernel: inputs read through `in_ptrK`,
+    outputs (set by subclasses) written through `out_ptrK`, and temporaries (`emit`).  Subclasses
+    spell an assignment (`ASSIGN`) and the lines of a checked index (`INDEX_*`, `flag_bad_index`)."""
 
-    Buffers: a kernel reads its inputs through `in_ptrK` and writes (and may re-read) its
-    outputs through `out_ptrK`, numbered in order of first use; subclasses set `outputs`.
-    Values: `emit` assigns an expression to a new temporary in the current scope, or returns
-    the one that already holds it.  Subclasses spell an assignment (`ASSIGN`) and the lines of
-    a checked index (`INDEX_CAST`, `INDEX_WRAP`, `INDEX_BAD`, `INDEX_CLAMP`, `flag_bad_index`)."""
-
-    ASSIGN: str  # "{name} = {expr}" in the backend's syntax
+    ASSIGN: str  # "{name} = {expr}"
     INDEX_CAST: str  # "{name} = {value}" as a 64-bit integer
     INDEX_WRAP: str  # negative indices count from the end of a dim of {size}
     INDEX_BAD: str  # "{name}_bad": outside [0, {size})
-    INDEX_CLAMP: str  # a bad index reads row 0: memory outside a buffer is never touched
+    INDEX_CLAMP: str  # a bad index reads row 0
 
     def __init__(self) -> None:
         self.inputs: list[str] = []  # buffer names read, in argument order
@@ -112,8 +105,7 @@ class Emitter:
         return f"in_ptr{self.inputs.index(name)}"
 
     def index_check_site(self, site: str) -> int:
-        """The position of `site` among the kernel's bounds checks (its flag: a bit in C++, an
-        element of the flag buffer in Triton)."""
+        """The position of `site` among the kernel's bounds checks (a bit in C++, an element in Triton)."""
         if site not in self.index_checks:
             self.index_checks.append(site)
         return self.index_checks.index(site)
@@ -124,8 +116,8 @@ class Emitter:
         return f"{prefix}{self._temps}"
 
     def emit(self, expr: str, dtype: torch.dtype | None = None) -> str:
-        """A temporary holding `expr` (reused where the same text was computed in scope); its
-        dtype, where known, lets ops refuse operands a backend would treat otherwise than eager."""
+        """A temporary holding `expr` (reused where the same text was computed in scope); its dtype,
+        where known, lets ops refuse operands a backend would treat otherwise than eager."""
         found = self.scope.find("cse", expr)
         if found is not None:
             return found
@@ -141,9 +133,8 @@ class Emitter:
         raise NotImplementedError
 
     def checked_index(self, value: str, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
-        """A data-dependent index, bounds-checked: one outside [0, size) (or [-size, size) where
-        negative indices count from the end) sets this site's flag (the wrapper raises after the
-        kernel) and reads row 0 instead, so memory outside a buffer is never touched."""
+        """A data-dependent index, bounds-checked: one outside [0, size) ([-size, size) where negative
+        indices count from the end) sets this site's flag (the wrapper raises) and reads row 0."""
         name = self.new_temp("idx")
         size_text = self.text(size)
         lines = self.scope.lines

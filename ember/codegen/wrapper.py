@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import keyword
+import math
 from typing import Any
 
 import sympy
@@ -30,7 +31,7 @@ from ..lowering.ir import Buffer, ComputedBuffer, ExternCall, InputBuffer, Layou
 from ..lowering.symbolic import ShapesNotSupported, size_symbols
 from ..lowering.printer import provenance, user_line
 from ..runtime.autocast import AUTOCAST_KEYS, exclude_keys
-from ..scheduling.scheduler import Kernel
+from ..scheduling.scheduler import Kernel, buffer_names
 
 
 class ExternDtypeMismatch(RuntimeError):
@@ -40,10 +41,9 @@ class ExternDtypeMismatch(RuntimeError):
 
 def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool = False,
                   dtype: torch.dtype | None = None, origin: str = "") -> torch.Tensor:
-    """An extern op's result with the strides the graph planned for, at its storage's start (ATen
-    may choose other strides; a kernel reading it adds no offset).  A `view` (planned at an offset
-    into its input's storage) may sit anywhere: kernels find it through `ptr`, from its data.
-    A result of another dtype than `dtype` raises: nothing after it could read it safely."""
+    """An extern op's result with the strides the graph planned, at its storage's start (a `view`,
+    planned at an offset into its input's storage, may sit anywhere: kernels find it through
+    `ptr`).  A result of another dtype than `dtype` raises: nothing after it could read it."""
     if tensor is None:  # an output the op's meta function makes and its CUDA kernel leaves out
         return None     # (cudnn attention's statistics without a backward)
     if dtype is not None and tensor.dtype is not dtype:
@@ -59,9 +59,9 @@ def ensure_layout(tensor: torch.Tensor, size: tuple, stride: tuple, view: bool =
         return tensor
     result = torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device)
     if _overlapping(size, stride):
-        # (a view whose elements share memory, planned as eager's: an unfold of a stride-0
-        # tensor; copy_ refuses such a destination.  Aliased elements hold one value in eager, so
-        # any of the source's lands in each place: test_ensure_layout_makes_a_planned_layout_whose_elements_share_memory)
+        # (elements sharing memory, as an unfold of a stride-0 tensor: copy_ refuses such a destination,
+        # and any of the source's values lands in each place, as in eager: pinned by
+        # test_ensure_layout_makes_a_planned_layout_whose_elements_share_memory)
         places = sum(torch.arange(n, device=tensor.device).view([-1 if d == k else 1 for d in range(len(size))]) * st
                      for k, (n, st) in enumerate(zip(size, stride)))
         flat = result.as_strided((result.untyped_storage().nbytes() // result.element_size(),), (1,), 0)
@@ -91,14 +91,12 @@ def _sizes(values) -> str:
 
 class IndexOutOfBounds(IndexError, RuntimeError):
     """An index tensor held a value outside its dimension.  Eager raises IndexError for some ops
-    (index_select, indexing) and RuntimeError for others (gather, scatter, embedding): this is
-    both, so the user's `except` clause for either catches it."""
+    and RuntimeError for others (gather, scatter, embedding): this is both."""
 
 
 class IndexFlag:
-    """Where a kernel's bounds checks report (bit k: index check k of that kernel was violated).
-
-    One per compiled graph, cleared when it fires."""
+    """Where a graph's C++ kernels' bounds checks report (bit k: check k of the kernel failed),
+    cleared when it fires."""
 
     def __init__(self) -> None:
         self.cell = ctypes.c_int64(0)
@@ -113,9 +111,8 @@ class IndexFlag:
 
 
 def pointer(tensor: torch.Tensor, planned_offset: int = 0) -> int:
-    """Where a kernel indexes from: it adds the storage offset the graph planned for the tensor
-    (its fake value's), so the base is the data less that offset. The tensor of a call can sit
-    elsewhere in its storage (`f(x[3:8])` after `f(x[0:5])`: guards check no offsets)."""
+    """Where a kernel indexes from: the data less the storage offset the graph planned (which the
+    kernel adds), as a call's tensor can sit elsewhere in its storage (guards check no offsets)."""
     return tensor.data_ptr() - planned_offset * tensor.element_size()
 
 
@@ -162,11 +159,8 @@ class WrapperCodegen:
             return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
         if isinstance(value, dict):
             return "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in value.items()) + "}"
-        if value is None or isinstance(value, (bool, int, str)):
+        if value is None or isinstance(value, (bool, int, str)) or isinstance(value, float) and math.isfinite(value):
             return repr(value)
-        if isinstance(value, float):
-            return repr(value) if value == value and value not in (float("inf"), float("-inf")) else \
-                self.ref(value, "const")
         return self.ref(value, "const")
 
     def planned_offsets(self) -> dict[str, int]:
@@ -192,9 +186,8 @@ class WrapperCodegen:
 
     def generate(self, kernel_functions: dict[str, Any]) -> str:
         graph = self.graph
-        params = [item.name if isinstance(item, InputBuffer) else item[0] for item in graph.placeholders]
-        for name, tensor in graph.constants.items():
-            self.namespace[name] = tensor
+        params = [_param_name(item) for item in graph.placeholders]
+        self.namespace.update(graph.constants)
         if graph.symbolic:
             self._define_sizes()
         elided = self.elided
@@ -231,10 +224,7 @@ class WrapperCodegen:
                             else self.expr(value) for value in graph.outputs)
         self.lines.append(f"return ({results}{',' if len(graph.outputs) == 1 else ''})")
         if graph.extern_calls:
-            # ATen calls run as traced: the trace recorded autocast's casts as ops of their own,
-            # and ops a composite ran below autocast (sdpa's math path in float32) would be cast
-            # again under the caller's autocast (a bf16 bmm where float32 was planned: a kernel
-            # read it as float32, past its end)
+            # ATen calls run as traced, below autocast (runtime/autocast.py says why)
             self.namespace["exclude_keys"] = exclude_keys
             self.namespace["autocast_keys"] = AUTOCAST_KEYS
             self.lines = ["with exclude_keys(autocast_keys):", *("    " + line for line in self.lines)]
@@ -254,10 +244,8 @@ class WrapperCodegen:
 
     def _shaped_as_returned(self) -> dict[str, Layout]:
         """Kernel outputs the graph returns only as one view of all their memory in order (batch
-        norm's statistics [C] saved as (1, C, 1, 1), a layer norm's as (B, S, 1)): allocated in
-        that view's layout and returned as they are (a `torch.as_strided` per output and call is
-        ~2 us of host time; a ResNet-50 training step made 159).  Not where an ATen call reads
-        them (it sees the tensor's sizes) or they are returned otherwise too."""
+        norm's statistics [C] saved as (1, C, 1, 1)): allocated in that view's layout and returned
+        as they are (a `torch.as_strided` is ~2 us of host time), unless an ATen call reads them."""
         graph = self.graph
         views: dict[str, list] = {}
         for value in graph.outputs:
@@ -268,7 +256,7 @@ class WrapperCodegen:
         read_by_calls = set()
         for step in self.steps:
             if not isinstance(step, Kernel):
-                read_by_calls |= _buffer_names((step.call.args, step.call.kwargs))
+                read_by_calls |= buffer_names((step.call.args, step.call.kwargs))
         elided, placed = self.elided, graph.input_writes
         shaped = {}
         for step in self.steps:
@@ -304,7 +292,7 @@ class WrapperCodegen:
                     if output is not None and fresh and output.layout.offset == 0:
                         buffers[output.name] = output
                 if not fresh:
-                    aliased |= _buffer_names((call.args, call.kwargs))
+                    aliased |= buffer_names((call.args, call.kwargs))
         pool: dict[tuple, list[str]] = {}
         reuse: dict[str, str] = {}
         for position, step in enumerate(self.steps):
@@ -325,10 +313,7 @@ class WrapperCodegen:
         target = self.ref(_binding(call.target, call.kwargs), _target_hint(call.target))
         args = ", ".join(self.expr(a) for a in call.args)
         kwargs = "".join(f", {k}={self.expr(v)}" for k, v in call.kwargs.items())
-        if args and kwargs:
-            arguments = args + kwargs
-        else:
-            arguments = args or kwargs.lstrip(", ")
+        arguments = args + kwargs if args else kwargs.lstrip(", ")
         line = user_line(call.stack_trace)
         comment = f"  # {call.origin}" + (f" ({call.reason})" if call.reason else "") + (f"  ({line})" if line else "")
         outputs = call.outputs
@@ -365,29 +350,20 @@ class WrapperCodegen:
 
     # -- symbolic sizes ---------------------------------------------------------------------------
     def _define_sizes(self) -> None:
-        """First lines of `call`: each size symbol's value, read from the first input dimension
-        (or stride, or int argument) that is exactly that symbol; then a check that every input's
-        sizes and strides are the ones the kernels were compiled for, for these values."""
+        """First lines of `call`: each size symbol's value, read from the first input size (or
+        stride, or int argument) that is exactly that symbol; then checks that the inputs' sizes
+        and strides are the ones the kernels were compiled for."""
         graph = self.graph
-        needed = set()
-        for item in graph.placeholders:
-            exprs = [item[1]] if not isinstance(item, InputBuffer) else \
-                [*item.layout.size, *item.layout.stride, item.layout.offset]
-            for expr in exprs:
-                needed |= size_symbols(expr)
-        for buffer in graph.buffers:
-            layout = getattr(buffer, "layout", None)
-            if isinstance(layout, Layout):
-                for expr in (*layout.size, *layout.stride, layout.offset):
-                    needed |= size_symbols(expr)
-        for source in self.kernels.values():
-            needed |= {sympy.Symbol(name, integer=True, positive=True) for name in source.size_args}
-        for call in graph.extern_calls:
-            for leaf in pytree.tree_leaves((call.args, call.kwargs)):
-                if isinstance(leaf, sympy.Basic):
-                    needed |= size_symbols(leaf)
-        taken = set(self.namespace) | {buffer.name for buffer in graph.buffers} | \
-            {item.name if isinstance(item, InputBuffer) else item[0] for item in graph.placeholders}
+        exprs = [item[1] for item in graph.placeholders if not isinstance(item, InputBuffer)]
+        exprs += [expr for buffer in [*graph.placeholders, *graph.buffers]
+                  if isinstance(getattr(buffer, "layout", None), Layout)
+                  for expr in (*buffer.layout.size, *buffer.layout.stride, buffer.layout.offset)]
+        exprs += [leaf for call in graph.extern_calls for leaf in pytree.tree_leaves((call.args, call.kwargs))
+                  if isinstance(leaf, sympy.Basic)]
+        needed = set().union(*map(size_symbols, exprs))
+        needed |= {sympy.Symbol(name, integer=True, positive=True) for source in self.kernels.values()
+                   for name in source.size_args}
+        taken = {*self.namespace, *(buffer.name for buffer in graph.buffers), *map(_param_name, graph.placeholders)}
         definitions: dict = {}
         for item in graph.placeholders:
             if isinstance(item, InputBuffer):
@@ -415,15 +391,12 @@ class WrapperCodegen:
                                   f"{python_size(item[1])}))")
 
     def _check_guards(self, definitions: dict) -> None:
-        """The sizes the kernels were compiled for: each symbol at least its ShapeEnv lower bound
-        (>= 2: kernels may rely on it), and the ShapeEnv's guards over these symbols (s0 - 2 > 0
-        from a reduction, Eq(Mod(s0*s1, 2), 0) from a view), checked in one condition per call.
-        Guards over other symbols or with functions ember does not print are left to the caller."""
-        from ..lowering.symbolic import lower_bound, to_sympy
+        """The sizes the kernels were compiled for, checked in one condition per call: each symbol
+        at least its ShapeEnv lower bound, and the ShapeEnv's guards over these symbols (s0 - 2 > 0,
+        Eq(Mod(s0*s1, 2), 0)); other guards are left to the caller."""
+        from ..lowering.symbolic import lower_bound
 
-        conditions, texts = [], []
-        for symbol in sorted(definitions, key=lambda s: s.name):
-            conditions.append(f"{symbol.name} >= {lower_bound(symbol)}")
+        conditions = [f"{symbol.name} >= {lower_bound(symbol)}" for symbol in sorted(definitions, key=lambda s: s.name)]
         shape_env = self.graph.shape_env
         for guard in getattr(shape_env, "guards", ()) if shape_env is not None else ():
             try:
@@ -432,7 +405,6 @@ class WrapperCodegen:
                 continue
             if text is not None and text not in conditions:
                 conditions.append(text)
-                texts.append(str(guard.expr))
         if conditions:
             message = f"ember: sizes outside those compiled for ({' and '.join(conditions)})"
             self.lines.append(f"if not ({' and '.join(conditions)}): raise InputShapeMismatch({message!r})")
@@ -481,6 +453,11 @@ def _relation(tree, defined: set) -> str | None:
     return "(" + f" {name.lower()} ".join(parts) + ")"
 
 
+def _param_name(item) -> str:
+    """A placeholder's name in `call`'s signature: an input buffer, or a (name, size) argument."""
+    return item.name if isinstance(item, InputBuffer) else item[0]
+
+
 def _number(value):
     """An int where the expression is a number (static layouts print as before), else the expression."""
     return int(value) if sympy.sympify(value).is_number else value
@@ -502,22 +479,11 @@ def _returns_fresh(target: Any) -> bool:
     return all(ret.alias_info is None for ret in schema.returns)
 
 
-def _buffer_names(tree) -> set[str]:
-    names = set()
-    for leaf in pytree.tree_leaves(tree):
-        if isinstance(leaf, ReinterpretView):
-            names.add(leaf.buffer.name)
-        elif isinstance(leaf, Buffer):
-            names.add(leaf.name)
-    return names
-
-
 def _binding(target: Any, kwargs: dict) -> Any:
-    """torch's Python binding of an ATen overload where it can only mean that overload: the same
-    op through the dispatcher, without OpOverload's call (a bf16 convolution's host time on the
-    H100 machine: 27-32 us through torch.ops, 20 us through torch.convolution; ResNet-50 makes 53
-    a step).  Every other overload of the name must be an out= form or need an argument more, and
-    only keyword-only arguments may come by name (a binding calls `self` `input`)."""
+    """torch's Python binding of an ATen overload where it can only mean that overload (a bf16
+    convolution's host time: 27-32 us through torch.ops, 20 us through torch.convolution): every
+    other overload of the name is an out= form or needs an argument more, and only keyword-only
+    arguments come by name (a binding calls `self` `input`)."""
     packet = getattr(target, "overloadpacket", None)
     schema = getattr(target, "_schema", None)
     if packet is None or schema is None or target.namespace != "aten" or schema.is_mutable:

@@ -7,48 +7,40 @@ graph, and compiled (seed 002, ember's take on torch's compiled autograd).
     ember.config.compiled_autograd = True     # backward calls inside ember.compile'd functions
     ember.compile(lambda: loss.backward())()
 
-A backward under it walks the autograd graph from the roots, traces each node's backward (the
-ATen ops of built-in nodes, ember's compiled regions inlined as `aot{k}_` ops, Python
-Functions' backward), the tensor hooks (as calls in the graph), and the accumulation into
-`.grad` into one FX graph; compiles it with the compiler function; runs it (engine.py).  Graphs
-are cached by the autograd graph's structure and metadata; `EMBER_LOGS=compiled_autograd` prints
-each capture's reason ("new autograd node", "changed shapes") and graph; sizes that change
-become symbols (dynamic.py).  What cannot be captured (tensors that retain their grad,
-create_graph, `inputs=` that are not leaves, a hook registered on an autograd node directly:
-`grad_fn.register_hook`, whose node cannot be seen from Python, so no backward is captured while
-one is alive) runs in autograd's own engine, the reason logged.
+A backward under it walks the autograd graph from the roots and traces each node's backward
+(built-in nodes' ATen ops, ember's regions inlined as `aot{k}_` ops, Python Functions), the
+tensor hooks (as calls) and the accumulation into `.grad` into one FX graph, then compiles and
+runs it (engine.py).  Graphs are cached by the autograd graph's structure and metadata; sizes that
+change become symbols (dynamic.py); `EMBER_LOGS=compiled_autograd` prints each capture's reason
+and graph.  What cannot be captured (retain_grad, create_graph, `inputs=` that are not leaves, a
+live hook registered on a node directly, whose node Python cannot see) runs in autograd's own
+engine, the reason logged.
 
-Not done: a graph's saved tensors stay until the graph is freed (autograd's engine frees them
-after a backward without retain_graph; only its C++ side can).  A second backward through them
-raises eager's error all the same.
+Not done: saved tensors stay until the graph is freed (only autograd's C++ side can free them
+after a backward); a second backward through them still raises eager's error.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
-import weakref
 from typing import Callable, Iterator
 
 import torch
 import torch.utils.hooks
 
-from .. import config, logs
+from .. import config
 from ..capture.runtime import enclosing_context
 from .engine import CACHE, DYNAMIC, CompiledAutograd, graph_text
 from .walk import note_node_hooks
 from .tracer import call_hook, call_module_hooks, call_module_pre_hooks
 
-log = logs.get("compiled_autograd")
-
 _state = threading.local()
 _ORIGINAL_BACKWARD = torch.autograd.backward
-_by_compiler: "weakref.WeakKeyDictionary | dict" = {}
+_by_compiler: dict[str, CompiledAutograd] = {}
 
 
 def _stack() -> list:
-    if not hasattr(_state, "stack"):
-        _state.stack = []
-    return _state.stack
+    return _state.__dict__.setdefault("stack", [])
 
 
 @contextlib.contextmanager
@@ -87,11 +79,9 @@ def _config_engine(context) -> CompiledAutograd:
     """The engine `ember.config.compiled_autograd` uses inside a compiled call: graphs compiled
     with the enclosing call's backend (one engine per backend)."""
     backend = context.backend_name or "ember"
-    engine = _by_compiler.get(backend)
-    if engine is None:
-        engine = CompiledAutograd(context.graph_compiler())
-        _by_compiler[backend] = engine
-    return engine
+    if backend not in _by_compiler:
+        _by_compiler[backend] = CompiledAutograd(context.graph_compiler())
+    return _by_compiler[backend]
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
@@ -114,19 +104,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             engine._fallback("create_graph or grad_variables given")
         return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
     roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
-    given = [grad_tensors] if isinstance(grad_tensors, torch.Tensor) or grad_tensors is None else list(grad_tensors)
-    if len(given) == 1 and len(roots) > 1 and given[0] is None:
-        given = [None] * len(roots)
-    if len(given) != len(roots) or any(not root.requires_grad for root in roots) or \
-            any(grad is not None and not isinstance(grad, torch.Tensor) for grad in given):
+    given = _given(grad_tensors, roots)
+    wrong = any(not root.requires_grad for root in roots) or \
+        any(grad is not None and not isinstance(grad, torch.Tensor) for grad in given)
+    grads = None if wrong else _root_grads(roots, given)
+    if grads is None:
         return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
-    grads = []
-    for root, grad in zip(roots, given):
-        if grad is None:
-            if root.numel() != 1:  # (the engine raises its own error)
-                return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
-            grad = torch.ones_like(root, memory_format=torch.preserve_format)
-        grads.append(grad.detach())
     with torch.no_grad():
         if targets is None:
             if engine.backward(roots, grads, retain_graph=bool(retain_graph)):
@@ -137,6 +120,21 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 _accumulate_into(targets, results)
                 return None
     return _ORIGINAL_BACKWARD(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
+
+
+def _given(grads, roots: list) -> list:
+    """The root gradients given, one per root (a lone None for several roots: None for each)."""
+    given = [grads] if isinstance(grads, torch.Tensor) or grads is None else list(grads)
+    return [None] * len(roots) if len(given) == 1 and len(roots) > 1 and given[0] is None else given
+
+
+def _root_grads(roots: list, given: list) -> list | None:
+    """The root gradients, detached (ones for a one-element root given None); None where
+    autograd's engine should run (it raises its own error)."""
+    if len(given) != len(roots) or any(g is None and r.numel() != 1 for g, r in zip(given, roots)):
+        return None
+    return [torch.ones_like(r, memory_format=torch.preserve_format) if g is None else g.detach()
+            for g, r in zip(given, roots)]
 
 
 def _accumulate_into(leaves: list, grads: list) -> None:
@@ -158,9 +156,7 @@ _ORIGINAL_GRAD = torch.autograd.grad
 
 def _traced(tensor) -> bool:
     """A fake tensor (ember tracing a joint graph): autograd's engine handles it."""
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    return isinstance(tensor, FakeTensor)
+    return isinstance(tensor, torch._subclasses.FakeTensor)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -169,19 +165,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     engine = active()
     arguments = (outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs, allow_unused,
                  is_grads_batched, materialize_grads)
-    single = isinstance(inputs, torch.Tensor)
     roots = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
-    targets = [inputs] if single else list(inputs) if isinstance(inputs, (list, tuple)) else None
+    targets = [inputs] if isinstance(inputs, torch.Tensor) else \
+        list(inputs) if isinstance(inputs, (list, tuple)) else None
     if engine is None or create_graph or is_grads_batched or targets is None or \
             any(not isinstance(t, torch.Tensor) or not t.requires_grad or _traced(t) for t in [*roots, *targets]):
         return _ORIGINAL_GRAD(*arguments)  # (ember's own tracing of a joint graph lands here: fakes)
-    given = [grad_outputs] if isinstance(grad_outputs, torch.Tensor) or grad_outputs is None else list(grad_outputs)
-    if len(given) == 1 and len(roots) > 1 and given[0] is None:
-        given = [None] * len(roots)
-    if len(given) != len(roots) or any(g is None and r.numel() != 1 for g, r in zip(given, roots)):
+    grads = _root_grads(roots, _given(grad_outputs, roots))
+    if grads is None:
         return _ORIGINAL_GRAD(*arguments)
-    grads = [torch.ones_like(r, memory_format=torch.preserve_format) if g is None else g.detach()
-             for g, r in zip(given, roots)]
     with torch.no_grad():
         results = engine.backward(roots, grads, inputs=targets,
                                   retain_graph=bool(create_graph if retain_graph is None else retain_graph))

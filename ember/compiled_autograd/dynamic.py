@@ -1,27 +1,19 @@
 """Sizes that change become symbols: one captured graph for a backward at every size.
 
-A captured graph is traced with real tensors, so the sizes a node's backward uses (SumBackward0's
-saved input sizes, a view's target shape) are constants in it.  When a backward misses the cache
-only because sizes in its key changed (the same nodes, hooks and dtypes), the two traces, the
-cached one and this one, are lined up op by op:
+A captured graph is traced with real tensors, so the sizes a node's backward uses are constants in
+it.  When a backward misses the cache only because sizes in its key changed, the cached trace and
+this one are lined up op by op:
 
-    key        the int leaves of the key's shape-like parts (tensors' sizes and strides, a node's
-               saved ints) that differ become symbols, one per distinct (old, new) pair of values
-               (two sizes equal at both points share one, as torch's duck sizing); a size 0 or 1
-               stays a constant (as torch.compile specializes them)
-    graph      every int argument that differs between the two traces is written as a symbol, k
-               times one, or a product of two (`expand(grad, [s0, s0])`, `view(g, [s0 * s1])`); any
-               other difference (a float, an op, an argument of another kind) keeps the sizes
-               static
-    inputs     each symbol's value reaches the graph as the size of one more input, `sizes_k` (an
-               expanded scalar: no memory), read by `sizes_k.size(0)`; a compiler behind it sees
-               them as sizes of tensor inputs (ember's automatic dynamic shapes make them
-               symbols there once they change)
+    key     int leaves of the key's shape-like parts that differ become symbols, one per distinct
+            (old, new) pair (equal sizes share one, as torch's duck sizing); sizes 0 and 1 stay constants
+    graph   every int argument that differs is written as a symbol, k times one, or a product of two;
+            any other difference keeps the sizes static
+    inputs  each symbol's value reaches the graph as the size of one more input, `sizes_k` (an
+            expanded scalar: no memory), so a compiler behind it sees sizes of tensor inputs
 
-Two traces fit the graph, but a third size could take a formula another way (a size-dependent
-branch in a node's C++ backward), so the first backward at each new key is traced again and its
-ops compared with the symbolic graph evaluated at the new sizes: equal, the compiled graph runs
-(no compile); different, that key is captured on its own.
+A third size could take a formula another way (a size-dependent branch in a C++ backward), so the
+first backward at each new key is traced again and compared with the symbolic graph at its sizes:
+equal, the compiled graph runs; different, that key is captured on its own.
 """
 from __future__ import annotations
 
@@ -46,9 +38,8 @@ class Slot:
 
 
 def key_tokens(key: tuple) -> tuple[list, list]:
-    """The key as a flat token list and, per token, its place: (part, path) where the token is
-    an int in a shape-like part of the key (a size may change there), else None.  Nesting is
-    kept as ("(", length) tokens, so two keys of one token list have one structure."""
+    """The key as a flat token list and, per token, its place: (part, path) where the token is an
+    int in a shape-like part of the key, else None.  Nesting is kept as ("(", length) tokens."""
     tokens: list = []
     places: list = []
 
@@ -121,15 +112,12 @@ def symbols_between(old_tokens: list, new_tokens: list, places: list) -> Symbols
         described.append(Slot(position, *place))
     if not pairs:
         raise NotGeneral("the keys are equal")
-    old = [a for a, _ in pairs]
-    new = [b for _, b in pairs]
-    return Symbols(slots, old, new, described)
+    return Symbols(slots, [a for a, _ in pairs], [b for _, b in pairs], described)
 
 
 def bind(symbols: Symbols, tokens: list, template: list) -> list[int] | None:
-    """The symbols' values at a key (its tokens), where the key fits the template (the tokens
-    of the key the symbols were found at, symbol positions aside): the same fixed tokens, and
-    every slot of one symbol the same size, at least 2.  None where it does not fit."""
+    """The symbols' values at a key's tokens, or None where they do not fit the template (the
+    tokens the symbols were found at): other fixed tokens, or a symbol's slots not one size >= 2."""
     if len(tokens) != len(template):
         return None
     values: list[int | None] = [None] * len(symbols.old)
@@ -283,10 +271,9 @@ _SCALARS: dict = {}
 
 
 def sizes_input(values: list[int], device: torch.device) -> list[torch.Tensor]:
-    """Per symbol, a tensor of its value as its size and no memory of its own (a scalar,
-    expanded), on the backward's device (a CPU input would keep a CUDA graph from being
-    recorded)."""
-    scalar = _SCALARS.get(device)
-    if scalar is None:
-        scalar = _SCALARS[device] = torch.zeros((), device=device)
+    """Per symbol, an expanded scalar whose size is its value, on the backward's device (a CPU
+    input would keep a CUDA graph from being recorded)."""
+    if device not in _SCALARS:
+        _SCALARS[device] = torch.zeros((), device=device)
+    scalar = _SCALARS[device]
     return [scalar.expand(value) for value in values]

@@ -1,17 +1,12 @@
 """One backward call, captured: walk, key, trace on a cache miss, compile, run, accumulate.
 
-    loss.backward()
-      walk       the nodes the engine would run, in its order (walk.py)
-      key        node kinds and types, their edges, saved values' metadata, hooks per site,
-                 leaves' `.grad` (None or its metadata), the root gradients' metadata
-      miss       trace the nodes into one FX graph (nodes.py, tracer.py), compile it with the
-                 compiler function; logged: "new autograd node" or "changed shapes"; where
-                 only sizes changed since a cached key, one graph over symbolic sizes for both
-                 (dynamic.py), which later keys of other sizes run after a check
-      run        the graph on this call's inputs (root gradients, saved tensors, existing
-                 `.grad`s, hooks); new gradients become `.grad`, existing ones were added to in
-                 the graph; then post-accumulate-grad hooks run
-Anything the capture cannot take (CannotCapture) runs in autograd's own engine, reason logged.
+    walk   the nodes the engine would run, in its order (walk.py)
+    key    node kinds, types and edges, saved values' metadata, hooks, leaves' `.grad`, root gradients
+    miss   trace the nodes into one FX graph (nodes.py, tracer.py) and compile it; where only sizes
+           changed since a cached key, one graph over symbolic sizes for both (dynamic.py)
+    run    the graph on this call's inputs; new gradients become `.grad` (existing ones were added
+           to in the graph), then post-accumulate-grad hooks run
+What the capture cannot take (CannotCapture) runs in autograd's own engine, the reason logged.
 """
 from __future__ import annotations
 
@@ -87,12 +82,9 @@ class CompiledAutograd:
         self.stats = Stats()
 
     def backward(self, tensors: list, grads: list, inputs: list | None = None, retain_graph: bool = True):
-        """Runs the backward of `tensors` with `grads` (root gradients, made); False where it
-        could not be captured (nothing was changed: the caller runs autograd's engine).  With
-        `inputs` (torch.autograd.grad): nothing is accumulated, and the result is the list of
-        their gradients (None where none reached them).  Without `retain_graph`, the nodes whose
-        saved tensors the graph read count as freed, as autograd's engine frees them: a later
-        backward through one raises eager's error."""
+        """Runs the backward of `tensors` from `grads`; False where it could not be captured (and
+        nothing changed).  With `inputs` (torch.autograd.grad): their gradients, nothing accumulated.
+        Without `retain_graph` the nodes whose saved tensors were read count as freed, as in eager."""
         if node_hooks_alive():
             return self._fallback("a hook registered on an autograd node directly (grad_fn.register_hook or "
                                   "register_prehook) is alive, and which node holds it cannot be seen")
@@ -107,16 +99,13 @@ class CompiledAutograd:
                     raise RuntimeError(FREED)
             unpacked: dict = {}  # node -> its ctx.saved_tensors (unpacked once per backward)
             key = _key(order, roots, grads, targets, unpacked)
+            entry = self.entries.get(key)
+            if entry is None:
+                entry = self._miss(order, roots, grads, targets, key)
+            else:
+                self.stats.hits += 1
         except CannotCapture as reason:
             return self._fallback(str(reason))
-        entry = self.entries.get(key)
-        if entry is None:
-            try:
-                entry = self._miss(order, roots, grads, targets, key)
-            except CannotCapture as why:
-                return self._fallback(str(why))
-        else:
-            self.stats.hits += 1
         inputs = [_fetch(source, order, grads, unpacked) for source in entry.sources]
         if entry.takes_hooks:
             inputs.append(_hooks(entry.hook_sites, order))
@@ -129,9 +118,8 @@ class CompiledAutograd:
         if targets is not None:
             return [results[entry.found[k]] if k in entry.found else None for k in range(len(targets))]
         if entry.new_grads:
-            # (memory a new .grad may not take as its own: the graph's inputs', and that of a
-            # gradient already given to another leaf: the graph returns one tensor for two leaves
-            # when a node passes its gradient through to both, as `a + b` does)
+            # (memory a new .grad may not take as its own: the graph's inputs', and a gradient already
+            # given to another leaf, as one tensor for two leaves when a node passes it to both: `a + b`)
             storages = {value.untyped_storage().data_ptr() for value in inputs if isinstance(value, torch.Tensor)}
             for position, grad in zip(entry.new_grads, results):
                 _set_grad(order[position].variable, grad, storages)
@@ -144,9 +132,8 @@ class CompiledAutograd:
         return True
 
     def _miss(self, order: list, roots: list, grads: list, targets: list | None, key: tuple) -> Entry:
-        """The entry for a key not seen before: a graph over symbolic sizes that fits it (checked
-        against a trace at these sizes), else a new capture, made symbolic where it differs from
-        a cached one only in sizes."""
+        """A graph over symbolic sizes that fits a new key (checked against a trace at its sizes),
+        else a new capture, made symbolic where it differs from a cached one only in sizes."""
         tokens, places = key_tokens(key)
         for dynamic in DYNAMIC:
             values = bind(dynamic.symbols, tokens, dynamic.tokens)
@@ -268,17 +255,16 @@ class CompiledAutograd:
                     for number, grad in inputs.items():
                         for index in wanted.get((node, number), ()):
                             found[index] = grad
-                    if kind == "accumulate" or not any(next_node in position_of for next_node, _ in node.next_functions):
+                    if kind == "accumulate" or not any(n in position_of for n, _ in node.next_functions):
                         continue  # (grad(): nothing accumulates, and what feeds no input does not run)
                 if kind == "accumulate":
                     self._accumulate(tracer, node, position, inputs.get(0), new_grads, accumulations)
                     continue
-                count = len(node._input_metadata)
+                given = [inputs.get(k) for k in range(len(node._input_metadata))]
                 if kind == "module_hooks":
-                    results = _module_hooks(tracer, node, position, [inputs.get(k) for k in range(count)],
-                                            hook_sites, module_outputs)
+                    results = _module_hooks(tracer, node, position, given, hook_sites, module_outputs)
                 else:
-                    results = RULES[kind](tracer, node, position, [inputs.get(k) for k in range(count)])
+                    results = RULES[kind](tracer, node, position, given)
                 edges = node.next_functions
                 if len(results) != len(edges):
                     raise CannotCapture(f"{type(node).__name__} gave {len(results)} gradients for {len(edges)} inputs")
@@ -293,11 +279,9 @@ class CompiledAutograd:
                     _add(tracer, buffers, next_node, number, grad)
         for old, grad in accumulations:  # (in place, as the engine adds to an existing .grad)
             tracer.graph.call_function(torch.ops.aten.add_.Tensor, (old, tracer.node_of(grad)), name="accumulate_grad_")
-        if targets is not None:
-            found = {index: grad for index, grad in found.items() if grad is not None}
-            tracer.graph.output(tuple(tracer.node_of(found[index]) for index in sorted(found)))
-        else:
-            tracer.graph.output(tuple(tracer.node_of(grad) for _, grad in new_grads))
+        found = {index: grad for index, grad in found.items() if grad is not None}
+        outputs = [found[index] for index in sorted(found)] if targets is not None else [g for _, g in new_grads]
+        tracer.graph.output(tuple(tracer.node_of(grad) for grad in outputs))
         graph = torch.fx.GraphModule(torch.nn.Module(), tracer.graph, class_name="CompiledAutograd")
         compiled = self._compile(graph) if compile else None
         return Entry(graph, compiled, list(tracer.sources), hook_sites, [position for position, _ in new_grads],
@@ -310,11 +294,11 @@ class CompiledAutograd:
         variable = node.variable
         if variable.grad is None:
             new_grads.append((position, grad))
-        else:
-            if variable.grad.is_sparse or grad.is_sparse:
-                raise CannotCapture("sparse gradients are not captured")
-            old = tracer.placeholder(variable.grad, InputSource("grad", position), f"n{position}_grad")
-            accumulations.append((old, grad))
+            return
+        if variable.grad.is_sparse or grad.is_sparse:
+            raise CannotCapture("sparse gradients are not captured")
+        accumulations.append((tracer.placeholder(variable.grad, InputSource("grad", position), f"n{position}_grad"),
+                              grad))
 
 
 def _device(grads: list) -> torch.device:
@@ -365,9 +349,9 @@ def _toward(order: list, targets: list) -> list:
 
 def _module_hooks(tracer: BackwardTracer, node, position: int, grads: list, hook_sites: list,
                   module_outputs: dict) -> list:
-    """A BackwardHookFunctionBackward node (nn.Module full backward hooks): on a module's outputs,
-    its pre-hooks (their gradients kept for the other side); on its inputs, its hooks, given the
-    outputs' gradients.  The node itself passes gradients through."""
+    """A BackwardHookFunctionBackward node (nn.Module full backward hooks), which passes gradients
+    through: on a module's outputs its pre-hooks run (their gradients kept for the other side), on
+    its inputs its hooks, given the outputs' gradients."""
     noted = node.metadata.get("ember_module_hooks")
     if not noted or len(noted) != 1:
         raise CannotCapture("module backward hooks registered where ember did not see them")
@@ -478,10 +462,9 @@ def _hooks(sites: list, order: list) -> list:
 
 
 def _set_grad(variable: torch.Tensor, grad: torch.Tensor, taken: set) -> None:
-    """A new `.grad`, laid out as the engine lays it out: the graph's result where it is the
-    variable's layout and memory of its own (`taken`: storages it may not share), else a copy in
-    the variable's layout.  A view that spans its whole storage (a graph's `view` of a buffer of
-    its own) is that memory: it becomes `.grad` as a plain tensor over it, not copied."""
+    """A new `.grad`, laid out as the engine does: the graph's result where it has the variable's
+    layout and memory of its own (`taken`: storages it may not share), else a copy.  A view spanning
+    its whole storage (a graph's `view` of a buffer of its own) becomes `.grad` uncopied."""
     storage = grad.untyped_storage()
     if storage.data_ptr() in taken or grad.stride() != variable.stride() or grad.requires_grad:
         grad = torch.empty_like(variable).copy_(grad.detach())

@@ -85,6 +85,22 @@ def _matcher(tracer: BackwardTracer, candidates: list, label: str):
     return resolve
 
 
+def _call(tracer: BackwardTracer, candidates: list, label: str, call, failed: str) -> tuple:
+    """`call()` under the tracer, tensors the node's backward reads resolved among `candidates`;
+    an error other than CannotCapture becomes one (`failed`: what the message calls the call)."""
+    tracer.resolve = _matcher(tracer, candidates, label)
+    try:
+        with torch.no_grad():
+            results = call()
+    except CannotCapture:
+        raise
+    except Exception as error:  # noqa: BLE001 - the engine runs it and reports its own error
+        raise CannotCapture(f"{failed} ({type(error).__name__}: {error})") from None
+    finally:
+        tracer.resolve = lambda tensor: None
+    return results if isinstance(results, tuple) else (results,)
+
+
 def trace_builtin(tracer: BackwardTracer, node, position: int, grads: list) -> tuple:
     candidates = []
     for name in saved_names(node):
@@ -94,44 +110,23 @@ def trace_builtin(tracer: BackwardTracer, node, position: int, grads: list) -> t
         elif isinstance(value, (list, tuple)):
             candidates += [(item, InputSource("saved", position, name, k)) for k, item in enumerate(value)
                            if isinstance(item, torch.Tensor)]
-    tracer.resolve = _matcher(tracer, candidates, f"n{position}")
-    try:
-        with torch.no_grad():
-            results = node(*grads)
-    except CannotCapture:
-        raise
-    except Exception as error:  # noqa: BLE001 - the engine runs it and reports its own error
-        raise CannotCapture(f"calling {type(node).__name__} failed ({type(error).__name__}: {error})") from None
-    finally:
-        tracer.resolve = lambda tensor: None
-    return results if isinstance(results, tuple) else (results,)
+    return _call(tracer, candidates, f"n{position}", lambda: node(*grads),
+                 f"calling {type(node).__name__} failed")
 
 
 def trace_python(tracer: BackwardTracer, node, position: int, grads: list) -> tuple:
-    saved = _saved(node)
-    candidates = [(tensor, InputSource("ctx", position, "", k)) for k, tensor in enumerate(saved)
+    candidates = [(tensor, InputSource("ctx", position, "", k)) for k, tensor in enumerate(_saved(node))
                   if isinstance(tensor, torch.Tensor)]
-    tracer.resolve = _matcher(tracer, candidates, f"n{position}_saved")
     if any(isinstance(value, torch.Tensor) for value in vars(node).values()):
         raise CannotCapture(f"{type(node).__name__} keeps tensors on ctx outside save_for_backward")
-    try:
-        with torch.no_grad():
-            results = node.apply(*grads)
-    except CannotCapture:
-        raise
-    except Exception as error:  # noqa: BLE001
-        raise CannotCapture(f"{type(node).__name__}.backward failed while tracing ({type(error).__name__}: "
-                            f"{error})") from None
-    finally:
-        tracer.resolve = lambda tensor: None
-    return results if isinstance(results, tuple) else (results,)
+    return _call(tracer, candidates, f"n{position}_saved", lambda: node.apply(*grads),
+                 f"{type(node).__name__}.backward failed while tracing")
 
 
 def trace_ember(tracer: BackwardTracer, node, position: int, grads: list) -> tuple:
     """ember's compiled region: its backward graph's ops, inlined (the compiled kernels would be
     opaque to the tracer)."""
-    saved = _saved(node)
-    candidates = [(tensor, InputSource("ctx", position, "", k)) for k, tensor in enumerate(saved)]
+    candidates = [(tensor, InputSource("ctx", position, "", k)) for k, tensor in enumerate(_saved(node))]
     tracer.resolve = _matcher(tracer, candidates, f"n{position}_saved")
     try:
         with torch.no_grad():

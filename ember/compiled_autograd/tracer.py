@@ -1,15 +1,11 @@
 """Recording a backward pass as one FX graph of ATen ops.
 
-The backward runs for real, once, under `BackwardTracer` (a TorchDispatchMode): each ATen op a
-node's backward dispatches becomes a graph node, its arguments looked up by the identity of the
-tensors that flow in.  A tensor the graph did not compute is one of the backward's inputs (the
-root gradients, a node's saved values, a leaf's `.grad`): the rule that knows where it comes
-from registers it as a placeholder together with how to fetch it at the next backward
-(`InputSource`).  A tensor nobody registered makes the capture fail (`CannotCapture`), and
-autograd's own engine runs that backward instead.
-
-Hooks are not run while tracing: the graph calls them (`call_hook`), and the trace continues
-with a stand-in of the hook's input (values are thrown away; only the ops matter).
+The backward runs for real, once, under `BackwardTracer` (a TorchDispatchMode): each ATen op
+becomes a graph node, its arguments looked up by the identity of the tensors that flow in.  A
+tensor the graph did not compute is an input (root gradients, saved values, a leaf's `.grad`),
+registered with how to fetch it at the next backward (`InputSource`); one nobody registered makes
+the capture fail (`CannotCapture`) and autograd's engine runs that backward.  Hooks are not run
+while tracing: the graph calls them (`call_hook`), and the trace goes on with a stand-in.
 """
 from __future__ import annotations
 
@@ -119,13 +115,11 @@ class BackwardTracer(TorchDispatchMode):
         return self.hooks_node
 
     def _before_ops(self):
-        last = self.placeholders[-1] if self.placeholders else None
         if self.hooks_node is not None:
             return self.graph.inserting_before(self.hooks_node)
-        if last is not None:
-            return self.graph.inserting_after(last)
-        first = next(iter(self.graph.nodes), None)
-        return self.graph.inserting_before(first) if first is not None else self.graph.inserting_after(None)
+        if self.placeholders:
+            return self.graph.inserting_after(self.placeholders[-1])
+        return self.graph.inserting_before(None)  # (the start of the graph)
 
     def node_of(self, tensor: torch.Tensor) -> torch.fx.Node:
         known = self.values.get(id(tensor))
@@ -146,10 +140,10 @@ class BackwardTracer(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is torch.ops.aten._local_scalar_dense.default:
             raise CannotCapture(f"{self.origin or 'the backward'} reads a tensor's value on the host (.item())")
-        node_args, node_kwargs = pytree.tree_map_only(torch.Tensor, self.node_of, (args, kwargs))
         # (devices as strings: the graph's code then needs no torch.device calls, which capture
         # would have to trace)
-        node_args, node_kwargs = pytree.tree_map_only(torch.device, str, (node_args, node_kwargs))
+        node_args, node_kwargs = pytree.tree_map_only(
+            torch.device, str, pytree.tree_map_only(torch.Tensor, self.node_of, (args, kwargs)))
         out = func(*args, **kwargs)
         node = self.graph.call_function(func, tuple(node_args), dict(node_kwargs), name=self._name(func))
         node.meta["ember_origin"] = self.origin
@@ -158,7 +152,8 @@ class BackwardTracer(TorchDispatchMode):
         elif isinstance(out, (tuple, list)):
             for index, item in enumerate(out):
                 if isinstance(item, torch.Tensor):
-                    self.bind(item, self.graph.call_function(operator.getitem, (node, index), name=f"{node.name}_{index}"))
+                    self.bind(item, self.graph.call_function(operator.getitem, (node, index),
+                                                             name=f"{node.name}_{index}"))
         # (an op writing into an argument leaves the tensor object as it was: its value is now the
         # op's result, so later reads see the write)
         if func._schema.is_mutable:
@@ -178,8 +173,12 @@ class BackwardTracer(TorchDispatchMode):
         node = self.graph.call_function(call_hook, (self.hooks_input(), len(self.hooks) - 1, self.node_of(grad)),
                                         name=f"call_{kind}")
         node.meta["ember_origin"] = self.origin
+        return self._stand_in(grad, node)
+
+    def _stand_in(self, like: torch.Tensor, node: torch.fx.Node) -> torch.Tensor:
+        """A new tensor like `like` (a view, no memory), whose value is `node`'s."""
         with _disable_current_modes():
-            stand_in = grad.view_as(grad)
+            stand_in = like.view_as(like)
         self.bind(stand_in, node)
         return stand_in
 
@@ -191,17 +190,9 @@ class BackwardTracer(TorchDispatchMode):
         node = self.graph.call_function(function, (self.hooks_input(), len(self.hooks) - 1, *head, *values),
                                         name=f"call_{kind}")
         node.meta["ember_origin"] = self.origin
-        results = []
-        for position, like in enumerate(likes):
-            if not isinstance(like, torch.Tensor):
-                results.append(None)
-                continue
-            with _disable_current_modes():
-                stand_in = like.view_as(like)
-            self.bind(stand_in, self.graph.call_function(operator.getitem, (node, position),
-                                                         name=f"{node.name}_{position}"))
-            results.append(stand_in)
-        return results
+        return [self._stand_in(like, self.graph.call_function(operator.getitem, (node, position),
+                                                              name=f"{node.name}_{position}"))
+                if isinstance(like, torch.Tensor) else None for position, like in enumerate(likes)]
 
     def add(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Two gradient contributions summed (the engine's input buffer)."""

@@ -7,10 +7,9 @@ import weakref
 
 import torch
 
-# The hook dictionaries of autograd nodes that hooks were registered on directly
-# (grad_fn.register_hook / register_prehook, AccumulateGrad's too): autograd's Python API does
-# not show which node holds which, so while one of them holds a hook, no backward is captured
-# (__init__.py notes each as it is registered; module hooks, which ember traces, are not noted).
+# The hook dictionaries of nodes that hooks were registered on directly (grad_fn.register_hook,
+# register_prehook): Python cannot see which node holds which, so while one holds a hook no
+# backward is captured (__init__.py notes each; module hooks, which ember traces, are not noted).
 NODE_HOOKS: dict[int, weakref.ref] = {}  # id -> the dictionary, weakly (it dies with its node)
 
 
@@ -46,20 +45,18 @@ def nodes_in_order(roots: list) -> list:
     # ties (every AccumulateGrad has the same sequence number) go by discovery order, which
     # the graph's structure fixes: the same structure walks in the same order every call
     found = {node: index for index, node in enumerate(reachable)}
-    ready = []
-    for node in dict.fromkeys(root for root in roots if root is not None):
-        if dependencies.get(node, 0) == 0:
-            heapq.heappush(ready, (-_sequence(node), found[node], node))
+    ready = [(-_sequence(node), found[node], node) for node in dict.fromkeys(root for root in roots if root is not None)
+             if dependencies.get(node, 0) == 0]
+    heapq.heapify(ready)
     order = []
     while ready:
         _, _, node = heapq.heappop(ready)
         order.append(node)
         for next_node, _ in node.next_functions:
-            if next_node is None:
-                continue
-            dependencies[next_node] -= 1
-            if dependencies[next_node] == 0:
-                heapq.heappush(ready, (-_sequence(next_node), found[next_node], next_node))
+            if next_node is not None:
+                dependencies[next_node] -= 1
+                if dependencies[next_node] == 0:
+                    heapq.heappush(ready, (-_sequence(next_node), found[next_node], next_node))
     if len(order) != len(reachable):
         raise RuntimeError("ember compiled autograd: the autograd graph has a node no root reaches first")
     return order

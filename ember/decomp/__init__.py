@@ -1,10 +1,8 @@
 """ember's decompositions: composite ATen ops rewritten into a small core set (PrimTorch's job).
 
-Each entry is a Python function with the op's signature that calls simpler ATen ops; the ATen
-tracer runs it in place of the op, so its body is traced in turn.  Entries register with
-`@register(aten.op.overload, ...)`, grouped by family in the modules below.
-
-    core_decompositions()  -> {OpOverload: function}
+Each entry (`@register(aten.op.overload, ...)`, by family in the modules below) is a function
+with the op's signature that calls simpler ATen ops; the ATen tracer runs it in place of the op.
+`core_decompositions()` gives the table, {OpOverload: function}.
 """
 from __future__ import annotations
 

@@ -12,26 +12,18 @@ aten = torch.ops.aten
 def gelu(x, *, approximate="none"):
     dtype = x.dtype
     (x,) = upcast(x)
-    return downcast(_gelu(x, approximate), dtype)
-
-
-def _gelu(x, approximate):
     if approximate == "tanh":
         inner = aten.mul.Tensor(aten.add.Tensor(x, aten.mul.Tensor(aten.pow.Tensor_Scalar(x, 3), 0.044715)),
                                 math.sqrt(2 / math.pi))
-        return aten.mul.Tensor(aten.mul.Tensor(x, 0.5), aten.add.Tensor(aten.tanh.default(inner), 1))
+        return downcast(aten.mul.Tensor(aten.mul.Tensor(x, 0.5), aten.add.Tensor(aten.tanh.default(inner), 1)), dtype)
     erf = aten.erf.default(aten.mul.Tensor(x, 1 / math.sqrt(2)))
-    return aten.mul.Tensor(aten.mul.Tensor(x, 0.5), aten.add.Tensor(erf, 1))
+    return downcast(aten.mul.Tensor(aten.mul.Tensor(x, 0.5), aten.add.Tensor(erf, 1)), dtype)
 
 
 @register(aten.gelu_backward.default)
 def gelu_backward(grad, x, *, approximate="none"):
     dtype = grad.dtype
     grad, x = upcast(grad, x)
-    return downcast(_gelu_backward(grad, x, approximate), dtype)
-
-
-def _gelu_backward(grad, x, approximate):
     if approximate == "tanh":
         k_beta = math.sqrt(2) * (2 / math.sqrt(math.pi)) * 0.5
         x_sq = aten.mul.Tensor(x, x)
@@ -44,11 +36,11 @@ def _gelu_backward(grad, x, approximate):
         tanh_derivative = aten.rsub.Scalar(aten.mul.Tensor(tanh_inner, tanh_inner), 1)
         inner_derivative = aten.mul.Tensor(aten.add.Tensor(aten.mul.Tensor(x_sq, 3 * 0.044715), 1), k_beta)
         right_derivative = aten.mul.Tensor(aten.mul.Tensor(left, tanh_derivative), inner_derivative)
-        return aten.mul.Tensor(grad, aten.add.Tensor(left_derivative, right_derivative))
+        return downcast(aten.mul.Tensor(grad, aten.add.Tensor(left_derivative, right_derivative)), dtype)
     cdf = aten.mul.Tensor(aten.add.Tensor(aten.erf.default(aten.mul.Tensor(x, 1 / math.sqrt(2))), 1), 0.5)
     pdf = aten.mul.Tensor(aten.exp.default(aten.mul.Tensor(aten.mul.Tensor(x, x), -0.5)),
                           1 / math.sqrt(2 * math.pi))
-    return aten.mul.Tensor(grad, aten.add.Tensor(cdf, aten.mul.Tensor(x, pdf)))
+    return downcast(aten.mul.Tensor(grad, aten.add.Tensor(cdf, aten.mul.Tensor(x, pdf))), dtype)
 
 
 @register(aten.silu.default)

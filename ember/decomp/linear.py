@@ -8,9 +8,8 @@ aten = torch.ops.aten
 
 
 def _integer_factor(factor, dtype):
-    """A scalar factor as eager's CPU kernel applies it to an integer product: converted to the
-    dtype, truncated toward zero (0.5 -> 0, -1.5 -> -1); None where eager refuses the value
-    (it does not fit the dtype)."""
+    """A scalar factor as eager's CPU kernel applies it to an integer product: truncated toward
+    zero (0.5 -> 0, -1.5 -> -1); None where it does not fit the dtype (eager refuses it)."""
     value = int(factor)
     info = torch.iinfo(dtype)
     return value if info.min <= value <= info.max else None
@@ -42,13 +41,10 @@ def addmm(bias, mat1, mat2, *, beta=1, alpha=1):
     return aten.add.Tensor(product, bias)
 
 
-# cuBLAS picks its vectorized kernels only when every matrix's rows start at least 4 bytes
-# apart: GPT-2's vocabulary of 50257 makes its LM head's three bf16 products run "align1"
-# kernels, 4.3-6.7 ms each on an H100 where aligned ones take ~1.6.  Such products on a GPU run
-# on zero-padded copies (zeros add nothing to a dot product), padded in the operand's own memory
-# order (a transposed operand stays transposed: its copy is a plain row-major pad), and the
-# result is the slice of the padded product.  (BERT's 30522, rows 4 bytes apart, runs "align2"
-# kernels at 1.6 ms: the copies would cost what they save.)
+# cuBLAS picks its vectorized kernels only when every matrix's rows start at least 4 bytes apart
+# (GPT-2's vocabulary of 50257: its LM head's bf16 products took 4.3-6.7 ms on an H100, ~1.6
+# aligned).  Such products on a GPU run on zero-padded copies, padded in the operand's own memory
+# order, and the result is the slice of the padded product.
 PAD_ALIGN = {torch.float16: 8, torch.bfloat16: 8}  # pad to 16 bytes ...
 PAD_WHEN = {torch.float16: 2, torch.bfloat16: 2}  # ... rows not a multiple of this many elements apart
 PAD_MIN_MACS = 2**28  # smaller products: the copies would cost more than they save
@@ -78,8 +74,7 @@ def mm(a, b):
     if not all(isinstance(size, int) for size in sizes):
         return NotImplemented
     m, k, n = sizes
-    # the sizes that are row pitches: a's rows (k, or m when a is transposed), b's (n, or k), the
-    # product's (n)
+    # the sizes that are row pitches: a's rows (k, or m when transposed), b's (n, or k), the product's (n)
     pitches = {"n"} | ({"m"} if _transposed(a) else {"k"}) | ({"k"} if _transposed(b) else set())
     odd = {name for name, size in zip("mkn", sizes) if name in pitches and size % PAD_WHEN[a.dtype]}
     if not odd or m * k * n < PAD_MIN_MACS:
@@ -91,16 +86,12 @@ def mm(a, b):
     return aten.slice.Tensor(aten.slice.Tensor(product, 0, 0, m), 1, 0, n)
 
 
-# An embedding backward with many indices per row stays ATen's kernel where accumulating scatters
-# contend (lowering/scatter.py's table): ATen's sorts the indices, the decomposition's scatter-add
-# would serialize atomic adds on the few rows (BERT's token-type embedding, 8192 indices into 2
-# rows: 4 ms as ATen's generic index_put, 390 ms as atomics, 0.1 ms as embedding_dense_backward).
-
-
 @register(aten.embedding_dense_backward.default)
 def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
     if scale_grad_by_freq:
         return NotImplemented
+    # Many indices per row stay ATen's kernel (it sorts them) where accumulating scatters contend:
+    # atomic adds on few rows serialize (BERT's token-type embedding: 390 ms, ATen's 0.1 ms).
     limit = ATOMIC_UPDATES_PER_ROW_LIMIT.get(grad_output.device.type)
     if limit is not None and isinstance(indices.numel(), int) and isinstance(num_weights, int) and \
             indices.numel() > limit * max(num_weights, 1):

@@ -7,6 +7,17 @@ aten = torch.ops.aten
 _NONE, _MEAN, _SUM = 0, 1, 2
 
 
+def _zero(x):
+    return aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device)
+
+
+def _valid_targets(target, ignore_index):
+    """(target != ignore_index, the target with 0 where it is ignore_index)."""
+    valid = aten.ne.Scalar(target, ignore_index)
+    zero = aten.scalar_tensor.default(0, dtype=target.dtype, device=target.device)
+    return valid, aten.where.self(valid, target, zero)
+
+
 def _reduce(value, reduction):
     if reduction == _MEAN:
         return aten.mean.default(value)
@@ -34,22 +45,13 @@ def mse_loss_backward(grad_output, x, target, reduction):
 def nll_loss_forward(x, target, weight, reduction, ignore_index):
     if x.dim() > 2 or (weight is not None):
         return NotImplemented
-    batched = x.dim() == 2
-    safe_target = target
-    valid = aten.ne.Scalar(target, ignore_index)
-    safe_target = aten.where.self(valid, target, aten.scalar_tensor.default(0, dtype=target.dtype, device=target.device))
-    if batched:
-        picked = aten.gather.default(x, 1, aten.unsqueeze.default(safe_target, 1))
-        picked = aten.squeeze.dim(picked, 1)
-    else:
-        picked = aten.gather.default(x, 0, aten.unsqueeze.default(safe_target, 0))
-        picked = aten.squeeze.dim(picked, 0)
-    losses = aten.neg.default(picked)
-    zero = aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device)
-    losses = aten.where.self(valid, losses, zero)
+    dim = 1 if x.dim() == 2 else 0
+    valid, safe_target = _valid_targets(target, ignore_index)
+    picked = aten.squeeze.dim(aten.gather.default(x, dim, aten.unsqueeze.default(safe_target, dim)), dim)
+    losses = aten.where.self(valid, aten.neg.default(picked), _zero(x))
     total_weight = aten.sum.default(aten._to_copy.default(valid, dtype=x.dtype))
     if reduction == _NONE:
-        return losses, aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device)
+        return losses, _zero(x)
     total = aten.sum.default(losses)
     if reduction == _MEAN:
         total = aten.div.Tensor(total, total_weight)
@@ -61,22 +63,15 @@ def nll_loss_backward(grad_output, x, target, weight, reduction, ignore_index, t
     if x.dim() > 2 or weight is not None:
         return NotImplemented
     batched = x.dim() == 2
-    valid = aten.ne.Scalar(target, ignore_index)
-    safe_target = aten.where.self(valid, target, aten.scalar_tensor.default(0, dtype=target.dtype, device=target.device))
-    grad = grad_output
-    if reduction == _MEAN:
-        grad = aten.div.Tensor(grad, total_weight)
+    valid, safe_target = _valid_targets(target, ignore_index)
+    grad = aten.div.Tensor(grad_output, total_weight) if reduction == _MEAN else grad_output
     scale = aten.neg.default(grad)
-    if reduction == _NONE:
-        scale = aten.where.self(valid, scale, aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device))
-    else:
-        scale = aten.where.self(valid, aten.expand.default(scale, list(target.shape)),
-                                aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device))
+    scale = aten.where.self(valid, scale if reduction == _NONE else aten.expand.default(scale, list(target.shape)),
+                            _zero(x))
     # A one-hot select rather than a scatter: pointwise, so it fuses into log_softmax's backward.
     dim = 1 if batched else 0
     classes = aten.arange.default(x.shape[dim], dtype=target.dtype, device=x.device)
     if batched:
         classes = aten.unsqueeze.default(classes, 0)
     hit = aten.eq.Tensor(aten.unsqueeze.default(safe_target, dim), classes)
-    return aten.where.self(hit, aten.unsqueeze.default(scale, dim),
-                           aten.scalar_tensor.default(0.0, dtype=x.dtype, device=x.device))
+    return aten.where.self(hit, aten.unsqueeze.default(scale, dim), _zero(x))

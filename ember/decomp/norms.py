@@ -1,4 +1,6 @@
 """layer_norm (forward, backward) and batch_norm (forward with running statistics, backward)."""
+import math
+
 import torch
 
 from . import divide_by_count, downcast, register, upcast
@@ -6,15 +8,11 @@ from . import divide_by_count, downcast, register, upcast
 aten = torch.ops.aten
 
 
-def _compute_dtype(x):
-    return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-
-
 @register(aten.native_layer_norm.default)
 def native_layer_norm(x, normalized_shape, weight, bias, eps):
     axis = x.dim() - len(normalized_shape)
     dims = list(range(axis, x.dim()))
-    compute = aten._to_copy.default(x, dtype=torch.float32) if x.dtype != _compute_dtype(x) else x
+    (compute,) = upcast(x)
     var, mean = aten.var_mean.correction(compute, dims, correction=0, keepdim=True)
     rstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
     out = aten.mul.Tensor(aten.sub.Tensor(compute, mean), rstd)
@@ -22,12 +20,9 @@ def native_layer_norm(x, normalized_shape, weight, bias, eps):
         out = aten.mul.Tensor(out, weight)
     # Eager's kernel adds a bias of +0 when there is none, which turns the -0 of a centered 0 times
     # a negative weight into +0 (1 / out is then inf, not -inf).
-    out = aten.add.Tensor(out, bias if bias is not None else 0.0)
-    if out.dtype != x.dtype:
-        out = aten._to_copy.default(out, dtype=x.dtype)
-    # Eager's CPU kernel stores the statistics in the input's dtype (rounded: its backward reads
-    # them so), or in float32 when float16/bfloat16 input comes with float32 parameters; its CUDA
-    # kernel always in float32 (and its backward kernel wants them so: fuzz cuda default 90).
+    out = downcast(aten.add.Tensor(out, bias if bias is not None else 0.0), x.dtype)
+    # Eager's CPU kernel stores the statistics in the input's dtype (its backward reads them so), or
+    # float32 for a half input with float32 parameters; its CUDA kernel always in float32.
     stats_dtype = x.dtype
     if x.dtype in (torch.float16, torch.bfloat16) and (x.device.type != "cpu" or any(
             p is not None and p.dtype == torch.float32 for p in (weight, bias))):
@@ -45,21 +40,15 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
         dx = rstd * dy * w + b * x + c
         dw = sum(dy * (rstd * x - rstd * mean)),  dbias = sum(dy)   (over the other dims)
 
-    (x_hat-based formulas are the same algebra, but a weight of -inf then gives inf where
-    eager computes inf - inf = NaN for every element.)
-
-    Every term multiplies the one product g = dy * w, where eager's kernel writes (dy * x) * w
-    and (rstd * dy) * w: over one element (N = 1) the terms then cancel exactly (db * mean == ds,
-    rstd * g == db * rstd), as the math says and as eager's FMA-contracted kernel does, instead of
-    leaving a rounding residue of rstd * dy * w, scaled by rstd^3 in b."""
+    (x_hat-based ones are the same algebra, but a weight of -inf then gives inf where eager's is
+    inf - inf = NaN.)  Every term multiplies the one product g = dy * w, so that over one element
+    the terms cancel exactly, as in eager's FMA-contracted kernel, leaving no rounding residue."""
     input_dtype = x.dtype
     grad_out, x, mean, rstd, weight_value = upcast(grad_out, x, mean, rstd, weight)
     axis = x.dim() - len(normalized_shape)
     inner_dims = list(range(axis, x.dim()))
     outer_dims = list(range(axis))
-    count = 1
-    for size in normalized_shape:
-        count *= size
+    count = math.prod(normalized_shape)
     grad_input = None
     if output_mask[0] and x.device.type == "cuda":
         grad_input = downcast(_cuda_layer_norm_grad_input(grad_out, x, mean, rstd, weight_value, inner_dims, count),
@@ -75,8 +64,7 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
         c = aten.sub.Tensor(aten.mul.Tensor(aten.neg.default(b), mean),
                             divide_by_count(aten.mul.Tensor(db, rstd), count))
         term = aten.mul.Tensor(scaled_grad, rstd)
-        grad_input = aten.add.Tensor(aten.add.Tensor(term, aten.mul.Tensor(b, x)), c)
-        grad_input = downcast(grad_input, input_dtype)
+        grad_input = downcast(aten.add.Tensor(aten.add.Tensor(term, aten.mul.Tensor(b, x)), c), input_dtype)
     grad_weight = None
     if output_mask[1] and weight is not None:
         if x.device.type == "cuda":  # (its CUDA kernel: dy * ((x - mean) * rstd))
@@ -84,12 +72,12 @@ def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight
         else:
             normalized = aten.add.Tensor(aten.mul.Tensor(rstd, x), aten.mul.Tensor(aten.neg.default(rstd), mean))
         grad_weight = aten.mul.Tensor(grad_out, normalized)
-        grad_weight = aten.sum.dim_IntList(grad_weight, outer_dims, False) if outer_dims else grad_weight
-        grad_weight = downcast(grad_weight, weight.dtype)
+        grad_weight = downcast(aten.sum.dim_IntList(grad_weight, outer_dims, False) if outer_dims else grad_weight,
+                               weight.dtype)
     grad_bias = None
     if output_mask[2] and bias is not None:
-        grad_bias = aten.sum.dim_IntList(grad_out, outer_dims, False) if outer_dims else aten.clone.default(grad_out)
-        grad_bias = downcast(grad_bias, bias.dtype)
+        grad_bias = downcast(aten.sum.dim_IntList(grad_out, outer_dims, False) if outer_dims
+                             else aten.clone.default(grad_out), bias.dtype)
     return grad_input, grad_weight, grad_bias
 
 
@@ -137,12 +125,10 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
     reduce_dims = [0] + list(range(2, x.dim()))
     broadcast = [1, channels] + [1] * (x.dim() - 2)
     if training:
-        # Eager's CPU kernel sums the statistics of a float32 input in double (its accumulate
-        # type there; float on CUDA): squares of values near 1e38 overflow float, and invstd
-        # would be 0 where eager's is tiny (test_batch_norm_statistics_of_huge_float32_values_on_the_cpu_are_summed_wide: NaN where eager is finite).
-        # Its vectorized kernel (contiguous or channels-last input) then goes on in float (a
-        # variance past float's range gives invstd 0); its generic one (other layouts) takes
-        # invstd in double too, a tiny number rather than 0 (test_batch_norm_statistics_of_huge_float32_values_on_the_cpu_are_summed_wide).
+        # Eager's CPU kernel sums a float32 input's statistics in double (squares near 1e38 overflow
+        # float); its vectorized kernel (contiguous or channels-last input) then goes on in float,
+        # its generic one takes invstd in double too
+        # (test_batch_norm_statistics_of_huge_float32_values_on_the_cpu_are_summed_wide).
         wide = x.device.type == "cpu" and x.dtype == torch.float32
         var, mean = aten.var_mean.correction(aten._to_copy.default(x, dtype=torch.float64) if wide else x,
                                              reduce_dims, correction=0, keepdim=False)
@@ -169,9 +155,8 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
         save_mean = aten.new_zeros.default(running_mean, [0])
         save_invstd = aten.new_zeros.default(running_mean, [0])
     if x.device.type == "cpu" and _cpu_vectorized(x):
-        # Eager's vectorized CPU kernel computes x * alpha + beta per channel, with
-        # alpha = invstd * weight and beta = bias - mean * alpha: with invstd 0 (a variance past
-        # float's range) that is 0 where (x - mean) * invstd can be inf * 0 = NaN (test_batch_norm_statistics_of_huge_float32_values_on_the_cpu_are_summed_wide)
+        # Eager's vectorized CPU kernel computes x * alpha + beta per channel, alpha = invstd * weight,
+        # beta = bias - mean * alpha: with invstd 0 that is 0 where (x - mean) * invstd is inf * 0
         alpha = scale if weight is None else aten.mul.Tensor(scale, weight)
         # (no bias: 0 - mean * alpha, written -(mean * alpha) + 0 so that a 0 comes out +0)
         beta = aten.add.Tensor(aten.neg.default(aten.mul.Tensor(center, alpha)), 0.0) if bias is None else \
@@ -239,24 +224,26 @@ def native_batch_norm_no_stats(x, weight, bias, training, momentum, eps):
     return native_batch_norm(x, weight, bias, None, None, True, momentum, eps)
 
 
+def _with_reserve(x, *args):
+    """native_batch_norm's results and an empty reserve space (only ever read by the backwards,
+    decomposed here too)."""
+    return *native_batch_norm(x, *args), aten.empty.memory_format([0], dtype=torch.uint8, device=x.device)
+
+
 @register(aten._batch_norm_with_update.default)
 def batch_norm_with_update(x, weight, bias, running_mean, running_var, momentum, eps):
-    out, mean, invstd = native_batch_norm(x, weight, bias, running_mean, running_var, True, momentum, eps)
-    return out, mean, invstd, aten.empty.memory_format([0], dtype=torch.uint8, device=x.device)
+    return _with_reserve(x, weight, bias, running_mean, running_var, True, momentum, eps)
 
 
 @register(aten._batch_norm_no_update.default)
 def batch_norm_no_update(x, weight, bias, running_mean, running_var, momentum, eps):
-    out, mean, invstd = native_batch_norm(x, weight, bias, running_mean, running_var, False, momentum, eps)
-    return out, mean, invstd, aten.empty.memory_format([0], dtype=torch.uint8, device=x.device)
+    return _with_reserve(x, weight, bias, running_mean, running_var, False, momentum, eps)
 
 
 @register(aten.cudnn_batch_norm.default)
 def cudnn_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
-    """cuDNN's batch norm (what F.batch_norm picks for some CUDA inputs): the same statistics; its
-    reserve space is only ever read by cudnn_batch_norm_backward, decomposed below."""
-    out, mean, invstd = native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
-    return out, mean, invstd, aten.empty.memory_format([0], dtype=torch.uint8, device=x.device)
+    """cuDNN's batch norm (what F.batch_norm picks for some CUDA inputs): the same statistics."""
+    return _with_reserve(x, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
 @register(aten.cudnn_batch_norm_backward.default)

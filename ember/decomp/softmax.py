@@ -20,9 +20,7 @@ def softmax(x, dim, half_to_float):
     shifted = aten.sub.Tensor(compute, aten.amax.default(compute, [dim], True))
     exps = aten.exp.default(shifted)
     result = aten.div.Tensor(exps, aten.sum.dim_IntList(exps, [dim], True))
-    if not half_to_float and result.dtype != dtype:
-        result = aten._to_copy.default(result, dtype=dtype)
-    return result
+    return result if half_to_float else downcast(result, dtype)
 
 
 @register(aten._log_softmax.default)
@@ -33,9 +31,7 @@ def log_softmax(x, dim, half_to_float):
     shifted = aten.sub.Tensor(compute, aten.amax.default(compute, [dim], True))
     logsum = aten.log.default(aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True))
     result = aten.sub.Tensor(shifted, logsum)
-    if not half_to_float and result.dtype != dtype:
-        result = aten._to_copy.default(result, dtype=dtype)
-    return result
+    return result if half_to_float else downcast(result, dtype)
 
 
 @register(aten._softmax_backward_data.default)

@@ -1,27 +1,15 @@
-"""Would eager's kernel accept an op for these dtypes?
+"""Would eager's kernel accept an op for these dtypes?  (Also: in-place overlap checks.)
 
-Fake tensors check shapes but not dtypes: a softmax of int32 fakes makes an int32 fake, while
-eager's CPU kernel raises NotImplementedError ("softmax_lastdim_kernel_impl" not implemented for
-'Int'); `bool_tensor - 1` traces, eager refuses it.  The answer here comes from running the op
-on real tensors once per signature (op, dtypes, ranks, other arguments):
+Fake tensors check shapes but not dtypes (a softmax of int32 fakes traces; eager's kernel
+raises).  The answer comes from running the op on real tensors once per signature (op, dtypes,
+ranks, other arguments): one-element tensors (values 1, then with integer tensors 0), and if
+those raise, tensors of the real shapes where small enough (an op may need consistent sizes).
 
-1. one-element tensors of the same dtypes and ranks, values 1, then with integer tensors 0
-   (class indices must be in range);
-2. if those raise, the same with tensors of the real shapes (an op may need consistent sizes:
-   layer_norm's normalized_shape), where they are small enough to make.
-
-On a GPU, a signature with integer tensors is tried on the CPU instead: made-up integers may
-index out of range (LU pivots are 1-based, class indices must be below the class count), and
-there that is a device-side assert that ends the process's CUDA context.  The CPU kernels take
-the same dtypes but for a few GPU-only half-precision paths (then the op stays one ATen call).
-
-Tensors on more than one device (a CPU index with a CUDA input) are first checked the way fake
-tensors check devices, which follows eager's rule (a CPU tensor takes part only if it has no
-dims, or as an index): the real tries may run on the host and would not see the mix.
-
-Only when every try raises does eager reject the op.  A wrong "rejects" is safe for the callers
-(they keep the op as one ATen call, which then raises or not as eager does); a wrong "accepts"
-is not, hence the retries.  Random ops run with the random state saved and restored.
+On a GPU, integer signatures are tried on the CPU: made-up integers may index out of range, a
+device-side assert that ends the CUDA context there.  Tensors on several devices are first
+checked the way fake tensors check devices (eager's rule), which host tries would not see.
+Only when every try raises does eager reject the op: a wrong "rejects" is safe (the op stays
+one ATen call), a wrong "accepts" is not.  Random ops run with the random state restored.
 """
 from __future__ import annotations
 
@@ -32,6 +20,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import _disable_current_modes
 
+aten = torch.ops.aten
 _ACCEPTS: dict = {}
 # Tensors of the real shapes are made only up to this many elements in all (a compile must not
 # allocate a vocabulary-sized logits tensor to learn that eager takes float32).
@@ -73,14 +62,8 @@ def _tiny_shape(tensor: torch.Tensor) -> list[int]:
 def _static_shape(tensor: torch.Tensor) -> list[int] | None:
     """The tensor's sizes: symbolic ones at the trace's values (their hints, read without a
     guard); None for a data-dependent size (no real tensor to make)."""
-    sizes = []
-    for size in tensor.shape:
-        if isinstance(size, torch.SymInt):
-            if size.node.hint is None:
-                return None
-            size = size.node.hint
-        sizes.append(int(size))
-    return sizes
+    sizes = [size.node.hint if isinstance(size, torch.SymInt) else size for size in tensor.shape]
+    return None if any(size is None for size in sizes) else [int(size) for size in sizes]
 
 
 def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
@@ -121,7 +104,7 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
             break
     if not accepted and tiny_only:
         return True  # could not try the real shapes: assume eager runs it (not remembered: a
-        # later call with real shapes must still try them; fuzz intmath 4809)
+        # later call with real shapes must still try them)
     _ACCEPTS[key] = accepted
     return accepted
 
@@ -157,22 +140,18 @@ def node_eager_accepts(node: torch.fx.Node) -> bool:
     if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
         return True
 
-    def value(arg):
-        return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
-
-    args, kwargs = pytree.tree_map(value, (tuple(node.args), dict(node.kwargs)))
+    args, kwargs = pytree.tree_map(lambda arg: arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg,
+                                   (tuple(node.args), dict(node.kwargs)))
     return eager_accepts(node.target, args, kwargs)
 
 
 # Reductions whose kernels also refuse some dtypes (argmin of bool); pointwise ops carry a tag.
-_DTYPE_CHECKED = {torch.ops.aten.argmax.default, torch.ops.aten.argmin.default, torch.ops.aten.sum.dim_IntList,
-                  torch.ops.aten.sum.default, torch.ops.aten.prod.default, torch.ops.aten.prod.dim_int,
-                  torch.ops.aten.amax.default, torch.ops.aten.amin.default, torch.ops.aten.mean.dim,
-                  torch.ops.aten.mean.default, torch.ops.aten.cumsum.default,
+_DTYPE_CHECKED = {aten.argmax.default, aten.argmin.default, aten.sum.dim_IntList, aten.sum.default,
+                  aten.prod.default, aten.prod.dim_int, aten.amax.default, aten.amin.default, aten.mean.dim,
+                  aten.mean.default, aten.cumsum.default,
                   # a scalar that the dtype cannot hold (int16 from 2**31) raises in eager
-                  torch.ops.aten.scalar_tensor.default, torch.ops.aten.full.default,
-                  torch.ops.aten.full_like.default, torch.ops.aten.new_full.default,
-                  torch.ops.aten.fill.Scalar, torch.ops.aten.masked_fill.Scalar}
+                  aten.scalar_tensor.default, aten.full.default, aten.full_like.default, aten.new_full.default,
+                  aten.fill.Scalar, aten.masked_fill.Scalar}
 _REJECTS: dict = {}
 
 
@@ -192,32 +171,27 @@ def eager_rejects_dtypes(node: torch.fx.Node) -> bool:
     if not (torch.Tag.pointwise in getattr(target, "tags", ()) or target in _DTYPE_CHECKED):
         return False
 
-    def signature(value):  # (the key: a tensor by dtype, rank and device type)
-        if isinstance(value, torch.fx.Node):
-            fake = value.meta.get("val")
-            if isinstance(fake, torch.Tensor):
-                return fake.dtype, fake.dim(), fake.device.type
-            return _size_hint(fake)
-        return _size_hint(value)
+    def per_arg(of_tensor):
+        """An argument as `of_tensor` of its node's fake tensor, else as its value (SymInts at hints)."""
+        def convert(value):
+            fake = value.meta.get("val") if isinstance(value, torch.fx.Node) else value
+            return of_tensor(fake) if isinstance(value, torch.fx.Node) and isinstance(fake, torch.Tensor) \
+                else _size_hint(fake)
 
-    def tiny(value):
-        if isinstance(value, torch.fx.Node):
-            fake = value.meta.get("val")
-            if isinstance(fake, torch.Tensor):
-                return torch.ones([1] * fake.dim(), dtype=fake.dtype, device=fake.device)
-            return _size_hint(fake)
-        return _size_hint(value)
+        return convert
+
+    signature = per_arg(lambda fake: (fake.dtype, fake.dim(), fake.device.type))  # (the key)
+    tiny = per_arg(lambda fake: torch.ones([1] * fake.dim(), dtype=fake.dtype, device=fake.device))
 
     args = node.args
-    if target is torch.ops.aten.full.default:
+    if target is aten.full.default:
         args = ([1] * len(args[0]),) + tuple(args[1:])
     try:
         key = (target, repr(pytree.tree_map(signature, (args, dict(node.kwargs)))))
     except Exception:
         return False
     if key not in _REJECTS:
-        # (one-element tensors made only for a new signature: 2507 checks of ViT-B's training step
-        # made CUDA tensors for 0.5 s of its cold start, for 25 signatures)
+        # (tensors made only for a new signature: for every check they cost ViT-B 0.5 s of cold start)
         try:
             tiny_args, tiny_kwargs = pytree.tree_map(tiny, args), pytree.tree_map(tiny, dict(node.kwargs))
         except Exception:
@@ -242,9 +216,7 @@ def elements_share_memory(tensor: torch.Tensor) -> bool:
     """Do two of the tensor's elements sit at one place (any overlapping geometry, as
     as_strided((3, 4, 2), (3, 2, 3)) makes)?  Symbolic geometries: not known, so False."""
     dims = [(size, stride) for size, stride in zip(tensor.shape, tensor.stride()) if size != 1]
-    if any(not isinstance(n, int) for pair in dims for n in pair):
-        return False
-    if any(size == 0 for size, _ in dims):
+    if any(not isinstance(n, int) for pair in dims for n in pair) or any(size == 0 for size, _ in dims):
         return False
     if any(stride == 0 for _, stride in dims):
         return True
@@ -267,29 +239,26 @@ def elements_share_memory(tensor: torch.Tensor) -> bool:
 def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str | None:
     """Why an in-place op that reads memory it writes cannot be traced, or None.
 
-    Eager's in-place kernels refuse some such writes (`d.index_put_((i,), d)`, `x[1:].add_(x[:-1])`,
-    a write into an expanded tensor), which fakes do not check; others eager runs with a result
-    that depends on the order of its reads and writes, which a functional graph does not
-    reproduce.  When a written tensor shares a storage with another argument, or overlaps
-    itself, the op runs once on real tensors laid out the same way (zeros, in storages as large
-    as the fakes'): eager's refusal comes back, or the order dependence when the written
-    elements are among those read (not counting an elementwise op reading the very view it
-    writes, `x.add_(x)`), or None."""
+    Eager refuses some such writes (`x[1:].add_(x[:-1])`, a write into an expanded tensor), which
+    fakes do not check; others it runs with a result that depends on the order of its reads and
+    writes, which a functional graph does not reproduce.  When a written tensor shares a storage
+    with another argument or overlaps itself, the op runs once on real tensors laid out the same
+    way: eager's refusal comes back, or the order dependence where written elements are read (but
+    for an elementwise op reading the very view it writes, `x.add_(x)`)."""
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     storages = {id(t): storage_key(t) for t in tensors}
     written_keys = {storages[id(t)] for t in written}
     shared = sum(storages[id(t)] in written_keys for t in tensors) > len(written)
     if not shared and not any(overlaps_itself(t) for t in written):
         return None
-    pointwise = torch.Tag.pointwise in getattr(func, "tags", ()) or func is torch.ops.aten.copy_.default
+    pointwise = torch.Tag.pointwise in getattr(func, "tags", ()) or func is aten.copy_.default
     if pointwise and not any(overlaps_itself(t) for t in written) and all(
             other is target or storages[id(other)] != storages[id(target)] or _same_view_without_guards(other, target)
             for target in written for other in tensors):
         return None  # each element is read where it is written (`v[:3] *= 2` at symbolic sizes too)
     if any(t._has_symbolic_sizes_strides for t in tensors):
         # (no real tensors to try at symbolic sizes: the trace fails, and a graph captured with
-        # dynamic sizes compiles this call per shape, where eager's check runs; fuzz autograd
-        # 4828, index 4966)
+        # dynamic sizes compiles this call per shape, where eager's check runs)
         return "a write into memory the op also reads, with symbolic sizes"
     real_storages: dict = {}
     real: dict = {}
@@ -317,12 +286,9 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
         except Exception as error:  # noqa: BLE001
             message = str(error)
             return message.splitlines()[0] if _OVERLAP_WORDS in message else None
-        # Eager accepted: where a written tensor overlaps memory the op also reads, other than
-        # as the same view of an elementwise op, eager's result depends on the order of its
-        # reads and writes (`b[::2].index_add_(0, i, b)` reads b's elements after writing
-        # some), which a functional graph does not reproduce.
-        # (copy_ reads each element where it writes it, as a pointwise op: `x[:3] *= 2` copies
-        # the product back into the very view it was computed in)
+        # Eager accepted: where a written tensor overlaps memory the op also reads, other than as
+        # the same view of an elementwise op (copy_ counts as one), the result depends on the order
+        # (`b[::2].index_add_(0, i, b)` reads b's elements after writing some).
         for target in written:
             for other in tensors:
                 if other is target or storages[id(other)] != storages[id(target)]:

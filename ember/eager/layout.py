@@ -1,23 +1,16 @@
 """Which strides does eager's kernel give a pointwise op's result?
 
-A fake tensor's strides come from the op's meta function, and for some pointwise ops that is a
-Python reference that orders dimensions differently from eager's TensorIterator when the inputs'
-layouts disagree: `torch.div(a, b, rounding_mode='floor')` with `a` row-major and `b` transposed
-gives strides (1, 8) on fakes and (8, 1) eagerly.  What a program does with the result depends on
-them (`.view(-1)` works on one and raises on the other), so a compiled graph must return eager's.
-
-Elementwise ops without the pointwise tag and batch norm are asked too (`_KERNEL_LAID_OUT`).
-
-The answer here comes from running the op once per signature (op, sizes, strides, dtypes, other
-arguments) on real tensors of those sizes and strides, where they are small enough to make.  It
-is asked only where the two can disagree: a pointwise op with an input that is not contiguous
-(all-contiguous inputs give a contiguous result either way).
-
-`with_eager_layout` corrects one result; `EagerLayoutMode` corrects every result of an op that
-runs under it (capture's fake-tensor propagation enters it above the FakeTensorMode).
+A fake's strides come from the op's meta function, which for some pointwise ops orders dims
+otherwise than eager's TensorIterator when the inputs' layouts disagree (`torch.div(a, b,
+rounding_mode='floor')` of a row-major `a` and a transposed `b`: (1, 8) on fakes, (8, 1)
+eagerly), and `.view(-1)` of the result works on one and raises on the other.  The answer
+comes from running the op once per signature on real tensors of those sizes and strides (where
+small enough), asked only where an input is not contiguous.  `with_eager_layout` corrects one
+result; `EagerLayoutMode` every result of the ops run under it (capture's fake propagation).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -25,21 +18,14 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from ..sizes import contiguous_without_guards, dense_in_order, expr, hint, symbolic_result
+from .check import _REAL_SHAPES_LIMIT as _REAL_ELEMENTS_LIMIT  # (real inputs up to this many elements in all)
 from .metadata import rewritten
 
-# Real inputs are made only up to this many elements in all (as eager_check does).
-_REAL_ELEMENTS_LIMIT = 1 << 22
-
-_CANDIDATE: dict = {}  # OpOverload -> may its meta strides differ from eager's?
-
-
-# Ops whose results are laid out by their kernels as a pointwise op's are, without the pointwise
-# tag: elementwise ops left untagged (`floor_divide(c, d)` of a permuted `c`: eager (4, 1, 20),
-# its fake contiguous, so a traced reshape was a view that raised when the graph ran as ATen
-# calls: test_untagged_elementwise_results_have_eagers_layout), and batch norm, whose meta functions keep a permuted input's order
-# where the CPU kernel returns a contiguous result (`v.view(-1)` after it: test_untagged_elementwise_results_have_eagers_layout).
-# A name alone: every overload but the out= ones.  Those whose schema mutates the running
-# statistics run here on copies, as every run here does.
+# Ops laid out by their kernels as a pointwise op is, without the pointwise tag: elementwise ops
+# left untagged (`floor_divide` of a permuted input), and batch norm, whose meta functions keep a
+# permuted input's order where the CPU kernel returns a contiguous result
+# (test_untagged_elementwise_results_have_eagers_layout).  A name alone: every overload but out=.
+# (Those that update running statistics run here on copies, as every run here does.)
 _KERNEL_LAID_OUT_NAMES = (
     "floor_divide", "masked_fill.Tensor", "rsub.Tensor", "true_divide.Scalar", "where.ScalarOther",
     "where.ScalarSelf", "where.Scalar", "hardswish.default", "fix.default", "absolute.default",
@@ -69,21 +55,11 @@ _KERNEL_LAID_OUT = _overloads(_KERNEL_LAID_OUT_NAMES)
 _LAYOUTS: dict = {}  # signature -> eager's (sizes, strides) per result (None: not a tensor), or None
 
 
+@functools.cache
 def _is_candidate(func) -> bool:
-    known = _CANDIDATE.get(func)
-    if known is None:
-        known = func in _KERNEL_LAID_OUT or (
-            isinstance(func, torch._ops.OpOverload)
-            and torch.Tag.pointwise in func.tags
-            and not func._schema.is_mutable
-            and not func.is_view
-        )
-        _CANDIDATE[func] = known
-    return known
-
-
-def _is_static(tensor: torch.Tensor) -> bool:
-    return not tensor._has_symbolic_sizes_strides
+    """May the op's meta strides differ from eager's?"""
+    return func in _KERNEL_LAID_OUT or (isinstance(func, torch._ops.OpOverload) and torch.Tag.pointwise in func.tags
+                                        and not func._schema.is_mutable and not func.is_view)
 
 
 def _signature(value) -> Any:
@@ -98,11 +74,7 @@ def _leaves(args: tuple, kwargs: dict) -> list:
     """The arguments, lists opened one level (pointwise ops take no deeper nesting)."""
     leaves = []
     for value in (*args, *kwargs.values()):
-        if isinstance(value, (list, tuple)):
-            leaves.append(len(value))
-            leaves.extend(value)
-        else:
-            leaves.append(value)
+        leaves.extend([len(value), *value] if isinstance(value, (list, tuple)) else [value])
     return leaves
 
 
@@ -161,8 +133,7 @@ def with_eager_layout(func, args: tuple, kwargs: dict, result: Any) -> Any:
     tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     if any(t.layout != torch.strided for t in tensors):
         return result
-    if not all(_is_static(t) for t in tensors) or not all(_is_static(r) for r in results
-                                                           if isinstance(r, torch.Tensor)):
+    if any(t._has_symbolic_sizes_strides for t in [*tensors, *(r for r in results if isinstance(r, torch.Tensor))]):
         return _with_eager_order(func, args, kwargs, result, results, spec, tensors)
     if all(t.is_contiguous() for t in tensors):
         return result

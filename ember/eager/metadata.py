@@ -1,14 +1,8 @@
 """Ops whose fake-tensor metadata disagrees with eager's kernel, and the ops that compute the same
-result with metadata that is right.
-
-`bool_tensor ** True` is a bool tensor in eager (a bool scalar does not promote a bool tensor;
-ATen's fast paths copy the base or fill ones), but the meta function of `pow.Tensor_Scalar`
-promotes bool to int64.  Every op traced after it inherits the wrong dtype, and capture then
-takes `v.long()` of that int64 fake for `v` itself (`.long()` of an int64 tensor returns it), so
-the graph returned one tensor for two with different dtypes (test_capture_sees_a_bool_power_as_bool).
-
-Capture's fake propagation (`EagerLayoutMode`) and the AOT tracer (as a decomposition) both run
-these rewrites, so the two agree with eager and with each other.
+result with metadata that is right: `bool_tensor ** True` is a bool tensor in eager, but the meta
+function of `pow.Tensor_Scalar` promotes bool to int64, and every op traced after it inherits the
+wrong dtype (test_capture_sees_a_bool_power_as_bool).  Capture's fake propagation
+(`EagerLayoutMode`) and the AOT tracer (as a decomposition) both run these rewrites.
 """
 from __future__ import annotations
 

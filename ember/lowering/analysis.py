@@ -9,8 +9,6 @@ import sympy
 
 from .ir import ComputedBuffer, Loops, Reduction, Scatter, index_vars
 
-_FREE = {"load", "constant", "index_expr", "to_dtype", "identity", "indirect_indexing"}
-
 
 class RecordingOps:
     """Implements every ops method by recording; values are opaque tokens."""
@@ -59,10 +57,8 @@ def record(loops: Loops) -> RecordingOps:
         loops.base(ops, index_vars(len(loops.out_ranges), "o"))
         loops.target(ops, index)
         loops.inner_fn(ops, index)
-        return ops
-    if isinstance(loops, Reduction):
-        rindex = index_vars(len(loops.spec.reduction_ranges), "r")
-        loops.inner_fn(ops, index, rindex)
+    elif isinstance(loops, Reduction):
+        loops.inner_fn(ops, index, index_vars(len(loops.spec.reduction_ranges), "r"))
     else:
         loops.inner_fn(ops, index)
     return ops

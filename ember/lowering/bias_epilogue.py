@@ -1,13 +1,10 @@
 """A product plus a row bias as one library call where the sum is stored anyway.
 
 The decompositions split `addmm(bias, a, b)` into `mm(a, b) + bias` so that the bias joins the
-kernel of whatever pointwise op comes next (a GELU, a residual add).  Where nothing pointwise
-comes next (a transformer's q/k/v projection feeds attention through views) the add is a kernel
-of its own that reads and writes the whole product (ViT-B's qkv: 40 us a layer on an H100); where
-the sum is stored anyway (a training forward saves it for GELU's backward; GPT-2's key and value
-also go to a cat) the add's kernel writes it besides the product.  cuBLASLt adds a bias in the
-product's epilogue for (almost) nothing, so on CUDA an add whose sum is stored anyway (an output
-or a library call reads it, through views) goes back to `addmm`, as eager's `F.linear` calls it.
+kernel of the pointwise op that comes next.  Where the sum is stored anyway (an output or a
+library call reads it, through views) that add's kernel would read and write the whole product,
+while cuBLASLt adds a bias in the product's epilogue for almost nothing: on CUDA such an add
+goes back to `addmm`, as eager's `F.linear` calls it.
 """
 from __future__ import annotations
 
@@ -66,9 +63,7 @@ def _match(node: torch.fx.Node):
 
 def _stored_anyway(node: torch.fx.Node) -> bool:
     """Is the sum stored whatever the kernels do: does an output or a library call (an op without
-    a lowering) read it, through views?  Then `addmm` writes it in place of the product, and the
-    kernels that read it read it as they would have read the product (a training forward's GELU
-    reads the sum it saves: one write of the whole product fewer)."""
+    a lowering) read it, through views?  Then `addmm` writes it in place of the product."""
     from .lowerings import EXTERN_OPS, LOWERINGS
 
     pending, seen = [node], set()

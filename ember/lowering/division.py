@@ -1,14 +1,11 @@
 """Lowerings of true and rounding division (`x / y`, `torch.div(x, y, rounding_mode=...)`).
 
 On a GPU, eager divides by a Python number as a multiplication by its reciprocal: a true
-division by `fl(1 / y)`, the reciprocal taken in float64 and rounded to the op's math type
-(float32 for float16/bfloat16/float32), a truncating one `trunc(x * (1 / y))` with the
-reciprocal taken in the math type (measured on an H200, torch 2.11: scripts/gpu_div_probe.py,
-0 of 12000 elements apart for each dtype and divisor).  The product can round otherwise than
-the quotient, and a truncation makes one bit a different integer (`div(e, 1e-3,
-rounding_mode='trunc')`, tests/codegen/test_division.py::test_ember_divides_by_a_number_as_eagers_cuda_kernel).  A CPU tensor of no
-dims as the divisor is inverted in the kernel for truncation.  On the CPU eager divides, and so
-do ember's kernels.
+division by `fl(1 / y)` (taken in float64, rounded to the op's math type), a truncating one
+`trunc(x * (1 / y))` (taken in the math type; scripts/gpu_div_probe.py).  The product can round
+otherwise than the quotient (test_division.py::test_ember_divides_by_a_number_as_eagers_cuda_kernel).
+A CPU tensor of no dims as the divisor is inverted in the kernel for truncation.  On the CPU
+eager divides, and so do ember's kernels.
 """
 from __future__ import annotations
 
@@ -69,13 +66,8 @@ def _divide(ctx, node, a, b, rounding_mode):
     return Pointwise(value.device, promoted, out_size, inner_fn, ctx.origin())
 
 
-@register(aten.div.Tensor, aten.div.Scalar)
-def true_divide(ctx, node, a, b):
-    return _divide(ctx, node, a, b, None)
-
-
-@register(aten.div.Tensor_mode, aten.div.Scalar_mode)
-def div_mode(ctx, node, a, b, *, rounding_mode=None):
+@register(aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode)
+def div(ctx, node, a, b, *, rounding_mode=None):
     if rounding_mode is None:
         return _divide(ctx, node, a, b, None)
     if not _val(node).dtype.is_floating_point:

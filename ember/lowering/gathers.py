@@ -9,6 +9,7 @@ from .registry import _check_empty_result, _check_indexable, _dim, FallbackNeede
 
 aten = torch.ops.aten
 
+
 @register(aten.embedding.default)
 def embedding(ctx, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     out = _val(node)
@@ -75,6 +76,3 @@ def gather(ctx, node, x, dim, index, *, sparse_grad=False):
         return x_loader(ops, source)
 
     return Pointwise(out.device, out.dtype, _size(out), inner_fn, ctx.origin())
-
-
-# -- reductions -------------------------------------------------------------------------------------------------

@@ -1,15 +1,15 @@
 """GraphLowering: an ATen FX graph in, loop-level IR buffers and an output list out.
 
-Walks the graph node by node.  A node with a lowering (lowerings.py) becomes IR values that
-stay unrealized (inlined into their users) until something needs them in memory: a graph
-output, an extern call, or several readers.  A node without one becomes an ATen fallback
-(an extern call), counted and logged with its reason.
+A node with a lowering (lowerings.py) becomes IR values inlined into their users until something
+needs them in memory (a graph output, an extern call, several readers); a node without one
+becomes an ATen fallback (an extern call), counted and logged with its reason.
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
 import logging
+import math
 import operator
 from typing import Any
 
@@ -28,19 +28,15 @@ from .ir import Buffer, ComputedBuffer, ExternBuffer, ExternCall, InputBuffer, I
     Reduction, ReinterpretView, View
 from .symbolic import ShapesNotSupported, expr_of
 
+aten = torch.ops.aten
 log_fallbacks = logs.get("fallbacks")
 SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
                     torch.int16, torch.int8, torch.uint8, torch.bool}
 
 
 def _static_numel(sizes) -> int | None:
-    total = 1
-    for size in sizes:
-        size = sympy.sympify(size)
-        if not size.is_Integer:
-            return None
-        total *= int(size)
-    return total
+    sizes = [sympy.sympify(size) for size in sizes]
+    return math.prod(int(size) for size in sizes) if all(size.is_Integer for size in sizes) else None
 
 
 def _layout_of(value: torch.Tensor) -> Layout:
@@ -50,10 +46,9 @@ def _layout_of(value: torch.Tensor) -> Layout:
 
 
 # Ops on sizes (SymInts): a node whose value is a SymInt lowers to its sympy expression.
-_SIZE_OPS = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_stride.int, torch.ops.aten.sym_numel.default,
-             torch.ops.aten.sym_storage_offset.default, operator.add, operator.sub, operator.mul,
-             operator.floordiv, operator.mod, operator.neg, operator.pos, torch.sym_max, torch.sym_min,
-             torch.sym_int}
+_SIZE_OPS = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default,
+             operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg, operator.pos,
+             torch.sym_max, torch.sym_min, torch.sym_int}
 
 
 class GraphLowering(torch.fx.Interpreter):
@@ -78,7 +73,6 @@ class GraphLowering(torch.fx.Interpreter):
         self.fallback_counts: collections.Counter = collections.Counter()
         self.current_node: torch.fx.Node | None = None
         self._names = collections.Counter()
-        self._user_count: dict[int, int] = {}
         # values compared with their own max/min, or libm results less their own max: stored
         # once, read by both loops (graph_patterns)
         self._compared_with_extremum = compared_with_its_extremum(gm.graph) | subtracted_from_its_extremum(gm.graph)
@@ -118,8 +112,7 @@ class GraphLowering(torch.fx.Interpreter):
     def placeholder(self, target, args, kwargs):
         value = self.current_node.meta.get("val")
         if isinstance(value, torch.SymInt):
-            if self.shape_env is None:
-                self.shape_env = value.node.shape_env
+            self.shape_env = value.node.shape_env if self.shape_env is None else self.shape_env
             expr = expr_of(value)
             self.symbolic = True
             self.placeholders.append((self.new_name("size"), expr))
@@ -132,11 +125,10 @@ class GraphLowering(torch.fx.Interpreter):
             raise NotImplementedError(f"graph input {target} is a {type(value).__name__}, not a tensor")
         buffer = InputBuffer(self.new_name("arg"), _layout_of(value))
         sizes = [e for e in (*value.shape, *value.stride(), value.storage_offset()) if isinstance(e, torch.SymInt)]
-        if sizes and self.shape_env is None:
-            self.shape_env = sizes[0].node.shape_env
         if sizes:
             # traced with symbolic sizes (even if the ShapeEnv has since fixed them to numbers):
             # the wrapper checks each call's sizes against the compiled ones
+            self.shape_env = sizes[0].node.shape_env if self.shape_env is None else self.shape_env
             self.symbolic = True
             self.traced_symbolic.add(buffer.name)
         self.inputs.append(buffer)
@@ -173,22 +165,21 @@ class GraphLowering(torch.fx.Interpreter):
             try:
                 result = lowering(self, node, *args, **kwargs)
                 _dry_run(result, self.buffers[buffers_before:])
-                result = self._maybe_store(node, result)
-            except FallbackNeeded as reason:
-                del self.buffers[buffers_before:]
-                return self.fallback(target, args, kwargs, str(reason))
+                return self._maybe_store(node, result)
             except GraphNotSupported:
                 raise
-            except ShapesNotSupported as reason:
-                # not expressible for every allowed size: an ATen call gets the sizes at run time
-                del self.buffers[buffers_before:]
-                return self.fallback(target, args, kwargs, f"symbolic sizes: {reason}")
-            except Exception as error:  # a lowering bug must never cost correctness
-                if ember_config.raise_lowering_errors:
+            except Exception as error:
+                if isinstance(error, FallbackNeeded):
+                    reason = str(error)
+                elif isinstance(error, ShapesNotSupported):
+                    # not expressible for every allowed size: an ATen call gets the sizes at run time
+                    reason = f"symbolic sizes: {error}"
+                elif ember_config.raise_lowering_errors:
                     raise
+                else:  # a lowering bug must never cost correctness
+                    reason = f"lowering failed: {type(error).__name__}: {error}"
                 del self.buffers[buffers_before:]
-                return self.fallback(target, args, kwargs, f"lowering failed: {type(error).__name__}: {error}")
-            return result
+                return self.fallback(target, args, kwargs, reason)
         reason = "no lowering" if lowering is None else "dtype not supported by ember's code generators"
         return self.fallback(target, args, kwargs, reason)
 
@@ -201,8 +192,7 @@ class GraphLowering(torch.fx.Interpreter):
                 expected = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
                 if isinstance(value, (Buffer, ReinterpretView)) and isinstance(expected, torch.Tensor) and \
                         not _same_strides(value.layout, _layout_of(expected)):
-                    # Callers (the backward graph, compiled for these strides, or the user) get
-                    # eager's strides.
+                    # callers (the backward graph, compiled for these strides, or the user) get eager's
                     value = self.store(value, _fresh_layout(expected))
                 elif isinstance(value, ReinterpretView) and isinstance(expected, torch.Tensor):
                     value = _with_unit_strides_of(value, expected)
@@ -220,9 +210,8 @@ class GraphLowering(torch.fx.Interpreter):
 
         if isinstance(result, Pointwise) and result.realized is None:
             result.preferred_layout = result.preferred_layout or _channels_last_layout(node.meta.get("val"))
-            # A graph output is stored anyway: store it now, and its other readers load it.  It is
-            # stored in eager's layout (the fake's, if dense), as is a value whose views are outputs
-            # (their strides derive from it).
+            # A graph output (or a value whose views are outputs) is stored anyway: now, in eager's
+            # layout (the fake's, if dense), and its other readers load it.
             if _feeds_output(node):
                 self.store(result, _dense_layout(node.meta.get("val")))
             elif len(node.users) > 1 and (node in self._compared_with_extremum or (
@@ -230,10 +219,9 @@ class GraphLowering(torch.fx.Interpreter):
                 self.store(result)
         return result
 
-    # A value that reads only tensors this many times smaller than itself (broadcast operands:
-    # a loss's one-hot gradient from its targets, a mask from a row of lengths) is recomputed
-    # in each reader however many operations it takes, up to this many: storing it would write
-    # and re-read a tensor of its full size (GPT-2's nll_loss gradient: 1.6 GB in float32).
+    # A value that reads only tensors this many times smaller than itself (a loss's one-hot gradient
+    # from its targets) is recomputed in each reader up to this many operations: storing it would
+    # write and re-read a tensor of its full size (GPT-2's nll_loss gradient: 1.6 GB in float32).
     SMALL_READ_RATIO = 8
     RECOMPUTE_LIMIT_SMALL_READS = 24
 
@@ -250,9 +238,8 @@ class GraphLowering(torch.fx.Interpreter):
         return True
 
     def _size_of(self, name: str) -> int | None:
-        """A buffer's, input's or constant's element count by name (None where symbolic).  The
-        buffers are indexed as they come (from where the last look ended; all of them again only
-        for a name not found, as after a fallback dropped some)."""
+        """A buffer's, input's or constant's element count by name (None where symbolic), indexed
+        from where the last look ended (all again for a name not found: a fallback drops some)."""
         known = self._sizes_by_name
         if name not in known:
             start = 0 if self._sized_buffers > len(self.buffers) else self._sized_buffers
@@ -269,10 +256,8 @@ class GraphLowering(torch.fx.Interpreter):
         return known.get(name)
 
     def realize(self, value: IRNode) -> IRNode:
-        """Make `value` live in memory: a Buffer, or a strided view of one.
-
-        A view of a computed value stores the value (its storage) and stays a view of it, as in
-        eager, so that extern calls see eager's layouts."""
+        """Make `value` live in memory: a Buffer, or a strided view of one (a view of a computed
+        value stores the value and stays a view of it, as in eager, so extern calls see its layouts)."""
         if isinstance(value, Buffer):
             return value
         if isinstance(value, Pointwise) and value.realized is not None:
@@ -290,19 +275,10 @@ class GraphLowering(torch.fx.Interpreter):
             return value
         return self.store(value)
 
-    def realize_buffer(self, value: IRNode) -> Buffer:
-        """Like realize, but always a plain buffer (no view)."""
-        realized = self.realize(value)
-        if isinstance(realized, ReinterpretView):
-            return self.store(value)
-        return realized
-
     def realize_as_traced(self, node: torch.fx.Node) -> IRNode | None:
         """The node's value in memory with its fake's sizes, strides and offset (eager's layout),
-        for readers that see memory as it is laid out: a view op run by ATen (its result's strides
-        derive from its input's) and as_strided (it indexes the storage itself).  A value ember
-        would store otherwise is stored in eager's layout (dense) or, for a view, its base is (up
-        the view chain).  None where neither works."""
+        for readers of memory as laid out (a view op run by ATen, as_strided): stored in eager's
+        layout where dense, else its base is (up the view chain); None where neither works."""
         value, fake = self.env.get(node), node.meta.get("val")
         if not isinstance(value, IRNode) or not isinstance(fake, torch.Tensor):
             return None
@@ -322,14 +298,13 @@ class GraphLowering(torch.fx.Interpreter):
     def store(self, value: IRNode, layout: Layout | None = None) -> ComputedBuffer:
         """Store `value` in a new buffer, contiguous unless `layout` says otherwise."""
         if isinstance(value, (Reduction, ir.Scatter)):
-            layout = Layout.contiguous(value.device, value.dtype, value.get_size())
-            buffer = ComputedBuffer(self.new_name(), layout, value)
+            loops, layout = value, Layout.contiguous(value.device, value.dtype, value.get_size())
         else:
             loops = value if isinstance(value, Pointwise) and (layout is None or value.realized is None) else \
                 Pointwise(value.device, value.dtype, value.get_size(), value.make_loader(), self.origin())
             layout = layout or getattr(value, "preferred_layout", None) or \
                 Layout.contiguous(loops.device, loops.dtype, loops.get_size())
-            buffer = ComputedBuffer(self.new_name(), layout, loops)
+        buffer = ComputedBuffer(self.new_name(), layout, loops)
         if layout.offset != 0:
             raise AssertionError(f"a buffer ember allocates must start at its storage's beginning: {layout}")
         buffer.origin = getattr(value, "origin", "") or self.origin()
@@ -356,10 +331,8 @@ class GraphLowering(torch.fx.Interpreter):
             args = (traced_base, *args[1:])
         elif base is not None and target in _READS_STORAGE:
             raise GraphNotSupported(f"{target} of a value ember cannot lay out in memory as eager does")
-        # Other arguments in memory with their fakes' strides where ember would lay them out
-        # otherwise: some ATen kernels read an input as contiguous without checking (CUDA's
-        # group_norm backward, which eager always hands group_norm's contiguous copy, read a
-        # transposed view of ember's as if it were that copy: fuzz stats 704921 on an H200).
+        # Other arguments in memory with their fakes' strides (where dense): some ATen kernels read
+        # an input as contiguous without checking (CUDA's group_norm backward).
         args = _paired(node.args, args, self._in_traced_strides) if traced_base is None else args
         call_args = pytree.tree_map_only(IRNode, realize_arg, args)
         call_kwargs = pytree.tree_map_only(IRNode, realize_arg, kwargs)
@@ -372,29 +345,24 @@ class GraphLowering(torch.fx.Interpreter):
         call = ExternCall(target, call_args, call_kwargs, [], self.origin(), reason=reason,
                           stack_trace=self.stack_trace())
         self.extern_calls.append(call)
-        # A result the op makes (not a view of an argument) is planned at its storage's start:
-        # fake tensors may carry an input's storage offset over (select_scatter of an input
-        # with one did), and the real result has none (ensure_layout makes sure).
+        # A result the op makes (not a view of an argument) is planned at its storage's start: fakes
+        # may carry an input's storage offset over, the real result has none (ensure_layout checks).
         own_layout = _layout_of if is_view and traced_base is not None else _fresh_layout
-        if isinstance(value, torch.Tensor):
-            buffer = ExternBuffer(self.new_name(), own_layout(value), call)
-            call.outputs = [buffer]
+
+        def output(item):
+            if not isinstance(item, torch.Tensor):
+                return None
+            buffer = ExternBuffer(self.new_name(), own_layout(item), call)
             self.buffers.append(buffer)
             return buffer
+
+        if isinstance(value, torch.Tensor):
+            call.outputs = [output(value)]
+            return call.outputs[0]
         if isinstance(value, (tuple, list)):
             call.multi_output = True
-            results = []
-            for item in value:
-                if isinstance(item, torch.Tensor):
-                    buffer = ExternBuffer(self.new_name(), own_layout(item), call)
-                    call.outputs.append(buffer)
-                    self.buffers.append(buffer)
-                    results.append(buffer)
-                else:
-                    call.outputs.append(None)
-                    results.append(item)
-            return results
-        call.outputs = []
+            call.outputs = [output(item) for item in value]
+            return [item if buffer is None else buffer for buffer, item in zip(call.outputs, value)]
         self.buffers.append(_SideEffectMarker(self.new_name("call"), call))
         return value
 
@@ -419,7 +387,7 @@ def _paired(nodes, values, function):
 
 
 # views whose values depend on how their input is laid out in memory (not only on its values)
-_READS_STORAGE = {torch.ops.aten.as_strided.default}
+_READS_STORAGE = {aten.as_strided.default}
 
 
 class _SideEffectMarker(Buffer):
@@ -433,13 +401,10 @@ class _SideEffectMarker(Buffer):
         self.device = None
 
 
-_VIEW_OPS = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default,
-             torch.ops.aten.permute.default, torch.ops.aten.expand.default, torch.ops.aten.unsqueeze.default,
-             torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims, torch.ops.aten.squeeze.default,
-             torch.ops.aten.t.default, torch.ops.aten.transpose.int, torch.ops.aten.slice.Tensor,
-             torch.ops.aten.select.int, torch.ops.aten.alias.default, torch.ops.aten.detach.default,
-             torch.ops.aten.split.Tensor, torch.ops.aten.split_with_sizes.default, torch.ops.aten.unbind.int,
-             operator.getitem}
+_VIEW_OPS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.permute.default,
+             aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default,
+             aten.t.default, aten.transpose.int, aten.slice.Tensor, aten.select.int, aten.alias.default,
+             aten.detach.default, aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int, operator.getitem}
 
 
 def _feeds_output(node: torch.fx.Node) -> bool:
@@ -458,16 +423,13 @@ def _feeds_output(node: torch.fx.Node) -> bool:
 
 def _fresh_layout(value: torch.Tensor) -> Layout:
     """The value's sizes and strides, in memory of its own (no storage offset: ember allocates it)."""
-    layout = _layout_of(value)
-    layout.offset = sympy.Integer(0)
-    return layout
+    return dataclasses.replace(_layout_of(value), offset=sympy.Integer(0))
 
 
 def _with_unit_strides_of(view: ReinterpretView, expected: torch.Tensor) -> ReinterpretView:
-    """The view with eager's strides in its dimensions of size 1 too (they address nothing, but
-    autograd's gradient layout contract reads them: a (C, K, 1, 1) weight's gradient returned with
-    strides (K, 1, 0, 0) is cloned by AccumulateGrad; and a saved value laid out otherwise than
-    traced costs its backward a recompile)."""
+    """The view with eager's strides in its dimensions of size 1 too: they address nothing, but
+    autograd's gradient layout contract reads them (AccumulateGrad clones a gradient laid out
+    otherwise), and a saved value laid out otherwise than traced costs its backward a recompile."""
     layout = view.layout
     if len(layout.size) != expected.dim() or any(isinstance(s, torch.SymInt) for s in expected.stride()):
         return view
@@ -494,10 +456,8 @@ def _same_layout(a: Layout, b: Layout) -> bool:
 
 
 def _channels_last_layout(value) -> Layout | None:
-    """The fake value's layout if it is channels-last (and not also contiguous), else None.
-
-    Eager's kernels keep channels-last order from input to output; ember stores such values so
-    too, or each convolution after one would transpose its input back (autograd/conv_layout.py)."""
+    """The fake value's layout if it is channels-last (and not also contiguous), else None: eager's
+    kernels keep that order, and each convolution after one would transpose its input back."""
     if not isinstance(value, torch.Tensor) or value.dim() not in (4, 5) or value.is_contiguous() or \
             any(isinstance(e, torch.SymInt) for e in (*value.shape, *value.stride())):
         return None
@@ -546,11 +506,8 @@ def _symbolic_dense_layout(layout: Layout) -> Layout | None:
 
 
 def _dtypes_supported(value, args) -> bool:
-    for leaf in pytree.tree_leaves((value, [a for a in args])):
-        dtype = getattr(leaf, "dtype", None)
-        if dtype is not None and dtype not in SUPPORTED_DTYPES:
-            return False
-    return True
+    return all((dtype := getattr(leaf, "dtype", None)) is None or dtype in SUPPORTED_DTYPES
+               for leaf in pytree.tree_leaves((value, list(args))))
 
 
 def _dry_run(result, new_buffers) -> None:

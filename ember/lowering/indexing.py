@@ -6,6 +6,7 @@ and `%`.  `simplify_index` undoes the split that a view followed by a load produ
 """
 from __future__ import annotations
 
+import itertools
 from typing import Sequence
 
 import sympy
@@ -35,9 +36,8 @@ def broadcast_index(index: Sequence[Expr], out_size: Sequence[Expr], in_size: Se
             result.append(sympy.Integer(0))
             continue
         if size != out and sympy.expand(sympy.sympify(size) - out) != 0:
-            # Sizes that only the trace's values made equal (an op whose fake kernel does not
-            # check the shapes, as index_put's values): reading one over the other's range could
-            # leave its memory; ATen's kernel checks them at run time (fuzz ember_dynamic 73850).
+            # Sizes only the trace's values made equal (a fake kernel that does not check shapes, as
+            # index_put's values): reading one over the other's range could leave its memory (ATen checks).
             raise ShapesNotSupported(f"a size {size} read over a range of {out}, which the guards do not make equal")
         result.append(index[offset + position])
     return result
@@ -52,9 +52,8 @@ _UNFLATTENED: dict = {}  # (flat index, sizes) -> per-dimension indices, for fix
 
 
 def unflatten(flat: Expr, size: Sequence[Expr]) -> list[Expr]:
-    """The per-dimension indices of a flat (row-major) index.  Remembered for fixed sizes: every
-    load through a reshape calls this, and a model's layers reshape alike (sympy's floor and Mod
-    constructors made it most of a transformer's lowering time)."""
+    """The per-dimension indices of a flat (row-major) index, remembered for fixed sizes (every load
+    through a reshape calls this, and sympy's floor and Mod constructors are slow)."""
     size = tuple(size)
     key = (flat, size)
     found = _UNFLATTENED.get(key)
@@ -78,16 +77,16 @@ def _unflatten(flat: Expr, size: Sequence[Expr]) -> list[Expr]:
             result.append(sympy.Integer(0))
             continue
         part = flat if stride == 1 else sympy.floor(flat / stride)
-        if dim * stride != product_all(size) or stride != strides[0]:
+        if dim * stride != product(size) or stride != strides[0]:
             part = sympy.Mod(part, dim)
         result.append(part)
     return [simplify_index(part) for part in result]
 
 
-def product_all(size: Sequence[Expr]) -> Expr:
-    result = sympy.Integer(1)
-    for dim in size:
-        result = result * dim
+def product(values: Sequence[Expr]) -> Expr:
+    result: Expr = sympy.Integer(1)
+    for value in values:
+        result = result * value
     return result
 
 
@@ -120,18 +119,13 @@ def view_reindex(old_size: Sequence[Expr], new_size: Sequence[Expr]):
 
         return grouped
 
-    def reindex(index):
-        return unflatten(flatten(index, new_size), old_size)
-
-    return reindex
+    return lambda index: unflatten(flatten(index, new_size), old_size)
 
 
 def _view_groups(old_size: Sequence[Expr], new_size: Sequence[Expr]):
     """For fixed sizes: the view as runs of old dims and new dims with equal products ([768] ->
-    [12, 64]; [12, 64] -> [768]; size-1 dims left out), each reindexed on its own.  A split then
-    needs no floor or Mod at all, and no index is rebuilt from the whole flat offset (sympy's
-    floor and Mod of such sums were most of a transformer's lowering).  None where a size is
-    symbolic or zero (the whole-offset path)."""
+    [12, 64]; size-1 dims left out), each reindexed on its own, so that no index is rebuilt from
+    the whole flat offset.  None where a size is symbolic or zero (the whole-offset path)."""
     sizes = [sympy.sympify(s) for s in (*old_size, *new_size)]
     if not all(s.is_Integer and int(s) > 0 for s in sizes):
         return None
@@ -169,28 +163,23 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
         return expr
 
     def upper(e):
-        e = sympy.expand(e)
         total = 0
-        for term in sympy.Add.make_args(e):
+        for term in sympy.Add.make_args(sympy.expand(e)):
             coefficient, rest = term.as_coeff_Mul()
             if rest == 1:
-                total += coefficient
-                continue
-            if rest not in bounds and _has_size_symbols(rest):
+                high = coefficient
+            elif rest not in bounds and _has_size_symbols(rest):
                 high = _symbolic_term_upper(coefficient, rest, bounds)
-                if high is None:
-                    return None
-                total += high
-                continue
-            if coefficient < 0:
+            elif coefficient < 0:
                 return None
-            if rest in bounds:
-                total += coefficient * bounds[rest]
-                continue
-            high = inner_upper(rest)
+            elif rest in bounds:
+                high = coefficient * bounds[rest]
+            else:
+                high = inner_upper(rest)
+                high = None if high is None else coefficient * high
             if high is None:
                 return None
-            total += coefficient * high
+            total += high
         return total
 
     def inner_upper(term):
@@ -204,6 +193,11 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
                 if high is not None and sympy.sympify(high).is_number:
                     return sympy.floor(sympy.sympify(high) / denominator)
         return None
+
+    def fits(rest, m):
+        """0 <= rest < m for every value of the variables."""
+        high = upper(rest)
+        return high is not None and _less(high, m) and _nonnegative(rest)
 
     def split(e, m):
         multiples, rest = sympy.Integer(0), sympy.Integer(0)
@@ -221,8 +215,7 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
             if g == 1:
                 break
             multiples, rest = split(e, g)
-            high = upper(rest)
-            if high is not None and _less(high, g) and (rest == 0 or _nonnegative(rest)):
+            if fits(rest, g):
                 return g, sympy.expand(multiples / g), rest
         return None
 
@@ -231,8 +224,7 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
         if not m.is_Integer:
             return rewrite_symbolic_mod(node) if _positive_size(m) else node
         _, rest = split(base, m)
-        high = upper(rest)
-        if high is not None and _less(high, m) and _nonnegative(rest):
+        if fits(rest, m):
             return rest
         found = factor_out(rest, m)
         if found is not None:
@@ -248,8 +240,7 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
         if not denominator.is_Integer or denominator == 1:
             return node
         multiples, rest = split(numerator, denominator)
-        high = upper(rest)
-        if high is not None and _less(high, denominator) and _nonnegative(rest):
+        if fits(rest, denominator):
             return sympy.expand(multiples / denominator)
         found = factor_out(rest, denominator)
         if found is not None:
@@ -282,7 +273,6 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
         factors += [sympy.Integer(coefficient)] if coefficient != 1 else []
         if len(factors) < 2 or len(factors) > 6:
             return None
-        import itertools
         for count in range(len(factors) - 1, 0, -1):
             for chosen in itertools.combinations(factors, count):
                 g = sympy.Mul(*chosen)
@@ -291,16 +281,14 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
                 multiples, rest = symbolic_split(e, g)
                 if multiples == 0:
                     continue
-                high = upper(rest)
-                if high is not None and _less(high, g) and (rest == 0 or _nonnegative(rest)):
+                if fits(rest, g):
                     return g, sympy.expand(sympy.cancel(multiples / g)), rest
         return None
 
     def rewrite_symbolic_mod(node):
         base, m = node.args
         _, rest = symbolic_split(base, m)
-        high = upper(rest)
-        if high is not None and _less(high, m) and _nonnegative(rest):
+        if fits(rest, m):
             return rest
         found = symbolic_factor_out(rest, m)
         if found is not None:  # Mod(g*A + B, g*k) = g*Mod(A, k) + B
@@ -311,8 +299,7 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
     def rewrite_symbolic_floor(node, numerator, denominator):
         multiples, rest = symbolic_split(numerator, denominator)
         whole = sympy.expand(sympy.cancel(multiples / denominator))
-        high = upper(rest)
-        if high is not None and _less(high, denominator) and _nonnegative(rest):
+        if fits(rest, denominator):
             return whole
         found = symbolic_factor_out(rest, denominator)
         if found is not None:  # floor((g*A + B) / (g*k)) = floor(A / k)
@@ -342,8 +329,7 @@ def _is_size_expr(expr) -> bool:
 
 def _positive_size(expr) -> bool:
     """A symbolic expression of sizes that is >= 1 for every allowed size."""
-    return not expr.is_number and all(is_size_symbol(s) for s in expr.free_symbols) and \
-        provably_nonnegative(expr - 1)
+    return _is_size_expr(expr) and provably_nonnegative(expr - 1)
 
 
 def _less(a, b) -> bool:
@@ -444,37 +430,29 @@ def _simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
     return expr
 
 
-def _simplify_mod(expr: Expr) -> Expr:
-    if isinstance(expr, sympy.Mod):
-        base, divisor = expr.args
-        if base.is_nonnegative and divisor.is_number and _upper_bound(base) is not None \
-                and _upper_bound(base) < divisor:
-            return base
-    return expr
-
-
-def _upper_bound(expr: Expr):
-    return None
-
-
-class CPrinter(sympy.printing.str.StrPrinter):
-    """Index expressions for C: floor(a/b) -> (a / b), Mod(a, b) -> (a % b) (all non-negative)."""
+class _IndexPrinter(sympy.printing.str.StrPrinter):
+    """floor(a/b) -> (a <divide> b), Mod(a, b) -> (a % b) (all non-negative), symbols by name."""
+    divide = "/"
 
     def _print_floor(self, expr):
         inner = expr.args[0]
         numerator, denominator = sympy.fraction(sympy.together(inner))
         if denominator != 1:
-            return f"(({self._print(numerator)}) / ({self._print(denominator)}))"
+            return f"(({self._print(numerator)}) {self.divide} ({self._print(denominator)}))"
         return self._print(inner)
 
     def _print_Mod(self, expr):
         return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
 
-    def _print_Integer(self, expr):
-        return f"{int(expr)}L" if abs(int(expr)) > 2**31 - 1 else str(int(expr))
-
     def _print_Symbol(self, expr):
         return expr.name
+
+
+class CPrinter(_IndexPrinter):
+    """Index expressions for C."""
+
+    def _print_Integer(self, expr):
+        return f"{int(expr)}L" if abs(int(expr)) > 2**31 - 1 else str(int(expr))
 
     def _print_Pow(self, expr):
         base, exponent = expr.args
@@ -501,23 +479,12 @@ class CPrinter(sympy.printing.str.StrPrinter):
         return super()._print_Mul(expr)
 
 
-class PythonSizePrinter(sympy.printing.str.StrPrinter):
+class PythonSizePrinter(_IndexPrinter):
     """Size expressions as Python (the wrapper evaluates them from the size symbols' values)."""
-
-    def _print_floor(self, expr):
-        numerator, denominator = sympy.fraction(sympy.together(expr.args[0]))
-        if denominator != 1:
-            return f"(({self._print(numerator)}) // ({self._print(denominator)}))"
-        return self._print(expr.args[0])
-
-    def _print_Mod(self, expr):
-        return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
+    divide = "//"
 
     def _print_Integer(self, expr):
         return str(int(expr))
-
-    def _print_Symbol(self, expr):
-        return expr.name
 
     def _print_Max(self, expr):
         return f"max({', '.join(self._print(a) for a in expr.args)})"

@@ -9,35 +9,33 @@ A tensor value during lowering is one of:
                     so consumers inline it
     View            another value read through an index transformation (permute, slice, ...)
 
-Every loop body is a function of an explicit ops handler and a list of sympy index
-expressions; the same body is printed, analysed for dependencies, or turned into C++ / Triton
-by passing a different handler.  Sizes and indices are sympy expressions from the start.
+A loop body is a function of an ops handler and sympy index expressions: the same body is
+printed, analysed, or turned into C++ / Triton by passing another handler.
 """
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from typing import Any, Callable, Sequence
 
 import sympy
 import torch
 
-from .indexing import contiguous_strides, simplify_index
+from .indexing import contiguous_strides, product, simplify_index
 from .symbolic import is_size_symbol
 
 Expr = sympy.Expr
-_counter = itertools.count()
 
 
 def index_vars(count: int, prefix: str = "i") -> list[sympy.Symbol]:
     return [sympy.Symbol(f"{prefix}{n}", integer=True, nonnegative=True) for n in range(count)]
 
 
-def product(values: Sequence[Expr]) -> Expr:
-    result: Expr = sympy.Integer(1)
-    for value in values:
-        result = result * value
-    return result
+def _exprs(values) -> list[Expr]:
+    return [sympy.Integer(v) if isinstance(v, int) else v for v in values]
+
+
+def _loader(name: str, layout: "Layout") -> Callable:
+    return lambda ops, index: ops.load(name, layout.index(index))
 
 
 @dataclasses.dataclass
@@ -61,7 +59,7 @@ class Layout:
 
     @staticmethod
     def contiguous(device, dtype, size) -> "Layout":
-        size = [sympy.Integer(s) if isinstance(s, int) else s for s in size]
+        size = _exprs(size)
         return Layout(device, dtype, size, contiguous_strides(size))
 
 
@@ -98,12 +96,7 @@ class Buffer(IRNode):
         return list(self.layout.size)
 
     def make_loader(self) -> Callable:
-        name, layout = self.name, self.layout
-
-        def load(ops, index):
-            return ops.load(name, layout.index(index))
-
-        return load
+        return _loader(self.name, self.layout)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name}, {self.layout.dtype}, size={self.layout.size})"
@@ -145,12 +138,15 @@ class Loops(IRNode):
     def __init__(self, device, dtype, ranges: list[Expr], inner_fn: Callable, origin: str = "") -> None:
         self.device = device
         self.dtype = dtype
-        self.ranges = [sympy.Integer(r) if isinstance(r, int) else r for r in ranges]
+        self.ranges = _exprs(ranges)
         self.inner_fn = inner_fn
         self.origin = origin
 
     def get_size(self) -> list[Expr]:
         return list(self.ranges)
+
+    def make_loader(self) -> Callable:  # (Pointwise inlines; the others are read from memory)
+        raise RuntimeError(f"a {type(self).__name__.lower()} must be realized before it is read")
 
 
 class Pointwise(Loops):
@@ -185,9 +181,6 @@ class Reduction(Loops):
         # both computes them in one pass.
         self.partner: tuple[str, str] | None = None
 
-    def make_loader(self) -> Callable:
-        raise RuntimeError("a reduction must be realized before it is read")
-
 
 class Scatter(Loops):
     """A buffer written in two passes: `base(ops, index)` over the output's ranges, then for
@@ -199,7 +192,7 @@ class Scatter(Loops):
     def __init__(self, device, dtype, ranges, inner_fn, out_ranges: list[Expr], base: Callable,
                  target: Callable, accumulate: bool, direct_inner: bool, origin: str = "") -> None:
         super().__init__(device, dtype, ranges, inner_fn, origin)
-        self.out_ranges = [sympy.Integer(r) if isinstance(r, int) else r for r in out_ranges]
+        self.out_ranges = _exprs(out_ranges)
         self.base = base
         self.target = target
         self.accumulate = accumulate
@@ -208,14 +201,11 @@ class Scatter(Loops):
     def get_size(self) -> list[Expr]:
         return list(self.out_ranges)
 
-    def make_loader(self) -> Callable:
-        raise RuntimeError("a scatter must be realized before it is read")
-
 
 class View(IRNode):
     def __init__(self, base: IRNode, size: list[Expr], reindex: Callable[[list[Expr]], list[Expr]]) -> None:
         self.base = base
-        self.size = [sympy.Integer(s) if isinstance(s, int) else s for s in size]
+        self.size = _exprs(size)
         self.reindex = reindex
         self.dtype = base.dtype
         self.device = base.device
@@ -224,13 +214,8 @@ class View(IRNode):
         return list(self.size)
 
     def make_loader(self) -> Callable:
-        inner = self.base.make_loader()
-        reindex = self.reindex
-
-        def load(ops, index):
-            return inner(ops, reindex(list(index)))
-
-        return load
+        inner, reindex = self.base.make_loader(), self.reindex
+        return lambda ops, index: inner(ops, reindex(list(index)))
 
 
 def strided_view_of(value: IRNode) -> tuple[Buffer, Layout] | None:
@@ -263,9 +248,7 @@ def strided_view_of(value: IRNode) -> tuple[Buffer, Layout] | None:
 
 def _size_only(expr) -> bool:
     """A number, or an expression of size symbols alone (no index variable)."""
-    if expr.is_number:
-        return True
-    return all(is_size_symbol(s) for s in expr.free_symbols)
+    return expr.is_number or all(is_size_symbol(s) for s in expr.free_symbols)
 
 
 class ReinterpretView(IRNode):
@@ -281,13 +264,4 @@ class ReinterpretView(IRNode):
         return list(self.layout.size)
 
     def make_loader(self):
-        name, layout = self.buffer.name, self.layout
-
-        def load(ops, index):
-            return ops.load(name, layout.index(index))
-
-        return load
-
-
-def new_name(prefix: str = "buf") -> str:
-    return f"{prefix}{next(_counter)}"
+        return _loader(self.buffer.name, self.layout)

@@ -2,8 +2,6 @@
 unary, binary and comparison ops by table, and where, clamp, casts, fills and arange."""
 from __future__ import annotations
 
-import functools
-
 import sympy
 import torch
 
@@ -12,14 +10,13 @@ from .registry import FallbackNeeded, loader_for, _LOW_PRECISION, _NARROW_INTEGE
 
 aten = torch.ops.aten
 
+# Kernels that take a Python scalar as a tensor of the common dtype, rounded to it: fmod(x, 1e-30) of a
+# half x divides by 0, a half x <= 1e30 compares with inf (test_low_precision_compared_with_a_scalar_rounds_the_scalar).
 _SCALAR_ROUNDED = {"fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge"}
 
 
 def _rounded_to(load, dtype: torch.dtype, compute: torch.dtype):
-    def rounded(ops, index):
-        return ops.to_dtype(ops.to_dtype(load(ops, index), dtype), compute)
-
-    return rounded
+    return lambda ops, index: ops.to_dtype(ops.to_dtype(load(ops, index), dtype), compute)
 
 
 def pointwise(ctx, node, op_name: str, inputs: list, compute_dtype: torch.dtype | None = None,
@@ -53,31 +50,17 @@ def pointwise(ctx, node, op_name: str, inputs: list, compute_dtype: torch.dtype 
     return Pointwise(value.device, out_dtype, out_size, inner_fn, ctx.origin())
 
 
-# -- pointwise ops -------------------------------------------------------------------------------------
-_UNARY = {
-    "abs": aten.abs.default, "neg": aten.neg.default, "exp": aten.exp.default, "expm1": aten.expm1.default,
-    "exp2": aten.exp2.default, "log": aten.log.default, "log1p": aten.log1p.default, "log2": aten.log2.default,
-    "log10": aten.log10.default, "sqrt": aten.sqrt.default, "rsqrt": aten.rsqrt.default, "sin": aten.sin.default,
-    "cos": aten.cos.default, "tan": aten.tan.default, "sinh": aten.sinh.default, "cosh": aten.cosh.default,
-    "tanh": aten.tanh.default, "asin": aten.asin.default, "acos": aten.acos.default, "atan": aten.atan.default,
-    "asinh": aten.asinh.default, "acosh": aten.acosh.default, "atanh": aten.atanh.default,
-    "erf": aten.erf.default, "erfc": aten.erfc.default, "sigmoid": aten.sigmoid.default,
-    "relu": aten.relu.default, "floor": aten.floor.default, "ceil": aten.ceil.default,
-    "round": aten.round.default, "trunc": aten.trunc.default, "sign": aten.sign.default,
-    "reciprocal": aten.reciprocal.default, "isnan": aten.isnan.default, "isinf": aten.isinf.default,
-    "logical_not": aten.logical_not.default, "bitwise_not": aten.bitwise_not.default,
-    "square": aten.square.default, "signbit": aten.signbit.default,
-}
-_FLOAT_UNARY = {"exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan",
-                "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "erfc",
-                "sigmoid", "reciprocal"}
+# unary ops, each lowered as the ops handler's method of its name (aten.<name>.default)
+_UNARY = ("abs", "neg", "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos",
+          "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf", "erfc", "sigmoid",
+          "relu", "floor", "ceil", "round", "trunc", "sign", "reciprocal", "isnan", "isinf", "logical_not",
+          "bitwise_not", "square", "signbit")
 _PREDICATE_UNARY = {"isnan", "isinf", "logical_not", "signbit"}
-
-
 _ROUNDING = {"floor", "ceil", "round", "trunc"}
 
 
-def _register_unary(name: str, op) -> None:
+def _register_unary(name: str) -> None:
+    @register(getattr(aten, name).default)
     def lower(ctx, node, x):
         if name in _ROUNDING and not x.dtype.is_floating_point:
             return pointwise(ctx, node, "identity", [x])  # integers are whole already (C++ would make a double)
@@ -86,32 +69,25 @@ def _register_unary(name: str, op) -> None:
             return pointwise(ctx, node, name, [x], compute_dtype=dtype)
         return pointwise(ctx, node, name, [x])
 
-    register(op)(lower)
+
+for _name in _UNARY:
+    _register_unary(_name)
+
+_BINARY = {**{name: [getattr(aten, name).Tensor, getattr(aten, name).Scalar]
+              for name in ("add", "sub", "mul", "fmod", "remainder")},
+           **{name: [getattr(aten, name).default] for name in ("maximum", "minimum", "atan2")},
+           **{name: [getattr(aten, name).Tensor] for name in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+           "pow": [aten.pow.Tensor_Tensor], "floordiv": [aten.floor_divide.default]}
+# Comparisons and logical ops compute in the operands' common dtype: logical ops test each operand
+# against zero in it, where a 0-d int64 minimum and a uint8 tensor meet as uint8, and the minimum is
+# 0 (test_logical_ops_compare_operands_in_their_common_dtype).
+_COMPARE = {**{name: [getattr(aten, name).Tensor, getattr(aten, name).Scalar]
+               for name in ("eq", "ne", "lt", "le", "gt", "ge")},
+            **{name: [getattr(aten, name).default] for name in ("logical_and", "logical_or", "logical_xor")}}
 
 
-for _name, _op in _UNARY.items():
-    _register_unary(_name, _op)
-
-_BINARY = {
-    "add": [aten.add.Tensor, aten.add.Scalar], "sub": [aten.sub.Tensor, aten.sub.Scalar],
-    "mul": [aten.mul.Tensor, aten.mul.Scalar],
-    "maximum": [aten.maximum.default], "minimum": [aten.minimum.default],
-    "pow": [aten.pow.Tensor_Tensor], "atan2": [aten.atan2.default],
-    "fmod": [aten.fmod.Tensor, aten.fmod.Scalar], "remainder": [aten.remainder.Tensor, aten.remainder.Scalar],
-    "floordiv": [aten.floor_divide.default],
-    "bitwise_and": [aten.bitwise_and.Tensor], "bitwise_or": [aten.bitwise_or.Tensor],
-    "bitwise_xor": [aten.bitwise_xor.Tensor],
-}
-_COMPARE = {
-    "eq": [aten.eq.Tensor, aten.eq.Scalar], "ne": [aten.ne.Tensor, aten.ne.Scalar],
-    "lt": [aten.lt.Tensor, aten.lt.Scalar], "le": [aten.le.Tensor, aten.le.Scalar],
-    "gt": [aten.gt.Tensor, aten.gt.Scalar], "ge": [aten.ge.Tensor, aten.ge.Scalar],
-}
-_LOGICAL = {"logical_and": aten.logical_and.default, "logical_or": aten.logical_or.default,
-            "logical_xor": aten.logical_xor.default}
-
-
-def _register_binary(name: str, op) -> None:
+def _register_binary(name: str, ops) -> None:
+    @register(*ops)
     def lower(ctx, node, a, b, alpha=1):
         if name in ("floordiv", "remainder", "fmod") and not _val(node).dtype.is_floating_point:
             raise FallbackNeeded("integer division (ATen raises on division by zero)")
@@ -119,29 +95,17 @@ def _register_binary(name: str, op) -> None:
             b = pointwise(ctx, node, "mul", [b, alpha]) if isinstance(b, IRNode) else b * alpha
         return pointwise(ctx, node, name, [a, b])
 
-    register(op)(lower)
 
-
-for _name, _ops in _BINARY.items():
-    for _op in _ops:
-        _register_binary(_name, _op)
-
-
-def _register_compare(name: str, op) -> None:
+def _register_compare(name: str, ops) -> None:
+    @register(*ops)
     def lower(ctx, node, a, b):
         return pointwise(ctx, node, name, [a, b], compute_dtype=_promoted(node, [0, 1]))
 
-    register(op)(lower)
 
-
+for _name, _ops in _BINARY.items():
+    _register_binary(_name, _ops)
 for _name, _ops in _COMPARE.items():
-    for _op in _ops:
-        _register_compare(_name, _op)
-# Eager converts both operands to their common dtype before testing them against zero: a 0-d
-# int64 minimum and a uint8 tensor meet as uint8, where the minimum is 0 (test_logical_ops_compare_operands_in_their_common_dtype).
-for _name, _op in _LOGICAL.items():
-    register(_op)(functools.partial(lambda name, ctx, node, a, b: pointwise(
-        ctx, node, name, [a, b], compute_dtype=_promoted(node, [0, 1])), _name))
+    _register_compare(_name, _ops)
 
 
 @register(aten.pow.Tensor_Scalar)
@@ -162,17 +126,11 @@ def pow_scalar(ctx, node, x, exponent):
         return ops.to_dtype(result, value.dtype) if compute != value.dtype else result
 
     def power(ops, base):
-        if exponent == 0.5:
-            return ops.sqrt(base)
-        if exponent == -0.5:
-            return ops.rsqrt(base)
-        if exponent == 1:
-            return base
-        if exponent == -1:
-            return ops.reciprocal(base)
+        if exponent in (0.5, -0.5, -1):
+            return getattr(ops, {0.5: "sqrt", -0.5: "rsqrt", -1: "reciprocal"}[exponent])(base)
         if exponent == -2:
             return ops.reciprocal(ops.mul(base, base))
-        result = base
+        result = base  # (and exponent 1: the base itself)
         for _ in range(int(exponent) - 1):
             result = ops.mul(result, base)
         return result
@@ -194,25 +152,13 @@ def where(ctx, node, condition, a, b):
     compute = value.dtype
     cond = loader_for(condition, out_size, torch.bool)
     left, right = loader_for(a, out_size, compute), loader_for(b, out_size, compute)
-
-    def inner_fn(ops, index):
-        return ops.where(cond(ops, index), left(ops, index), right(ops, index))
-
-    return Pointwise(value.device, compute, out_size, inner_fn, ctx.origin())
+    return Pointwise(value.device, compute, out_size,
+                     lambda ops, index: ops.where(cond(ops, index), left(ops, index), right(ops, index)), ctx.origin())
 
 
 @register(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 def masked_fill(ctx, node, x, mask, fill):
-    value = _val(node)
-    out_size = _size(value)
-    cond = loader_for(mask, out_size, torch.bool)
-    base = loader_for(x, out_size, value.dtype)
-    fill_loader = loader_for(fill, out_size, value.dtype)
-
-    def inner_fn(ops, index):
-        return ops.where(cond(ops, index), fill_loader(ops, index), base(ops, index))
-
-    return Pointwise(value.device, value.dtype, out_size, inner_fn, ctx.origin())
+    return where(ctx, node, mask, fill, x)
 
 
 @register(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
@@ -236,7 +182,7 @@ def to_copy(ctx, node, x, *, dtype=None, layout=None, device=None, pin_memory=No
     return pointwise(ctx, node, "identity", [x], compute_dtype=value.dtype)
 
 
-@register(aten.clone.default)
+@register(aten.clone.default, aten.lift_fresh_copy.default, aten.lift_fresh.default)
 def clone(ctx, node, x, *, memory_format=None):
     return pointwise(ctx, node, "identity", [x])
 
@@ -246,28 +192,14 @@ def copy(ctx, node, destination, source, non_blocking=False):
     return pointwise(ctx, node, "identity", [source])
 
 
-@register(aten.lift_fresh_copy.default, aten.lift_fresh.default)
-def lift_fresh_copy(ctx, node, x):
-    return pointwise(ctx, node, "identity", [x])
-
-
 def _constant_fill(ctx, node, fill):
     value = _val(node)
-    out_size = _size(value)
-
-    def inner_fn(ops, index):
-        return ops.constant(fill, value.dtype)
-
-    return Pointwise(value.device, value.dtype, out_size, inner_fn, ctx.origin())
+    return Pointwise(value.device, value.dtype, _size(value), lambda ops, index: ops.constant(fill, value.dtype),
+                     ctx.origin())
 
 
-@register(aten.full.default)
-def full(ctx, node, size, fill, **kwargs):
-    return _constant_fill(ctx, node, fill)
-
-
-@register(aten.full_like.default)
-def full_like(ctx, node, x, fill, **kwargs):
+@register(aten.full.default, aten.full_like.default, aten.fill.Scalar)
+def full(ctx, node, size_or_x, fill, **kwargs):
     return _constant_fill(ctx, node, fill)
 
 
@@ -286,11 +218,6 @@ def ones(ctx, node, *args, **kwargs):
 @register(aten.scalar_tensor.default)
 def scalar_tensor(ctx, node, fill, **kwargs):
     return _constant_fill(ctx, node, fill)
-
-
-@register(aten.fill.Scalar)
-def fill(ctx, node, x, fill_value):
-    return _constant_fill(ctx, node, fill_value)
 
 
 @register(aten.fill.Tensor)
@@ -323,6 +250,3 @@ def arange(ctx, node, *args, **kwargs):
         return ops.index_expr(sympy.Integer(start) + index[0] * step, value.dtype)
 
     return Pointwise(value.device, value.dtype, _size(value), inner_fn, ctx.origin())
-
-
-# -- views ---------------------------------------------------------------------------------------------------

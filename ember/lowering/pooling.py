@@ -1,16 +1,14 @@
-"""Lowerings for 2-d max pooling and its backward, unrolled over the window.
+"""Lowerings for 2-d max pooling and its backward, unrolled over the window (large windows are
+left to ATen).
 
 Forward: each output element scans its window in row-major order with ATen's rule (a value
-replaces the best when it is greater or NaN; the index starts at the first position inside the
-input), so values and indices match eager exactly.  Windows are unrolled, so large windows fall
-back to ATen.
-
-Backward: each input element gathers from the few output windows that can contain it (at most
-ceil(kernel * dilation / stride) per dimension) the gradients whose recorded index is this
-element, so it is a pointwise loop over the input with no scatter.
+replaces the best when it is greater or NaN), so values and indices match eager exactly.
+Backward: each input element gathers, from the few output windows that can contain it, the
+gradients whose recorded index is this element: a pointwise loop with no scatter.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import sympy
@@ -54,13 +52,9 @@ def _in_range(ops, expr, low_ok: bool, high_ok: bool, size: int):
 
 
 def _all(ops, checks):
+    """The conjunction of the checks that are not None (None if there are none)."""
     checks = [c for c in checks if c is not None]
-    if not checks:
-        return None
-    result = checks[0]
-    for check in checks[1:]:
-        result = ops.logical_and(result, check)
-    return result
+    return functools.reduce(ops.logical_and, checks) if checks else None
 
 
 @register(aten.max_pool2d_with_indices.default)
@@ -80,11 +74,8 @@ def max_pool2d_with_indices(ctx, node, x, kernel_size, stride=None, padding=0, d
 
     # For each window offset, whether the row/column is inside the input for every output.
     def inside(k, dim):
-        size, out, s, p, d = ((height, out_h) if dim == 0 else (width, out_w)) + (stride[dim], padding[dim],
-                                                                                  dilation[dim])
-        low = -p + k * d
-        high = (out - 1) * s - p + k * d
-        return low >= 0, high < size
+        size, out, s, p, d = (height, width)[dim], (out_h, out_w)[dim], stride[dim], padding[dim], dilation[dim]
+        return -p + k * d >= 0, (out - 1) * s - p + k * d < size
 
     def window(ops, index):
         """(value, flat input index, validity or None) per window position, row-major."""
@@ -111,9 +102,6 @@ def max_pool2d_with_indices(ctx, node, x, kernel_size, stride=None, padding=0, d
             best = value if best is None else ops.maximum(value, best)
         return best
 
-    def values_fn(ops, index):
-        return maximum(ops, window(ops, index))
-
     def indices_fn(ops, index):
         # ATen replaces the best when a value is greater or NaN, so the index is the last NaN's
         # if there is one, else the first position holding the max (a -inf max included).
@@ -136,11 +124,9 @@ def max_pool2d_with_indices(ctx, node, x, kernel_size, stride=None, padding=0, d
             last_nan = ops.where(ops.isnan(value), _int64(ops, flat), last_nan)
         return ops.where(ops.isnan(best), last_nan, first_max)
 
-    values = Pointwise(values_fake.device, dtype, out_size, values_fn,
-                       ctx.origin())
-    indices = Pointwise(indices_fake.device, torch.int64, out_size, indices_fn,
-                        ctx.origin())
-    return values, indices
+    return (Pointwise(values_fake.device, dtype, out_size, lambda ops, index: maximum(ops, window(ops, index)),
+                      ctx.origin()),
+            Pointwise(indices_fake.device, torch.int64, out_size, indices_fn, ctx.origin()))
 
 
 @register(aten.max_pool2d_with_indices_backward.default)

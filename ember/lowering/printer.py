@@ -106,25 +106,24 @@ def sizes(values) -> list:
 def _body(data) -> list[str]:
     ops = PrintingOps()
     index = index_vars(len(data.ranges))
+
+    def function(header: str, last: str) -> list[str]:  # (the lines printed since the last one)
+        lines, ops.lines = ops.lines, []
+        return [header, *("    " + line for line in lines), f"    {last}"]
+
     if isinstance(data, Scatter):
         out_index = index_vars(len(data.out_ranges), "o")
-        base = data.base(ops, out_index)
-        header = [f"def base({', '.join(map(str, out_index))}):", *("    " + l for l in ops.lines),
-                  f"    return {base}"]
-        ops.lines = []
-        target = data.target(ops, index)
-        value = data.inner_fn(ops, index)
-        operator = "+=" if data.accumulate else "="
-        return header + [f"def update({', '.join(map(str, index))}):  # in order over {list(data.ranges)}",
-                         *("    " + l for l in ops.lines), f"    out[{target}] {operator} {value}"]
+        base = function(f"def base({', '.join(map(str, out_index))}):", f"return {data.base(ops, out_index)}")
+        target, value = data.target(ops, index), data.inner_fn(ops, index)
+        return base + function(f"def update({', '.join(map(str, index))}):  # in order over {list(data.ranges)}",
+                               f"out[{target}] {'+=' if data.accumulate else '='} {value}")
     if isinstance(data, Reduction):
         rindex = index_vars(len(data.spec.reduction_ranges), "r")
         value = data.inner_fn(ops, index, rindex)
-        return [f"def inner_fn({', '.join(map(str, index + rindex))}):  "
-                f"# {data.spec.reduction_type} over {sizes(data.spec.reduction_ranges)}",
-                *("    " + l for l in ops.lines), f"    return {value}"]
+        return function(f"def inner_fn({', '.join(map(str, index + rindex))}):  "
+                        f"# {data.spec.reduction_type} over {sizes(data.spec.reduction_ranges)}", f"return {value}")
     value = data.inner_fn(ops, index)
-    return [f"def inner_fn({', '.join(map(str, index))}):", *("    " + l for l in ops.lines), f"    return {value}"]
+    return function(f"def inner_fn({', '.join(map(str, index))}):", f"return {value}")
 
 
 def ir_text(graph) -> str:

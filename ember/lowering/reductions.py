@@ -30,8 +30,7 @@ def reduction(ctx, node, x, dims, keepdim: bool, reduction_type: str, dtype: tor
     kept = [d for d in range(rank) if d not in dims]
     reduction_ranges = [size[d] for d in dims] or [sympy.Integer(1)]
     if reduction_type in _NO_IDENTITY and any(r == 0 for r in reduction_ranges):
-        # eager raises ("Expected reduction dim to be specified for input.numel() == 0"); the
-        # ATen call raises it on every run (test_max_min_over_an_empty_dim_raises_as_eager: `c.min()` of an empty tensor)
+        # eager raises; so does the ATen call, on every run (test_max_min_over_an_empty_dim_raises_as_eager)
         raise FallbackNeeded(f"{reduction_type} over an empty dim has no value")
     if reduction_type in _NO_IDENTITY + ("welford_mean", "welford_m2") and any(_may_be_zero(r) for r in reduction_ranges):
         raise ShapesNotSupported(f"{reduction_type} over {reduction_ranges} elements, which may be none")
@@ -62,6 +61,11 @@ def sum_(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
     return reduction(ctx, node, x, dims, keepdim, "sum", out.dtype)
 
 
+def _count_value(ops, count, dtype):
+    """An element count as a value of `dtype` (a size expression computed in the kernel)."""
+    return ops.index_expr(count, dtype) if is_symbolic(count) else ops.constant(float(count), dtype)
+
+
 def _reduced_count(x, dims):
     """How many elements of `x` each output of a reduction over `dims` (None or []: all) combines
     (an int, or a sympy expression of the sizes)."""
@@ -84,19 +88,16 @@ def mean(ctx, node, x, dims=None, keepdim=False, *, dtype=None):
     if not _centers_its_input(node) or _may_be_zero(count):
         return pointwise(ctx, node, "truediv", [total, count if is_symbolic(count) else float(count)],
                          input_dtypes=[compute, compute])
-    # x - mean(x) (var/std's backward, a centering): a row of equal values must give exactly 0,
-    # as eager's pairwise-summed mean does for 2^k of them, but a running sum of 3 x's rounds
-    # (issue 32: the gradient of var(v) for 16 equal v was 1e-5, not 0).  Where the row's
-    # largest and smallest values are equal (and the sum finite), the mean is that value (+0
-    # for a row of -0.0, as eager's sum from +0); else sum / n as before.
+    # x - mean(x) (a centering, as var's backward): a row of equal values must give exactly 0, as
+    # eager's pairwise-summed mean does, but a running sum rounds.  Where the row's largest and
+    # smallest values are equal (and the sum finite) the mean is that value (+0 for -0.0s).
     largest = reduction(ctx, node, x, dims, keepdim, "max", compute, result_dtype=compute)
     smallest = reduction(ctx, node, x, dims, keepdim, "min", compute, result_dtype=compute)
     loaders = [value.make_loader() for value in (total, largest, smallest)]
 
     def exact_if_equal(ops, index):
         sum_value, high, low = (load(ops, index) for load in loaders)
-        divisor = ops.index_expr(count, compute) if is_symbolic(count) else ops.constant(float(count), compute)
-        mean_value = ops.truediv(sum_value, divisor)
+        mean_value = ops.truediv(sum_value, _count_value(ops, count, compute))
         equal = ops.logical_and(ops.eq(high, low), ops.logical_not(ops.isinf(sum_value)))
         value = ops.where(equal, ops.add(high, ops.constant(0.0, compute)), mean_value)
         return ops.to_dtype(value, out.dtype) if compute != out.dtype else value
@@ -112,10 +113,8 @@ def _centers_its_input(node) -> bool:
 
 def _welford(ctx, node, x, dims, correction, keepdim, out, root: bool = False):
     """mean and the sum of squared deviations (m2) in one Welford pass, then var = m2 / (n - correction)
-    (its square root, the std, if `root`).
-
-    Both statistics are kept in float32 for float16/bfloat16 inputs (m2 overflows float16), and
-    the variance is rounded to the output dtype only after the square root."""
+    (its square root, the std, if `root`).  Both kept in float32 for half inputs (m2 overflows
+    float16); the variance is rounded to the output dtype only after the square root."""
     count = _reduced_count(x, dims)
     dims = None if not dims else list(dims)
     stats_dtype = _LOW_PRECISION.get(out.dtype, out.dtype)
@@ -130,18 +129,17 @@ def _welford(ctx, node, x, dims, correction, keepdim, out, root: bool = False):
     else:
         divisor = float(max(count - correction, 0))
 
-    def divisor_value(ops):
-        return ops.index_expr(divisor, stats_dtype) if is_symbolic(divisor) else ops.constant(divisor, stats_dtype)
+    m2_loader, mean_loader = m2.make_loader(), mean.make_loader()
 
     def variance(ops, index):
-        value = ops.truediv(ops.load(m2.name, m2.layout.index(index)), divisor_value(ops))
+        value = ops.truediv(m2_loader(ops, index), _count_value(ops, divisor, stats_dtype))
         value = ops.sqrt(value) if root else value
         return ops.to_dtype(value, out.dtype) if stats_dtype != out.dtype else value
 
     def mean_value(ops, index):
         if count == 0:  # the mean of nothing is NaN, as in eager
             return ops.constant(float("nan"), out.dtype)
-        value = ops.load(mean.name, mean.layout.index(index))
+        value = mean_loader(ops, index)
         return ops.to_dtype(value, out.dtype) if stats_dtype != out.dtype else value
 
     var = Pointwise(out.device, out.dtype, _size(out), variance, ctx.origin())
@@ -163,30 +161,23 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
     rank = len(x.get_size())
     every_dim = not dims or rank == 0 or len({_dim(d, rank) for d in dims}) == rank
     if count != 0 and every_dim:
-        # Over every dim eager's mean is sum / n (two passes; over some dims it is Welford's, as
-        # here): Welford's running mean rounds at every step (the mean of integer-valued floats,
-        # exact in eager, came out 1 ulp off and its trunc jumped: test_var_mean_returns_the_mean_eager_returns).  The sum
-        # fuses into the Welford kernel.
+        # Over every dim eager's mean is sum / n (over some dims it is Welford's, as here), which
+        # Welford's running mean, rounding at every step, is not (test_var_mean_returns_the_mean_eager_returns).
+        # The sum fuses into the Welford kernel.
         want = _val(node)[1]
         stats_dtype = _LOW_PRECISION.get(want.dtype, want.dtype)
-        # ATen's CPU Welford accumulates in double: [2^31, 1, -2^31, 0, ...] has mean 1/n there,
-        # and 0 from a float32 sum (test_var_mean_over_every_dim_sums_in_double_as_eager)
+        # ATen's CPU Welford accumulates in double (test_var_mean_over_every_dim_sums_in_double_as_eager)
         if want.device.type == "cpu":
             stats_dtype = torch.float64
         total = reduction(ctx, node, x, None if not dims else list(dims), keepdim, "sum", stats_dtype, out=want,
                           result_dtype=stats_dtype)
 
-        welford_mean = mean
-        running_loader = mean.make_loader()
+        welford_mean, running_loader, total_loader = mean, mean.make_loader(), total.make_loader()
 
         def mean_value(ops, index):
-            value = ops.truediv(ops.load(total.name, total.layout.index(index)),
-                                ops.index_expr(count, stats_dtype) if is_symbolic(count)
-                                else ops.constant(float(count), stats_dtype))
-            # A sum that is not finite (an inf or NaN in the input, or finite values overflowing
-            # it) gives way to Welford's mean, as eager's: [inf, 1] has mean NaN there (inf - inf
-            # in the running update), [1, inf] inf; an overflowing sum's mean is finite
-            # (test_var_mean_of_a_row_with_inf_gives_eagers_nan_or_inf).
+            value = ops.truediv(total_loader(ops, index), _count_value(ops, count, stats_dtype))
+            # A sum that is not finite (an inf or NaN, or an overflow) gives way to Welford's mean,
+            # as eager's (test_var_mean_of_a_row_with_inf_gives_eagers_nan_or_inf).
             running = running_loader(ops, index)
             if welford_mean.dtype != stats_dtype:
                 running = ops.to_dtype(running, stats_dtype)
@@ -197,14 +188,10 @@ def var_std(ctx, node, x, dims=None, *, correction=None, keepdim=False):
     return variance, mean
 
 
-@register(aten.amax.default, aten.max.default)
+@register(aten.amax.default, aten.max.default, aten.amin.default, aten.min.default)
 def amax(ctx, node, x, dims=(), keepdim=False):
-    return reduction(ctx, node, x, list(dims), keepdim, "max")
-
-
-@register(aten.amin.default, aten.min.default)
-def amin(ctx, node, x, dims=(), keepdim=False):
-    return reduction(ctx, node, x, list(dims), keepdim, "min")
+    kind = "max" if node.target in (aten.amax.default, aten.max.default) else "min"
+    return reduction(ctx, node, x, list(dims), keepdim, kind)
 
 
 @register(aten.prod.default, aten.prod.dim_int)
@@ -213,16 +200,11 @@ def prod(ctx, node, x, dim=None, keepdim=False, *, dtype=None):
     return reduction(ctx, node, x, dims, keepdim, "prod", _val(node).dtype)
 
 
-@register(aten.any.default, aten.any.dim, aten.any.dims)
-def any_(ctx, node, x, dim=None, keepdim=False):
+@register(aten.any.default, aten.any.dim, aten.any.dims, aten.all.default, aten.all.dim, aten.all.dims)
+def any_all(ctx, node, x, dim=None, keepdim=False):
     dims = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
-    return reduction(ctx, node, x, dims, keepdim, "any", torch.bool)
-
-
-@register(aten.all.default, aten.all.dim, aten.all.dims)
-def all_(ctx, node, x, dim=None, keepdim=False):
-    dims = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
-    return reduction(ctx, node, x, dims, keepdim, "all", torch.bool)
+    kind = "any" if node.target in (aten.any.default, aten.any.dim, aten.any.dims) else "all"
+    return reduction(ctx, node, x, dims, keepdim, kind, torch.bool)
 
 
 @register(aten.argmax.default, aten.argmin.default)

@@ -1,13 +1,8 @@
 """The lowering table and what every rule shares: `register`, `FallbackNeeded`, argument
 readers (`_val`, `_size`, `_dim`), type promotion, `loader_for` (a value's loader broadcast to an
-output size), index checks.  Rules live in one module per op family (lowerings.py imports them all).
-
-    @register(aten.add.Tensor)
-    def add(ctx, node, a, b, *, alpha=1): ...
-
-`ctx` is the GraphLowering (it names and stores buffers), `node` the ATen FX node (its fake
-value gives the output dtype and shape).  A rule that cannot handle its arguments raises
-FallbackNeeded and the op runs as an ATen call.
+output size), index checks.  A rule, `@register(aten.add.Tensor) def add(ctx, node, a, b, *,
+alpha=1)`, gets the GraphLowering (`ctx`) and the ATen FX node (its fake gives the output's dtype
+and shape); one that cannot handle its arguments raises FallbackNeeded (the op runs as ATen).
 """
 from __future__ import annotations
 
@@ -54,16 +49,7 @@ def _size(value) -> list:
 
 def _int_value(ops, value, dtype=torch.int64):
     """An integer known at compile time (a constant) or a size expression (computed in the kernel)."""
-    if is_symbolic(value):
-        return ops.index_expr(value, dtype)
-    return ops.constant(int(value), dtype)
-
-
-def _arg_dtype(arg):
-    if isinstance(arg, torch.fx.Node):
-        value = arg.meta.get("val")
-        return value if isinstance(value, torch.Tensor) else value
-    return arg
+    return ops.index_expr(value, dtype) if is_symbolic(value) else ops.constant(int(value), dtype)
 
 
 def _promoted(node, positions: Sequence[int]) -> torch.dtype:
@@ -71,7 +57,7 @@ def _promoted(node, positions: Sequence[int]) -> torch.dtype:
     values = []
     for position in positions:
         arg = node.args[position] if position < len(node.args) else None
-        value = _arg_dtype(arg)
+        value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
         if isinstance(value, torch.Tensor):
             values.append(torch.empty([1] * min(value.dim(), 1), dtype=value.dtype, device="meta"))
         elif isinstance(value, (int, float, bool)):
@@ -99,27 +85,14 @@ def loader_for(value, out_size: list, dtype: torch.dtype):
         return load
 
     if is_symbolic(value):  # a size (from a SymInt argument): computed from the size arguments
-        def size_value(ops, index):
-            return ops.index_expr(value, dtype)
-
-        return size_value
+        return lambda ops, index: ops.index_expr(value, dtype)
     if isinstance(value, sympy.Basic):
         value = int(value) if value.is_Integer else float(value)
-
-    def constant(ops, index):
-        return ops.constant(value, dtype)
-
-    return constant
-
-
-# Kernels that take a Python scalar as a tensor of the common dtype, rounded to it: fmod(x, 1e-30)
-# of a half x divides by 0, and a half x <= 1e30 compares with inf (test_low_precision_compared_with_a_scalar_rounds_the_scalar).
+    return lambda ops, index: ops.constant(value, dtype)
 
 
 def _dim(dim: int, rank: int) -> int:
     return dim % rank if rank else 0
-
-
 
 
 def _check_indexable(size) -> None:
@@ -134,10 +107,10 @@ def _check_indexable(size) -> None:
 def _check_empty_result(out, indices) -> None:
     """A result with no elements runs no kernel, so no bounds check: where eager checks every
     index anyway (embedding of 0-wide rows, index_select) ATen runs it (test_embedding_with_an_empty_result_still_checks_its_indices)."""
-    if _may_be_zero(product(_size(out))) and _numel(indices.get_size()) != 0:
-        raise ShapesNotSupported(f"a result of {product(_size(out))} elements, which may be none (eager still "
-                                 "checks every index)")
-    if product(_size(out)) == 0 and _numel(indices.get_size()) != 0:
+    elements = product(_size(out))
+    if _may_be_zero(elements) and product(indices.get_size()) != 0:
+        raise ShapesNotSupported(f"a result of {elements} elements, which may be none (eager still checks every index)")
+    if elements == 0 and product(indices.get_size()) != 0:
         raise FallbackNeeded("a result with no elements (eager still checks every index)")
 
 
@@ -145,9 +118,3 @@ def _may_be_zero(size) -> bool:
     """A symbolic size that is 0 for some allowed sizes (s0 - 2), as far as ember can tell."""
     size = sympy.sympify(size)
     return not size.is_number and not provably_nonnegative(size - 1)
-
-
-def _numel(size):
-    return product(size)
-
-

@@ -6,15 +6,13 @@ so it runs as one C++ kernel instead of ATen's generic index_put.
 """
 from __future__ import annotations
 
-import sympy
 import torch
 
 from ..device_limits import ATOMIC_UPDATES_PER_ROW_LIMIT
-from .ir import IRNode, Pointwise, Scatter
+from .ir import IRNode, Pointwise, Scatter, product
 from .registry import FallbackNeeded, _check_indexable, _dim, _size, _val, loader_for, register
 
 aten = torch.ops.aten
-
 
 
 def _check_contention(device, updates, rows) -> None:
@@ -24,10 +22,6 @@ def _check_contention(device, updates, rows) -> None:
     if int(updates) > limit * max(int(rows), 1):
         raise FallbackNeeded(f"an accumulating scatter of {int(updates)} updates into {int(rows)} rows: atomic "
                              f"adds to the same rows would serialize (ATen's kernel sorts the indices)")
-
-
-def sympy_prod(sizes) -> sympy.Expr:
-    return sympy.Mul(*sizes) if sizes else sympy.Integer(1)
 
 
 def _check(x: IRNode) -> None:
@@ -55,14 +49,13 @@ def index_put(ctx, node, x, indices, values, accumulate=False):
     site = ctx.site()
     _check_indexable(x_size[position])
     if accumulate:
-        _check_contention(out.device, sympy_prod(index_size), x_size[position])
+        _check_contention(out.device, product(index_size), x_size[position])
 
     def target(ops, index):
         row = ops.indirect_indexing(index_loader(ops, index[position:position + rank]), x_size[position], site)
         return [*index[:position], row, *index[position + rank:]]
 
-    trailing = x_size[position + 1:]
-    direct_inner = any(size != 1 for size in trailing)
+    direct_inner = any(size != 1 for size in x_size[position + 1:])
     scatter = Scatter(out.device, out.dtype, update_size, value_loader, _size(out), x.make_loader(), target,
                       bool(accumulate), direct_inner, ctx.origin())
     return ctx.store(scatter)
@@ -71,9 +64,8 @@ def index_put(ctx, node, x, indices, values, accumulate=False):
 def _scatter(ctx, node, x, dim, index, source, accumulate: bool):
     _check(x)
     out = _val(node)
-    # Eager's CPU scatter_add of float16/bfloat16 sums in float32 and rounds once at the end
-    # (index_add and index_put round after every addition): half 0.00506 + 4 - 4 stays 0.00506
-    # (test_low_precision_scatter_add_sums_in_float32).
+    # Eager's CPU scatter_add of float16/bfloat16 sums in float32 and rounds once at the end (index_add
+    # and index_put round after every addition): test_low_precision_scatter_add_sums_in_float32.
     dtype = torch.float32 if accumulate and out.dtype in (torch.float16, torch.bfloat16) else out.dtype
     x_size = x.get_size()
     rank = len(x_size)

@@ -1,17 +1,12 @@
 """Symbolic sizes (dynamic shapes) in the lowering: SymInts in, plain sympy out.
 
-A graph traced with symbolic fakes carries `torch.SymInt`s whose `node.expr` is a sympy
-expression over a ShapeEnv's symbols (`s0`, `s77`, ...), possibly with torch's own sympy
-functions (FloorDiv, ModularIndexing, PythonMod, Max, ...).  `expr_of` turns such a value into
-an expression ember's indexing understands: standard sympy (floor, Mod, Max, Min) over size
-symbols that are `Symbol(name, integer=True, positive=True)`.  Size symbols are told apart from
-loop and index variables (nonnegative, not known positive) by that assumption:
-`is_size_symbol`.
-
-Every symbol's smallest allowed value (its ShapeEnv range; backed symbols are >= 2) is kept,
-so `provably_nonnegative` can decide slice bounds and index simplifications for every size the
-symbols allow.  What ember cannot do for every allowed size raises `ShapesNotSupported`, which
-the AOT layer turns into a compile per concrete shape.
+`expr_of` turns a SymInt (a ShapeEnv expression, with torch's FloorDiv, ModularIndexing,
+PythonMod, ...) into standard sympy (floor, Mod, Max, Min) over size symbols that are
+`Symbol(name, integer=True, positive=True)`: `is_size_symbol` tells them from loop and index
+variables (nonnegative, not known positive).  Each symbol's smallest allowed value is kept, so
+`provably_nonnegative` decides slice bounds and index simplifications for every allowed size.
+What ember cannot do for every allowed size raises `ShapesNotSupported` (the AOT layer then
+compiles per concrete shape).
 """
 from __future__ import annotations
 
@@ -27,10 +22,9 @@ class ShapesNotSupported(Exception):
     names the op); compile it for concrete sizes instead."""
 
 
-# Smallest value of each size symbol seen, by name.  Names repeat across ShapeEnvs (every trace
-# has its s0), so each compiled graph keeps its own (`bounds_scope`): bounds left by an earlier
-# graph made a later one's decisions depend on what the process had compiled before
-# (test_dynamic_compiles_do_not_depend_on_earlier_ones).  Outside a scope: the smallest over every ShapeEnv.
+# Smallest value of each size symbol seen, by name.  Names repeat across ShapeEnvs (every trace has
+# its s0), so each compiled graph keeps its own (`bounds_scope`; test_dynamic_compiles_do_not_depend_on_earlier_ones);
+# outside a scope: the smallest over every ShapeEnv.
 _GLOBAL_BOUNDS: dict[str, int] = {}
 _BOUNDS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("ember_size_bounds", default=None)
 
@@ -56,8 +50,7 @@ def is_size_symbol(symbol) -> bool:
 
 
 def size_symbols(expr) -> set:
-    expr = sympy.sympify(expr)
-    return {s for s in expr.free_symbols if is_size_symbol(s)}
+    return {s for s in sympy.sympify(expr).free_symbols if is_size_symbol(s)}
 
 
 def is_symbolic(value) -> bool:
@@ -101,18 +94,14 @@ def to_sympy(expr, shape_env=None) -> sympy.Expr:
         if args[1].is_Integer and args[1] > 0:
             return args[0] ** args[1]
         raise ShapesNotSupported(f"size expression {expr}")
-    if name == "FloorDiv":
-        return sympy.floor(args[0] / args[1])
-    if name == "CleanDiv":
+    if name in ("FloorDiv", "CleanDiv"):
         return sympy.floor(args[0] / args[1])
     if name == "ModularIndexing":
         return sympy.Mod(sympy.floor(args[0] / args[1]), args[2])
     if name in ("PythonMod", "Mod"):
         return sympy.Mod(args[0], args[1])
-    if name == "Max":
-        return sympy.Max(*args)
-    if name == "Min":
-        return sympy.Min(*args)
+    if name in ("Max", "Min"):
+        return getattr(sympy, name)(*args)
     if isinstance(expr, sympy.floor):
         return sympy.floor(args[0])
     raise ShapesNotSupported(f"size expression {expr} ({name})")
@@ -134,9 +123,8 @@ def expr_of(value) -> sympy.Expr:
 
 
 def _decided(node, shape_env) -> sympy.Expr:
-    """A size expression the ShapeEnv's guards make one number for every allowed input is that
-    number: `((s0 // 16) + 1) // 2` under the guard that it is 1 (a broadcast dimension that a
-    structural test for 1 misses, and indexes past its tensor; test_a_size_the_guards_make_1_broadcasts)."""
+    """A size expression the ShapeEnv's guards make one number (`((s0 // 16) + 1) // 2` guarded to
+    be 1: a broadcast dimension; test_a_size_the_guards_make_1_broadcasts) is that number."""
     expr = node.expr
     if shape_env is None or expr.is_number or isinstance(expr, sympy.Symbol) or node.hint is None:
         return expr
@@ -145,13 +133,6 @@ def _decided(node, shape_env) -> sympy.Expr:
     except Exception:  # noqa: BLE001 - a ShapeEnv that cannot tell: the expression as it is
         return expr
     return sympy.Integer(int(node.hint)) if decided is not None and bool(decided) else expr
-
-
-def hint(value) -> int:
-    """A SymInt's value in the example inputs (no guard is added); ints as they are."""
-    if isinstance(value, torch.SymInt):
-        return int(value.node.hint) if value.node.hint is not None else 2
-    return value
 
 
 def lower_bound(symbol) -> int:
@@ -177,11 +158,9 @@ def provably_nonnegative(expr) -> bool:
         poly = sympy.Poly(expr, *symbols)
     except sympy.PolynomialError:
         return False
-    for monomial, coefficient in poly.terms():
-        if any(monomial) and coefficient < 0:
-            return False
-    smallest = expr.subs({s: lower_bound(s) for s in symbols})
-    return bool(smallest >= 0)
+    if any(any(monomial) and coefficient < 0 for monomial, coefficient in poly.terms()):
+        return False
+    return bool(expr.subs({s: lower_bound(s) for s in symbols}) >= 0)
 
 
 def _without_floors(expr):

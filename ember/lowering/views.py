@@ -9,25 +9,26 @@ import torch
 
 from ..errors import GraphNotSupported
 from .indexing import broadcast_index, view_reindex
-from .ir import Buffer, ComputedBuffer, IRNode, Pointwise, ReinterpretView, View
+from .ir import Buffer, ComputedBuffer, IRNode, Layout, Pointwise, ReinterpretView, View
 from .pointwise import _constant_fill
 from .registry import _dim, FallbackNeeded, _int_value, register, _size, _val
 from .symbolic import ShapesNotSupported, expr_of, is_symbolic, provably_nonnegative
 
 aten = torch.ops.aten
 
-@register(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
-def view(ctx, node, x, size):
+
+@register(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
+          aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
+def view(ctx, node, x, *args):
     new_size = _size(_val(node))
     return View(x, new_size, view_reindex(x.get_size(), new_size))
 
 
 @register(aten.permute.default)
 def permute(ctx, node, x, dims):
-    rank = len(x.get_size())
-    dims = [_dim(d, rank) for d in dims]
     size = x.get_size()
-    new_size = [size[d] for d in dims]
+    rank = len(size)
+    dims = [_dim(d, rank) for d in dims]
 
     def reindex(index):
         old = [None] * rank
@@ -35,7 +36,7 @@ def permute(ctx, node, x, dims):
             old[old_position] = index[new_position]
         return old
 
-    return View(x, new_size, reindex)
+    return View(x, [size[d] for d in dims], reindex)
 
 
 @register(aten.t.default)
@@ -56,48 +57,36 @@ def transpose(ctx, node, x, dim0, dim1):
 
 @register(aten.expand.default)
 def expand(ctx, node, x, size, *, implicit=False):
-    new_size = _size(_val(node))
-    old_size = x.get_size()
-
-    def reindex(index):
-        return broadcast_index(index, new_size, old_size)
-
-    return View(x, new_size, reindex)
-
-
-@register(aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
-def squeeze_like(ctx, node, x, *args):
-    new_size = _size(_val(node))
-    return View(x, new_size, view_reindex(x.get_size(), new_size))
+    new_size, old_size = _size(_val(node)), x.get_size()
+    return View(x, new_size, lambda index: broadcast_index(index, new_size, old_size))
 
 
 @register(aten.slice.Tensor)
 def slice_(ctx, node, x, dim=0, start=None, end=None, step=1):
-    size = x.get_size()
-    rank = len(size)
-    dim = _dim(dim, rank)
-    start = 0 if start is None else start
-    if size[dim].is_number and not is_symbolic(start):
-        length = int(size[dim])
-        start = int(start)
-        start = max(0, min(length, start + length if start < 0 else start))
-    else:
-        start = _symbolic_start(size[dim], expr_of(start))
+    dim = _dim(dim, len(x.get_size()))
+    start = _start(x.get_size()[dim], start)
     if not isinstance(step, int):
         raise ShapesNotSupported(f"{node.target} with a symbolic step {step}")
-    new_size = _size(_val(node))
+    return _sliced(x, dim, start, step, _size(_val(node)))
 
+
+def _sliced(x, dim, start, step, size):
     def reindex(index):
         old = list(index)
         old[dim] = sympy.sympify(start) + index[dim] * step
         return old
 
-    return View(x, new_size, reindex)
+    return View(x, size, reindex)
 
 
-def _symbolic_start(length, start):
-    """A slice's first index, clamped to [0, length] as Python does, where a symbolic length or
-    start makes that decidable for every allowed size; else ShapesNotSupported."""
+def _start(length, start):
+    """A slice's first index, clamped to [0, length] as Python does (where a symbolic length or
+    start makes that decidable for every allowed size; else ShapesNotSupported)."""
+    start = 0 if start is None else start
+    if length.is_number and not is_symbolic(start):
+        length, start = int(length), int(start)
+        return max(0, min(length, start + length if start < 0 else start))
+    start = expr_of(start)
     if start.is_number and start < 0:
         start = length + start
     elif not start.is_number and not provably_nonnegative(start):
@@ -110,23 +99,30 @@ def _symbolic_start(length, start):
     return start
 
 
-@register(aten.select.int)
-def select(ctx, node, x, dim, position):
-    size = x.get_size()
-    dim = _dim(dim, len(size))
+def _position(length, position, what: str):
+    """A select's index, counted from the end where negative."""
     position = expr_of(position)
     if position.is_number:
-        position = int(position)
-        position = position + size[dim] if position < 0 else position
-    elif not provably_nonnegative(position):
-        raise ShapesNotSupported(f"select of position {position}: its sign depends on the sizes")
+        return int(position) + length if int(position) < 0 else int(position)
+    if not provably_nonnegative(position):
+        raise ShapesNotSupported(f"{what} {position}: its sign depends on the sizes")
+    return position
 
+
+@register(aten.select.int)
+def select(ctx, node, x, dim, position):
+    dim = _dim(dim, len(x.get_size()))
+    position = _position(x.get_size()[dim], position, "select of position")
+    return _selected(x, dim, position, _size(_val(node)))
+
+
+def _selected(x, dim, position, size):
     def reindex(index):
         old = list(index)
         old.insert(dim, sympy.sympify(position))
         return old
 
-    return View(x, _size(_val(node)), reindex)
+    return View(x, size, reindex)
 
 
 @register(aten.alias.default, aten.detach.default)
@@ -142,38 +138,19 @@ def split(ctx, node, x, sizes, dim=0):
     results, start = [], sympy.Integer(0)
     for out in outputs:
         length = expr_of(out.shape[dim])
-        results.append(_slice_view(x, dim, start, _size(out)))
+        results.append(_sliced(x, dim, start, 1, _size(out)))
         start = start + length
     return results
-
-
-def _slice_view(x, dim, start, new_size):
-    def reindex(index):
-        old = list(index)
-        old[dim] = index[dim] + start
-        return old
-
-    return View(x, new_size, reindex)
 
 
 @register(aten.unbind.int)
 def unbind(ctx, node, x, dim=0):
     dim = _dim(dim, len(x.get_size()))
-    results = []
-    for position, out in enumerate(_val(node)):
-        def reindex(index, position=position):
-            old = list(index)
-            old.insert(dim, sympy.Integer(position))
-            return old
-
-        results.append(View(x, _size(out), reindex))
-    return results
+    return [_selected(x, dim, position, _size(out)) for position, out in enumerate(_val(node))]
 
 
 @register(aten.as_strided.default)
 def as_strided(ctx, node, x, size, stride, storage_offset=None):
-    from .ir import Layout
-
     # as_strided indexes x's storage itself: x must be in memory as eager lays it out
     traced = ctx.realize_as_traced(node.args[0]) if isinstance(node.args[0], torch.fx.Node) else None
     if traced is None:
@@ -205,20 +182,15 @@ def cat(ctx, node, tensors, dim=0):
         length = tensor.get_size()[dim]
         pieces.append((start, start + length, tensor.make_loader(), tensor.dtype))
         start = start + length
+    dtype = value.dtype
 
     # The loads of later pieces read out of bounds for early rows; guard them with masked loads.
-    return Pointwise(value.device, value.dtype, out_size, _masked_cat(pieces, dim, value.dtype), ctx.origin())
-
-
-def _masked_cat(pieces, dim, dtype):
     def inner_fn(ops, index):
         result = None
         for begin, end, loader, piece_dtype in reversed(pieces):
             shifted = list(index)
             shifted[dim] = index[dim] - begin
-            position = ops.index_expr(index[dim], torch.int64)
-            inside = ops.logical_and(ops.ge(position, _int_value(ops, begin)),
-                                     ops.lt(position, _int_value(ops, end)))
+            inside = _inside(ops, index[dim], begin, end)
 
             def body(ops=ops, loader=loader, shifted=shifted, piece_dtype=piece_dtype):
                 loaded = loader(ops, shifted)
@@ -228,7 +200,7 @@ def _masked_cat(pieces, dim, dtype):
             result = loaded if result is None else ops.where(inside, loaded, result)
         return result
 
-    return inner_fn
+    return Pointwise(value.device, dtype, out_size, inner_fn, ctx.origin())
 
 
 @register(aten.slice_scatter.default)
@@ -237,14 +209,8 @@ def slice_scatter(ctx, node, x, src, dim=0, start=None, end=None, step=1):
     becomes once functionalized: `v[:3] *= 2`).  One pointwise pass; step 1 only."""
     if step != 1 or not isinstance(src, IRNode):
         raise FallbackNeeded("slice_scatter with a step, or of a scalar")
-    size = x.get_size()
-    dim = _dim(dim, len(size))
-    start = 0 if start is None else start
-    if size[dim].is_number and not is_symbolic(start):
-        length = int(size[dim])
-        start = max(0, min(length, int(start) + length if int(start) < 0 else int(start)))
-    else:
-        start = _symbolic_start(size[dim], expr_of(start))
+    dim = _dim(dim, len(x.get_size()))
+    start = _start(x.get_size()[dim], start)
     return _written_over(ctx, node, x, src, dim, start, src.get_size()[dim], keeps_dim=True)
 
 
@@ -253,14 +219,15 @@ def select_scatter(ctx, node, x, src, dim, position):
     """`x` with `src` written over x.select(dim, position)."""
     if not isinstance(src, IRNode):
         raise FallbackNeeded("select_scatter of a scalar")
-    size = x.get_size()
-    dim = _dim(dim, len(size))
-    position = expr_of(position)
-    if position.is_number:
-        position = int(position) + size[dim] if int(position) < 0 else int(position)
-    elif not provably_nonnegative(position):
-        raise ShapesNotSupported(f"select_scatter at {position}: its sign depends on the sizes")
+    dim = _dim(dim, len(x.get_size()))
+    position = _position(x.get_size()[dim], position, "select_scatter at")
     return _written_over(ctx, node, x, src, dim, position, 1, keeps_dim=False)
+
+
+def _inside(ops, position, begin, end):
+    """A bool value: begin <= position < end."""
+    position = ops.index_expr(position, torch.int64)
+    return ops.logical_and(ops.ge(position, _int_value(ops, begin)), ops.lt(position, _int_value(ops, end)))
 
 
 def _written_over(ctx, node, x, src, dim, begin, length, keeps_dim: bool):
@@ -269,9 +236,7 @@ def _written_over(ctx, node, x, src, dim, begin, length, keeps_dim: bool):
     dtype = out.dtype
 
     def inner_fn(ops, index):
-        position = ops.index_expr(index[dim], torch.int64)
-        inside = ops.logical_and(ops.ge(position, _int_value(ops, begin)),
-                                 ops.lt(position, _int_value(ops, sympy.sympify(begin) + length)))
+        inside = _inside(ops, index[dim], begin, sympy.sympify(begin) + length)
         shifted = list(index)
         if keeps_dim:
             shifted[dim] = index[dim] - begin
@@ -302,16 +267,11 @@ def constant_pad_nd(ctx, node, x, pad, value=0):
         for k, (before, _after) in enumerate(pairs):
             dim = rank - 1 - k
             shifted[dim] = index[dim] - before
-            position = ops.index_expr(index[dim], torch.int64)
-            inside = ops.logical_and(ops.ge(position, _int_value(ops, before)),
-                                     ops.lt(position, _int_value(ops, before + in_size[dim])))
+            inside = _inside(ops, index[dim], before, before + in_size[dim])
             checks = inside if checks is None else ops.logical_and(checks, inside)
         return ops.masked(checks, lambda: loader(ops, shifted), value, out.dtype)
 
     return Pointwise(out.device, out.dtype, out_size, inner_fn, ctx.origin())
-
-
-# -- gathers --------------------------------------------------------------------------------------------------
 
 
 @register(operator.getitem)

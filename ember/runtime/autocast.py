@@ -1,11 +1,8 @@
-"""ATen-level graphs run as traced: with every autocast dispatch key excluded.
-
-A graph traced below the dispatcher's autocast keys holds autocast's casts as ops of their own,
-and the ops a composite ran below autocast keep the dtypes they had there (sdpa's math path
-multiplies in float32 under bf16 autocast).  Run again under the caller's autocast, such an op
-would be cast once more: a bf16 product where the graph planned float32 (a kernel reading it
-as float32 read past its end).  The generated wrappers exclude the keys themselves
-(codegen/wrapper.py); graphs run op by op (aot_eager, fallbacks) go through `as_traced`.
+"""ATen-level graphs run as traced: with every autocast dispatch key excluded.  A graph traced
+below autocast holds its casts as ops, and ops a composite ran below autocast keep their dtypes
+(sdpa's math path in float32 under bf16): run again under the caller's autocast they would be
+cast once more (a kernel reading a bf16 result as float32 reads past its end).  Generated
+wrappers exclude the keys themselves; graphs run op by op go through `as_traced`.
 """
 from __future__ import annotations
 
@@ -34,5 +31,4 @@ def as_traced(run: Callable) -> Callable:
         with exclude_keys(AUTOCAST_KEYS):
             return run(*args)
 
-    without_autocast.ember_as_traced = run
     return without_autocast

@@ -1,31 +1,24 @@
 """CUDA graphs around a compiled graph's wrapper (`mode="reduce-overhead"`,
-`ember.config.cudagraphs`): the wrapper's kernel launches and extern calls recorded once, then
-replayed with one launch.  For small batches, where launching costs more than computing.
+`ember.config.cudagraphs`): the wrapper's launches and extern calls recorded once, then replayed
+with one launch.  Call 1 runs the wrapper as it is (compiles kernels, warms cuBLAS); call 2
+records it (a warm-up on a side stream, then capture into a private pool); later calls with the
+same input addresses replay, and an input at a new address is copied into a buffer of the graph
+from then on (recorded again once).
 
-    call 1       runs the wrapper as it is (compiles kernels, warms cuBLAS)
-    call 2       records it: the inputs as given (parameters keep their memory), a warm-up run on
-                 a side stream, then capture into a private memory pool
-    later calls  the same input addresses: replay.  An input at a new address (a fresh batch
-                 each call) is copied into a buffer of the graph from then on (recorded again
-                 once).
+A replay overwrites the graph's outputs.  A recording hands out its outputs themselves (fresh
+tensor objects over its memory) and replays only while no one holds them (the storages' use
+counts say); when the last results are still held (`y = model(x)` in a loop) a second such
+recording takes the call, and when both are held a third whose results are copies.  Recordings
+that hand out their outputs have a memory pool each; the copying one shares ember's.  Outputs
+larger than DIRECT_BYTES are always copied.
 
-Results: a replay overwrites the graph's outputs, so a caller must never hold them across one.
-A recording hands out its outputs themselves (fresh tensor objects over its memory, no copy)
-and replays only while no one holds them: the storage's use count says whether a result, or a
-view of one, is alive.  When the last results are still held (`y = model(x)` in a loop: the old
-`y` is bound while the next call runs), a second such recording takes the call; when both are
-held (results kept in a list), a third whose results are copies.  Recordings that hand out their
-outputs have a memory pool each (another graph's replay must not write where those outputs
-live); the copying one shares ember's pool.  Outputs larger than DIRECT_BYTES are always copied.
-
-Graphs are not used (the wrapper runs as it is, the reason logged on the fallbacks channel) when
-an input is on the CPU, the graph draws random numbers (a replay would repeat them), it checks
-indices through host memory, an output is (a view of) an input or of another output, capturing
-fails (a host sync in the wrapper), or inputs keep moving (more than MAX_RECORDINGS recordings).
-
+Graphs are not used (the reason logged on the fallbacks channel) when an input is on the CPU, the
+graph draws random numbers, it checks indices through host memory, an output is (a view of) an
+input or of another output, capturing fails, or inputs keep moving (MAX_RECORDINGS).
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import torch
@@ -35,14 +28,12 @@ from .. import logs
 log_fallbacks = logs.get("fallbacks")
 
 MAX_RECORDINGS = 4
-_POOL = None
 
 
+@functools.lru_cache(maxsize=None)
 def _pool():
-    global _POOL
-    if _POOL is None:
-        _POOL = torch.cuda.graph_pool_handle()
-    return _POOL
+    """The memory pool recordings whose results are copies share (made at first use)."""
+    return torch.cuda.graph_pool_handle()
 
 
 def why_not_graphs(gm: torch.fx.GraphModule, wrapper_source: str) -> str | None:
@@ -58,9 +49,8 @@ def why_not_graphs(gm: torch.fx.GraphModule, wrapper_source: str) -> str | None:
 
 
 class _Recording:
-    """One captured graph: its input buffers, its outputs, the per-call input check, and how a
-    replay's results reach the caller (`results`: aliases of the graph's own outputs for a
-    `direct` recording, else copies) and whether it may replay now (`free`)."""
+    """One captured graph: its input buffers, outputs and per-call input check, its `results` (for a
+    `direct` recording aliases of its outputs, else copies) and whether it may replay now (`free`)."""
 
     def __init__(self, graph, static_inputs: list, outputs, replayable: Callable, direct: bool) -> None:
         self.graph, self.static_inputs, self.outputs = graph, static_inputs, outputs
@@ -79,9 +69,8 @@ class CudaGraphRunner:
     def __init__(self, call: Callable, name: str = "graph", static: bool = False) -> None:
         self.call = call
         self.name = name
-        # static: the graph has no symbolic sizes, so its callers (capture's guards, or the AOT
-        # layer's key) hand it inputs of the metadata it was compiled for; a replay then only
-        # needs the addresses checked
+        # static: no symbolic sizes, so callers (guards, the AOT layer's key) hand it inputs of the
+        # metadata it was compiled for; a replay checks only their addresses
         self.static = static
         self.disabled: str | None = None
         self.calls = 0
@@ -124,10 +113,8 @@ class CudaGraphRunner:
             if self.generations >= MAX_RECORDINGS:
                 return self._disable(f"inputs changed address or metadata {self.generations} times", args)
             self.generations += 1
-        # Every live recording's outputs are held by the caller (the last results, still bound
-        # while the next call runs: `y = model(x)` in a loop): another recording, direct while
-        # there are fewer than DIRECT_RECORDINGS, then one whose results are copies.
-        # (A copying recording is always free: once there is one, nothing more is recorded.)
+        # Every live recording's outputs are held: another recording, direct while there are fewer
+        # than DIRECT_RECORDINGS, then one whose results are copies (always free: the last one).
         direct = self.direct_allowed and sum(r.direct for r in self.live) < DIRECT_RECORDINGS
         try:
             recording = self._record(args, direct)
@@ -179,33 +166,31 @@ DIRECT_RECORDINGS = 2
 DIRECT_BYTES = 64 << 20
 
 
+def _flat(outputs) -> list:
+    return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+
+
 def _direct_allowed(outputs) -> bool:
-    flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    tensors = [value for value in flat if isinstance(value, torch.Tensor)]
+    tensors = [value for value in _flat(outputs) if isinstance(value, torch.Tensor)]
     return hasattr(torch._C, "_storage_Use_Count") and \
         sum(t.untyped_storage().nbytes() for t in tensors) <= DIRECT_BYTES
 
 
 def _direct_protocol(outputs) -> tuple[Callable, Callable]:
-    """(free, results) of a recording whose results alias its outputs.  free: no one else holds
-    an output's storage (its use count is what it was at the recording; a caller's result or any
-    view of it adds one) and its memory did not move (a caller's resize_ on a result would have
-    moved it: the recording is then never free again).  results: a fresh tensor per output over
-    the graph's memory (detach: the caller's tensor objects are never the graph's own)."""
-    flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    """(free, results) of a recording whose results alias its outputs.  free: no one else holds an
+    output's storage (its use count is the recording's) and its memory did not move (a caller's
+    resize_).  results: a fresh tensor per output over the graph's memory (detached)."""
     namespace = {"use_count": torch._C._storage_Use_Count, "Tensor": torch.Tensor}
     checks, parts = [], []
-    for index, value in enumerate(flat):
+    for index, value in enumerate(_flat(outputs)):
+        namespace[f"o{index}"] = value
         if isinstance(value, torch.Tensor):
-            namespace[f"o{index}"] = value
             storage = value.untyped_storage()._cdata
-            # (the count with only this recording's tensor alive: its storage's Python object
-            # adds one once made)
+            # (the count with only this recording's tensor alive: the storage's Python object adds one)
             checks.append(f"use_count({storage}) == {torch._C._storage_Use_Count(storage)} and "
                           f"o{index}.data_ptr() == {value.data_ptr()}")
             parts.append(f"o{index}.detach()")
         else:
-            namespace[f"o{index}"] = value
             parts.append(f"o{index}")
     if isinstance(outputs, (list, tuple)):  # (the wrapper's results: a tuple, or a list)
         namespace["kind"] = type(outputs)
@@ -226,10 +211,9 @@ def _meta(value) -> tuple:
 
 
 def _input_check(signature: list, copied: set, static: bool = False) -> Callable:
-    """A function of the call's inputs: do they have the recorded metadata (a CPU tensor differs
-    in device; not checked for a `static` graph, whose callers pin it), and is every input not
-    copied in at its recorded address?  Written out as one expression per input: it runs at
-    every call, where a loop over a batch-1 MLP's 13 inputs cost about as much as the replay."""
+    """A function of the call's inputs: the recorded metadata (not checked for a `static` graph),
+    and every input not copied in at its recorded address?  One expression, written out: it runs
+    at every call (a loop over a batch-1 MLP's 13 inputs cost about as much as the replay)."""
     namespace: dict = {"Tensor": torch.Tensor}
     terms = [f"len(args) == {len(signature)}"]
     for index, (meta, pointer) in enumerate(signature):
@@ -267,8 +251,7 @@ def _storages(values) -> list:
 
 
 def _aliasing(outputs, inputs) -> str | None:
-    flat = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    produced = _storages(flat)
+    produced = _storages(_flat(outputs))
     if len(set(produced)) != len(produced):
         return "two outputs share memory"
     if set(produced) & set(_storages(inputs)):

@@ -1,32 +1,31 @@
 """GPU kernel partitioning, a scheduling pass: one scheduled kernel as the GPU kernels it becomes.
 
-A GPU kernel holds a node's inputs from its kernel-mates in registers (another thread of the
-block may hold the element: stores are not visible to it).  The emitter generates what it is
-asked and reports the first read it could not serve from registers (`Emitted.unheld`); this
-pass decides what to do about it and everything else about the kernels' boundaries:
+A GPU kernel must hold a node's inputs from its kernel-mates in registers (another thread may
+hold the element).  The emitter generates what it is asked and reports the first read it could
+not serve (`Emitted.unheld`); this pass decides the kernels' boundaries:
 
     inner loops of another size   a new kernel from the first node whose rows differ
-    a mate's value not held       split before the node that read it, or, for a value only
-                                  this kernel reads that was to stay in registers, store it
-    long rows, few outputs        a split reduction: each program reduces one chunk of the
-                                  rows, a second kernel the chunks (the emitter's `split`)
-    a run of reductions that      the pointwise nodes around it cut off into kernels of their
-    would split but its kernel    own, so that the run can split
-    cannot
+    a mate's value not held       split before the node that read it, or store a value that
+                                  was to stay in registers
+    long rows, few outputs        a split reduction: programs reduce chunks of the rows, a second
+                                  kernel combines them
+    a run of reductions that      the pointwise nodes around it cut off into kernels of their own
+    would split but its kernel cannot
     values only the kernel reads  kept in registers, never stored (`internal`)
 
-The thresholds are the device's (`GpuLimits`).  The emitter is handed in (`make`), so that this
+The thresholds are the device's (`GpuLimits`); the emitter is handed in (`make`), so that this
 pass imports no code generation.
 """
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Callable, Protocol
 
 import sympy
 
 from ..lowering.analysis import reads, record
-from ..lowering.ir import Pointwise, Reduction
+from ..lowering.ir import Pointwise, Reduction, product
 from .scheduler import Kernel
 
 
@@ -122,9 +121,9 @@ def row_size_change(kernel: Kernel, nodes: list) -> int | None:
     groups = [group for group in Kernel(kernel.name, kernel.outer, nodes).groups() if group.reduction or group.inner]
     if not groups:
         return None
-    first = _numel(groups[0].row_ranges())
+    first = product(groups[0].row_ranges())
     for group in groups[1:]:
-        if sympy.expand(_numel(group.row_ranges()) - first) != 0:
+        if sympy.expand(product(group.row_ranges()) - first) != 0:
             return nodes.index(group.nodes[0])
     return None
 
@@ -161,32 +160,24 @@ def _cut_for_split(make: Make, kernel: Kernel, nodes: list, name: str, limits: G
     the pointwise nodes around them (a bias gradient's cast, batch norm's running statistics,
     the product between two batch norms' backward sums) go to kernels of their own.  None: no
     run of reductions would split."""
-    kinds = [isinstance(node.data, Reduction) for node in nodes]
     start = 0
-    while start < len(nodes):
-        if not kinds[start]:
-            start += 1
-            continue
-        end = start
-        while end < len(nodes) and kinds[end]:
-            end += 1
-        if (start, end) != (0, len(nodes)):
-            run = nodes[start:end]
-            if row_size_change(kernel, run) is None:
-                emitter = make(run)
-                source = emitter.generate(name)
-                if source.unheld is None and split_count(emitter, source, limits, splittable):
-                    return start if start > 0 else end
+    for reduces, run in itertools.groupby(nodes, key=lambda node: isinstance(node.data, Reduction)):
+        run = list(run)
+        end = start + len(run)
+        if reduces and (start, end) != (0, len(nodes)) and row_size_change(kernel, run) is None:
+            emitter = make(run)
+            source = emitter.generate(name)
+            if source.unheld is None and split_count(emitter, source, limits, splittable):
+                return start if start > 0 else end
         start = end
     return None
 
 
 def _with_reductions_kept(make: Make, nodes: list, name: str, source: Emitted, kept: set) -> Emitted:
     """A whole reduction kernel (neither split nor cut) made again with `kept`, the values only it
-    reads, held in registers, reductions' results among them (a batch norm's mean and variance
-    feeding its epilogue, a layer norm's statistics at inference: each a buffer the wrapper
-    allocated, ~6 us of host time on an H100 machine, and a store); a value read where the
-    kernel holds none of it is stored after all."""
+    reads, held in registers, reductions' results among them (a batch norm's statistics feeding
+    its epilogue: a buffer, ~6 us of host time, and a store saved); a value read where the kernel
+    holds none of it is stored after all."""
     kept = set(kept)
     while kept:
         again = make(nodes, frozenset(kept)).generate(name)
@@ -194,10 +185,3 @@ def _with_reductions_kept(make: Make, nodes: list, name: str, source: Emitted, k
             return again
         kept.discard(again.unheld[1])
     return source
-
-
-def _numel(ranges) -> sympy.Expr:
-    total = sympy.Integer(1)
-    for size in ranges:
-        total = total * size
-    return total

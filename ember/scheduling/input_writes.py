@@ -1,33 +1,25 @@
 """New values of inputs written in place by the kernel that computes them.
 
-A graph that mutates an input (batch norm's running statistics, a counter's `+= 1`) returns the
-input's new value as an output, and the runtime copies it back (`autograd/runtime._write_back`).
-Where the AOT layer offers it (graph meta "ember_input_writes": output position -> input
-position; inputs that need no gradient), the kernel computing the new value stores it straight
-into the input instead: no buffer to allocate, no copy after the call, and the graph returns the
-input itself there (the runtime bumps its version, as eager's in-place op does).
-
-It is safe only where nothing can see the input's old value after the store:
-
-- the new value is a pointwise node of a kernel, laid out as the input (size, strides, dtype,
-  device; both at their storage's start), and it is that output alone (no other output is it
-  or a view of it, no ATen call reads it: such a call could hand out a view of the input);
-- the input is read by that node alone, at the element it stores (each element is loaded and
-  then stored by the same program, never read by another), and by no ATen call, and it is no
-  output of the graph (a value saved for the backward, a view returned to the user);
-- no CUDA graphs: a recording replays into its own copies of inputs and refuses outputs that
-  are inputs.
+A graph that mutates an input (batch norm's running statistics) returns the new value as an
+output, and the runtime copies it back.  Where the AOT layer offers it (graph meta
+"ember_input_writes": output position -> input position), the kernel computing the new value
+stores it straight into the input instead (no buffer, no copy; the graph returns the input).
+Only where nothing can see the old value after the store: the new value is a pointwise node laid
+out as the input, that output alone, read by no ATen call; the input is read by that node alone,
+at the element it stores, by no ATen call, and is no output; and no CUDA graphs (a recording
+replays into its own copies of inputs).
 """
 from __future__ import annotations
+
+import collections
 
 import sympy
 import torch
 
 from .. import config as ember_config
 from ..lowering.analysis import record
-from ..lowering.ir import ReinterpretView
-from ..lowering.ir import Buffer, ComputedBuffer, InputBuffer, Pointwise, index_vars, store_layout
-from .scheduler import Kernel, Scheduler
+from ..lowering.ir import ComputedBuffer, InputBuffer, Pointwise, index_vars, store_layout
+from .scheduler import Kernel, Scheduler, output_names
 
 
 def input_writes(gm: torch.fx.GraphModule, scheduler: Scheduler) -> dict[str, str]:
@@ -46,11 +38,7 @@ def input_writes(gm: torch.fx.GraphModule, scheduler: Scheduler) -> dict[str, st
                     readers.setdefault(name, []).append(node)
         else:
             extern_reads |= scheduler._extern_reads(step.call)
-    output_uses: dict[str, int] = {}
-    for value in graph.outputs:
-        base = value.buffer if isinstance(value, ReinterpretView) else value
-        if isinstance(base, Buffer):
-            output_uses[base.name] = output_uses.get(base.name, 0) + 1
+    output_uses = collections.Counter(output_names(graph))
     placed: dict[str, str] = {}
     for position, index in offered.items():
         if position >= len(graph.outputs) or index >= len(graph.placeholders):

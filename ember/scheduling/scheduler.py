@@ -1,26 +1,20 @@
 """The scheduler: which buffers are computed, in what order, and fused into which kernels.
 
-Input: the lowered graph's buffers (ComputedBuffers and extern calls) in creation order.
-
 1. Dead-code elimination: buffers nobody reads and that are not outputs are dropped.
 2. Fusion, greedily in order: a ComputedBuffer joins the current kernel when the kernel's outer
-   loop ("outer ranges") can be shared: a reduction's outer ranges are its output ranges and it
-   loops over its reduction ranges inside; a pointwise buffer splits its ranges into outer and
-   inner.  A fused consumer may read a buffer of the same kernel only at the same outer
-   position (it runs in the same outer iteration, after the producer).  An extern call ends the
-   current kernel.  Pointwise nodes with the same inner ranges share one inner loop, so a value
-   stored there is reused by later nodes without a reload (vertical fusion); siblings over the
-   same ranges land in the same loop (horizontal fusion).  A pointwise node does not join a kernel
-   whose outer loop is too short to spread its work (MIN_OUTER_ITERATIONS).  A node the current kernel cannot
-   take joins an earlier kernel over the same outer loop that reads the same data, when that
-   kernel runs after everything the node reads.  A scatter is a kernel of its own.  A kernel
-   reads and writes at most `ember.config.max_kernel_buffers` buffers.
+   loop can be shared (a reduction's outer ranges are its output ranges; a pointwise buffer
+   splits its ranges into outer and inner).  A consumer may read a kernel-mate only at the same
+   outer position.  Pointwise nodes with the same inner ranges share one inner loop (vertical
+   and horizontal fusion).  An extern call ends the current kernel; a scatter is a kernel of its
+   own; a node the current kernel cannot take may join an earlier kernel over the same outer
+   loop that reads the same data.  Limits: MIN_OUTER_ITERATIONS, `ember.config.max_kernel_buffers`.
 3. Last uses: after which step each buffer can be freed.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import math
 from typing import Any
 
@@ -33,11 +27,25 @@ from ..lowering.indexing import simplify_index
 from ..lowering.printer import provenance, sizes
 from ..lowering.symbolic import is_size_symbol
 from ..lowering.ir import (Buffer, ComputedBuffer, ExternBuffer, ExternCall, Layout, Pointwise, Reduction,
-                           ReinterpretView, Scatter, index_vars, store_layout)
+                           ReinterpretView, Scatter, index_vars, product, store_layout)
 
 
 def squeeze(ranges) -> list:
     return [r for r in ranges if r != 1]
+
+
+def buffer_names(tree) -> set[str]:
+    """The buffers a tree of extern-call arguments reads (a view's base)."""
+    from torch.utils import _pytree as pytree
+
+    return {leaf.buffer.name if isinstance(leaf, ReinterpretView) else leaf.name
+            for leaf in pytree.tree_leaves(tree) if isinstance(leaf, (ReinterpretView, Buffer))}
+
+
+def output_names(graph: GraphLowering) -> list[str]:
+    """The buffers the graph returns (a view's base), once per output."""
+    bases = [value.buffer if isinstance(value, ReinterpretView) else value for value in graph.outputs]
+    return [base.name for base in bases if isinstance(base, Buffer)]
 
 
 @dataclasses.dataclass
@@ -85,10 +93,9 @@ def inner_ranges(node: ComputedBuffer, outer: list) -> list:
 
 
 def outer_candidates(node: ComputedBuffer) -> list[list]:
-    data = node.data
-    if isinstance(data, Reduction):
-        return [squeeze(data.ranges)]
-    ranges = squeeze(data.ranges)
+    ranges = squeeze(node.data.ranges)
+    if isinstance(node.data, Reduction):
+        return [ranges]
     return [ranges[:k] for k in range(len(ranges), -1, -1)]
 
 
@@ -103,11 +110,7 @@ class Scheduler:
 
     # -- 1. dead code -----------------------------------------------------------------------------
     def eliminate_dead_code(self) -> None:
-        needed: set[str] = set()
-        for value in self.graph.outputs:
-            base = value.buffer if isinstance(value, ReinterpretView) else value
-            if isinstance(base, Buffer):
-                needed.add(base.name)
+        needed = set(output_names(self.graph))
         kept = []
         seen_calls = set()
         for buffer in reversed(self.graph.buffers):
@@ -133,15 +136,7 @@ class Scheduler:
 
     @staticmethod
     def _extern_reads(call: ExternCall) -> set[str]:
-        from torch.utils import _pytree as pytree
-
-        names = set()
-        for leaf in pytree.tree_leaves((call.args, call.kwargs)):
-            if isinstance(leaf, ReinterpretView):
-                names.add(leaf.buffer.name)
-            elif isinstance(leaf, Buffer):
-                names.add(leaf.name)
-        return names
+        return buffer_names((call.args, call.kwargs))
 
     # -- 2. fusion --------------------------------------------------------------------------------------
     # How many earlier kernels a node may join when the current one does not take it.
@@ -151,41 +146,35 @@ class Scheduler:
         steps: list[Any] = []
         current: Kernel | None = None
         emitted_calls = set()
-        kernel_count = 0
+        names = (f"kernel{k}" for k in itertools.count())
         produced_at: dict[str, int] = {}  # buffer -> index of the step that writes it
         for buffer in self.kept:
+            position = len(steps) - 1
             if isinstance(buffer, (ExternBuffer, _SideEffectMarker)):
                 current = None
                 if id(buffer.kernel) not in emitted_calls:
                     emitted_calls.add(id(buffer.kernel))
                     steps.append(ExternStep(buffer.kernel))
-                produced_at[buffer.name] = len(steps) - 1
-                continue
-            if isinstance(buffer.data, Scatter):  # its own kernel: two passes over different ranges
-                steps.append(Kernel(f"kernel{kernel_count}", [], [buffer]))
-                kernel_count += 1
-                produced_at[buffer.name] = len(steps) - 1
-                current = None
-                continue
-            if current is not None and self._can_join(current, buffer):
+                    position += 1
+            elif isinstance(buffer.data, Scatter):  # its own kernel: two passes over different ranges
+                steps.append(Kernel(next(names), [], [buffer]))
+                current, position = None, position + 1
+            elif current is not None and self._can_join(current, buffer):
                 current.nodes.append(buffer)
-                produced_at[buffer.name] = len(steps) - 1
-                continue
-            earlier = self._earlier_kernel(steps, buffer, produced_at)
-            if earlier is not None:
+            elif (earlier := self._earlier_kernel(steps, buffer, produced_at)) is not None:
                 steps[earlier].nodes.append(buffer)
-                produced_at[buffer.name] = earlier
-                continue
-            current = Kernel(f"kernel{kernel_count}", self._outer_for([buffer]), [buffer])
-            kernel_count += 1
-            steps.append(current)
-            produced_at[buffer.name] = len(steps) - 1
+                position = earlier
+            else:
+                current = Kernel(next(names), squeeze(buffer.data.ranges), [buffer])
+                steps.append(current)
+                position += 1
+            produced_at[buffer.name] = position
         self.steps = steps
 
     def _earlier_kernel(self, steps: list, node: ComputedBuffer, produced_at: dict[str, int]) -> int | None:
         """Horizontal fusion across other steps: an earlier kernel over the same outer loop that
         runs after everything the node reads.  Moving the node there is safe: nothing reads it yet."""
-        reads = self._reads.get(node.name) or {name for name, _ in record(node.data).loads}
+        reads = self._reads_of(node)
         ready = max((produced_at.get(name, -1) for name in reads), default=-1)
         candidates = [i for i in range(max(ready, 0), len(steps)) if isinstance(steps[i], Kernel)]
         for position in candidates[-self.LOOKBACK:]:
@@ -198,18 +187,12 @@ class Scheduler:
                 return position
         return None
 
-    def _outer_for(self, nodes: list[ComputedBuffer]) -> list:
-        reductions = [n for n in nodes if isinstance(n.data, Reduction)]
-        if reductions:
-            return squeeze(reductions[0].data.ranges)
-        return squeeze(nodes[0].data.ranges)
-
     def _can_join(self, kernel: Kernel, node: ComputedBuffer) -> bool:
         if len(self._buffers_touched(kernel) | self._node_buffers(node)) > ember_config._config.max_kernel_buffers:
             return False
         nodes = kernel.nodes + [node]
         reductions = [n for n in nodes if isinstance(n.data, Reduction)]
-        outer = squeeze(reductions[0].data.ranges) if reductions else squeeze(nodes[0].data.ranges)
+        outer = squeeze((reductions or nodes)[0].data.ranges)
         for member in nodes:
             if outer not in outer_candidates(member):
                 return not reductions and self._join_refined(kernel, node)
@@ -224,9 +207,8 @@ class Scheduler:
         loop_mates = _loop_mates(kernel.nodes, node, outer)
         for name, index in self._loads.get(node.name) or record(node.data).loads:
             producer = produced.get(name)
-            if producer is None:
-                continue
-            if not self._same_outer_row(producer, node, index, outer, same_element=name in loop_mates):
+            if producer is not None and not self._same_outer_row(producer, node, index, outer,
+                                                                 same_element=name in loop_mates):
                 return False
         kernel.outer = outer
         return True
@@ -260,8 +242,11 @@ class Scheduler:
                 self._loads[member.name] = loads
         return False
 
+    def _reads_of(self, node: ComputedBuffer) -> set[str]:
+        return self._reads.get(node.name) or {name for name, _ in record(node.data).loads}
+
     def _node_buffers(self, node: ComputedBuffer) -> set[str]:
-        return {node.name} | (self._reads.get(node.name) or {name for name, _ in record(node.data).loads})
+        return {node.name} | self._reads_of(node)
 
     def _buffers_touched(self, kernel: Kernel) -> set[str]:
         """The buffers the kernel reads or writes (kept per kernel, grown as nodes join it)."""
@@ -277,21 +262,19 @@ class Scheduler:
                         same_element: bool = False) -> bool:
         """Does the consumer's load stay inside the producer's row for the same outer position
         (`same_element`: read the very element the producer stores in the same iteration)?"""
-        consumer_vars = _kernel_vars(consumer, outer)
-        producer_vars = _kernel_vars(producer, outer)
         # (simplified: a load through views splits its index, k*floor(x/k) + Mod(x, k) for x)
-        load = simplify_index(sympy.expand(sympy.sympify(load_index).subs(consumer_vars["to_kernel"])))
-        store = sympy.expand(store_layout(producer).index(producer_vars["index"]))
-        store = simplify_index(sympy.expand(store.subs(producer_vars["to_kernel"])))
+        load = simplify_index(sympy.expand(sympy.sympify(load_index).subs(_to_kernel(consumer, outer))))
+        store = sympy.expand(store_layout(producer).index(index_vars(len(producer.data.ranges), "i")))
+        store = simplify_index(sympy.expand(store.subs(_to_kernel(producer, outer))))
         if same_element:
             return sympy.expand(load - store) == 0
         outer_symbols = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(outer))]
-        # (size symbols stay: they are the same in every iteration)
-        load_inner_zero = load.subs({s: 0 for s in load.free_symbols if s not in outer_symbols
-                                     and not is_size_symbol(s)})
-        store_inner_zero = store.subs({s: 0 for s in store.free_symbols if s not in outer_symbols
-                                       and not is_size_symbol(s)})
-        if sympy.expand(load_inner_zero - store_inner_zero) != 0:
+
+        def at_inner_zero(expr):  # (size symbols stay: they are the same in every iteration)
+            return expr.subs({s: 0 for s in expr.free_symbols if s not in outer_symbols and not is_size_symbol(s)})
+
+        load_inner_zero = at_inner_zero(load)
+        if sympy.expand(load_inner_zero - at_inner_zero(store)) != 0:
             return False
         rest = sympy.expand(load - load_inner_zero)
         if any(s in outer_symbols for s in rest.free_symbols):
@@ -315,11 +298,7 @@ class Scheduler:
                                    if step_of.get(name) != position}
             else:
                 candidates -= self._extern_reads(step.call)
-        for value in self.graph.outputs:
-            base = value.buffer if isinstance(value, ReinterpretView) else value
-            if isinstance(base, Buffer):
-                candidates.discard(base.name)
-        return candidates
+        return candidates - set(output_names(self.graph))
 
     def undefined_reads(self) -> list[str]:
         """Reads of buffers no earlier step (or earlier node of the same kernel) writes, nor an
@@ -350,30 +329,22 @@ class Scheduler:
             else:
                 for name in self._extern_reads(step.call):
                     last[name] = position
-        output_names = set()
-        for value in self.graph.outputs:
-            base = value.buffer if isinstance(value, ReinterpretView) else value
-            if isinstance(base, Buffer):
-                output_names.add(base.name)
+        returned = set(output_names(self.graph))
         dying: dict[int, list[str]] = {}
         for name, position in last.items():
-            if name not in output_names:
+            if name not in returned:
                 dying.setdefault(position, []).append(name)
         return dying
 
 
 # A pointwise node joins a kernel whose outer loop has fewer iterations than this only when its
-# inner loop is short: otherwise one program (one GPU block, one CPU thread) would walk all of
-# it.  (A BERT loss's full reduction, outer loop of 1, took in 48 copies of 6M elements each:
-# 390 ms on one H100 SM.)
+# inner loop is short: otherwise one program (a GPU block, a CPU thread) walks all of it.
 MIN_OUTER_ITERATIONS = 64
 MAX_SERIAL_INNER = 8192
 
 
 def _serializes(outer: list, node: ComputedBuffer) -> bool:
-    iterations = sympy.sympify(sympy.Mul(*outer)) if outer else sympy.Integer(1)
-    inner = inner_ranges(node, outer)
-    work = sympy.sympify(sympy.Mul(*inner)) if inner else sympy.Integer(1)
+    iterations, work = product(outer), product(inner_ranges(node, outer))
     small_outer = iterations.is_number and int(iterations) < MIN_OUTER_ITERATIONS
     long_inner = not work.is_number or int(work) > MAX_SERIAL_INNER
     return small_outer and long_inner
@@ -393,24 +364,19 @@ def _loop_mates(nodes: list[ComputedBuffer], node: ComputedBuffer, outer: list) 
     return mates
 
 
-def _kernel_vars(node: ComputedBuffer, outer: list) -> dict:
-    """The node's own index variables, and their values in terms of the kernel's loop variables."""
-    data = node.data
-    ranges = list(data.ranges)
-    index = index_vars(len(ranges), "i")  # the names record() uses
-    to_kernel = {}
-    outer_position = 0
-    inner_position = 0
-    for var, size in zip(index, ranges):
+def _to_kernel(node: ComputedBuffer, outer: list) -> dict:
+    """The node's own index variables (the names record() uses) in terms of the kernel's loop
+    variables: x0, x1, ... over the outer ranges, then y0, y1, ... (size-1 dims: 0)."""
+    ranges = list(node.data.ranges)
+    to_kernel, position = {}, 0
+    for var, size in zip(index_vars(len(ranges), "i"), ranges):
         if size == 1:
             to_kernel[var] = 0
-        elif outer_position < len(outer):
-            to_kernel[var] = sympy.Symbol(f"x{outer_position}", integer=True, nonnegative=True)
-            outer_position += 1
-        else:
-            to_kernel[var] = sympy.Symbol(f"y{inner_position}", integer=True, nonnegative=True)
-            inner_position += 1
-    return {"index": index, "to_kernel": to_kernel}
+            continue
+        name = f"x{position}" if position < len(outer) else f"y{position - len(outer)}"
+        to_kernel[var] = sympy.Symbol(name, integer=True, nonnegative=True)
+        position += 1
+    return to_kernel
 
 
 def common_refinement(a: list, b: list) -> list | None:

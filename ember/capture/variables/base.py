@@ -1,10 +1,8 @@
 """The base of all symbolic values, and Python constants.
 
-A VariableTracker stands for one Python value during symbolic execution.  It knows where
-the value came from (`source`, for guards and for reading it back), and it answers the
-operations the interpreter asks of it: attribute reads, calls, method calls, iteration.
-Anything a kind of value cannot do symbolically raises `Unsupported`, which becomes a
-graph break; it never guesses.
+A VariableTracker stands for one Python value during symbolic execution: it knows where the value
+came from (`source`, for guards and for reading it back) and answers attribute reads, calls, method
+calls and iteration.  What it cannot do symbolically raises `Unsupported` (a graph break); it never guesses.
 """
 from __future__ import annotations
 
@@ -69,6 +67,28 @@ class VariableTracker:
     def __repr__(self) -> str:
         where = f" from {self.source.expr()}" if self.source is not None else ""
         return f"{type(self).__name__}{where}"
+
+
+class MethodVariable(VariableTracker):
+    """`owner.name` before it is called: calling it is the owner's call_method."""
+
+    def __init__(self, owner: VariableTracker, name: str) -> None:
+        super().__init__()
+        self.owner = owner
+        self.name = name
+
+    def call_function(self, tx: "Translator", args: list, kwargs: dict) -> "VariableTracker":
+        return self.owner.call_method(tx, self.name, args, kwargs)
+
+
+class SpelledMethodVariable(MethodVariable):
+    """A MethodVariable the glue spells `owner.name` when it outlives a graph."""
+
+    def contained_values(self) -> list:
+        return [self.owner]
+
+    def reconstruct_expr(self, codegen) -> str:
+        return f"{codegen.reconstruct(self.owner)}.{self.name}"
 
 
 class NullVariable(VariableTracker):
@@ -138,27 +158,16 @@ class ConstantVariable(VariableTracker):
         return bool(self.value)
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        try:
-            result = getattr(self.value, name)
-        except AttributeError as error:
-            raise UserException(error) from None
         from .builder import wrap_constant_result
 
-        return wrap_constant_result(tx, result)
+        return wrap_constant_result(tx, real_getattr(self.value, name))
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         # Every method of an immutable builtin value is free of side effects: run it for real.
-        from .builder import wrap_constant_result
-
-        if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
+        if not all_constant(args, kwargs):
             raise Unsupported(f"{type(self.value).__name__}.{name} with a non-constant argument")
-        const_args = [arg.as_python_constant() for arg in args]
-        const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
-        try:  # (a missing method's AttributeError too: the user's error)
-            result = getattr(self.value, name)(*const_args, **const_kwargs)
-        except Exception as error:
-            raise UserException(error) from None
-        return wrap_constant_result(tx, result)
+        # (a missing method's AttributeError too: the user's error)
+        return run_for_real(tx, lambda *a, **k: getattr(self.value, name)(*a, **k), args, kwargs)
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         if isinstance(self.value, (str, bytes, tuple, range, frozenset, torch.Size)):
@@ -178,6 +187,50 @@ class ConstantVariable(VariableTracker):
 
 def constant(value: Any) -> ConstantVariable:
     return ConstantVariable(value)
+
+
+def static_of(variable: VariableTracker) -> Any:
+    """The real object a variable knows it stands for (its `static_value`), else None."""
+    getter = getattr(variable, "static_value", None)
+    return getter() if getter is not None else None
+
+
+def is_none(value: VariableTracker | None) -> bool:
+    """Whether `value` is the constant None."""
+    return isinstance(value, ConstantVariable) and value.value is None
+
+
+def all_constant(args, kwargs: dict | None = None) -> bool:
+    return all(arg.is_python_constant() for arg in [*args, *(kwargs or {}).values()])
+
+
+def constant_args(args, kwargs: dict) -> tuple[list, dict]:
+    """The real values of constant call arguments."""
+    return [arg.as_python_constant() for arg in args], {key: arg.as_python_constant() for key, arg in kwargs.items()}
+
+
+def call_for_real(function, args, kwargs) -> Any:
+    """`function` called on the real values of constant variables (its exception is the user's)."""
+    const_args, const_kwargs = constant_args(args, kwargs)
+    try:
+        return function(*const_args, **const_kwargs)
+    except Exception as error:
+        raise UserException(error) from None
+
+
+def run_for_real(tx, function, args, kwargs) -> VariableTracker:
+    """A pure function on constant variables: its real result, as a variable."""
+    from .builder import wrap_constant_result
+
+    return wrap_constant_result(tx, call_for_real(function, args, kwargs))
+
+
+def real_getattr(value: Any, name: str) -> Any:
+    """getattr of a real object; its AttributeError is the user's."""
+    try:
+        return getattr(value, name)
+    except AttributeError as error:
+        raise UserException(error) from None
 
 
 BINARY_OPERATORS = {

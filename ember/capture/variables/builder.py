@@ -1,14 +1,9 @@
 """From a real Python value found at a source to a variable, with the guards it needs.
 
-`wrap(tx, value, source)` is the only place that decides what kind of variable a value
-becomes and which facts about it are guarded:
-
-    tensor            -> graph input, guarded on dtype/device/shape/strides/requires_grad
-    int/str/...       -> constant, guarded on type and value
-    list/tuple/dict   -> container, guarded on length/keys; items wrapped one by one
-    nn.Module         -> module, guarded on identity
-    function, class   -> guarded on identity
-    other objects     -> guarded on type; attributes are read (and guarded) on demand
+`wrap(tx, value, source)` is the one place that decides what a value becomes and what is guarded:
+tensors become graph inputs (guarded on dtype/device/shape/strides/requires_grad), constants are
+guarded on type and value, containers on length/keys (items wrapped one by one), modules, functions
+and classes on identity, other objects on type (attributes read and guarded on demand).
 """
 from __future__ import annotations
 
@@ -22,12 +17,13 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported
-from ..scalars import has_dynamic_items, is_dynamic_candidate, scalar_input
 from ..sources import AttrSource, DictValueSource, ItemSource, IterationItemSource, LocalSource, Source, literal
 from .base import ConstantVariable, VariableTracker, constant, is_constant_value
 
 
 def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
+    from ..scalars import has_dynamic_items, is_dynamic_candidate, scalar_input
+
     graph = tx.graph
     known = graph.objects.get(id(value))
     if known is not None and getattr(known, "real_object", None) is value:
@@ -69,9 +65,8 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
     if value_type is tuple or (isinstance(value, tuple) and hasattr(value_type, "_fields")):
         guards.length(source, value)
         items = [wrap(tx, item, ItemSource(source, index)) for index, item in enumerate(value)]
-        if value_type is tuple:
-            return TupleVariable(items, source=source)
-        return NamedTupleVariable(items, value_type, source=source)
+        return TupleVariable(items, source=source) if value_type is tuple else \
+            NamedTupleVariable(items, value_type, source=source)
     if value_type in (dict,) or (isinstance(value, dict) and value_type.__module__ == "collections"
                                  and value_type.__name__ in ("OrderedDict", "defaultdict")):
         if all(is_constant_value(key) for key in value):
@@ -134,9 +129,8 @@ def wrap(tx, value: Any, source: Source | None) -> VariableTracker:
             return PartialVariable(function, args.unpack_sequence(tx), dict(keywords.items), source=source, real=value)
         variable = wrap_static(tx, value)
         if type(variable) is UserFunctionVariable and value.__closure__:
-            # A closure is made anew by each call of the function that defines it: guard what
-            # inlining it relies on (its code and globals; its cells, defaults and attributes
-            # are read through guarded sources), so a new closure of the same code reuses the graph.
+            # Each call of the outer function makes a new closure: guard its code and globals only
+            # (cells, defaults and attributes are read through guarded sources) to reuse the graph.
             guards.type_match(source, value)
             guards.add(f"{source.expr()}.__code__ is {guards.ref(value.__code__)}",
                        f"{source.expr()} runs {value.__code__.co_qualname}")
@@ -203,17 +197,16 @@ def _wrap_object_set(tx, value: set | frozenset, source: Source) -> VariableTrac
 
 
 def _remember(graph, value: Any, variable: VariableTracker) -> VariableTracker:
+    from .modules import NNModuleVariable
+
     variable.real_object = value
     graph.objects[id(value)] = variable
     graph._keepalive.append(value)
     label = variable.source.expr() if variable.source is not None else repr(variable)
     graph.side_effects.real_objects.watch(value, label)
-    from .modules import NNModuleVariable
-
     if variable.source is not None and type(value) is not frozenset and not isinstance(variable, NNModuleVariable):
-        # A mutable object guarded by type or contents, not identity: another source must not
-        # hold it on a later call (`a.append(1); len(b)` was captured with a and b apart).
-        # Modules are guarded by identity (or hold nothing mutable the capture writes).
+        # A mutable object guarded by type or contents: no other source may hold it on a later call
+        # (`a.append(1); len(b)` was captured with a and b apart).  Modules are identity-guarded.
         graph.guards.distinct(variable.source, "python objects")
     return variable
 
@@ -239,9 +232,9 @@ def wrap_static(tx, value: Any) -> VariableTracker:
         numpy_variable = wrap_numpy_static(tx, value)
         if numpy_variable is not None:
             return numpy_variable
-    if isinstance(value, tuple) and type(value) is tuple:
+    if type(value) is tuple:
         return TupleVariable([wrap_static(tx, item) for item in value])
-    if isinstance(value, list) and type(value) is list:
+    if type(value) is list:
         return ListVariable([wrap_static(tx, item) for item in value])
     if type(value) is dict and all(is_constant_value(key) for key in value):
         return DictVariable({key: wrap_static(tx, item) for key, item in value.items()})
@@ -274,6 +267,7 @@ def wrap_static(tx, value: Any) -> VariableTracker:
 def wrap_constant_result(tx, value: Any) -> VariableTracker:
     """The result of running a pure operation on constants."""
     from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+    from .objects import PythonObjectVariable
 
     if is_constant_value(value):
         return ConstantVariable(value)
@@ -286,7 +280,5 @@ def wrap_constant_result(tx, value: Any) -> VariableTracker:
     if type(value) in (set, frozenset):
         return SetVariable([ConstantVariable(item) for item in value], frozen=type(value) is frozenset)
     if isinstance(value, (types.BuiltinMethodType, types.MethodWrapperType)):
-        from .objects import PythonObjectVariable
-
         return PythonObjectVariable(value)
     return wrap_static(tx, value)

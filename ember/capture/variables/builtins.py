@@ -15,17 +15,21 @@ from typing import Any, Callable
 import torch
 
 from ..errors import Unsupported, UserException
-from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant
-from .containers import (
-    BaseListVariable,
-    DictVariable,
-    ListIteratorVariable,
-    ListVariable,
-    SetVariable,
-    TupleVariable,
-    mapping_pairs,
-)
-from .objects import RealValueVariable
+from .base import (INPLACE_TO_BINARY, ConstantVariable, VariableTracker, all_constant, constant, is_none, real_getattr,
+                   run_for_real, static_of)
+from .builder import wrap_static
+from .containers import (BaseListVariable, DictVariable, DictViewVariable, ListIteratorVariable, ListVariable,
+                         RangeIteratorVariable, SetVariable, TupleVariable, mapping_pairs)
+from .functions import BaseFunctionVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
+from .glue_values import ObjectTextVariable, contains_answer, tensor_comparison, tensor_to_number
+from .modules import NNModuleVariable
+from .number_or_tensor import tensor_min_max
+from .objects import (ClassVariable, InstanceVariable, NewObjectVariable, PythonObjectVariable, RealValueVariable,
+                      SuperVariable, UserObjectVariable, _class_attribute, has_python_method)
+from .operators import binary_op, is_op, unary_op
+from .sets import set_operator
+from .tensor import TensorVariable
+from .torch_functions import TorchFunctionVariable
 
 HANDLERS: dict[Any, Callable] = {}
 
@@ -50,7 +54,7 @@ def register(*functions: Any):
 
 def is_supported_builtin(value: Any) -> bool:
     try:
-        return value in HANDLERS or value in PURE_BUILTINS or value is object or value is print
+        return value in HANDLERS or value in PURE_BUILTINS  # (object and print have handlers)
     except TypeError:
         return False
 
@@ -69,7 +73,7 @@ class BuiltinVariable(RealValueVariable):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if self.function in PURE_BUILTINS and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+        if self.function in PURE_BUILTINS and all_constant(args, kwargs):
             return run_for_real(tx, self.function, args, kwargs)
         name = getattr(self.function, "__name__", self.function)
         raise Unsupported(f"builtin {name}() with these arguments is not captured")
@@ -81,13 +85,8 @@ class BuiltinVariable(RealValueVariable):
             from .collections_types import DictFromkeysVariable
 
             return DictFromkeysVariable(self.function)
-        from .builder import wrap_static
-
-        try:
-            attribute = getattr(self.function, name)
-        except AttributeError as error:  # hasattr(tuple, "_fields") is False, not an internal error
-            raise UserException(error) from None
-        return wrap_static(tx, attribute)
+        # (hasattr(tuple, "_fields") is False, not an internal error)
+        return wrap_static(tx, real_getattr(self.function, name))
 
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.function, '__name__', self.function)})"
@@ -101,8 +100,6 @@ class ObjectMethodVariable(VariableTracker):
         self.name = name
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .objects import ClassVariable, NewObjectVariable, UserObjectVariable
-
         if self.name == "__setattr__" and len(args) == 3:
             target, name, value = args
             if isinstance(target, NewObjectVariable):
@@ -120,9 +117,6 @@ class ObjectMethodVariable(VariableTracker):
 
 # -- helpers shared with containers -------------------------------------------------------------
 def values_equal(tx, left: VariableTracker, right: VariableTracker) -> bool:
-    from .operators import is_op
-    from .tensor import TensorVariable
-
     if is_op(tx, left, right):
         return True
     if left.is_python_constant() and right.is_python_constant():
@@ -136,18 +130,14 @@ def values_equal(tx, left: VariableTracker, right: VariableTracker) -> bool:
     if equal is not None:
         return equal
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):
-        if isinstance(left, ConstantVariable) and left.value is None or \
-                isinstance(right, ConstantVariable) and right.value is None:
+        if is_none(left) or is_none(right):
             return False
         raise Unsupported("== between tensors inside a container comparison")
     if isinstance(left, BaseListVariable) and isinstance(right, BaseListVariable):
         if left.python_type() is not right.python_type() or len(left.items) != len(right.items):
             return False
         return all(values_equal(tx, a, b) for a, b in zip(left.items, right.items))
-    from .operators import COMPARE_FUNCTIONS
-    from .sets import set_operator
-
-    as_sets = set_operator(tx, COMPARE_FUNCTIONS["=="], left, right)
+    as_sets = set_operator(tx, operator.eq, left, right)
     if as_sets is not None:
         return as_sets.as_python_constant()
     if isinstance(left, DictVariable) and isinstance(right, DictVariable):
@@ -173,8 +163,6 @@ def dicts_equal(tx, left: DictVariable, right: DictVariable) -> bool:
 
 
 def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableTracker:
-    from .containers import DictViewVariable
-
     if isinstance(container, (DictVariable, SetVariable, DictViewVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, ConstantVariable) and item.is_python_constant():
@@ -182,9 +170,6 @@ def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableT
             return constant(item.as_python_constant() in container.value)
         except Exception as error:
             raise UserException(error) from None
-    from .objects import InstanceVariable, has_python_method
-    from .tensor import TensorVariable
-
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor depends on its values")
     proxy = getattr(container, "real_object", None)
@@ -200,8 +185,6 @@ def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableT
         return constant(answer)
     if isinstance(container, InstanceVariable) and has_python_method(container.python_type(), "__contains__"):
         return constant(container.call_method(tx, "__contains__", [item], {}).truth(tx))
-    from .glue_values import contains_answer, tensor_comparison
-
     terms = []  # one-element `candidate == item` tensors the glue reads (glue_values.py)
     for candidate in container.unpack_sequence(tx):
         term = tensor_comparison(tx, candidate, item) if isinstance(container, BaseListVariable) else None
@@ -217,26 +200,12 @@ def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableT
 def sorted_items(tx, items: list[VariableTracker], kwargs: dict) -> list[VariableTracker]:
     key_function = kwargs.get("key")
     reverse = kwargs.get("reverse", constant(False)).as_python_constant()
-    if key_function is not None and not (isinstance(key_function, ConstantVariable) and key_function.value is None):
-        keys = [key_function.call_function(tx, [item], {}) for item in items]
-    else:
-        keys = items
-    if not all(key.is_python_constant() for key in keys):
+    keys = items if key_function is None or is_none(key_function) else \
+        [key_function.call_function(tx, [item], {}) for item in items]
+    if not all_constant(keys):
         raise Unsupported("sorting values that are not constants")
     order = sorted(range(len(items)), key=lambda index: keys[index].as_python_constant(), reverse=reverse)
     return [items[index] for index in order]
-
-
-def run_for_real(tx, function, args, kwargs) -> VariableTracker:
-    """A pure function on constant variables: its real result (its exception is the user's)."""
-    from .builder import wrap_constant_result
-
-    try:
-        value = function(*[arg.as_python_constant() for arg in args],
-                         **{key: arg.as_python_constant() for key, arg in kwargs.items()})
-    except Exception as error:
-        raise UserException(error) from None
-    return wrap_constant_result(tx, value)
 
 
 def _iterate(tx, value: VariableTracker | None) -> list[VariableTracker]:
@@ -256,14 +225,12 @@ def _len(tx, value, **kwargs):
 
 @register(isinstance)
 def _isinstance(tx, value, classes):
-    from .tensor import TensorVariable
-
     target = classes.as_python_constant() if classes.is_python_constant() else None
     if target is None:
-        target = getattr(classes, "static_value", lambda: None)()
+        target = static_of(classes)
     if target is None:
         if isinstance(classes, TupleVariable):
-            target = tuple(getattr(c, "static_value", lambda: None)() or c.as_python_constant() for c in classes.items)
+            target = tuple(static_of(c) or c.as_python_constant() for c in classes.items)
         else:
             raise Unsupported("isinstance with a non-constant class")
     value_type = value.python_type()
@@ -279,8 +246,8 @@ def _isinstance(tx, value, classes):
 
 @register(issubclass)
 def _issubclass(tx, cls, classes):
-    left = getattr(cls, "static_value", lambda: None)() or cls.as_python_constant()
-    right = getattr(classes, "static_value", lambda: None)()
+    left = static_of(cls) or cls.as_python_constant()
+    right = static_of(classes)
     if right is None:
         right = classes.as_python_constant()
     return constant(issubclass(left, right))
@@ -328,11 +295,6 @@ def _setattr(tx, value, name, new_value):
     return constant(None)
 
 
-@register(delattr)
-def _delattr(tx, value, name):
-    raise Unsupported("delattr")
-
-
 @register(iter)
 def _iter(tx, value, *rest):
     if rest:
@@ -361,8 +323,6 @@ def _range(tx, *args):
 @register(reversed)
 def _reversed(tx, sequence):
     if isinstance(sequence, ConstantVariable) and isinstance(sequence.value, range):
-        from .containers import RangeIteratorVariable
-
         return RangeIteratorVariable(sequence.value[::-1])
     return ListIteratorVariable(list(reversed(sequence.unpack_sequence(tx))))
 
@@ -379,9 +339,7 @@ def _list(tx, iterable=None):
 
 @register(tuple)
 def _tuple(tx, iterable=None):
-    if type(iterable) is TupleVariable:
-        return iterable
-    return TupleVariable(_iterate(tx, iterable))
+    return iterable if type(iterable) is TupleVariable else TupleVariable(_iterate(tx, iterable))
 
 
 @register(set)
@@ -419,8 +377,6 @@ def new_dict(tx, dict_type: type, args: tuple, kwargs: dict) -> DictVariable:
 
 @register(sum)
 def _sum(tx, iterable, start=None):
-    from .operators import binary_op
-
     items = _iterate(tx, iterable)
     if all(item.is_python_constant() for item in items) and (start is None or start.is_python_constant()):
         # run for real on the items (the iterable itself may be a generator, not a constant)
@@ -433,7 +389,7 @@ def _sum(tx, iterable, start=None):
 
 def _min_max(function, tx, *args, **kwargs):
     items = _iterate(tx, args[0]) if len(args) == 1 else list(args)
-    if all(item.is_python_constant() for item in items) and all(v.is_python_constant() for v in kwargs.values()):
+    if all_constant(items, kwargs):
         return run_for_real(tx, function, [TupleVariable(items)] if len(args) == 1 else items, kwargs)
     if not items:
         if "default" in kwargs:
@@ -442,8 +398,6 @@ def _min_max(function, tx, *args, **kwargs):
     if kwargs:
         raise Unsupported(f"{function.__name__}() of non-constants")
     from ..scalars import symbolic_min_max
-    from .number_or_tensor import tensor_min_max
-    from .tensor import TensorVariable
 
     result = tensor_min_max(tx, function, items)  # (0-d tensors and numbers: torch.where)
     if result is None and len(items) == 2 and all(isinstance(item, TensorVariable) for item in items):
@@ -459,11 +413,7 @@ register(min)(functools.partial(_min_max, min))
 register(max)(functools.partial(_min_max, max))
 
 
-@register(abs)
-def _abs(tx, value):
-    from .operators import unary_op
-
-    return unary_op(tx, operator.abs, value)
+register(abs)(lambda tx, value: unary_op(tx, operator.abs, value))
 
 
 def _all_or_any(stop_at: bool):
@@ -490,11 +440,7 @@ def _scalar(kind):
     def handler(tx, value=None, *rest):
         if value is None or value.is_python_constant():
             return None
-        from .tensor import TensorVariable
-
         if isinstance(value, TensorVariable):  # (converted by the glue after the graph)
-            from .glue_values import tensor_to_number
-
             return tensor_to_number(tx, value, kind)
         return value.call_method(tx, f"__{kind.__name__}__", [], {})
 
@@ -510,9 +456,7 @@ def to_text(tx, value: VariableTracker, kind: str) -> VariableTracker:
     function = str if kind == "__str__" else repr
     if value.is_python_constant():
         return constant(function(value.as_python_constant()))
-    from .objects import InstanceVariable, NewObjectVariable, _class_attribute, has_python_method
-
-    caught = getattr(value, "static_value", lambda: None)()
+    caught = static_of(value)
     if isinstance(caught, BaseException) and type(caught).__module__ == "builtins":
         # an exception that user code caught: a builtin exception's text is fixed by its args
         return constant(function(caught))
@@ -525,9 +469,7 @@ def to_text(tx, value: VariableTracker, kind: str) -> VariableTracker:
                 return result
         if isinstance(value, NewObjectVariable) and _class_attribute(value.cls, "__repr__")[1] is object.__repr__ \
                 and _class_attribute(value.cls, "__str__")[1] is object.__str__:
-            from .glue_values import ObjectTextVariable  # "<mod.Class object at 0x...>": the glue's
-
-            return ObjectTextVariable(value, function)
+            return ObjectTextVariable(value, function)  # "<mod.Class object at 0x...>": the glue's
     raise Unsupported(f"{kind[2:-2]}() of {value}")
 
 
@@ -548,8 +490,6 @@ register(repr)(_text_handler("__repr__"))
 def _type(tx, *args):
     if len(args) != 1:
         raise Unsupported("type() with three arguments")
-    from .builder import wrap_static
-
     return wrap_static(tx, args[0].python_type())
 
 
@@ -557,10 +497,6 @@ def _type(tx, *args):
 def _callable(tx, value):
     if value.is_python_constant():
         return None
-    from .functions import BaseFunctionVariable, PartialVariable, UserMethodVariable
-    from .modules import NNModuleVariable
-    from .torch_functions import TorchFunctionVariable
-
     if isinstance(value, (BaseFunctionVariable, UserMethodVariable, PartialVariable, NNModuleVariable,
                           TorchFunctionVariable, BuiltinVariable)):
         return constant(True)
@@ -579,10 +515,13 @@ register(print)(_never("print() writes to stdout"))
 register(id)(_never("id() of an object"))
 
 
+@register(delattr)
+def _delattr(tx, value, name):
+    raise Unsupported("delattr")
+
+
 @register(super)
 def _super(tx, *args):
-    from .objects import SuperVariable
-
     if len(args) == 2:
         return SuperVariable(args[0].as_python_constant(), args[1])
     if not args:
@@ -594,8 +533,6 @@ def _super(tx, *args):
 def _object(tx, *args):
     if args:
         raise UserException(TypeError("object() takes no arguments"))
-    from .objects import NewObjectVariable
-
     return NewObjectVariable(object)
 
 
@@ -615,8 +552,6 @@ def _reduce(tx, function, iterable, *initial):
 
 @register(functools.partial)
 def _partial(tx, function, *args, **kwargs):
-    from .functions import PartialVariable
-
     if type(function) is PartialVariable and not getattr(function.real, "__dict__", None):
         # partial(partial(f, a), b) is partial(f, a, b), as functools makes it
         return PartialVariable(function.function, [*function.args, *args], {**function.keywords, **kwargs})
@@ -625,8 +560,6 @@ def _partial(tx, function, *args, **kwargs):
 
 def _operator_handler(function):
     def handler(tx, *args):
-        from .operators import binary_op, unary_op
-
         if len(args) == 2:
             return binary_op(tx, function, args[0], args[1])
         if len(args) == 1:
@@ -655,17 +588,8 @@ def _operator_delitem(tx, container, index):
     return constant(None)
 
 
-def _identity_test(negated: bool):
-    def handler(tx, left, right):
-        from .operators import is_op
-
-        return constant(bool(is_op(tx, left, right)) != negated)
-
-    return handler
-
-
-register(operator.is_)(_identity_test(False))
-register(operator.is_not)(_identity_test(True))
+register(operator.is_)(lambda tx, left, right: constant(bool(is_op(tx, left, right))))
+register(operator.is_not)(lambda tx, left, right: constant(not is_op(tx, left, right)))
 register(operator.getitem)(lambda tx, container, index: tx.getitem(container, index))
 register(operator.not_)(lambda tx, value: constant(not value.truth(tx)))
 register(operator.truth)(lambda tx, value: constant(value.truth(tx)))
@@ -675,9 +599,6 @@ register(operator.contains)(contains)
 @register(inspect.signature)
 def _signature(tx, function, **kwargs):
     """inspect.signature of a function ember knows: computed from the real function (its identity is guarded)."""
-    from .functions import UserFunctionVariable, UserMethodVariable
-    from .objects import PythonObjectVariable
-
     bound = isinstance(function, UserMethodVariable)
     target = function.function if bound else function
     if not isinstance(target, UserFunctionVariable) or kwargs:

@@ -1,12 +1,9 @@
-"""torch.utils.checkpoint.checkpoint: the checkpointed function is captured inline, its nodes
-marked as one recompute region.
+"""torch.utils.checkpoint.checkpoint: the function is captured inline, its nodes marked as one
+recompute region.
 
-Eager checkpointing keeps only the region's inputs for the backward and runs the region again
-there.  ember keeps that contract in the compiled graph: every FX node made while the function
-is inlined carries `meta["ember_recompute"]` (the region's number); the AOT tracer copies the
-mark onto the ATen nodes each one becomes, and the min-cut partitioner never saves a marked
-value (it recomputes it in the backward from the region's inputs), except random ops, whose
-results are saved so that the backward sees the same numbers as the forward.
+Every FX node made while the function is inlined carries `meta["ember_recompute"]` (the region's
+number); the AOT tracer copies it onto the ATen nodes, and the min-cut partitioner recomputes marked
+values in the backward instead of saving them, except random ops (saved, so the numbers match).
 """
 from __future__ import annotations
 

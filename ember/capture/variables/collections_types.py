@@ -1,20 +1,18 @@
-"""collections.OrderedDict, defaultdict and namedtuple made inside a compiled function, and
-the fromkeys of dict, OrderedDict and defaultdict.
+"""collections.OrderedDict, defaultdict and namedtuple made inside a compiled function, and fromkeys.
 
-OrderedDict and defaultdict become DictVariables of that dict type (a defaultdict keeps its
-factory, called on a missing key).  `namedtuple(...)` with constant arguments makes the real
-class now, so that its instances are NamedTupleVariables; the class is also made again by the
-glue on every call where it (or an instance) outlives the graph, as each eager call makes a
-new class.
+OrderedDict and defaultdict become DictVariables of that type (a defaultdict keeps its factory).
+`namedtuple(...)` of constants makes the real class now; the glue makes it again on every call where it
+(or an instance) outlives the graph, as each eager call makes a new class.
 """
 from __future__ import annotations
 
 import collections
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
-from .builtins import new_dict, register
+from .base import VariableTracker, all_constant, constant, constant_args, is_none
+from .builtins import BuiltinVariable, new_dict, register
 from .containers import DictVariable
+from .objects import ClassVariable
 
 
 class DictFromkeysVariable(VariableTracker):
@@ -51,7 +49,7 @@ def _ordered_dict(tx, *args, **kwargs):
 @register(collections.defaultdict)
 def _defaultdict(tx, *args, **kwargs):
     factory = args[0] if args else None
-    if isinstance(factory, ConstantVariable) and factory.value is None:
+    if is_none(factory):
         factory = None
     if factory is not None and not _is_callable(tx, factory):
         raise UserException(TypeError("first argument must be callable or None"))
@@ -83,19 +81,14 @@ def plain_dict_subclass_base(cls: type) -> type | None:
 
 
 def _is_callable(tx, value: VariableTracker) -> bool:
-    from .builtins import BuiltinVariable
-
     return BuiltinVariable(callable).call_function(tx, [value], {}).as_python_constant()
 
 
 @register(collections.namedtuple)
 def _namedtuple(tx, *args, **kwargs):
-    from .objects import ClassVariable
-
-    if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
+    if not all_constant(args, kwargs):
         raise Unsupported("namedtuple() with non-constant arguments")
-    const_args = [arg.as_python_constant() for arg in args]
-    const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+    const_args, const_kwargs = constant_args(args, kwargs)
     # Eager namedtuple() names the caller's module as the class's module; here that is the user's.
     const_kwargs.setdefault("module", tx.f_globals.get("__name__"))
     try:

@@ -1,20 +1,22 @@
-"""Tuples, lists, dicts, sets, named tuples and iterators over them.
+"""Tuples, lists, dicts, named tuples and iterators over them.
 
-Lists, dicts and sets are mutable: one variable stands for one Python object (the builder
-dedupes by identity), so every alias sees a mutation.  A container that existed before the
-frame ran (it has a source) and is mutated is recorded in the side-effect log and written
-back after the graph runs.
+Lists and dicts are mutable: one variable stands for one Python object (the builder dedupes by
+identity), so every alias sees a mutation; one that existed before the frame and is mutated is
+recorded in the side-effect log and written back after the graph runs.
 """
 from __future__ import annotations
 
 import collections
+import collections.abc
 import inspect
 import operator
 import types
 from typing import Any
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
+from ..sources import ItemSource
+from .base import ConstantVariable, VariableTracker, all_constant, constant
+from .builder import wrap, wrap_constant_result, wrap_static
 from .sets import DictViewVariable, SetVariable, hash_key, lookup_key, missing_key  # noqa: F401 (re-exported)
 
 
@@ -36,8 +38,6 @@ class UnreadItems:
         self._items = value
 
     def _read(self, key: Any) -> None:
-        from .builder import wrap
-
         tx, value, source = self.unread.pop(key)
         self._items[key] = wrap(tx, value, source)
 
@@ -85,7 +85,7 @@ class BaseListVariable(VariableTracker):
             from .builtins import contains
 
             return contains(tx, self, args[0])
-        if name == "index" and args and all(a.is_python_constant() for a in [*self.items, *args]):
+        if name == "index" and args and all_constant([*self.items, *args]):
             try:
                 return constant(self.as_python_constant().index(*[a.as_python_constant() for a in args]))
             except ValueError as error:
@@ -108,8 +108,6 @@ class TupleVariable(UnreadItems, BaseListVariable):
 
     @classmethod
     def unread_tuple(cls, tx, value: tuple, source) -> "TupleVariable":
-        from ..sources import ItemSource
-
         tx.graph.guards.length(source, value)
         variable = cls([None] * len(value), source=source)
         variable.unread = {index: (tx, item, ItemSource(source, index)) for index, item in enumerate(value)}
@@ -179,12 +177,9 @@ class NamedTupleVariable(TupleVariable):
             return self.items[fields.index(name)]
         value = getattr(self.tuple_class, name, None)
         if name in ("_fields", "_field_defaults") and value is not None:
-            from .builder import wrap_constant_result
-
             return wrap_constant_result(tx, value)  # fixed when the class was made
         raw = inspect.getattr_static(self.tuple_class, name, None)
         if isinstance(raw, (types.FunctionType, staticmethod, classmethod)):
-            from .builder import wrap_static
             from .functions import UserFunctionVariable, UserMethodVariable
             from .objects import ClassVariable
 
@@ -197,10 +192,9 @@ class NamedTupleVariable(TupleVariable):
 
 
 class ListVariable(BaseListVariable):
-    """A list.  One that existed before the frame (it has a source) is read lazily: until the
-    capture reads it (length, items, iteration, truth...), only its type is guarded and `items`
-    holds what the frame appended, written back with `extend`.  So a hook that only appends to a
-    global log does not guard (and recompile on) the log's length, nor make its items inputs."""
+    """A list.  One that existed before the frame is read lazily: until the capture reads it, only
+    its type is guarded and `items` holds what the frame appended (written back with `extend`), so
+    appending to a global log guards neither its length nor its items."""
 
     container_type = list
 
@@ -228,9 +222,6 @@ class ListVariable(BaseListVariable):
     def _read(self) -> None:
         """The capture depends on what the list held: guard its length, wrap its items (before
         what the frame appended, in place: iterators share the item list)."""
-        from ..sources import ItemSource
-        from .builder import wrap
-
         tx, value = self.unread
         self.unread = None
         tx.graph.guards.length(self.source, value)
@@ -329,11 +320,9 @@ class ListVariable(BaseListVariable):
 
 
 class DictVariable(UnreadItems, VariableTracker):
-    """A dict with constant keys (str, int, ...); values are any variables.
-
-    A dict that existed before the frame wraps (and guards) its constant values lazily: `y[1]`
-    reads and guards only that value, so a change to a value the frame never reads does not
-    recompile.  Anything else that looks at the values (`items`) wraps them all first."""
+    """A dict; keys are constants or objects (`key_vars`), values any variables.  One that existed
+    before the frame wraps (and guards) its constant values lazily: `y[1]` reads and guards only that
+    value, so changing a value the frame never reads does not recompile; `items` wraps them all."""
 
     def __init__(self, items: dict[Any, VariableTracker], source=None, dict_type: type = dict,
                  key_vars: dict[Any, VariableTracker] | None = None) -> None:
@@ -444,7 +433,7 @@ class DictVariable(UnreadItems, VariableTracker):
         if name == "popitem" and not args and set(kwargs) <= {"last"}:
             if not items:
                 raise UserException(KeyError("popitem(): dictionary is empty"))
-            last = kwargs["last"].as_python_constant() if "last" in kwargs else True
+            last = kwargs.get("last", constant(True)).as_python_constant()
             if not last and not issubclass(self.dict_type, collections.OrderedDict):
                 raise UserException(TypeError("dict.popitem() takes no keyword arguments"))
             self.mutated(tx)
@@ -456,7 +445,7 @@ class DictVariable(UnreadItems, VariableTracker):
             key = self.lookup(tx, args[0])
             if key not in items:
                 raise missing_key(args[0], key)
-            last = kwargs["last"].as_python_constant() if "last" in kwargs else True
+            last = kwargs.get("last", constant(True)).as_python_constant()
             self.mutated(tx)
             value = items.pop(key)
             self.items = {key: value, **items} if not last else {**items, key: value}
@@ -473,9 +462,8 @@ class DictVariable(UnreadItems, VariableTracker):
             return constant(None)
         if name == "copy" and not args:
             # dict.copy() of a dict subclass is a dict; OrderedDict.copy() keeps the subclass
-            copy_type = self.dict_type
-            if not issubclass(copy_type, (collections.OrderedDict, collections.defaultdict)):
-                copy_type = dict
+            keeps = issubclass(self.dict_type, (collections.OrderedDict, collections.defaultdict))
+            copy_type = self.dict_type if keeps else dict
             copy = DictVariable(items, dict_type=copy_type, key_vars=self.key_vars)
             copy.default_factory = self.default_factory
             return copy
@@ -517,8 +505,6 @@ def mapping_pairs(tx, other: VariableTracker) -> list[tuple[VariableTracker, Var
 
 
 def _mapping_keys(tx, other: VariableTracker) -> list[VariableTracker] | None:
-    import collections.abc
-
     from .functions import UserFunctionVariable, UserMethodVariable
 
     if isinstance(other, (BaseListVariable, SetVariable, DictViewVariable, ListIteratorVariable,

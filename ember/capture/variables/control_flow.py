@@ -1,21 +1,14 @@
-"""torch.cond: a Python-constant (or size) predicate inlines the chosen branch; a tensor predicate
-captures both branches as subgraphs and one graph node that selects at run time.
+"""torch.cond: a constant (or size) predicate inlines the chosen branch; a tensor predicate captures
+both branches as subgraphs and one graph node that selects at run time.
 
-A constant predicate is what eager's torch.cond calls the chosen branch for; a symbolic one (a
-comparison of dynamic sizes, a Python bool in eager) is decided now with a guard on the sizes.
-With a one-element bool tensor predicate each branch is speculated into a GraphModule of its own
-(subgraphs.py) on the operands: both must return tensors of the same structure, shapes and dtypes,
-change no Python state, write into no tensor (eager refuses those too) and draw no random numbers
-(both branches run compiled: the stream would not be eager's).  The node (`ember_cond_<n>`, target
-`CondSelect`) takes the predicate, the operands and every value either branch closes over:
-
-- on real tensors it calls the taken branch only, as eager does;
-- on fakes or under ember's AOT tracer it is `SelectBranches`, an autograd.Function computing
-  both branches and picking each output, and each input's gradient, with torch.where: the
-  gradient is the taken branch's exactly (an untaken branch's inf/NaN derivative never reaches
-  it).  Errors only the untaken branch would raise are the difference from eager;
-- inside a captured torch.vmap / torch.func.grad it is torch.where over both branches, as
-  torch.cond's own batching rule is.
+A symbolic predicate (a comparison of dynamic sizes, a Python bool in eager) is decided now, guarded.
+With a one-element bool tensor each branch is speculated into a GraphModule (subgraphs.py): both must
+return tensors of one structure, shapes and dtypes, change no Python state, write no tensor and draw
+no random numbers (compiled, both run).  The node (`ember_cond_<n>`, target `CondSelect`) takes the
+predicate, the operands and every value a branch closes over.  On real tensors it runs the taken
+branch only; on fakes or under the AOT tracer it is `SelectBranches`, an autograd.Function that computes
+both and picks outputs and gradients with torch.where (so an untaken branch's inf/NaN derivative never
+reaches the taken one's); inside a captured vmap/grad it is torch.where, as torch.cond's batching rule.
 """
 from __future__ import annotations
 
@@ -162,12 +155,9 @@ class SelectBranches(torch.autograd.Function):
                     leaves[i] = inputs[i].detach().requires_grad_(True)
                 outs = flat_leaves(module(*leaves))
                 pairs = [(out, grad) for out, grad in zip(outs, grads) if out.requires_grad and grad is not None]
-                if pairs:
-                    found = torch.autograd.grad([o for o, _ in pairs], [leaves[i] for i in wanted],
-                                                [g for _, g in pairs], allow_unused=True)
-                else:
-                    found = [None] * len(wanted)
-            per_branch.append(found)
+                per_branch.append(torch.autograd.grad([o for o, _ in pairs], [leaves[i] for i in wanted],
+                                                      [g for _, g in pairs], allow_unused=True)
+                                  if pairs else [None] * len(wanted))
         result: list = [None] * len(inputs)
         for k, i in enumerate(wanted):
             on_true, on_false = per_branch[0][k], per_branch[1][k]

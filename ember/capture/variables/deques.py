@@ -1,16 +1,14 @@
-"""collections.deque made inside a compiled function.
+"""collections.deque made inside a compiled function: a list of variables plus its maxlen.
 
-A deque the frame makes is a list of variables plus its maxlen; its methods change that list
-as the real deque would (a full bounded deque drops from the other end).  Only deques made in
-the frame: one passed in stays an object ember does not model (a graph break where it is used).
-An iterator over it raises, as eager's does, when the deque changed since it was made.
+Its methods change the list as the real deque would (a full bounded deque drops from the other end).
+A deque passed in is not modelled.  An iterator over it raises, as eager's does, if the deque changed.
 """
 from __future__ import annotations
 
 import collections
 
 from ..errors import Unsupported, UserException
-from .base import VariableTracker, constant
+from .base import SpelledMethodVariable, VariableTracker, constant
 from .builtins import register, values_equal
 from .containers import ListIteratorVariable
 
@@ -75,7 +73,7 @@ class DequeVariable(VariableTracker):
         if name == "maxlen":
             return constant(self.maxlen)
         if name in _METHODS:
-            return _DequeMethodVariable(self, name)
+            return SpelledMethodVariable(self, name)
         if hasattr(collections.deque, name):
             raise Unsupported(f"deque.{name}")
         raise UserException(AttributeError(f"'collections.deque' object has no attribute '{name}'"))
@@ -137,22 +135,6 @@ _METHODS = {
     "insert": (2,), "clear": (0,), "reverse": (0,), "rotate": (0, 1), "remove": (1,), "copy": (0,),
     "__getitem__": (1,), "__setitem__": (2,), "__delitem__": (1,), "__len__": (0,),
 }
-
-
-class _DequeMethodVariable(VariableTracker):
-    def __init__(self, deque: DequeVariable, name: str) -> None:
-        super().__init__()
-        self.deque = deque
-        self.name = name
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        return self.deque.call_method(tx, self.name, args, kwargs)
-
-    def contained_values(self) -> list[VariableTracker]:
-        return [self.deque]
-
-    def reconstruct_expr(self, cg) -> str:
-        return f"{cg.reconstruct(self.deque)}.{self.name}"
 
 
 class _DequeIteratorVariable(ListIteratorVariable):

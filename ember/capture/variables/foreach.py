@@ -1,15 +1,9 @@
 """torch._foreach_* ops handed a 0-d tensor where the op takes a Scalar.
 
-Eager converts that tensor to a Python number (`.item()`, a data-dependent read), so the op
-as one node cannot be traced.  Its CPU/CUDA reference path is the plain op once per list
-element with that number; here each element's op is a node of its own with the 0-d tensor,
-detached (the number carries no gradient) and cast to the dtype the number would be computed
-in, so each result is the value eager computes:
-
-  _foreach_pow(s, exponents)          (ScalarAndTensor)  -> torch.pow(s', e_i) per element
-  _foreach_lerp_(xs, ends, w)         (Scalar weight)    -> x_i.lerp_(e_i, w') per element
-
-Anything else (other ops, other dtypes) returns None and the call is traced as it is.
+Eager reads that tensor as a number (`.item()`), so the op as one node cannot be traced.  As its
+reference path does, each list element gets an op of its own, here with the 0-d tensor detached and cast
+to the dtype the number is computed in: `_foreach_pow(s, exponents)` is torch.pow(s', e_i) per element,
+`_foreach_lerp_(xs, ends, w)` is x_i.lerp_(e_i, w').  Anything else returns None (traced as it is).
 """
 from __future__ import annotations
 

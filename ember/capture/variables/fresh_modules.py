@@ -1,11 +1,10 @@
-"""A user nn.Module class with no constructor of its own, instantiated with no arguments inside
-the compiled code (`functools.partial(f, mod=SmallNN())`).
+"""A user nn.Module class with no constructor of its own, instantiated with no arguments inside the
+compiled code (`functools.partial(f, mod=SmallNN())`).
 
-Such a call runs only nn.Module.__init__ (torch's, which sets empty tables and `training`), so
-building the object for real at capture time runs no user code.  The module is private to the
-frame: its forward is inlined like any module's; if it leaves the frame the glue builds a fresh
-one (`SmallNN()`), which is the same as long as the capture changed nothing in it.  So writing
-its attributes, or reading its mutable internals (hook tables, `_buffers`, ...), is a graph break.
+Building it runs only nn.Module.__init__, so it is built for real at capture.  It is private to the
+frame: its forward is inlined; if it leaves the frame the glue builds a fresh one (`SmallNN()`), the
+same as long as the capture changed nothing in it, so writing its attributes or reading its mutable
+internals breaks the graph.
 """
 from __future__ import annotations
 

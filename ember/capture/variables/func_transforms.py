@@ -1,14 +1,10 @@
 """torch.func.grad / torch.func.grad_and_value of a Python function, as one graph node.
 
-The function is captured as a subgraph (subgraphs.py) on the call's tensors (each argument a
-fresh fake, requiring grad where argnums names it, as functorch's wrappers do; closed-over
-tensors become extra inputs that are not differentiated, as functorch treats them); the node
-runs torch.func.grad (or grad_and_value) of that subgraph: at capture time on fakes (which gives
-the result's structure), in the compiled code on the real tensors.  Constant arguments (not
-differentiated) are passed to the function as they are.  ember's AOT tracer records
-the ATen ops of the forward and of the transform's backward, and autograd through the result
-(a gradient of the gradient) is functorch's own.  Writes into tensors, Python state changes and
-non-tensor arguments or results break the graph with the reason.
+The function is captured as a subgraph (subgraphs.py) on fresh fakes of the call's tensors (requiring
+grad where argnums names them; closed-over tensors are extra inputs, not differentiated, as functorch
+treats them; constants are passed as they are).  The node runs the transform of that subgraph, on fakes
+at capture (which gives the result's structure) and on the real tensors when compiled.  Writes into
+tensors, Python state changes and non-tensor arguments or results break the graph.
 """
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """User functions, closures, bound methods and functools.partial: all inlined when called.
 
-Calling one of these runs the callee's bytecode symbolically in the same graph (an inlining
-translator).  Closure cells are variables too: a cell of the frame being captured is
-symbolic (CellVariable), a cell of an existing function object is real (RealCellVariable,
-its writes go to the side-effect log).
+Closure cells are variables too: a cell made in the captured code is symbolic (CellVariable), a cell
+of an existing function is real (RealCellVariable, its writes go to the side-effect log).
 """
 from __future__ import annotations
 
@@ -157,11 +155,9 @@ def function_source(tx, fn_var: "UserFunctionVariable"):
 
 
 class LazyDefaults:
-    """A function's positional defaults, wrapped only when a parameter takes one.
-
-    Defaults can be replaced (`f.__defaults__ = (...)`, also a module's `forward`): the
-    tuple is guarded by identity (a tuple is immutable, so its constants are covered), and a
-    default that is a tensor or another object is read through `f.__defaults__[i]`."""
+    """A function's positional defaults, wrapped only when a parameter takes one.  `f.__defaults__`
+    can be replaced: the tuple is guarded by identity (covering its constants); a default that is a
+    tensor or another object is read through `f.__defaults__[i]`."""
 
     def __init__(self, tx, fn_var: "UserFunctionVariable") -> None:
         self.tx = tx
@@ -350,17 +346,13 @@ class PartialDictVariable(DictVariable):
 def bind_arguments(code: types.CodeType, name: str, args: list, kwargs: dict,
                    defaults: list, kwdefaults: dict) -> dict[str, VariableTracker]:
     """Python's argument binding for a code object: positional, *args, keyword-only, **kwargs."""
-    argcount = code.co_argcount
-    posonly = code.co_posonlyargcount
-    kwonly = code.co_kwonlyargcount
+    argcount, posonly, kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
     names = code.co_varnames
-    positional_names = names[:argcount]
-    kwonly_names = names[argcount:argcount + kwonly]
+    positional_names, kwonly_names = names[:argcount], names[argcount:argcount + kwonly]
     has_varargs = bool(code.co_flags & inspect.CO_VARARGS)
     has_varkw = bool(code.co_flags & inspect.CO_VARKEYWORDS)
-    index = argcount + kwonly
-    varargs_name = names[index] if has_varargs else None
-    varkw_name = names[index + int(has_varargs)] if has_varkw else None
+    varargs_name = names[argcount + kwonly] if has_varargs else None
+    varkw_name = names[argcount + kwonly + int(has_varargs)] if has_varkw else None
 
     bound: dict[str, VariableTracker] = {}
     if len(args) > argcount and not has_varargs:

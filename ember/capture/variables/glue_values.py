@@ -1,11 +1,8 @@
 """Values only the glue can compute: the capture knows what they are, not what they hold.
 
-`str(obj)` / `repr(obj)` of an object made in the frame whose class keeps object's own
-`__repr__` is "<module.Class object at 0x...>", the address of the object eager makes: it
-exists only once the glue makes the object again.  Such a value can be returned, stored and
-passed along (the glue computes it from the rebuilt object after the graph; object's repr
-runs no user code, so when it runs cannot matter); anything that would look at its text
-during the capture breaks.
+`str(obj)` of an object made in the frame whose class keeps object's `__repr__` holds the address of
+the object eager makes, which exists only once the glue makes it again.  Such a value can be returned,
+stored and passed along (computed by the glue after the graph); looking at its text breaks the graph.
 """
 from __future__ import annotations
 
@@ -16,6 +13,7 @@ import torch
 from ..errors import Unsupported, UserException
 from ..shapes import StaticShapesNeeded
 from .base import ConstantVariable, OpaqueVariable, VariableTracker
+from .operators import binary_op, is_op
 from .tensor import TensorVariable
 
 
@@ -37,11 +35,9 @@ class ObjectTextVariable(OpaqueVariable):
 
 
 class TensorTruthVariable(VariableTracker):
-    """`value in [t, ...]` where comparing with a one-element tensor decides: Python's answer
-    `t is value or bool(t == value) or ...` in order, each `t == value` a graph output (taken
-    where the frame compares, so later writes to t do not change it) and each bool() by the glue
-    after the graph; `tail` is the answer where no tensor matched.  With `negated`, `not in`.
-    Each comparison has one element, so bool() cannot raise: nothing is reordered."""
+    """`value in [t, ...]` decided by one-element tensor comparisons: `t is value or bool(t == value)
+    or ...`, each `t == value` a graph output (taken where the frame compares) whose bool() the glue
+    takes after the graph (it cannot raise: nothing is reordered); `tail` where none matched."""
 
     def __init__(self, terms: list, tail: bool, negated: bool = False) -> None:
         super().__init__()
@@ -70,8 +66,6 @@ def contains_answer(terms: list, tail: bool) -> VariableTracker:
 def tensor_comparison(tx, candidate: VariableTracker, item: VariableTracker):
     """`candidate == item` as a graph value where a tensor compares with a number or another
     tensor and the result has one element (so bool() of it cannot raise); else None."""
-    from .operators import binary_op, is_op
-
     tensors = [v for v in (candidate, item) if isinstance(v, TensorVariable)]
     if not tensors or is_op(tx, candidate, item):
         return None
@@ -85,11 +79,9 @@ def tensor_comparison(tx, candidate: VariableTracker, item: VariableTracker):
 
 
 class TensorNumberVariable(VariableTracker):
-    """`float(t)` / `int(t)` of a one-element tensor: a graph output (a copy taken where the
-    frame converts, so later writes to t do not change it) that the glue converts after the
-    graph with the builtin itself.  Only where the conversion cannot raise (float() of a real
-    tensor, int() of an integer or bool one), so nothing is reordered; using the number during
-    the capture breaks there."""
+    """`float(t)` / `int(t)` of a one-element tensor: a graph output (a copy taken where the frame
+    converts) that the glue converts after the graph, only where that cannot raise (float() of a
+    real tensor, int() of an integer or bool one); using the number during the capture breaks."""
 
     def __init__(self, tensor: VariableTracker, kind: type) -> None:
         super().__init__()

@@ -1,15 +1,10 @@
 """itertools, zip, map, enumerate and filter during capture: lazy, in Python's order.
 
-Each is a `LazyIteratorVariable` whose items come from a Python generator written after
-CPython's implementation: it pulls from its arguments' iterators (`next_value`) only when
-asked for an item, and as far as CPython does.  So iterators shared between arguments
-(`zip(it, it)`), lists that grow while a loop walks them, and infinite iterators
-(`zip(count(), xs)`, `islice(count(), 5)`, `for i in count(): ... break`) behave as in Python.
-
-The generators receive the translator with each request (`tx = yield item`).  When such an
-iterator outlives a graph, the glue builds it again from its arguments if nothing was taken
-from it yet (count, repeat and cycle also from their current state); a partly consumed one
-cannot be rebuilt and makes the capture fall back.
+Each is a `LazyIteratorVariable` whose items come from a Python generator written after CPython's
+implementation (`tx = yield item`): it pulls from its arguments' iterators only when asked, and as far
+as CPython does, so shared iterators (`zip(it, it)`), growing lists and infinite iterators behave as in
+Python.  One that outlives a graph is rebuilt by the glue from its arguments if nothing was taken from it
+yet (count, repeat and cycle also from their state); a partly consumed one makes the capture fall back.
 """
 from __future__ import annotations
 
@@ -19,9 +14,10 @@ import sys
 from typing import Any, Callable, Generator
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
+from .base import VariableTracker, constant, is_none
 from .builtins import register
 from .containers import IteratorVariable, TupleVariable
+from .operators import binary_op
 
 Steps = Generator[VariableTracker, Any, None]
 
@@ -33,13 +29,8 @@ def iterator_of(tx, iterable: VariableTracker) -> VariableTracker:
     return iterator
 
 
-def pull(tx, iterator: VariableTracker) -> VariableTracker | None:
-    """The next item, or None once the iterator is exhausted."""
-    return iterator.next_value(tx)
-
-
 def _is_none(value: VariableTracker | None) -> bool:
-    return value is None or (isinstance(value, ConstantVariable) and value.value is None)
+    return value is None or is_none(value)
 
 
 def _constant_int(value: VariableTracker, what: str) -> int:
@@ -190,7 +181,7 @@ def _cycle(tx, iterable):
     iterator = iterator_of(tx, iterable)
     saved = []
     tx = yield
-    while (item := pull(tx, iterator)) is not None:
+    while (item := iterator.next_value(tx)) is not None:
         saved.append(item)
         tx = yield item
     while saved:
@@ -204,7 +195,7 @@ def _chain(tx, *iterables):
     tx = yield
     for iterable in iterables:
         iterator = iterator_of(tx, iterable)
-        while (item := pull(tx, iterator)) is not None:
+        while (item := iterator.next_value(tx)) is not None:
             tx = yield item
 
 
@@ -212,9 +203,9 @@ def _chain(tx, *iterables):
 def _chain_from_iterable(tx, iterables):
     outer = iterator_of(tx, iterables)
     tx = yield
-    while (iterable := pull(tx, outer)) is not None:
+    while (iterable := outer.next_value(tx)) is not None:
         iterator = iterator_of(tx, iterable)
-        while (item := pull(tx, iterator)) is not None:
+        while (item := iterator.next_value(tx)) is not None:
             tx = yield item
 
 
@@ -226,7 +217,7 @@ def _zip(tx, *iterables, strict=None):
     while iterators:
         row = []
         for position, iterator in enumerate(iterators):
-            item = pull(tx, iterator)
+            item = iterator.next_value(tx)
             if item is None:
                 if check:
                     _check_same_length(tx, iterators, position)
@@ -243,7 +234,7 @@ def _check_same_length(tx, iterators: list, exhausted: int) -> None:
     if exhausted:
         raise UserException(ValueError(message(exhausted, "shorter")))
     for index in range(1, len(iterators)):
-        if pull(tx, iterators[index]) is not None:
+        if iterators[index].next_value(tx) is not None:
             raise UserException(ValueError(message(index, "longer")))
 
 
@@ -254,7 +245,7 @@ def _map(tx, function, *iterables):
     while True:
         row = []
         for iterator in iterators:
-            item = pull(tx, iterator)
+            item = iterator.next_value(tx)
             if item is None:
                 return
             row.append(item)
@@ -266,7 +257,7 @@ def _enumerate(tx, iterable, start=None):
     iterator = iterator_of(tx, iterable)
     index = 0 if start is None else _constant_int(start, "enumerate() start")
     tx = yield
-    while (item := pull(tx, iterator)) is not None:
+    while (item := iterator.next_value(tx)) is not None:
         tx = yield TupleVariable([constant(index), item])
         index += 1
 
@@ -275,7 +266,7 @@ def _select(keep_when: bool):
     def make_steps(tx, predicate, iterable):
         iterator = iterator_of(tx, iterable)
         tx = yield
-        while (item := pull(tx, iterator)) is not None:
+        while (item := iterator.next_value(tx)) is not None:
             verdict = item if _is_none(predicate) else predicate.call_function(tx, [item], {})
             if verdict.truth(tx) == keep_when:
                 tx = yield item
@@ -295,7 +286,7 @@ def _zip_longest(tx, *iterables, fillvalue=None):
     while True:
         row = []
         for position, iterator in enumerate(iterators):
-            item = pull(tx, iterator) if iterator is not None else None
+            item = iterator.next_value(tx) if iterator is not None else None
             if item is None:
                 iterators[position] = None  # exhausted: never asked again, as CPython does
                 item = fill
@@ -344,22 +335,20 @@ for _kind in (itertools.combinations, itertools.combinations_with_replacement, i
 def _pairwise(tx, iterable):
     iterator = iterator_of(tx, iterable)
     tx = yield
-    previous = pull(tx, iterator)
-    while previous is not None and (item := pull(tx, iterator)) is not None:
+    previous = iterator.next_value(tx)
+    while previous is not None and (item := iterator.next_value(tx)) is not None:
         tx = yield TupleVariable([previous, item])
         previous = item
 
 
 @lazy(itertools.accumulate)
 def _accumulate(tx, iterable, func=None, *, initial=None):
-    from .operators import binary_op
-
     iterator = iterator_of(tx, iterable)
     tx = yield
     total = None if _is_none(initial) else initial
     if total is not None:
         tx = yield total
-    while (item := pull(tx, iterator)) is not None:
+    while (item := iterator.next_value(tx)) is not None:
         if total is None:
             total = item
         elif _is_none(func):
@@ -387,12 +376,12 @@ def _islice(tx, iterable, *bounds):
     count, wanted = 0, start
     while True:
         while count < wanted:
-            if pull(tx, iterator) is None:
+            if iterator.next_value(tx) is None:
                 return
             count += 1
         if stop is not None and count >= stop:
             return
-        item = pull(tx, iterator)
+        item = iterator.next_value(tx)
         if item is None:
             return
         count += 1
@@ -406,7 +395,7 @@ def _islice(tx, iterable, *bounds):
 def _starmap(tx, function, iterable):
     iterator = iterator_of(tx, iterable)
     tx = yield
-    while (row := pull(tx, iterator)) is not None:
+    while (row := iterator.next_value(tx)) is not None:
         tx = yield function.call_function(tx, iterator_of(tx, row).unpack_sequence(tx), {})
 
 
@@ -414,7 +403,7 @@ def _starmap(tx, function, iterable):
 def _takewhile(tx, predicate, iterable):
     iterator = iterator_of(tx, iterable)
     tx = yield
-    while (item := pull(tx, iterator)) is not None:
+    while (item := iterator.next_value(tx)) is not None:
         if not predicate.call_function(tx, [item], {}).truth(tx):
             return
         tx = yield item
@@ -425,7 +414,7 @@ def _dropwhile(tx, predicate, iterable):
     iterator = iterator_of(tx, iterable)
     tx = yield
     dropping = True
-    while (item := pull(tx, iterator)) is not None:
+    while (item := iterator.next_value(tx)) is not None:
         if dropping and predicate.call_function(tx, [item], {}).truth(tx):
             continue
         dropping = False
@@ -436,8 +425,8 @@ def _dropwhile(tx, predicate, iterable):
 def _compress(tx, data, selectors):
     data_iterator, selector_iterator = iterator_of(tx, data), iterator_of(tx, selectors)
     tx = yield
-    while (item := pull(tx, data_iterator)) is not None:
-        selector = pull(tx, selector_iterator)
+    while (item := data_iterator.next_value(tx)) is not None:
+        selector = selector_iterator.next_value(tx)
         if selector is None:
             return
         if selector.truth(tx):

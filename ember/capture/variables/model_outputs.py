@@ -1,9 +1,8 @@
-"""transformers' ModelOutput: an ordered dict that is also a dataclass, modelled directly.
+"""transformers' ModelOutput (an ordered dict that is also a dataclass), modelled directly.
 
-Models return these (`outputs.logits`, `outputs[0]`, `outputs.to_tuple()`).  Their real
-`__post_init__`/`__setitem__` keep a dict and attributes in step, which is too much Python
-to interpret usefully; this variable keeps the fields and answers the same questions:
-only non-None fields are keys, integer indexing goes over those, attributes read any field.
+Its real `__post_init__`/`__setitem__` keep a dict and attributes in step (too much Python to
+interpret usefully); this keeps the fields: only non-None fields are keys, integer indexing goes over
+those, attributes read any field.
 """
 from __future__ import annotations
 
@@ -11,7 +10,9 @@ import dataclasses
 from typing import Any
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
+from ..sources import AttrSource
+from .base import VariableTracker, constant, is_none
+from .builder import wrap
 from .containers import ListIteratorVariable, TupleVariable
 from .tensor import TensorVariable
 
@@ -21,10 +22,6 @@ def is_model_output_class(cls: Any) -> bool:
         base.__name__ == "ModelOutput" and (base.__module__ or "").startswith("transformers")
         for base in cls.__mro__
     ) and dataclasses.is_dataclass(cls)
-
-
-def _is_none(value: VariableTracker) -> bool:
-    return isinstance(value, ConstantVariable) and value.value is None
 
 
 class ModelOutputVariable(VariableTracker):
@@ -44,17 +41,14 @@ class ModelOutputVariable(VariableTracker):
             if name not in values:
                 raise UserException(TypeError(f"{output_cls.__name__} got an unexpected keyword argument '{name}'"))
             values[name] = value
-        others_none = all(_is_none(values[name]) for name in names[1:])
-        if names and others_none and not _is_none(values[names[0]]) \
+        others_none = all(is_none(values[name]) for name in names[1:])
+        if names and others_none and not is_none(values[names[0]]) \
                 and not isinstance(values[names[0]], TensorVariable):
             raise Unsupported("ModelOutput built from a dict or an iterator")
         return cls_(output_cls, values)
 
     @classmethod
     def from_existing(cls_, tx, value: Any, source) -> "ModelOutputVariable":
-        from ..sources import AttrSource
-        from .builder import wrap
-
         names = [field.name for field in dataclasses.fields(type(value))]
         tx.graph.guards.add(f"tuple({source.expr()}.keys()) == {tuple(value.keys())!r}",
                             f"keys of {source.expr()} are {tuple(value.keys())!r}")
@@ -65,7 +59,7 @@ class ModelOutputVariable(VariableTracker):
         return self.cls
 
     def keys_list(self) -> list[str]:
-        return [name for name, value in self.fields.items() if not _is_none(value)]
+        return [name for name, value in self.fields.items() if not is_none(value)]
 
     def to_tuple(self) -> list[VariableTracker]:
         return [self.fields[name] for name in self.keys_list()]

@@ -1,12 +1,9 @@
 """nn.Module instances: inlined; parameters and buffers become named graph inputs.
 
-Attribute reads follow nn.Module's own order (_parameters, _buffers, _modules, then the
-instance dict and the class) but read the dicts directly, which is both what
-`Module.__getattr__` does and ten times faster in the generated guards and glue.
-Calling a module inlines what Module.__call__ runs: its forward (the instance's own, if one
-was assigned, else the class's) with its forward pre-hooks and hooks around it
-(module_call.py), guarded on the hooks and the forward staying what they were.  A module
-compiled with ember.compile is called through to the module it wraps.
+Attribute reads follow nn.Module's order (_parameters, _buffers, _modules, then the instance dict and
+the class) but read the dicts directly.  Calling a module inlines what Module.__call__ runs: its forward
+(the instance's own, else the class's) with its hooks (module_call.py), guarded on both staying what
+they were.  A module compiled with ember.compile is called through to the module it wraps.
 """
 from __future__ import annotations
 
@@ -25,17 +22,16 @@ from .builder import wrap, wrap_static
 from .containers import ListIteratorVariable, TupleVariable
 from .functions import UserFunctionVariable
 from .objects import ClassVariable, _class_attribute, _descriptor_result
+from .tensor import TensorVariable
 
 _CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict, torch.nn.ParameterList,
                torch.nn.ParameterDict)
 
 
 def guard_plain_container(tx, source, module: torch.nn.Module) -> bool:
-    """Guard a plain ModuleList or Sequential by what it holds rather than by identity.
-
-    Slicing one makes a new container (on every call, when the slice outlives a graph); it
-    behaves exactly like any other with the same children, which are identity-guarded when
-    read, and the same number of them.  A Sequential is callable: it must have no hooks."""
+    """Guard a plain ModuleList or Sequential (no hooks) by what it holds rather than by identity:
+    slicing makes a new container on every call, which behaves like any other with the same number
+    of children (identity-guarded when read)."""
     if type(module) not in (torch.nn.ModuleList, torch.nn.Sequential) or has_hooks(module):
         return False
     guards = tx.graph.guards
@@ -105,8 +101,6 @@ class NNModuleVariable(VariableTracker):
         for table in ("_parameters", "_buffers", "_modules"):
             if name in module.__dict__.get(table, {}):
                 raise Unsupported(f"assignment to registered {table[1:-1]} {name!r} of a module")
-        from .tensor import TensorVariable
-
         if isinstance(value, (TensorVariable, NNModuleVariable)):
             raise Unsupported("assigning a tensor or module as a plain module attribute")
         if type(module).__setattr__ is not torch.nn.Module.__setattr__:
@@ -149,11 +143,9 @@ class NNModuleVariable(VariableTracker):
         return UserFunctionVariable(forward).call_function(tx, [self, *args], kwargs)
 
     def guard_call(self, tx) -> None:
-        """What calling the module runs, besides its class's forward, is what it was: its hooks,
-        the global hooks, and its instance forward (a new one is read, and guarded, through
-        `self.forward`).  The module's instance dict is read by reference when the module's
-        identity is guarded (a dict lookup per table: the cheapest exact check), else through
-        the source.  A module made during capture has nothing to guard but the global hooks."""
+        """Guard that what calling the module runs besides its class's forward is what it was: its
+        hooks, the global hooks and its instance forward.  The instance dict is read by reference when
+        the module's identity is guarded (the cheapest exact check), else through the source."""
         guards = tx.graph.guards
         guard_global_hooks(guards)
         if self.source is None:
@@ -190,11 +182,9 @@ class NNModuleVariable(VariableTracker):
     def guard_length(self, tx) -> None:
         """What a container gives (its length, its slices, its items in order) depends on how
         many entries it holds: guarded, so a module appended later recompiles."""
-        table = "_parameters" if isinstance(self.module, (torch.nn.ParameterList, torch.nn.ParameterDict)) \
-            else "_modules"
         if self.source is not None:
-            expr = f"{self.source.expr()}.{table}"
-            count = len(self.module.__dict__[table])
+            expr = f"{self.source.expr()}.{_table(self.module)}"
+            count = len(self.module.__dict__[_table(self.module)])
             tx.graph.guards.add(f"len({expr}) == {count}", f"{expr} holds {count} entries")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
@@ -232,8 +222,7 @@ class NNModuleVariable(VariableTracker):
                 raise UserException(IndexError(f"index {key} is out of range")) from error
             return self._child(tx, "_modules", name, module._modules[name])
         if isinstance(module, torch.nn.ParameterList):
-            names = list(module._parameters.keys())
-            name = names[key]
+            name = list(module._parameters.keys())[key]
             return self._child(tx, "_parameters", name, module._parameters[name])
         if isinstance(module, torch.nn.ParameterDict):
             return self._child(tx, "_parameters", key, module._parameters[key])
@@ -241,52 +230,42 @@ class NNModuleVariable(VariableTracker):
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         module = self.module
-        if isinstance(module, _CONTAINERS):
-            self.guard_length(tx)
-        if isinstance(module, torch.nn.ModuleDict):
-            return [constant(key) for key in module._modules]
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
-            return [self._child(tx, "_modules", key, value) for key, value in module._modules.items()]
-        if isinstance(module, torch.nn.ParameterList):
-            return [self._child(tx, "_parameters", key, value) for key, value in module._parameters.items()]
-        if isinstance(module, torch.nn.ParameterDict):
-            return [constant(key) for key in module._parameters]
-        if hasattr(type(module), "__iter__"):
-            raise Unsupported(f"iteration over {type(module).__name__}")
-        raise UserException(TypeError(f"'{type(module).__name__}' object is not iterable"))
+        if not isinstance(module, _CONTAINERS):
+            if hasattr(type(module), "__iter__"):
+                raise Unsupported(f"iteration over {type(module).__name__}")
+            raise UserException(TypeError(f"'{type(module).__name__}' object is not iterable"))
+        self.guard_length(tx)
+        table = _table(module)
+        if isinstance(module, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+            return [constant(key) for key in module.__dict__[table]]
+        return [self._child(tx, table, key, value) for key, value in module.__dict__[table].items()]
 
     def _listing(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         module = self.module
         if args or kwargs:
             raise Unsupported(f"Module.{name} with arguments")
-        items: list[VariableTracker] = []
+
+        def entry(key: str, value: VariableTracker) -> VariableTracker:  # named_*: (name, value) pairs
+            return TupleVariable([constant(key), value]) if name.startswith("named") else value
+
         if name in ("keys", "values", "items") and isinstance(module, torch.nn.ModuleDict):
+            items = []
             for key, child in module._modules.items():
                 child_var = self._child(tx, "_modules", key, child)
                 items.append({"keys": constant(key), "values": child_var,
                               "items": TupleVariable([constant(key), child_var])}[name])
             return ListIteratorVariable(items)
         if name in ("children", "named_children"):
-            for key, child in module._modules.items():
-                if child is None:
-                    continue
-                child_var = self._child(tx, "_modules", key, child)
-                items.append(child_var if name == "children" else TupleVariable([constant(key), child_var]))
-            return ListIteratorVariable(items)
+            return ListIteratorVariable([entry(key, self._child(tx, "_modules", key, child))
+                                         for key, child in module._modules.items() if child is not None])
         if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
             table = "_parameters" if "parameters" in name else "_buffers"
-            for prefix, owner in self._walk(tx):
-                for key, value in owner.module.__dict__[table].items():
-                    if value is None:
-                        continue
-                    tensor = owner._child(tx, table, key, value)
-                    full = f"{prefix}{key}"
-                    items.append(TupleVariable([constant(full), tensor]) if name.startswith("named") else tensor)
-            return ListIteratorVariable(_dedupe(items))
+            return ListIteratorVariable(_dedupe([entry(f"{prefix}{key}", owner._child(tx, table, key, value))
+                                                 for prefix, owner in self._walk(tx)
+                                                 for key, value in owner.module.__dict__[table].items()
+                                                 if value is not None]))
         if name in ("modules", "named_modules"):
-            for prefix, owner in self._walk(tx):
-                items.append(owner if name == "modules" else TupleVariable([constant(prefix[:-1]), owner]))
-            return ListIteratorVariable(items)
+            return ListIteratorVariable([entry(prefix[:-1], owner) for prefix, owner in self._walk(tx)])
         raise Unsupported(f"Module.{name}")
 
     def _walk(self, tx, prefix: str = "", seen=None):
@@ -305,11 +284,9 @@ class NNModuleVariable(VariableTracker):
 
 
 class ModuleSliceVariable(NNModuleVariable):
-    """`layers[a:b]` of an nn.ModuleList or nn.Sequential: a new container of the same class
-    holding the same child modules.  The container is made now (it only holds references);
-    its children are read where they live in the sliced container, so their parameters are
-    graph inputs with the usual guards, and the glue slices the real container again if the
-    slice outlives the graph."""
+    """`layers[a:b]` of an nn.ModuleList or nn.Sequential: a new container of the same class, made
+    now, whose children are read where they live in the sliced one (their parameters are inputs with
+    the usual guards); the glue slices the real container again if the slice outlives the graph."""
 
     def __init__(self, sliced: torch.nn.Module, origin: NNModuleVariable, key: slice,
                  origin_names: dict[str, str]) -> None:
@@ -356,6 +333,11 @@ def _is_compiled_module(module: torch.nn.Module) -> bool:
     from ..runtime import CompileContext
 
     return isinstance(module.__dict__.get("_ember_context"), CompileContext) and "_orig_mod" in module._modules
+
+
+def _table(module: torch.nn.Module) -> str:
+    """The table a container's entries are in."""
+    return "_parameters" if isinstance(module, (torch.nn.ParameterList, torch.nn.ParameterDict)) else "_modules"
 
 
 def _dedupe(items: list[VariableTracker]) -> list[VariableTracker]:

@@ -1,20 +1,12 @@
 """Values eager holds as a Python number or as a 0-d tensor depending on tensor values.
 
-`max(t.sum(), 0)` is the tensor where `0 > t.sum()` is False and the int 0 where it is True.
-In the graph it is the 0-d tensor `torch.where(0 > s, 0, s)`; outside it (returned, alive after
-a break) the glue makes eager's own object again: `(0 if cond else s)`.  Within the capture it
-only takes part where eager's result is the same whichever object it is:
-
-  - min()/max() with 0-d tensors of its dtype and numbers that dtype holds exactly (each step
-    Python's comparison, `item < best` / `item > best`, and a torch.where: ties and NaN pick
-    what Python picks);
-  - +, -, * with another such value or an int, where every number involved is an int (exact in
-    the tensors' dtype): again such a value, rebuilt by the glue from its operands;
-  - any binary operator with a floating tensor of more dimensions, or a 0-d one of its dtype,
-    whose result is that tensor's either way (a plain tensor).
-
-Anything else (a method, a torch function, a branch, an in-place operator) breaks the graph
-there, and the glue hands the real object on.
+`max(t.sum(), 0)` is the tensor where `0 > t.sum()` is False and the int 0 where it is True.  In the
+graph it is the 0-d tensor `torch.where(0 > s, 0, s)`; outside it the glue makes eager's own object
+again: `(0 if cond else s)`.  Within the capture it only takes part where eager's result is the same
+whichever object it is: min()/max() with 0-d tensors of its dtype and numbers that dtype holds exactly
+(Python's comparison, then torch.where: ties and NaN pick what Python picks); +, -, * with another such
+value or an int when every number is an int (again such a value); any binary operator with a floating
+tensor of more dimensions, or a 0-d one of its dtype (a plain tensor either way).  Anything else breaks.
 """
 from __future__ import annotations
 
@@ -25,6 +17,7 @@ import torch
 
 from ..errors import Unsupported
 from .base import INPLACE_TO_BINARY, ConstantVariable, OpaqueVariable, VariableTracker
+from .operators import binary_op
 from .tensor import TensorVariable
 
 _SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*"}
@@ -68,8 +61,6 @@ def _int_valued(value: VariableTracker) -> bool:
 def tensor_min_max(tx, function: Callable, items: list) -> VariableTracker | None:
     """min()/max() over 0-d tensors, such values and numbers; None where a choice would not be
     exact in the tensors' dtype (the caller breaks)."""
-    from .operators import binary_op
-
     tensors = [_graph_value(item) for item in items if _is_tensor(_graph_value(item))]
     if not tensors:
         return None
@@ -100,8 +91,6 @@ def tensor_min_max(tx, function: Callable, items: list) -> VariableTracker | Non
 def number_or_tensor_binary(tx, function: Callable, left: VariableTracker, right: VariableTracker):
     """`left <op> right` where either is such a value (see the module's docstring); None where
     neither is."""
-    from .operators import binary_op
-
     if not isinstance(left, NumberOrTensorVariable) and not isinstance(right, NumberOrTensorVariable):
         return None
     ours = left if isinstance(left, NumberOrTensorVariable) else right

@@ -1,24 +1,13 @@
 """numpy inside captured frames: ndarrays backed by traced tensors, through torch._numpy.
 
-As torch.compile does, an ndarray in a captured frame is a tensor in the graph:
-
-    x.numpy()                  NdarrayVariable over a view_as of x (same memory, as eager)
-    a numpy.ndarray input      a graph input read as torch.from_numpy(a) (guarded: type, dtype,
-                               strides numpy can share, writeable; then as any tensor input)
-    np.mean(a, 1), a.T, a + a  the torch._numpy function or method run on tnp.ndarray wrappers of
-                               the fake tensors, under `_Recorder` (a TorchFunctionMode): each torch
-                               call it makes becomes an ordinary graph node (OutputGraph.call); then
-                               numpy itself on stand-ins (numpy_check.py): dtypes, shapes, scalars,
-                               views, layouts and read-only flags as numpy gives them, or a break
-    torch.from_numpy(a)        the tensor again (a view_as node: a new tensor on the same memory)
-    an ndarray leaving         `tensor.numpy(force=True)` in the glue (a new ndarray object over the
-                               graph's output; `[()]` for a numpy scalar); an input leaves as itself
-
-numpy dtypes, np.finfo/np.iinfo of constants and numpy scalars (np.float32(1.5)) are constants
-(the dtype calls run for real at capture; a scalar handed to a torch op is the number torch reads).
-What torch._numpy does not implement or gets otherwise than numpy, what reads values (bool(a),
-a.item(), a.tolist()), numpy's random generator (torch's would give other numbers) and
-ndarray/tensor mixes (eager's result type depends on operand order) break the graph.
+As with torch.compile, an ndarray in a captured frame is a tensor in the graph: `x.numpy()` is a
+view_as of x; a numpy.ndarray input is read as torch.from_numpy(a) (guarded: type, dtype, strides
+numpy can share, writeable); `np.mean(a, 1)`, `a.T`, `a + a` run torch._numpy's function on
+tnp.ndarray wrappers of the fakes under `_Recorder` (each torch call a graph node), then numpy itself
+on stand-ins (numpy_check.py) for dtypes, shapes, scalars, views and flags; an ndarray leaving the
+graph is `tensor.numpy(force=True)` in the glue.  numpy dtypes, finfo/iinfo and scalars are constants.
+What torch._numpy lacks or gets otherwise than numpy, value reads (bool(a), a.item()), numpy's random
+generator and ndarray/tensor mixes (eager's result type depends on operand order) break the graph.
 """
 from __future__ import annotations
 
@@ -33,10 +22,12 @@ from torch.overrides import TorchFunctionMode
 from ..errors import Unsupported, UserException
 from ..shapes import StaticShapesNeeded, has_symbols
 from ..sources import Source
-from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant, is_constant_value
-from .builder import _remember, wrap_constant_result, wrap_static
+from .base import (INPLACE_TO_BINARY, ConstantVariable, SpelledMethodVariable, VariableTracker, constant,
+                   is_constant_value, run_for_real, static_of)
+from .builder import _remember, wrap_static
 from .containers import BaseListVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .numpy_check import Reference, _np, _tnp, as_numpy_gives, numpy_dtype, numpy_reference
+from .tensor import TensorVariable
 from .torch_functions import CallableValueVariable, _same_object_as_argument
 
 # -- which numpy objects ember models ------------------------------------------------------------
@@ -130,13 +121,13 @@ def wrap_numpy(tx, value: Any, source) -> VariableTracker | None:
 
 
 def _from_numpy_package(value: Any) -> bool:
-    module = getattr(type(value), "__module__", None) or ""
-    if module == "numpy" or module.startswith("numpy."):
+    def numpy_module(name) -> bool:
+        return isinstance(name, str) and (name == "numpy" or name.startswith("numpy."))
+
+    if numpy_module(getattr(type(value), "__module__", None)):
         return True
-    if isinstance(value, (type, types.BuiltinFunctionType, types.FunctionType, types.MethodType)):
-        own = getattr(value, "__module__", None)
-        return isinstance(own, str) and (own == "numpy" or own.startswith("numpy."))
-    return False
+    return isinstance(value, (type, types.BuiltinFunctionType, types.FunctionType, types.MethodType)) and \
+        numpy_module(getattr(value, "__module__", None))
 
 
 # -- ndarray inputs --------------------------------------------------------------------------------
@@ -223,8 +214,6 @@ class _Recorder(TorchFunctionMode):
         raise Unsupported(f"torch._numpy passed a {type(value).__name__} to a torch call")
 
     def _to_python(self, variable: VariableTracker) -> Any:
-        from .tensor import TensorVariable
-
         if isinstance(variable, TensorVariable):
             self.known[id(variable.example)] = (variable.example, variable)
             return variable.example
@@ -310,8 +299,6 @@ def call_numpy(tx, function: Any, args: list, kwargs: dict, what: str, numpy_fun
 
 
 def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers: list) -> Any:
-    from .tensor import TensorVariable
-
     np, tnp = _np(), _tnp()
     if isinstance(variable, NdarrayVariable):
         wrapper = tnp.ndarray(recorder.fake_of(variable.tensor))
@@ -324,8 +311,7 @@ def _to_numpy_value(tx, recorder: _Recorder, variable: VariableTracker, wrappers
     if isinstance(variable, BaseListVariable) and variable.python_type() in (list, tuple):
         items = [_to_numpy_value(tx, recorder, item, wrappers) for item in variable.items]
         return items if variable.python_type() is list else tuple(items)
-    static = getattr(variable, "static_value", None)
-    value = static() if static is not None else None
+    value = static_of(variable)
     if value is None and variable.is_python_constant():
         value = variable.as_python_constant()
         if value is None:
@@ -420,12 +406,9 @@ _BREAKING_METHODS = {
 
 
 _METADATA = {
-    "shape": lambda t, itemsize: tuple(int(n) for n in t.shape),
-    "ndim": lambda t, itemsize: t.dim(),
-    "size": lambda t, itemsize: int(t.numel()),
-    "itemsize": lambda t, itemsize: itemsize,
-    "nbytes": lambda t, itemsize: int(t.numel()) * itemsize,
-    "dtype": None,
+    "shape": lambda t: tuple(int(n) for n in t.shape), "ndim": lambda t: t.dim(), "size": lambda t: int(t.numel()),
+    "itemsize": lambda t: t.element_size(), "nbytes": lambda t: int(t.numel()) * t.element_size(),
+    "dtype": lambda t: numpy_dtype(t.dtype),
 }
 
 
@@ -458,9 +441,7 @@ class NdarrayVariable(VariableTracker):
             example = self.tensor.example
             if has_symbols(example.shape) or has_symbols(example.stride()):
                 raise StaticShapesNeeded(f"ndarray.{name} of a tensor with dynamic sizes")
-            itemsize = example.element_size()
-            return constant(_METADATA[name](example, itemsize)) if name != "dtype" else \
-                ConstantVariable(numpy_dtype(example.dtype))
+            return ConstantVariable(_METADATA[name](example))
         attribute = _tnp_attribute(name)
         if name in ("flags", "data", "flat", "base"):
             raise Unsupported(f"ndarray.{name} reaches the array's memory")
@@ -468,7 +449,7 @@ class NdarrayVariable(VariableTracker):
             read = lambda array: getattr(array, name)  # noqa: E731 (the same on tnp and numpy arrays)
             return call_numpy(tx, read, [self], {}, f"ndarray.{name}", read)
         if callable(attribute):
-            return NdarrayMethodVariable(self, name)
+            return SpelledMethodVariable(self, name)  # (`a.reshape` before it is called)
         raise Unsupported(f"ndarray.{name}")
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
@@ -509,31 +490,11 @@ def _tnp_attribute(name: str) -> Any:
 
 def _check_index(index: VariableTracker) -> None:
     """Indices numpy and torch._numpy agree on: constants, slices, ndarrays, tuples of those."""
-    from .tensor import TensorVariable
-
     if isinstance(index, TupleVariable):
         for item in index.items:
             _check_index(item)
     elif isinstance(index, TensorVariable):
         raise Unsupported("indexing an ndarray with a tensor")
-
-
-class NdarrayMethodVariable(VariableTracker):
-    """`a.reshape` before it is called."""
-
-    def __init__(self, array: NdarrayVariable, name: str) -> None:
-        super().__init__()
-        self.array = array
-        self.name = name
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        return self.array.call_method(tx, self.name, args, kwargs)
-
-    def contained_values(self) -> list:
-        return [self.array]
-
-    def reconstruct_expr(self, codegen) -> str:
-        return f"{codegen.reconstruct(self.array)}.{self.name}"
 
 
 class NumpyFunctionVariable(CallableValueVariable):
@@ -555,12 +516,7 @@ class NumpyFunctionVariable(CallableValueVariable):
         if constant_args and (self.counterpart is None or isinstance(function, type) or
                               getattr(function, "__name__", None) in _FOLDED_NAMES):
             # np.dtype('float'), np.finfo(np.float32), np.float32(1.5): computed on constants
-            try:
-                result = function(*[a.as_python_constant() for a in args],
-                                  **{k: a.as_python_constant() for k, a in kwargs.items()})
-            except Exception as error:
-                raise UserException(error) from None
-            return wrap_constant_result(tx, result)
+            return run_for_real(tx, function, args, kwargs)
         if self.counterpart is None:
             raise Unsupported(f"numpy.{name} (no torch._numpy counterpart, or non-constant arguments)")
         if isinstance(function, type):
@@ -589,8 +545,6 @@ class FromNumpyVariable(VariableTracker):
 
 def ndarray_binary_op(tx, function, left: VariableTracker, right: VariableTracker) -> VariableTracker | None:
     """`a + b`, `a += 1`, `a < b` where an operand is an ndarray; None when neither is."""
-    from .tensor import TensorVariable
-
     if not (isinstance(left, NdarrayVariable) or isinstance(right, NdarrayVariable)):
         return None
     if isinstance(left, TensorVariable) or isinstance(right, TensorVariable):

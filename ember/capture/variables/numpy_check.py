@@ -1,23 +1,23 @@
 """numpy's own answer for each numpy call a capture traces (numpy_arrays.py), on stand-ins.
 
-torch._numpy follows numpy, not everywhere: int8 arrays' sqrt is float64 (numpy: float16), int / int
-takes torch's default float dtype, reductions give 0-d arrays where numpy gives scalars, flatten()
-returns a view where numpy copies, linalg.inv is column-major.  So each traced call is run once more
-by numpy itself on zero-filled arrays of the same shapes, strides and dtypes (identity matrices where
-numpy.linalg finds zeros singular): dtypes, shapes, scalars, views and read-only flags do not depend
-on values.  A result that differs breaks the graph; numpy's answer says which results are scalars,
-which must be copies in numpy's layout, which are read-only.  Stand-ins are real arrays: up to
-_CHECK_LIMIT elements in all (more breaks the graph).
+torch._numpy does not follow numpy everywhere (int8 sqrt is float64, reductions give 0-d arrays where
+numpy gives scalars, flatten() is a view, linalg.inv is column-major...).  So each traced call runs once
+more in numpy on zero-filled arrays of the same shapes, strides and dtypes (identity matrices where
+numpy.linalg finds zeros singular): a result that differs breaks the graph, and numpy's answer says which
+results are scalars, copies in numpy's layout, or read-only.  Stand-ins total at most _CHECK_LIMIT elements.
 """
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import torch
 
 from ..errors import Unsupported
-from .base import VariableTracker, constant
+from .base import VariableTracker, constant, static_of
+from .containers import BaseListVariable
+from .tensor import TensorVariable
 
 
 def _np():
@@ -48,8 +48,6 @@ class Reference:
 
     def traced_views(self, tensor: torch.Tensor) -> bool:
         """Whether torch._numpy's result (its fake) shares memory with an argument."""
-        from .tensor import TensorVariable
-
         return any(torch._C._is_alias_of(tensor, (variable if isinstance(variable, TensorVariable)
                                                   else variable.tensor).example)
                    for _, variable in self.standins)
@@ -60,8 +58,6 @@ def numpy_dtype(dtype: torch.dtype) -> Any:
 
 
 def numpy_reference(numpy_function: Any, args: list, kwargs: dict, result: Any, what: str) -> Reference | None:
-    import warnings
-
     np = _np()
     standins: list = []
     if _element_count(result) > _CHECK_LIMIT:
@@ -99,9 +95,7 @@ def _element_count(value: Any) -> int:
 def _standin(variable: VariableTracker, budget: list, standins: list, memo: dict, what: str, eye: bool) -> Any:
     """A real numpy value with the variable's type, dtype, shape and strides (zeros; `eye`: identity
     matrices in the last two dimensions); one per variable, as one object is one array."""
-    from .containers import BaseListVariable
     from .numpy_arrays import NdarrayVariable
-    from .tensor import TensorVariable
 
     np = _np()
     if id(variable) in memo:
@@ -130,8 +124,7 @@ def _standin(variable: VariableTracker, budget: list, standins: list, memo: dict
     if isinstance(variable, BaseListVariable) and variable.python_type() in (list, tuple):
         items = [_standin(item, budget, standins, memo, what, eye) for item in variable.items]
         return items if variable.python_type() is list else tuple(items)
-    static = getattr(variable, "static_value", None)
-    value = static() if static is not None else None
+    value = static_of(variable)
     if value is None and variable.is_python_constant():
         value = variable.as_python_constant()
     return value

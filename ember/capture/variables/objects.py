@@ -1,12 +1,12 @@
 """User-defined classes and their instances, super(), exceptions, and opaque Python objects.
 
-Attribute lookup follows Python's rules closely enough to be safe: data descriptors
-(properties) on the class first, then the instance dict, then class attributes (methods
-bind to the instance); a class with a custom `__getattr__`/`__getattribute__` or an
-unknown descriptor is not modelled and breaks the graph instead of guessing.
+Attribute lookup follows Python's rules: data descriptors (properties) on the class, then the
+instance dict, then class attributes (methods bind); a custom `__getattr__`/`__getattribute__` or an
+unknown descriptor breaks the graph instead of guessing.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import operator
@@ -17,8 +17,13 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported, UserException
-from ..sources import AttrSource, DictItemSource
-from .base import INPLACE_TO_BINARY, VariableTracker, constant, is_constant_value
+from ..sources import AttrSource, DictItemSource, WeakRefCallSource
+from .base import (INPLACE_TO_BINARY, MethodVariable, VariableTracker, all_constant, call_for_real, constant,
+                   constant_args, is_constant_value, real_getattr, run_for_real)
+from .builder import wrap, wrap_constant_result, wrap_static
+from .containers import DictVariable, ListIteratorVariable, NamedTupleVariable, TupleVariable
+from .functions import UserMethodVariable
+from .model_outputs import ModelOutputVariable, is_model_output_class
 
 _PURE_MODULES = {math, operator}
 
@@ -29,8 +34,6 @@ def _attr_source(source, name: str):
 
 def _wrap_read(tx, value: Any, source) -> VariableTracker:
     """A value read from a real object: guarded where it was found (`source`), else used as it is."""
-    from .builder import wrap, wrap_static
-
     return wrap(tx, value, source) if source is not None else wrap_static(tx, value)
 # The operator functions that write into their first argument: never run for real (on a copy
 # of a constant-looking list the write would silently vanish); builtins.py models them.
@@ -58,12 +61,7 @@ class PythonObjectVariable(RealValueVariable):
         return self.value
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_static
-
-        try:
-            attribute = getattr(self.value, name)
-        except AttributeError as error:
-            raise UserException(error) from None
+        attribute = real_getattr(self.value, name)
         if isinstance(self.value, types.ModuleType):
             module_name = self.value.__name__
             if module_name == "torch" or module_name.startswith("torch.") or self.value in _PURE_MODULES:
@@ -78,9 +76,7 @@ class PythonObjectVariable(RealValueVariable):
             or getattr(value, "__module__", None) in ("math", "_operator", "operator")
             or (owner is not None and is_constant_value(owner) and not isinstance(owner, types.ModuleType))
         )
-        if pure and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            from .builtins import run_for_real
-
+        if pure and all_constant(args, kwargs):
             return run_for_real(tx, value, args, kwargs)
         if pure and getattr(value, "__module__", None) == "math":
             from ..scalars import symbolic_math
@@ -108,29 +104,15 @@ _CONFIG_PURE_METHODS = {"get_text_config"}
 
 def _constant_call(args: list, kwargs: dict) -> tuple[list, dict, str]:
     """The real values of constant call arguments, and the call's argument list as source text."""
-    const_args = [arg.as_python_constant() for arg in args]
-    const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+    const_args, const_kwargs = constant_args(args, kwargs)
     text = ", ".join([*map(repr, const_args), *(f"{k}={v!r}" for k, v in const_kwargs.items())])
     return const_args, const_kwargs, text
 
 
-class OwnerMethodVariable(VariableTracker):
-    """A method `name` read from the object `owner`, modelled by the subclass's call_function."""
-
-    def __init__(self, owner: "UserObjectVariable", name: str) -> None:
-        super().__init__()
-        self.owner = owner
-        self.name = name
-
-
-class ConfigPureMethodVariable(OwnerMethodVariable):
+class ConfigPureMethodVariable(MethodVariable):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        import copy
-
-        from .builder import wrap_constant_result
-
         owner = self.owner
-        if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
+        if not all_constant(args, kwargs):
             raise Unsupported(f"config.{self.name} with non-constant arguments")
         const_args, const_kwargs, call_args = _constant_call(args, kwargs)
         expr = owner.source.expr()
@@ -169,14 +151,12 @@ def _check_plain_getattr(cls: type) -> None:
 _READ_ONLY_DICT_METHODS = {"get", "__getitem__", "__contains__", "__len__", "keys", "values", "items"}
 
 
-class BuiltinDictMethodVariable(OwnerMethodVariable):
+class BuiltinDictMethodVariable(MethodVariable):
     """A read-only dict method reached through super() on an existing dict subclass object."""
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .builder import wrap
-
         owner = self.owner
-        if owner.source is None or kwargs or not all(arg.is_python_constant() for arg in args):
+        if owner.source is None or kwargs or not all_constant(args):
             raise Unsupported(f"dict.{self.name} on a dict subclass")
         real = owner.value
         expr = owner.source.expr()
@@ -200,16 +180,11 @@ class BuiltinDictMethodVariable(OwnerMethodVariable):
         if self.name == "__len__":
             return constant(len(keys))
         if self.name == "keys":
-            from .containers import ListIteratorVariable
-
             return ListIteratorVariable([constant(key) for key in keys])
         raise Unsupported(f"dict.{self.name} on a dict subclass")
 
 
 def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: Any, attr_source) -> VariableTracker:
-    from .builder import wrap_static
-    from .functions import UserMethodVariable
-
     if isinstance(raw, types.FunctionType):
         # wrap_static, not a bare UserFunctionVariable: a method torch disabled for tracing
         # (Optimizer.zero_grad) or that runs as a graph node must be recognised as such.
@@ -245,11 +220,9 @@ _LOGGING_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "ex
                     "warning_once", "info_once", "warning_advice"}
 
 
-class LoggingCallVariable(OwnerMethodVariable):
-    """`logger.warning(...)`: a call on an existing logger, replayed after the graph runs.
-
-    Logging neither reads nor writes tensors, so moving it after the graph changes nothing
-    the program can observe except the order of log lines relative to other output."""
+class LoggingCallVariable(MethodVariable):
+    """`logger.warning(...)`: a call on an existing logger, replayed after the graph runs (logging
+    touches no tensors: only the order of log lines relative to other output changes)."""
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         if not all(arg.is_python_constant() for arg in [*args, *kwargs.values()]):
@@ -286,13 +259,32 @@ class InstanceVariable(VariableTracker):
         return self.get_iter(tx).unpack_sequence(tx)
 
     def enter(self, tx) -> VariableTracker:
-        """`with obj:` on a user context manager: its __enter__ is inlined."""
         return self._protocol(tx, "__enter__")
 
     def exit(self, tx) -> VariableTracker:
-        """The normal exit of a user context manager's block (an exception leaving the block is a
-        graph break, see WITH_EXCEPT_START)."""
+        """The normal exit of a `with` block (an exception leaving it is a graph break: WITH_EXCEPT_START)."""
         return self._protocol(tx, "__exit__", [constant(None)] * 3)
+
+    def _lookup(self, tx, name: str, own) -> VariableTracker:
+        """Python's order: data descriptors on the class, the instance's own attribute (`own()`, or
+        None), then the class's attribute; else AttributeError (guarded absent where found at a source)."""
+        cls = self.python_type()
+        source = _attr_source(self.source, name)
+        found, raw = _class_attribute(cls, name)
+        if found and (isinstance(raw, property) or hasattr(type(raw), "__set__")):
+            # (a slot's or pybind field's value is read for real: guarded where it was found)
+            return _descriptor_result(tx, self, cls, name, raw, source)
+        value = own()
+        if value is not None:
+            return value
+        if found:
+            return _descriptor_result(tx, self, cls, name, raw, source)
+        if hasattr(cls, "__getattr__"):
+            raise Unsupported(f"{cls.__name__} defines __getattr__")
+        if self.source is not None:
+            expr = self.source.expr()
+            tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
+        raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
 
 
 class UserObjectVariable(InstanceVariable):
@@ -328,36 +320,17 @@ class UserObjectVariable(InstanceVariable):
         _check_plain_getattr(cls)
         if isinstance(self.value, logging.Logger) and name in _LOGGING_METHODS:
             return LoggingCallVariable(self, name)
-        found, raw = _class_attribute(cls, name)
-        if found and (isinstance(raw, property) or hasattr(type(raw), "__set__")):
-            # (a slot's or pybind field's value is read for real: guarded where it was found)
-            return _descriptor_result(tx, self, cls, name, raw, _attr_source(self.source, name))
         instance_dict = getattr(self.value, "__dict__", None)
-        if instance_dict is not None and name in instance_dict:
-            return _wrap_read(tx, instance_dict[name], _attr_source(self.source, name))
-        if found:
-            return _descriptor_result(tx, self, cls, name, raw, _attr_source(self.source, name))
-        if hasattr(cls, "__getattr__"):
-            raise Unsupported(f"{cls.__name__} defines __getattr__")
-        if self.source is not None:
-            expr = self.source.expr()
-            tx.graph.guards.add(f"{name!r} not in {expr}.__dict__", f"{expr} has no attribute {name!r}")
-        raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
+        return self._lookup(tx, name, lambda: _wrap_read(tx, instance_dict[name], _attr_source(self.source, name))
+                            if instance_dict is not None and name in instance_dict else None)
 
     def _trusted_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_static
-
-        try:
-            value = getattr(self.value, name)
-        except AttributeError as error:
-            raise UserException(error) from None
+        value = real_getattr(self.value, name)
         if name in _CONFIG_PURE_METHODS and self.source is not None:
             return ConfigPureMethodVariable(self, name)
-        if isinstance(value, types.MethodType) and value.__self__ is self.value:
-            from .functions import UserMethodVariable
-
-            if isinstance(value.__func__, types.FunctionType):
-                return UserMethodVariable(wrap_static(tx, value.__func__), self)
+        if isinstance(value, types.MethodType) and value.__self__ is self.value and \
+                isinstance(value.__func__, types.FunctionType):
+            return UserMethodVariable(wrap_static(tx, value.__func__), self)
         return _wrap_read(tx, value, _attr_source(self.source, name))
 
     def store_attr(self, tx, name: str, value: VariableTracker) -> None:
@@ -383,9 +356,6 @@ class WeakRefVariable(VariableTracker):
         return weakref.ReferenceType
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from ..sources import WeakRefCallSource
-        from .builder import wrap, wrap_static
-
         if args or kwargs:
             raise UserException(TypeError("weakref.ref() takes no arguments"))
         referent = self.ref()
@@ -420,20 +390,9 @@ class NewObjectVariable(InstanceVariable):
         if name == "__class__":
             return ClassVariable(cls)
         if name == "__dict__":
-            from .containers import DictVariable
-
             return DictVariable(self.attrs)
         _check_plain_getattr(cls)
-        found, raw = _class_attribute(cls, name)
-        if found and (isinstance(raw, property) or hasattr(type(raw), "__set__")):
-            return _descriptor_result(tx, self, cls, name, raw, None)
-        if name in self.attrs:
-            return self.attrs[name]
-        if found:
-            return _descriptor_result(tx, self, cls, name, raw, None)
-        if hasattr(cls, "__getattr__"):
-            raise Unsupported(f"{cls.__name__} defines __getattr__")
-        raise UserException(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
+        return self._lookup(tx, name, lambda: self.attrs.get(name))
 
     def store_attr(self, tx, name: str, value: VariableTracker, force: bool = False) -> None:
         self._check_assignable(name, force)
@@ -458,8 +417,6 @@ class ExceptionVariable(VariableTracker):
         return self.cls(*[arg.as_python_constant() for arg in self.args])
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .containers import TupleVariable
-
         if name == "args":
             return TupleVariable(self.args)
         raise Unsupported(f"exception attribute {name}")
@@ -471,18 +428,14 @@ _USER_LIKE_TORCH_PACKAGES = ("torch.optim.",)
 
 
 def _is_plain_user_class(cls: type) -> bool:
-    if type(cls) not in (type,) and type(cls).__name__ not in ("ABCMeta",):
-        return False
-    if cls.__new__ is not object.__new__:
+    if type(cls) is not type and type(cls).__name__ != "ABCMeta" or cls.__new__ is not object.__new__:
         return False
     if issubclass(cls, (torch.nn.Module, torch.Tensor, BaseException)):
         return False
     module = getattr(cls, "__module__", "") or ""
     if module == "builtins" or (module.startswith("torch") and not module.startswith(_USER_LIKE_TORCH_PACKAGES)):
         return False
-    if "__slots__" in cls.__dict__:
-        return False
-    return True
+    return "__slots__" not in cls.__dict__
 
 
 class ClassVariable(RealValueVariable):
@@ -494,9 +447,6 @@ class ClassVariable(RealValueVariable):
         return self.cls
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_static
-        from .functions import UserMethodVariable
-
         pending = tx.graph.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
@@ -504,11 +454,7 @@ class ClassVariable(RealValueVariable):
         if not found:
             if name in ("__name__", "__qualname__", "__module__"):
                 return constant(getattr(self.cls, name))
-            try:
-                value = getattr(self.cls, name)
-            except AttributeError as error:
-                raise UserException(error) from None
-            return wrap_static(tx, value)
+            return wrap_static(tx, real_getattr(self.cls, name))
         if isinstance(raw, staticmethod):
             return wrap_static(tx, raw.__func__)
         if isinstance(raw, classmethod):
@@ -531,27 +477,20 @@ class ClassVariable(RealValueVariable):
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         cls = self.cls
-        const_args = all(a.is_python_constant() for a in [*args, *kwargs.values()])
+        const_args = all_constant(args, kwargs)
         if cls in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype) and const_args:
-            from .builder import wrap_constant_result
-
-            try:
-                value = cls(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
-            except Exception as error:
-                raise UserException(error) from None
+            value = call_for_real(cls, args, kwargs)
             if isinstance(value, (torch.finfo, torch.iinfo)):
                 return PythonObjectVariable(value)
             return wrap_constant_result(tx, value)
         if issubclass(cls, BaseException):
-            if kwargs or not all(a.is_python_constant() for a in args):
+            if kwargs or not all_constant(args):
                 raise Unsupported(f"{cls.__name__}(...) with non-constant arguments")
             return ExceptionVariable(cls, list(args))
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             instance = _make_namedtuple(tx, cls, args, kwargs)
             instance.class_var = self
             return instance
-        from .model_outputs import ModelOutputVariable, is_model_output_class
-
         if is_model_output_class(cls):
             return ModelOutputVariable.create(tx, cls, args, kwargs)
         if issubclass(cls, torch.nn.Module) and (cls.__module__ or "").startswith("torch.nn.modules") and const_args:
@@ -569,8 +508,6 @@ class ClassVariable(RealValueVariable):
                 if args or kwargs:
                     raise UserException(TypeError(f"{cls.__name__}() takes no arguments"))
             elif isinstance(init, types.FunctionType):
-                from .builder import wrap_static
-
                 wrap_static(tx, init).call_function(tx, [instance, *args], kwargs)
             else:
                 raise Unsupported(f"__init__ of {cls.__name__} is not a Python function")
@@ -598,10 +535,6 @@ def _make_stateless_module(tx, cls: type, args: list, kwargs: dict) -> VariableT
 
 
 def _make_namedtuple(tx, cls: type, args: list, kwargs: dict) -> VariableTracker:
-    from .containers import NamedTupleVariable
-
-    from .builder import wrap_static
-
     fields = cls._fields
     defaults = getattr(cls, "_field_defaults", {})
     if len(args) > len(fields):
@@ -611,15 +544,10 @@ def _make_namedtuple(tx, cls: type, args: list, kwargs: dict) -> VariableTracker
         if key not in fields or key in values:
             raise UserException(TypeError(f"{cls.__name__}() got an unexpected keyword argument '{key}'"))
         values[key] = value
-    items = []
     for field in fields:
-        if field in values:
-            items.append(values[field])
-        elif field in defaults:
-            items.append(wrap_static(tx, defaults[field]))
-        else:
+        if field not in values and field not in defaults:
             raise UserException(TypeError(f"{cls.__name__}() missing required argument: '{field}'"))
-    return NamedTupleVariable(items, cls)
+    return NamedTupleVariable([values[f] if f in values else wrap_static(tx, defaults[f]) for f in fields], cls)
 
 
 class SuperVariable(VariableTracker):
@@ -629,9 +557,6 @@ class SuperVariable(VariableTracker):
         self.owner = owner
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        from .builder import wrap_static
-        from .functions import UserMethodVariable
-
         owner_type = self.owner.python_type()
         owner_is_class = isinstance(self.owner, ClassVariable)
         mro = (self.owner.cls if owner_is_class else owner_type).__mro__

@@ -1,8 +1,7 @@
 """Python operators (+, <, in, is, unary -, not) on symbolic values.
 
-Tensors on either side produce graph nodes with `operator.*` targets, as torch.compile's
-graphs do.  Constants compute for real.  Lists, tuples and user objects with dunder methods
-follow Python's protocol: left operand first, then the reflected method.
+Tensors on either side make graph nodes with `operator.*` targets; constants compute for real; lists,
+tuples and user objects follow Python's protocol (left operand first, then the reflected method).
 """
 from __future__ import annotations
 
@@ -12,7 +11,12 @@ from typing import Any, Callable
 
 from ..errors import Unsupported, UserException
 from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant
+from .builder import wrap_constant_result
 from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
+from .functions import UserFunctionVariable
+from .numpy_arrays import ndarray_binary_op, ndarray_unary_op
+from .objects import NewObjectVariable, UserObjectVariable, _class_attribute
+from .sets import set_operator
 from .symbolic import SymNodeVariable
 from .tensor import TensorVariable
 
@@ -36,8 +40,6 @@ def _is_symbolic(value: VariableTracker) -> bool:
 
 
 def _run_constant(function: Callable, *values: Any) -> VariableTracker:
-    from .builder import wrap_constant_result
-
     try:
         result = function(*values)
     except Exception as error:
@@ -46,10 +48,6 @@ def _run_constant(function: Callable, *values: Any) -> VariableTracker:
 
 
 def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
-    from .objects import NewObjectVariable, UserObjectVariable
-
-    from .numpy_arrays import ndarray_binary_op
-
     result = ndarray_binary_op(tx, function, left, right)  # (None: no ndarray operand)
     if result is not None:
         return result
@@ -78,8 +76,6 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
             if not (left.is_python_constant() or right.is_python_constant()):
                 raise Unsupported("operator between a tensor and a container")
         return tx.graph.call(tx, "call_function", function, [left, right], {})
-    from .sets import set_operator
-
     set_result = set_operator(tx, function, left, right)
     if set_result is not None:
         return set_result
@@ -165,12 +161,7 @@ def _unequal_kinds(left: VariableTracker, right: VariableTracker) -> bool:
     return identity_eq(right) and isinstance(left, ConstantVariable)
 
 
-COMPARE_FUNCTIONS = {"==": operator.eq, "!=": operator.ne}
-
-
 def _dunder_op(tx, function: Callable, left: VariableTracker, right: VariableTracker) -> VariableTracker:
-    from .objects import NewObjectVariable, UserObjectVariable, _class_attribute
-
     names = []
     if function in _INPLACE_NAMES:
         names.append((left, _INPLACE_NAMES[function], right))
@@ -222,8 +213,6 @@ def is_op(tx, left: VariableTracker, right: VariableTracker) -> bool:
 def _same_function(tx, left: VariableTracker, right: VariableTracker) -> bool | None:
     """`f is g` for two functions when one is a closure guarded on its code only: the answer
     is guarded too (the same code makes a new closure on each call of its outer function)."""
-    from .functions import UserFunctionVariable
-
     if not (isinstance(left, UserFunctionVariable) and isinstance(right, UserFunctionVariable)):
         return None
     if left.identity_guarded and right.identity_guarded:
@@ -249,8 +238,6 @@ def _static(variable: VariableTracker) -> Any:
 
 
 def unary_op(tx, function: Callable, value: VariableTracker) -> VariableTracker:
-    from .numpy_arrays import ndarray_unary_op
-
     result = ndarray_unary_op(tx, function, value)  # (None: not an ndarray)
     if result is not None:
         return result
@@ -258,8 +245,6 @@ def unary_op(tx, function: Callable, value: VariableTracker) -> VariableTracker:
         return tx.graph.call(tx, "call_function", function, [value], {})
     if value.is_python_constant():
         return _run_constant(function, value.as_python_constant())
-    from .objects import NewObjectVariable, UserObjectVariable
-
     names = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}
     if isinstance(value, (UserObjectVariable, NewObjectVariable)) and function in names:
         return value.call_method(tx, names[function], [], {})

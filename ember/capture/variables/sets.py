@@ -1,13 +1,9 @@
 """Sets, frozensets and dict views, and the keys that dicts and sets are indexed by.
 
-`hash_key(variable)` is what a symbolic dict or set is keyed by: the constant itself for
-constants, and an `IdentityKey` for values that Python hashes by identity (tensors, plain
-objects, modules): `{x: 1}[x]` finds the entry because it is the same tensor, as in Python.
-
-Set-like values (set, frozenset, `d.keys()`, `d.items()`) share one algebra over their key
-dicts: `|`, `&`, `-`, `^`, comparisons and the set methods follow Python's rules for which
-operand types are accepted and what type the result has (`frozenset | set` is a frozenset;
-any operation on a dict view gives a set; `d.keys() == {...}` compares elements).
+`hash_key(variable)` is what a symbolic dict or set is keyed by: the constant itself, or an
+`IdentityKey` for values Python hashes by identity (tensors, plain objects, modules).  Set-like values
+(set, frozenset, `d.keys()`, `d.items()`) share one algebra over their key dicts, with Python's rules
+for accepted operand types and result types (`frozenset | set` is a frozenset; a dict view gives a set).
 """
 from __future__ import annotations
 
@@ -17,6 +13,7 @@ from typing import Any
 
 from ..errors import Unsupported, UserException
 from .base import ConstantVariable, VariableTracker, constant
+from .tensor import TensorVariable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +26,6 @@ class IdentityKey:
 
 def hash_key(tx, key: VariableTracker) -> Any:
     from .containers import TupleVariable
-    from .tensor import TensorVariable
 
     if key.is_python_constant():
         value = key.as_python_constant()
@@ -52,12 +48,9 @@ def hash_key(tx, key: VariableTracker) -> Any:
 
 
 def lookup_key(tx, key_var: VariableTracker, entries: dict[Any, VariableTracker]) -> Any:
-    """hash_key for finding `key_var` among `entries` (key -> the variable stored under it).
-
-    Whether an object finds an entry depends on identity, which guards on values do not
-    cover: two inputs that are different objects now may be one object on a later call.
-    So each answer that compared two inputs by identity is guarded (the equal case already
-    is: one object reached by two paths is one variable with an `is` guard)."""
+    """hash_key for finding `key_var` among `entries` (key -> the variable stored under it).  Two
+    inputs that are different objects now may be one object later: each answer that told two inputs
+    apart by identity is guarded (one object reached by two paths is already one variable)."""
     key = hash_key(tx, key_var)
     source = key_var.source
     if tx is None or source is None or not isinstance(key, IdentityKey):

@@ -1,17 +1,12 @@
 """A user function speculated into a subgraph: torch.cond's branches, the function of
 torch.vmap / torch.func.grad.
 
-The function is inlined as usual, so every capture rule applies inside it; the nodes it adds
-to the frame's graph (after a mark) are then cut out into a GraphModule of their own.  Its
-inputs are, in order: the region's own input nodes (`region_input` markers standing for the
-function's arguments), then every value from outside the region the nodes read (closed-over
-tensors, parameters, sizes: "lifted" inputs, passed to the subgraph as arguments).  Its output
-is the function's result, a tensor or a (nested) tuple/list of tensors.
-
-What would make the cut wrong is refused (Unsupported, so a graph break with the reason): the
-function changing Python state (anything the side-effect log records), a value of the region
-used outside it, and writes into tensors (in place) other than the ones a caller allows
-(vmap: the function's own batched arguments, as eager's vmap writes them through).
+The function is inlined as usual; the nodes it adds to the frame's graph (after a mark) are then cut
+out into a GraphModule.  Its inputs are the region's own input nodes (`region_input` markers for the
+function's arguments), then every outside value the nodes read ("lifted": closed-over tensors,
+parameters, sizes); its output is the function's result, tensors in (nested) tuples/lists.  What would
+make the cut wrong breaks the graph: Python state changes (anything the side-effect log records), a
+region value used outside it, and in-place writes other than those a caller allows (vmap's batched arguments).
 """
 from __future__ import annotations
 

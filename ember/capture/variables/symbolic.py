@@ -1,10 +1,9 @@
 """Sizes that are symbols (dynamic shapes): `x.size(0)`, `n * 2`, `n > 16` while capturing.
 
-A SymNodeVariable is a graph node with a SymInt (SymFloat, SymBool) of the ShapeEnv as its
-value: arithmetic on it adds `operator.*` nodes, passing it to a tensor operator passes the
-node (`x.view(n, -1)`), and bool() of a comparison is decided now, its answer guarded by the
-ShapeEnv.  Where capture needs a plain number (a constant argument, rebuilding the value in
-glue code), it raises StaticShapesNeeded and the frame is captured with static shapes.
+A SymNodeVariable is a graph node whose value is a SymInt (SymFloat, SymBool) of the ShapeEnv:
+arithmetic adds `operator.*` nodes, tensor operators take the node, and bool() of a comparison is
+decided now, guarded by the ShapeEnv.  Where a plain number is needed, StaticShapesNeeded recaptures
+the frame with static shapes.
 """
 from __future__ import annotations
 

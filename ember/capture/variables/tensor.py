@@ -1,9 +1,7 @@
 """Tensors during capture: an FX node plus a fake tensor with the same metadata.
 
-Every operation on a TensorVariable adds a node to the graph and runs the same operation
-on fake tensors (FakeTensorMode) to learn the result's dtype, shape and strides without
-computing anything.  Facts that depend on tensor *values* (`bool(t)`, `t.item()`) cannot be
-known at capture time and become graph breaks.
+Every operation adds a node and runs on fake tensors (FakeTensorMode) to learn the result's dtype,
+shape and strides.  Facts that depend on values (`bool(t)`, `t.item()`) break the graph.
 """
 from __future__ import annotations
 
@@ -14,7 +12,9 @@ import torch
 
 from ..errors import Unsupported, UserException
 from ..shapes import StaticShapesNeeded, has_symbols
-from .base import ConstantVariable, VariableTracker, constant
+from ..sources import AttrSource
+from .base import ConstantVariable, VariableTracker, constant, constant_args
+from .builder import wrap, wrap_static
 
 # Attributes answered from metadata (static shapes): no node, just a constant.
 _METADATA_ATTRS = {
@@ -47,9 +47,8 @@ _BREAKING_METHODS = {
     "__setstate__": "pickling", "__reduce_ex__": "pickling", "__deepcopy__": "copying",
 }
 
-# In-place ops whose `value=` must be a Python number.  A tensor there (Adam's step size while
-# compiling: torch's optimizers keep it a tensor to avoid a .item()) is spelled as
-# self.add_(combine(tensor1, tensor2) * value), which takes tensors.
+# In-place ops whose `value=` must be a Python number.  A tensor there (Adam's step size while compiling)
+# is spelled as self.add_(combine(tensor1, tensor2) * value), which takes tensors.
 _TENSOR_VALUE_REWRITES = {"addcdiv_": torch.div, "addcmul_": torch.mul}
 
 
@@ -99,15 +98,10 @@ class TensorVariable(VariableTracker):
         if name == "grad" and self.source is not None and self.real_tensor is not None:
             # An input's .grad is read as it is now (an optimizer after the backward break):
             # another input, or None, guarded like any value found at a source.
-            from ..sources import AttrSource
-            from .builder import wrap
-
             return wrap(tx, self.real_tensor.grad, AttrSource(self.source, "grad"))
         if name in ("grad", "data", "_version", "grad_fn", "_base", "names"):
             raise Unsupported(f"Tensor.{name} reads autograd or storage state")
         if name == "__class__":
-            from .builder import wrap_static
-
             return wrap_static(tx, self.class_type)
         if hasattr(torch.Tensor, name) and callable(getattr(torch.Tensor, name)):
             return TensorMethodVariable(self, name)
@@ -130,8 +124,7 @@ class TensorVariable(VariableTracker):
             if not (name == "item" and tx.config.capture_scalar_outputs):
                 raise Unsupported(_BREAKING_METHODS[name])
         if name in _METADATA_METHODS:
-            const_args = [arg.as_python_constant() for arg in args]
-            const_kwargs = {key: arg.as_python_constant() for key, arg in kwargs.items()}
+            const_args, const_kwargs = constant_args(args, kwargs)
             if name == "__len__" and self.example.dim() == 0:
                 raise Unsupported("len() of a 0-d tensor")
             value = getattr(self.example, name)(*const_args, **const_kwargs)

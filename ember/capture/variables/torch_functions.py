@@ -1,9 +1,9 @@
-"""torch functions, grad-mode context managers, and ember's own markers.
+"""torch functions, grad-mode context managers, and ember's own markers (allow_in_graph, graph_break).
 
 A callable from torch's namespace goes into the graph as a `call_function` node, unless it
 is one of a few kinds that touch state outside tensors (seeding, global settings,
-autograd entry points), which break the graph.  Functions that return plain Python values
-for tensor metadata (`torch.is_floating_point(x)`) fold to constants.
+autograd entry points), which break the graph.  A function registered with
+ember.allow_in_graph is not inlined: each call is one node with the function as target.
 """
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ import inspect
 import os
 import sys
 import types
+import warnings
 from typing import Any
 
 import torch
 
 from ... import in_graph
-from ..errors import Unsupported, UserException
+from ..errors import Unsupported
 from ..guard_failures import Check
-from .base import VariableTracker, constant
+from .base import VariableTracker, all_constant, constant, constant_args, real_getattr
 from .builder import wrap_static
+from .checkpoint import CheckpointVariable
+from .control_flow import CondVariable
+from .func_transforms import GradTransformVariable
 
 # Calls that must run in real Python (state outside the graph, or whole other systems).
 _BREAKING = {
@@ -61,11 +65,9 @@ _COND = getattr(torch, "cond", None)
 _GLOBAL_SETTER_PREFIXES = ("set_", "_set_")
 # Functions whose answer during capture is fixed.
 _FIXED_ANSWERS: dict[Any, Any] = {}
-# torch's Python files whose functions compute on tensors only (tensors and constants in,
-# tensors out): such a function runs as one graph node, on fake tensors at capture time.
-# Every other Python function of torch (optimizers, LR schedulers, hooks, the wrappers
-# they install) is inlined like user code: run for real on fake values it could write
-# them into real Python objects, while inlined every write goes to the side-effect log.
+# torch's Python files whose functions compute on tensors only: such a function runs as one graph
+# node, on fakes at capture time.  Other Python functions of torch (optimizers, LR schedulers, hooks)
+# are inlined like user code: run for real they could write fakes into real Python objects.
 _GRAPH_FUNCTION_FILES = (
     "torch/nn/functional.py",
     "torch/functional.py",
@@ -104,10 +106,9 @@ def _register_fixed_answers() -> None:
 
 _register_fixed_answers()
 
-# Python functions of torch whose answer is read at capture time, by (module, name): looked up
-# lazily (torch.onnx is not imported by `import torch`).  ONCE: fixed for the process (answered
-# without a guard); GUARDED: state that a program can change (a process group initialised, an
-# ONNX export running, a backward that recomputes checkpoints): the capture guards on the answer.
+# Python functions of torch whose answer is read at capture time, by (module, name), looked up lazily
+# (`import torch` does not import torch.onnx).  ONCE: fixed for the process, not guarded; GUARDED: state
+# a program can change (a process group, an ONNX export, checkpoint recomputation), guarded.
 _ONCE, _GUARDED = "once", "guarded"
 _NAMED_FIXED_ANSWERS = {
     ("torch.distributed", "is_available"): _ONCE,
@@ -138,8 +139,6 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
     if value is in_graph.graph_break:
         return GraphBreakVariable()
     if value is _CHECKPOINT:  # (torch marks it not to be traced: ember captures it as a region)
-        from .checkpoint import CheckpointVariable
-
         return CheckpointVariable(value)
     if getattr(value, "_ember_disabled", False) is True:  # (`is True`: torch.ops makes a namespace of any name)
         return DisabledFunctionVariable(value)
@@ -152,12 +151,9 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
         return FixedAnswerVariable(value, True)
     registered = in_graph.verdict(value)
     if registered is True:
-        from .in_graph import InGraphFunctionVariable
-
         return InGraphFunctionVariable(value)
     if registered is False:
         return DisabledFunctionVariable(value, "is disallowed in the graph (disallow_in_graph)")
-    # -- end of allow_in_graph's block --
     try:
         if value not in _FIXED_ANSWERS and getattr(value, "__name__", None) == "is_compiling" and \
                 getattr(value, "__module__", "").startswith("torch._dynamo"):
@@ -179,8 +175,6 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
     if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
         return GradModeClassVariable(value)
     if value is _COND and _COND is not None:
-        from .control_flow import CondVariable
-
         return CondVariable()
     if value is torch.from_numpy:
         from .numpy_arrays import FromNumpyVariable
@@ -191,8 +185,6 @@ def classify_torch_callable(value: Any) -> VariableTracker | None:
 
         return VmapVariable()
     if value is torch.func.grad or value is torch.func.grad_and_value:
-        from .func_transforms import GradTransformVariable
-
         return GradTransformVariable(value)
     if value in _AUTOCAST_CLASSES:
         return AutocastClassVariable(value)
@@ -260,11 +252,7 @@ class CallableValueVariable(VariableTracker):
         return self.function
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
-        try:
-            attribute = getattr(self.function, name)
-        except AttributeError as error:
-            raise UserException(error) from None
-        return wrap_static(tx, attribute)
+        return wrap_static(tx, real_getattr(self.function, name))
 
 
 class TorchFunctionVariable(CallableValueVariable):
@@ -293,7 +281,14 @@ class TorchFunctionVariable(CallableValueVariable):
         return _same_object_as_argument(result, [*args, *kwargs.values()])
 
     def __repr__(self) -> str:
-        return f"TorchFunctionVariable({getattr(self.function, '__qualname__', self.function)})"
+        return f"{type(self).__name__}({getattr(self.function, '__qualname__', self.function)})"
+
+
+class InGraphFunctionVariable(TorchFunctionVariable):
+    """A user function allowed in the graph (ember/in_graph.py): every call is one opaque node."""
+
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return tx.graph.call(tx, "call_function", self.function, args, kwargs)
 
 
 class FixedAnswerVariable(VariableTracker):
@@ -522,14 +517,10 @@ class DecoratedContextFunctionVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         ctx = self.ctx
-        if isinstance(ctx, torch.no_grad):
-            manager = GradModeVariable(False)
-        elif isinstance(ctx, torch.enable_grad):
-            manager = GradModeVariable(True)
-        elif isinstance(ctx, torch.set_grad_enabled):
-            manager = GradModeVariable(bool(ctx.mode))
-        else:
+        if not isinstance(ctx, (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)):
             raise Unsupported(f"function decorated with {type(ctx).__name__}")
+        manager = GradModeVariable(bool(ctx.mode) if isinstance(ctx, torch.set_grad_enabled)
+                                   else isinstance(ctx, torch.enable_grad))
         manager.enter(tx)
         result = wrap_static(tx, self.func).call_function(tx, args, kwargs)
         manager.exit(tx)
@@ -560,14 +551,12 @@ class AutocastClassVariable(VariableTracker):
         return self.cls
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+        if not all_constant(args, kwargs):
             raise Unsupported("autocast with non-constant arguments")
-        import warnings
-
+        const_args, const_kwargs = constant_args(args, kwargs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            real = self.cls(*[a.as_python_constant() for a in args],
-                            **{k: v.as_python_constant() for k, v in kwargs.items()})
+            real = self.cls(*const_args, **const_kwargs)
         return AutocastVariable(real.device, real.fast_dtype, real._enabled, real._cache_enabled)
 
 

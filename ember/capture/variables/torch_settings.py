@@ -1,9 +1,7 @@
 """torch's objects of global settings read by attribute (`torch.backends.cuda.matmul.allow_tf32`).
 
-`torch.backends.cuda.matmul` is a cuBLASModule whose `__getattr__` reads each setting from
-torch._C.  Such a read is answered at capture time with the setting's current value, and the
-capture guards that the setting still reads the same (a program may switch TF32 between calls).
-Writing a setting changes global state: not captured (the translator's generic refusal).
+A read is answered at capture time with the current value, guarded to still read the same (a program
+may switch TF32 between calls).  Writing a setting is not captured.
 """
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ from typing import Any
 import torch
 
 from ..errors import Unsupported, UserException
+from ..guard_failures import Check
 from .base import VariableTracker, constant
 
 
@@ -51,8 +50,6 @@ class TorchSettingsVariable(VariableTracker):
             raise UserException(error) from None
         if not isinstance(answer, (bool, int, float, str, type(None))):
             raise Unsupported(f"{type(self.value).__name__}.{name} is not a plain setting")
-        from ..guard_failures import Check
-
         guards = tx.graph.guards
         read = f"getattr({guards.ref(self.value)}, {name!r})"
         label = f"{type(self.value).__name__}.{name}"

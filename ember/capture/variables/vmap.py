@@ -1,16 +1,11 @@
-"""torch.vmap / torch.func.vmap, of torch's own functions (`torch.vmap(torch.Tensor.acos_)`)
-and of Python functions (closures, lambdas, nested vmaps, in_dims/out_dims).
+"""torch.vmap / torch.func.vmap of torch's own functions and of Python functions.
 
-The batched call becomes one graph node that runs torch.vmap itself on the node's inputs: at
-capture time on fake tensors (what vmap returns, including the input itself for an in-place
-method), in the compiled code on the real ones, so the semantics (batching rules, randomness,
-errors) are vmap's own; ember's AOT tracer records the ATen ops vmap's batching rules run.
-A Python function is first captured as a subgraph (subgraphs.py) on one example's tensors (each
-batched argument's fake with its batched dimension selected away; unbatched arguments and
-keywords are passed as they are, closed-over tensors become unbatched inputs) and the node
-vmaps that subgraph.  The function may write in place into its own batched arguments (vmap
-writes through to the caller's tensor, returned as that same object); other writes, Python
-state changes, and non-tensor results break the graph with the reason.
+The batched call is one graph node that runs torch.vmap itself on the node's inputs (on fakes at capture,
+on the real tensors when compiled), so batching rules, randomness and errors are vmap's own.  A Python
+function is first captured as a subgraph (subgraphs.py) on one example's tensors (each batched argument's
+fake with its batched dimension selected away; closed-over tensors become unbatched inputs).  It may write
+in place into its own batched arguments (vmap writes through); other writes, Python state changes and
+non-tensor results break the graph.
 """
 from __future__ import annotations
 
@@ -22,6 +17,7 @@ from ..errors import Unsupported
 from .base import VariableTracker
 from .subgraphs import bind_options, call_node, flat_leaves, leaf_variables, rebuild, speculate, unique_name
 from .tensor import TensorVariable
+from .torch_functions import _BREAKING, TorchFunctionVariable, _in_breaking_module, _same_object_as_argument
 
 
 class VmapVariable(VariableTracker):
@@ -33,20 +29,12 @@ class VmapVariable(VariableTracker):
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         names = ("func", "in_dims", "out_dims", "randomness")
         func, options = bind_options("torch.vmap", names, args, kwargs, extra=("chunk_size",))
-        from .torch_functions import TorchFunctionVariable
-
         if type(func) is not TorchFunctionVariable:
             return VmappedPythonFunctionVariable(func, options)
-        return VmappedFunctionVariable(_torch_function_of(func), options)
-
-
-def _torch_function_of(func: VariableTracker) -> Any:
-    from .torch_functions import _BREAKING, _in_breaking_module
-
-    function = func.function
-    if function in _BREAKING or _in_breaking_module(getattr(function, "__module__", "") or ""):
-        raise Unsupported(f"torch.func.vmap of {getattr(function, '__qualname__', function)}")
-    return function
+        function = func.function
+        if function in _BREAKING or _in_breaking_module(getattr(function, "__module__", "") or ""):
+            raise Unsupported(f"torch.func.vmap of {getattr(function, '__qualname__', function)}")
+        return VmappedFunctionVariable(function, options)
 
 
 class VmappedFunctionVariable(VariableTracker):
@@ -58,8 +46,6 @@ class VmappedFunctionVariable(VariableTracker):
         self.options = options
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        from .torch_functions import _same_object_as_argument
-
         if kwargs or not all(isinstance(arg, TensorVariable) or arg.is_python_constant() for arg in args):
             raise Unsupported("a vmapped function called with keywords or non-tensor objects")
         function, options = self.function, dict(self.options)
@@ -139,21 +125,12 @@ class VmappedPythonFunctionVariable(VmappedFunctionVariable):
         target = VmapCall(module, call_dims, options)
         target.__name__ = target.__qualname__ = name
         result = call_node(tx, target, [*batched, *region.lifted])
-        leaves = leaf_variables(result, len(region.leaves))
-        leaves = [_argument_itself(leaf, batched) for leaf in leaves]
+        # (a batched argument written in place and returned is that argument's variable)
+        leaves = [_same_object_as_argument(leaf, batched) for leaf in leaf_variables(result, len(region.leaves))]
         return rebuild(leaves, region.spec)
 
     def _function_expr(self, codegen) -> str:
         return codegen.reconstruct(self.function)
-
-
-def _argument_itself(leaf: VariableTracker, arguments: list) -> VariableTracker:
-    """A result that is a batched argument itself (written in place and returned) is its variable."""
-    for argument in arguments:
-        if argument.example is leaf.example:
-            argument.node = leaf.node
-            return argument
-    return leaf
 
 
 class VmapCall:

@@ -21,10 +21,6 @@ class KernelSource:
     size_args: list[str] = dataclasses.field(default_factory=list)  # size symbols, int64_t, after the buffers
 
     @property
-    def sources(self) -> dict[str, str]:
-        return {"": self.source}
-
-    @property
     def elided(self) -> set[str]:
         return set()  # (a C++ kernel stores every value it computes)
 
@@ -43,7 +39,7 @@ class CppBackend:
                                                   kernel.size_arguments())
         return sources
 
-    def build(self, sources: dict[str, KernelSource]) -> dict[str, Callable]:
+    def start_build(self, sources: dict[str, KernelSource]) -> dict[str, Callable]:
         names = list(sources)
         libraries = cpp_build.build_all([sources[name].source for name in names])
         functions = {}
@@ -55,9 +51,6 @@ class CppBackend:
                 [ctypes.c_int64] * len(kernel.size_args) + [ctypes.c_void_p] * bool(kernel.index_checks)
             functions[name] = function
         return functions
-
-    def start_build(self, sources: dict[str, KernelSource]) -> dict[str, Callable]:
-        return self.build(sources)
 
     def finish_build(self, built: dict[str, Callable]) -> dict[str, Callable]:
         return built

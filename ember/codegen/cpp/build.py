@@ -1,17 +1,15 @@
 """Compiling generated C++ into shared libraries, cached on disk, loaded with ctypes.
 
 Each kernel is its own library named by a hash of its source and the compiler flags, under
-`ember.config.cache_dir` (default: $EMBER_CACHE_DIR, else ~/.cache/ember).  Identical kernels (the
-same layer repeated in a model) compile once; independent kernels compile in parallel.
-
-Several processes may build the same kernel at once: each compiles its own private copy of the
-source into its own temporary library and publishes both with os.replace, so no process ever sees
-a partial file or rewrites a source that another's g++ is reading.  A cached library that does not
-load (truncated or corrupted on disk) is rebuilt from source, with a warning that says so.
+`ember.config.cache_dir`: identical kernels compile once, independent ones in parallel.  Processes
+building the same kernel at once each compile a private copy and publish it with os.replace, so
+none sees a partial file.  A cached library that does not load (truncated, corrupted) is rebuilt
+from source, with a warning.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -39,8 +37,8 @@ LINK_FLAGS = ["-lmvec"]
 
 
 # g++ 12 with -march=native on AVX512-FP16 CPUs emits masked `vmovsh`, which binutils 2.40's
-# assembler rejects ("unsupported masking"): such a kernel is built again without those
-# instructions (ember computes float16 in float32 anyway; test_half_kernels_build_where_the_assembler_rejects_avx512fp16_masking).
+# assembler rejects: such a kernel is built again without those instructions (ember computes
+# float16 in float32 anyway; test_half_kernels_build_where_the_assembler_rejects_avx512fp16_masking).
 _ASSEMBLER_FALLBACK_FLAGS = ["-mno-avx512fp16"]
 
 
@@ -49,10 +47,9 @@ def _assembler_rejected(stderr: str) -> bool:
     return any(".s:" in line and "Error:" in line for line in stderr.splitlines())
 
 
-# Optimization levels to fall back to when the compiler rejects a kernel at -O3, whatever the
-# reason (g++ 12 stopped with an internal compiler error, "unrecognizable insn", on a kernel of
-# erf, xlogy, signbit and an integer pow: issue 32).  A kernel none of them builds raises
-# KernelCompileError, and compile.py runs its graph as ATen calls.
+# Optimization levels to fall back to when the compiler rejects a kernel at -O3 (g++ 12 stopped
+# with an internal compiler error on one); a kernel none of them builds raises KernelCompileError,
+# and compile.py runs its graph as ATen calls.
 _LOWER_OPTIMIZATION = ["-O1", "-O0"]
 
 
@@ -176,10 +173,8 @@ def load(path: str) -> ctypes.CDLL:
             problem = str(error)
     warnings.warn(f"ember: the cached kernel {path} could not be loaded ({problem}); deleted it and "
                   f"rebuilt it from source")
-    try:
+    with contextlib.suppress(FileNotFoundError):  # (another process got there first)
         os.unlink(path)
-    except FileNotFoundError:  # another process got there first
-        pass
     _compile(source, path)
     return ctypes.CDLL(path)
 

@@ -8,25 +8,29 @@
         }
     }
 
-Loop bodies come from the IR's `inner_fn(ops, index)` called with `CppOps`, which writes one
-C++ statement per operation into the current block and returns the name of the temporary
-(common subexpressions are reused within a block).  A value stored earlier in the same loop is
-reused instead of reloaded.  Op spellings live in the `CPP_OPS` table.
+Loop bodies come from the IR's `inner_fn(ops, index)` called with `CppOps` (ops.py), which writes
+one C++ statement per operation into the current block and returns its temporary; a value stored
+earlier in the same loop is reused instead of reloaded.
 """
 from __future__ import annotations
+
+import re
 
 import sympy
 import torch
 
-from ...lowering.indexing import c_index
+from ...lowering.indexing import c_index, contiguous_strides
 from ...lowering.symbolic import provably_nonnegative, size_symbols
 from ...lowering.printer import provenance
-from ...lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars, store_layout
+from ...lowering.ir import ComputedBuffer, Reduction, Scatter, index_vars, product, store_layout
 from ...scheduling.scheduler import Kernel, LoopGroup, squeeze
 from ..kernel import Emitter, Scope, loop_index
-from .ops import (_LOW_PRECISION, PARALLEL_THRESHOLD, PREAMBLE, WELFORD_LANES, CppOps, cast_value, ctype,
-                      literal)
+from .ops import _LOW_PRECISION, PARALLEL_THRESHOLD, PREAMBLE, WELFORD_LANES, CppOps, cast_value, ctype, literal
 
+
+def _block(lines) -> list[str]:
+    """`lines` as a C++ block: braces around them, indented."""
+    return ["{", *("    " + line for line in lines), "}"]
 
 
 class CppKernel(Emitter):
@@ -41,11 +45,9 @@ class CppKernel(Emitter):
         self.kernel = kernel
         self.buffer_dtypes = buffer_dtypes
         self.outputs: list[str] = [node.name for node in kernel.nodes]
-        self.root = self.scope
         self.ops = CppOps(self)
         self.emitted: set[str] = set()  # nodes already stored (a Welford pass stores its partner too)
-        # Set when a value is converted to an integer type: see source().
-        self.converts_to_integer = False
+        self.converts_to_integer = False  # (a value converted to an integer type: see source())
         self.size_args: set[str] = set()  # size symbols the kernel uses: int64_t arguments
 
     def flag_bad_index(self, name: str, position: int) -> str:
@@ -65,9 +67,12 @@ class CppKernel(Emitter):
             self.size_args.update(s.name for s in size_symbols(expr))
         return c_index(expr, bounds)
 
+    def loop(self, var, size) -> str:
+        return f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)"
+
     def threading(self, work) -> str:
         """The OpenMP clause that keeps a small kernel on one thread (decided at run time for
-        symbolic sizes)."""
+        symbolic sizes): threads cost microseconds to wake (ATen's grain size is 32768)."""
         work = sympy.sympify(work)
         if work.is_number:
             return "" if int(work) >= PARALLEL_THRESHOLD else " if(0)"
@@ -90,12 +95,15 @@ class CppKernel(Emitter):
         self.scope = Scope(self.scope)
         return self.scope
 
-    def pop_block(self) -> Scope:
+    def pop_scope(self) -> Scope:
+        """The current scope, closed (its lines are the caller's to place)."""
         block = self.scope
         self.scope = block.parent
-        self.scope.lines.append("{")
-        self.scope.lines.extend("    " + line for line in block.lines)
-        self.scope.lines.append("}")
+        return block
+
+    def pop_block(self) -> Scope:
+        block = self.pop_scope()
+        self.scope.lines += _block(block.lines)
         return block
 
     # -- generation ---------------------------------------------------------------------------------------
@@ -114,24 +122,14 @@ class CppKernel(Emitter):
         self.loop_outer = loop_outer
         outer_vars = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(loop_outer))]
         self.bounds.update({var: size - 1 for var, size in zip(outer_vars, loop_outer)})
-        body = Scope()
-        self.scope = body
+        body = self.scope = Scope()
         for group in self.kernel.groups():
             self._group(group, outer_vars)
-        lines = []
-        # Threads cost microseconds to wake: small kernels run on one (ATen's grain size is 32768).
-        threaded = self.threaded
-        if loop_outer:
-            collapse = f" collapse({len(loop_outer)})" if len(loop_outer) > 1 else ""
-            lines.append(f"#pragma omp parallel for{collapse}{threaded}")
-            for var, size in zip(outer_vars, loop_outer):
-                lines.append(f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)")
-            lines.append("{")
-            lines.extend("    " + line for line in body.lines)
-            lines.append("}")
-        else:
-            lines.extend(body.lines)
-        return self._finish(lines)
+        if not loop_outer:
+            return self._finish(body.lines)
+        collapse = f" collapse({len(loop_outer)})" if len(loop_outer) > 1 else ""
+        return self._finish([f"#pragma omp parallel for{collapse}{self.threaded}",
+                             *(self.loop(var, size) for var, size in zip(outer_vars, loop_outer)), *_block(body.lines)])
 
     def _finish(self, lines: list[str]) -> str:
         parameters = [f"const {ctype(self.buffer_dtypes[name])}* __restrict__ in_ptr{k}"
@@ -147,11 +145,8 @@ class CppKernel(Emitter):
                      *(line + " reduction(|:ember_oob)" if line.lstrip().startswith("#pragma omp") else line
                        for line in lines),
                      "if (ember_oob) *oob_ptr |= ember_oob;"]
-        signature = ", ".join(parameters)
         text = [f"// {node.name}: {provenance(node)}" for node in self.kernel.nodes]
-        text += [f'extern "C" void {self.kernel.name}({signature})', "{"]
-        text.extend("    " + line for line in lines)
-        text.append("}")
+        text += [f'extern "C" void {self.kernel.name}({", ".join(parameters)})', *_block(lines)]
         return "\n".join(text)
 
     # -- column reductions: reduce over rows, vectorize across the output ---------------------------
@@ -183,12 +178,8 @@ class CppKernel(Emitter):
             return False
         out_var = index_vars(len(ranges))[[d for d, size in enumerate(ranges) if size != 1][0]]
         last_r = index_vars(len(reduction_ranges), "r")[inner_r[-1]]
-        for node in nodes:
-            for _, index in record(node.data).loads:
-                expanded = sympy.expand(index)
-                if expanded.coeff(out_var) == 1 and expanded.coeff(last_r) not in (0, 1):
-                    return True
-        return False
+        expanded = [sympy.expand(index) for node in nodes for _, index in record(node.data).loads]
+        return any(index.coeff(out_var) == 1 and index.coeff(last_r) not in (0, 1) for index in expanded)
 
     def _column_reductions(self) -> list[str]:
         lanes = WELFORD_LANES
@@ -214,20 +205,12 @@ class CppKernel(Emitter):
             accumulators.append((node, name, acc_type, init))
         self.push_block()
         for node, name, acc_type, _ in accumulators:
-            index = loop_index(node.data.ranges, [position])
-            value = node.data.inner_fn(self.ops, index, rindex)
-            kind = node.data.spec.reduction_type
-            update = {"sum": f"{name}[xl] = {name}[xl] + {value};", "prod": f"{name}[xl] = {name}[xl] * {value};",
-                      "max": f"{name}[xl] = ember_maximum({name}[xl], static_cast<{acc_type}>({value}));",
-                      "min": f"{name}[xl] = ember_minimum({name}[xl], static_cast<{acc_type}>({value}));"}[kind]
-            self.scope.lines.append(update)
-        body = self.scope
-        self.scope = body.parent
-        inner = ["#pragma omp simd", "for (int64_t xl = 0; xl < xn; xl++)", "{",
-                 *("    " + line for line in body.lines), "}"]
+            value = node.data.inner_fn(self.ops, loop_index(node.data.ranges, [position]), rindex)
+            self.scope.lines.append(_UPDATES[node.data.spec.reduction_type].format(acc=f"{name}[xl]", value=value,
+                                                                                  type=acc_type))
+        inner = ["#pragma omp simd", "for (int64_t xl = 0; xl < xn; xl++)", *_block(self.pop_scope().lines)]
         for d in reversed(loop_dims):
-            inner = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {self.c(reduction_ranges[d])}; {rvars[d]}++)",
-                     "{", *("    " + line for line in inner), "}"]
+            inner = [self.loop(rvars[d], reduction_ranges[d]), *_block(inner)]
         lines = [f"#pragma omp parallel for{self.threaded}",
                  f"for (int64_t xb = 0; xb < {self.c(size)}; xb += {lanes})", "{",
                  f"    int64_t xn = std::min<int64_t>({lanes}, {self.c(size)} - xb);"]
@@ -247,12 +230,8 @@ class CppKernel(Emitter):
     # -- scatter: a base pass over the output, then the updates in order ----------------------------
     def _scatter(self, node: ComputedBuffer) -> list[str]:
         data: Scatter = node.data
-        out_numel = sympy.Integer(1)
-        for size in data.out_ranges:
-            out_numel = out_numel * size
-        self.scope = Scope()
-        root = self.scope
-        self.threaded = self.threading(out_numel)
+        root = self.scope = Scope()
+        self.threaded = self.threading(product(data.out_ranges))
 
         def base(index):
             value = data.base(self.ops, index)
@@ -279,9 +258,7 @@ class CppKernel(Emitter):
         self.bounds.update({var: size - 1 for var, size in active})
         self.push_block()
         emit(index)
-        inner = self.scope
-        self.scope = inner.parent
-        lines = ["{", *("    " + line for line in inner.lines), "}"]
+        lines = _block(self.pop_scope().lines)
         for depth, (var, size) in enumerate(reversed(active)):
             innermost, outermost = depth == 0, depth == len(active) - 1
             pragma = None
@@ -289,8 +266,7 @@ class CppKernel(Emitter):
                 pragma = "#pragma omp parallel for" + (" simd" if innermost and simd else "") + self.threaded
             elif simd and innermost:
                 pragma = "#pragma omp simd"
-            lines = ([pragma] if pragma else []) + \
-                [f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)", *lines]
+            lines = ([pragma] if pragma else []) + [self.loop(var, size), *lines]
         self.scope.lines.extend(lines)
 
     def _work(self):
@@ -299,12 +275,7 @@ class CppKernel(Emitter):
         largest = 0
         for node in self.kernel.nodes:
             data = node.data
-            total = sympy.Integer(1)
-            for size in data.ranges:
-                total = total * size
-            if isinstance(data, Reduction):
-                for size in data.spec.reduction_ranges:
-                    total = total * size
+            total = product([*data.ranges, *(data.spec.reduction_ranges if isinstance(data, Reduction) else [])])
             if total.is_number and sympy.sympify(largest).is_number:
                 largest = max(largest, int(total))
             elif sympy.sympify(largest).is_number:
@@ -329,27 +300,24 @@ class CppKernel(Emitter):
                 pragma = ("#pragma omp parallel for simd" if innermost else "#pragma omp parallel for") + self.threaded
             else:
                 pragma = "#pragma omp simd" if innermost else None
-            headers.append((pragma, f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)"))
+            headers.append((pragma, self.loop(var, size)))
             self.push_block()
         for node in group.nodes:
             index = loop_index(node.data.ranges, [*outer_vars, *inner_vars])
             value = node.data.inner_fn(self.ops, index)
             if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
                 value = self.ops.to_dtype(value, node.dtype)
-            store_index = self.index(store_layout(node).index(index))
-            position = self.outputs.index(node.name)
-            self.scope.lines.append(f"out_ptr{position}[{store_index}] = {value};")
-            self.scope.stored[(node.name, store_index)] = value
+            self.scope.stored[(node.name, self._store(node, index, value))] = value
         for pragma, header in reversed(headers):
-            inner = self.scope
-            self.scope = inner.parent
-            if pragma:
-                self.scope.lines.append(pragma)
-            self.scope.lines.append(header)
-            self.scope.lines.append("{")
-            self.scope.lines.extend("    " + line for line in inner.lines)
-            self.scope.lines.append("}")
+            inner = self.pop_scope()
+            self.scope.lines += [*([pragma] if pragma else []), header, *_block(inner.lines)]
         assert self.scope is outer_scope
+
+    def _store(self, node: ComputedBuffer, index, value: str) -> str:
+        """Stores `value` at the node's element `index`; the store's index text."""
+        store_index = self.index(store_layout(node).index(index))
+        self.scope.lines.append(f"out_ptr{self.outputs.index(node.name)}[{store_index}] = {value};")
+        return store_index
 
     def _welford(self, node: ComputedBuffer, outer_vars) -> None:
         """Mean and m2 in one pass: Welford updates in 16 independent lanes over the innermost
@@ -361,10 +329,8 @@ class CppKernel(Emitter):
             return
         mean_name, m2_name = data.partner or (None, None)
         partners = [n for n in self.kernel.nodes if n.name in (mean_name, m2_name)] if data.partner else [node]
-        # Accumulated in double, as ATen's CPU var/std (its CPU acc_type of float): a float running
-        # mean rounds once per update, and in a row of near-equal values x - mean is then off by
-        # several times eager's error (a [64, 5] row, every update in the scalar tail: 1.7e-4 in
-        # a layer_norm's output; test_welford_over_a_short_inner_dimension_keeps_layer_norm_accurate)
+        # Accumulated in double, as ATen's CPU var/std: a float running mean rounding at every update
+        # is off by several times eager's error (test_welford_over_a_short_inner_dimension_keeps_layer_norm_accurate)
         acc = "double"
         ranges = list(data.spec.reduction_ranges)
         loop_dims = [d for d, size in enumerate(ranges) if size != 1]
@@ -392,11 +358,8 @@ class CppKernel(Emitter):
             if inner_dim is not None:
                 rindex[inner_dim] = inner_expr
             self.push_block()
-            value = data.inner_fn(self.ops, index, rindex)
-            self.scope.lines.extend(update(value))
-            inner = self.scope
-            self.scope = inner.parent
-            return inner.lines
+            self.scope.lines.extend(update(data.inner_fn(self.ops, index, rindex)))
+            return self.pop_scope().lines
 
         nest: list[str] = []
         if symbolic or blocks:
@@ -418,11 +381,10 @@ class CppKernel(Emitter):
                 f"{name}_tn += 1; {acc} delta = static_cast<{acc}>({v}) - {name}_tmean;",
                 f"{name}_tmean += delta / {name}_tn;",
                 f"{name}_tm2 += delta * (static_cast<{acc}>({v}) - {name}_tmean);"])
-            nest += [f"for (int64_t {tail_var} = {self.c(tail_start) if symbolic else tail_start}; {tail_var} < {self.c(inner_size) if symbolic else inner_size}; {tail_var}++)", "{",
-                     *("    " + line for line in tail_body), "}"]
+            nest += [f"for (int64_t {tail_var} = {self.c(tail_start) if symbolic else tail_start}; {tail_var} < "
+                     f"{self.c(inner_size) if symbolic else inner_size}; {tail_var}++)", *_block(tail_body)]
         for d in reversed(outer_dims):
-            nest = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {self.c(ranges[d])}; {rvars[d]}++)", "{",
-                    *("    " + line for line in nest), "}"]
+            nest = [self.loop(rvars[d], ranges[d]), *_block(nest)]
         lines.extend(nest)
         lines.append(f"{acc} {name}_rmean = 0, {name}_rm2 = 0, {name}_rn = 0;")
         lines.append(f"for (int {name}_k = 0; {name}_k < {lanes}; {name}_k++) ember_welford_combine({name}_rmean, "
@@ -430,11 +392,8 @@ class CppKernel(Emitter):
         lines.append(f"ember_welford_combine({name}_rmean, {name}_rm2, {name}_rn, {name}_tmean, {name}_tm2, {name}_tn);")
         for member in partners:
             result = f"{name}_rmean" if member.data.spec.reduction_type == "welford_mean" else f"{name}_rm2"
-            store_index = self.index(store_layout(member).index(index))
-            position = self.outputs.index(member.name)
             value = self.emit(cast_value(result, member.dtype))
-            lines.append(f"out_ptr{position}[{store_index}] = {value};")
-            self.scope.stored[(member.name, store_index)] = value
+            self.scope.stored[(member.name, self._store(member, index, value))] = value
             self.emitted.add(member.name)
 
     def _reduction(self, node: ComputedBuffer, outer_vars) -> None:
@@ -459,34 +418,21 @@ class CppKernel(Emitter):
         rindex = [rvars[d] if d in loop_dims else sympy.Integer(0) for d in range(len(ranges))]
         self.bounds.update({rvars[d]: ranges[d] - 1 for d in loop_dims})
         flat_position = self.c(sum((rvars[d] * stride for d, stride in
-                                     zip(range(len(ranges)), _contiguous(ranges)) if d in loop_dims),
+                                     zip(range(len(ranges)), contiguous_strides(ranges)) if d in loop_dims),
                                     sympy.Integer(0)))
         parallel_inside = not self.loop_outer
         self.push_block()
         index = loop_index(node.data.ranges, outer_vars)
         value = data.inner_fn(self.ops, index, rindex)
-        update = {
-            "sum": f"{accumulator} = {accumulator} + {value};",
-            "prod": f"{accumulator} = {accumulator} * {value};",
-            "max": f"{accumulator} = ember_maximum({accumulator}, static_cast<{acc_type}>({value}));",
-            "min": f"{accumulator} = ember_minimum({accumulator}, static_cast<{acc_type}>({value}));",
-            "any": f"{accumulator} = {accumulator} || static_cast<bool>({value});",
-            "all": f"{accumulator} = {accumulator} && static_cast<bool>({value});",
-            "argmax": (f"if (!({accumulator} != {accumulator}) && (({value}) > {accumulator} || ({value}) != ({value})))"
-                       f" {{ {accumulator} = {value}; {index_name} = {flat_position}; }}"),
-            "argmin": (f"if (!({accumulator} != {accumulator}) && (({value}) < {accumulator} || ({value}) != ({value})))"
-                       f" {{ {accumulator} = {value}; {index_name} = {flat_position}; }}"),
-        }[kind]
-        self.scope.lines.append(update)
-        inner = self.scope
-        self.scope = inner.parent
+        self.scope.lines.append(_UPDATES[kind].format(acc=accumulator, value=value, type=acc_type, index=index_name,
+                                                      position=flat_position))
+        inner = self.pop_scope()
         clause = _REDUCTION_CLAUSE.get((kind, acc_type))
-        lines = list(inner.lines) if loop_dims else ["{", *("    " + line for line in inner.lines), "}"]
+        lines = list(inner.lines) if loop_dims else _block(inner.lines)
         for depth, d in enumerate(reversed(loop_dims)):
             outermost = depth == len(loop_dims) - 1
             innermost = depth == 0
-            header = [f"for (int64_t {rvars[d]} = 0; {rvars[d]} < {self.c(ranges[d])}; {rvars[d]}++)", "{",
-                      *("    " + line for line in lines), "}"]
+            header = [self.loop(rvars[d], ranges[d]), *_block(lines)]
             pragma = None
             if clause and outermost and parallel_inside:
                 pragma = f"#pragma omp parallel for{' simd' if innermost else ''} reduction({clause}:{accumulator})" \
@@ -496,18 +442,14 @@ class CppKernel(Emitter):
             lines = ([pragma] if pragma else []) + header
         self.scope.lines.extend(lines)
         result = index_name if index_name else accumulator
-        store_index = self.index(store_layout(node).index(index))
-        position = self.outputs.index(node.name)
         if node.dtype != spec.src_dtype or index_name:
             result = cast_value(result, node.dtype)
-        self.scope.lines.append(f"out_ptr{position}[{store_index}] = {result};")
+        store_index = self._store(node, index, result)
         self.scope.stored[(node.name, store_index)] = result if not result.startswith("static_cast") else \
             self.emit(result)
 
 
 def _natural(name: str):
-    import re
-
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
@@ -520,10 +462,17 @@ def _reduction_init(kind: str, dtype: torch.dtype, acc_type: str) -> str:
             "argmin": highest, "any": "false", "all": "true"}[kind]
 
 
-def _contiguous(ranges: list) -> list:
-    from ...lowering.indexing import contiguous_strides
-
-    return contiguous_strides(ranges)
+# A reduction's update of its accumulator `acc` by `value` (argmax/argmin: also its `index`).
+_UPDATES = {
+    "sum": "{acc} = {acc} + {value};", "prod": "{acc} = {acc} * {value};",
+    "max": "{acc} = ember_maximum({acc}, static_cast<{type}>({value}));",
+    "min": "{acc} = ember_minimum({acc}, static_cast<{type}>({value}));",
+    "any": "{acc} = {acc} || static_cast<bool>({value});", "all": "{acc} = {acc} && static_cast<bool>({value});",
+    "argmax": "if (!({acc} != {acc}) && (({value}) > {acc} || ({value}) != ({value}))) {{ {acc} = {value}; {index} = "
+              "{position}; }}",
+    "argmin": "if (!({acc} != {acc}) && (({value}) < {acc} || ({value}) != ({value}))) {{ {acc} = {value}; {index} = "
+              "{position}; }}",
+}
 
 
 # (reduction, C type) -> the OpenMP reduction identifier that lets the loop vectorize (and split

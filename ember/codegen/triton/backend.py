@@ -1,14 +1,12 @@
 """The GPU kernel backend: Triton kernels (kernel.py), loaded from ember's cache folder and
-compiled when the graph is built (on a GPU: in threads, see TritonLauncher); the wrapper passes
-tensors, sizes and a grid.
+compiled when the graph is built; the wrapper passes tensors, sizes and a grid, kernel by kernel
+(one scheduled kernel may become several, run in order):
 
     kernel0[(cdiv(xnumel, XBLOCK),)](arg0, buf1, 8192, 768, XBLOCK=4, RBLOCK=1024, num_warps=8)
-
-One scheduled kernel may become several Triton kernels (split where values cannot stay in
-registers); they run in order.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -19,8 +17,9 @@ import sympy
 
 from ... import config as ember_config
 from ... import logs
+from ...errors import GraphNotSupported
 from ...lowering.indexing import python_size
-from ...lowering.ir import ComputedBuffer, Layout
+from ...lowering.ir import ComputedBuffer, Layout, product
 from ...scheduling.scheduler import Kernel
 from . import tune as triton_tune
 from ..kernel import KernelCompileError
@@ -38,7 +37,6 @@ class TritonStep:
     """The Triton kernels of one scheduled kernel."""
 
     kernels: list[TritonSource]
-    index_checks: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def size_args(self) -> list[str]:
@@ -55,14 +53,10 @@ class TritonStep:
 
 
 class TritonLauncher:
-    """Launches one kernel with its block sizes.
-
-    On a GPU the kernel is compiled when the graph is built (`precompile`, many kernels at once in
-    threads: Triton's compiler passes and ptxas run without the GIL), for arguments as the wrapper
-    passes them: tensors 16-byte aligned, sizes as the graph's.  A call with such arguments goes
-    straight to the compiled kernel's launcher; any other (a view at an odd offset, symbolic sizes)
-    goes through Triton's JIT, which compiles what it needs.  A kernel Triton cannot compile raises
-    KernelCompileError naming its source file."""
+    """Launches one kernel with its block sizes.  On a GPU the kernel is compiled when the graph is
+    built (`precompile`, in threads) for arguments as the wrapper passes them (tensors 16-byte
+    aligned, the graph's sizes): such a call goes straight to the compiled kernel's launcher, any
+    other through Triton's JIT.  A kernel Triton cannot compile raises KernelCompileError."""
 
     def __init__(self, function, source: TritonSource, pointer_dtypes: list | None = None) -> None:
         self.function = function
@@ -70,9 +64,9 @@ class TritonLauncher:
                            **source.constexprs}
         self.num_warps = source.num_warps
         self.path = getattr(function, "ember_path", "?")
-        # the arguments: pointers, then sizes, then the index flags' pointer (index checks)
+        # the arguments: pointers, then sizes, then the index flags' pointer
         self.pointer_dtypes = pointer_dtypes  # (None: not precompiled)
-        self.sizes = _static_sizes(source)
+        self.sizes = triton_tune.static_sizes(source)
         self.flags = bool(source.index_checks)
         self.compiled = None
         self.pending = None
@@ -103,8 +97,7 @@ class TritonLauncher:
         self.device = torch.cuda.current_device()
         self.compiled = kernel
         self.tail = tuple(self.constexprs.values())
-        self.stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
-            (lambda device: torch.cuda.current_stream(device).cuda_stream)
+        self.stream = _raw_stream()
         self.launch, self.head = _launch_entry(kernel)
         self.pointers = len(self.pointer_dtypes)
         self.after_sizes = self.pointers + len(self.sizes)
@@ -123,18 +116,15 @@ class TritonLauncher:
             self.function[grid](*args, **self.constexprs, num_warps=self.num_warps, **COMPILE_OPTIONS)
 
 
-# No fused multiply-adds the program did not ask for: eager rounds a*b before `- c` (each op is a
-# kernel of its own), and a contracted fma(a, b, -c) returns a*b's rounding error instead, so
-# `v = x * x; v - v` was 1e24 rather than 0 (tests/codegen/test_triton_kernels.py).
-# Nor subnormals flushed to zero inside libdevice (Triton's default): eager's CUDA kernels keep
-# them (atan2, ceil, rsqrt of a subnormal: fuzz special 702166, 702356, known 702184).
+# No fused multiply-adds the program did not ask for (eager rounds a*b before `- c`: `v = x * x;
+# v - v` came out 1e24, not 0), nor subnormals flushed to zero inside libdevice (eager keeps them).
 COMPILE_OPTIONS = {"enable_fp_fusion": False, "enable_reflect_ftz": False}
 
 
 def _launch_entry(kernel) -> tuple[Callable, tuple]:
     """(callable, the arguments between the stream and the kernel's own) for launching a compiled
-    kernel: Triton's C launcher itself where the kernel needs no scratch memory (one Python frame
-    less per launch, which adds up over a training step's ~1000 launches), else `kernel.run`."""
+    kernel: Triton's C launcher itself where it needs no scratch memory (a Python frame less per
+    launch), else `kernel.run`."""
     runner = kernel.run
     launch = getattr(runner, "launch", None)
     fields = ("launch_cooperative_grid", "launch_pdl", "global_scratch_size", "profile_scratch_size")
@@ -167,8 +157,8 @@ def _aligned_as_declared(args: tuple, dtypes: list) -> bool:
 
 
 def _log_mismatch(launcher: "TritonLauncher", args: tuple) -> None:
-    """Says once why a precompiled kernel took Triton's JIT path (a tensor of another dtype than
-    the graph declared for it would point at a lowering that mis-declares a buffer)."""
+    """Says once why a precompiled kernel took Triton's JIT path (another dtype than declared points
+    at a lowering that mis-declares a buffer)."""
     if not log_fallbacks.isEnabledFor(10):
         return
     found = [f"argument {k}: {arg.dtype} where {dtype} was declared" for k, (arg, dtype)
@@ -177,8 +167,6 @@ def _log_mismatch(launcher: "TritonLauncher", args: tuple) -> None:
               if hasattr(arg, "data_ptr") and arg.data_ptr() % 16]
     log_fallbacks.debug("Triton kernel %s launched through the JIT: %s", launcher.path,
                         "; ".join(found) or "sizes or launch hooks differ")
-
-
 
 
 def direct_launches(*inputs) -> bool:
@@ -204,49 +192,30 @@ def _hooked(hook) -> bool:
     return bool(hook.calls) if hasattr(hook, "calls") else hook is not None
 
 
-def _static_sizes(source: TritonSource) -> tuple | None:
-    """The kernel's integer arguments after its pointers (xnumel, rnumel) when they are numbers."""
-    if source.size_args:
-        return None
-    sizes = [sympy.sympify(source.xnumel)] + ([sympy.sympify(source.rnumel)] if source.rnumel is not None else [])
-    return tuple(int(size) for size in sizes) if all(size.is_number for size in sizes) else None
-
-
-class _compile_errors:
+@contextlib.contextmanager
+def _compile_errors(path: str):
     """Turns Triton's CompilationError into KernelCompileError naming the kernel's file."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, error, trace) -> bool:
-        if error is None:
-            return False
+    try:
+        yield
+    except Exception as error:
         from triton.compiler.errors import CompilationError
 
         if isinstance(error, CompilationError):
             raise KernelCompileError(f"ember: Triton could not compile a generated kernel; its source is "
-                                     f"{self.path}:\n{error}") from error
-        return False
+                                     f"{path}:\n{error}") from error
+        raise
 
 
 COMPILE_THREADS = min(16, os.cpu_count() or 1)
 
 
 class DeviceIndexFlags:
-    """Where a graph's kernels report out-of-range indices: one int32 per check site, on the
-    device; a kernel only ever sets them.  After the graph's kernels the wrapper calls `check`:
-
-    CPU tensors (Triton's interpreter): the verdict at once.
-    CUDA: the flags are copied to pinned host memory without waiting, and the copy from an earlier
-    call is looked at if the GPU has finished it.  A waiting check would drain the GPU's queue
-    after every graph (4.5 ms a step in BERT training); like eager's device-side asserts, the error
-    then surfaces a call later, once the GPU got there, but as an IndexError that leaves the
-    process usable.  `wait=True` (ember.check_index_errors()) waits for the verdict.
-
-    Kernels read row 0 in place of an out-of-range row: never memory outside a buffer."""
+    """Where a graph's kernels report out-of-range indices (reading row 0 instead): one int32 per
+    check site, on the device.  After the kernels the wrapper calls `check`: on the CPU (Triton's
+    interpreter) the verdict comes at once; on CUDA the flags are copied to pinned memory without
+    waiting, and an earlier call's copy is read once the GPU made it (a waiting check drained the
+    queue after every graph: 4.5 ms a BERT training step), so the IndexError surfaces a call
+    later, as eager's device-side asserts do.  `wait=True` (ember.check_index_errors()) waits."""
 
     def __init__(self) -> None:
         self.sites: list[tuple[str, str]] = []  # (kernel, site) per flag
@@ -266,8 +235,6 @@ class DeviceIndexFlags:
 
     def view(self, offset: int, device):
         import torch
-
-        from ...errors import GraphNotSupported
 
         if len(self.sites) > self.CAPACITY:
             raise GraphNotSupported(f"more than {self.CAPACITY} bounds-checked indexing sites")
@@ -296,7 +263,7 @@ class DeviceIndexFlags:
 
     def _look(self, wait: bool) -> None:
         """Raises if the last copy, once the GPU made it, shows a flag."""
-        if wait and self.host is None and self.tensor is not None:
+        if wait and self.host is None:
             fired = self.tensor[:len(self.sites)].tolist()
             if any(fired):
                 self._raise(fired)
@@ -339,8 +306,6 @@ class TritonBackend:
     name = "triton"
 
     def sources(self, graph, scheduler, dtypes: dict) -> dict[str, TritonStep]:
-        from ...errors import GraphNotSupported
-
         offsets = _planned_offsets(graph)
         int64 = _needs_int64(graph)
         empty = _maybe_empty(graph)
@@ -361,16 +326,11 @@ class TritonBackend:
                      for _, numel, _ in kernel.workspaces]
         return steps
 
-    def build(self, sources: dict[str, TritonStep]) -> dict[str, list[Callable]]:
-        """Each kernel's launcher, compiled.  Kernels worth tuning compile each launch candidate
-        too and keep the fastest (tune.py); kernels of the same code and sizes (a model's
-        layers) are timed once."""
-        return self.finish_build(self.start_build(sources))
-
     def start_build(self, sources: dict[str, TritonStep]) -> tuple:
-        """`build`'s first half: the launchers made and their compiles handed to the workers,
-        which go on while the caller does (lowers the next graph); `finish_build` waits for them,
-        compiles in this process what they did not, and tunes."""
+        """The launchers made and their compiles handed to the workers, which go on while the
+        caller does (lowers the next graph); `finish_build` waits for them, compiles in this
+        process what they did not, and tunes: kernels worth tuning compile each launch candidate
+        too and keep the fastest (tune.py); kernels of the same code and sizes are timed once."""
         device_name = _device_name(sources)
         launchers, trials, followers, extra = {}, {}, [], []
         wanted: dict = {}  # key -> [(name, position, launches, function) of its first kernel, its count]
@@ -460,11 +420,9 @@ class TritonBackend:
 
     def _direct_call(self, wrapper, launcher: "TritonLauncher", source: TritonSource, arguments: list,
                      own: set[str]) -> tuple[str, str] | None:
-        """(condition, call) that launches the precompiled kernel through Triton's C launcher with
-        no Python in between, where what `TritonLauncher.__call__` checks at each launch is known
-        now: sizes (static), the pointers' dtypes and alignment (buffers the wrapper allocates;
-        constants).  Graph inputs are checked once per call (`direct`, the first lines) and
-        extern results where the condition reads them."""
+        """(condition, call) launching the precompiled kernel through Triton's C launcher, where what
+        `TritonLauncher.__call__` checks is known now (static sizes; dtypes and alignment of buffers
+        the wrapper allocates, and constants); graph inputs are checked once per call (`direct`)."""
         if not ember_config._config.triton_direct_launch or launcher.compiled is None or launcher.sizes is None or source.size_args:
             return None
         sizes = [source.xnumel] + ([source.rnumel] if source.rnumel is not None else [])
@@ -496,8 +454,8 @@ class TritonBackend:
         return " and ".join(conditions), call
 
     def initial_lines(self, wrapper) -> list[str]:
-        """Before the first kernel: may kernels launch directly this call (no launch hooks, the
-        inputs they read 16-byte aligned), and each device's current stream."""
+        """Before the first kernel: the scratch tensors, whether kernels launch directly this call, and
+        each device's current stream."""
         scratch = [f"{name} = torch.empty({numel}, dtype={dtype}, device={wrapper.device(device)})"
                    for (_, dtype, device), (name, numel) in wrapper.workspaces.items()]
         if not wrapper.direct_streams:
@@ -514,11 +472,9 @@ class TritonBackend:
 
 
 def _workspace(wrapper, slot: int, numel: int, dtype, device) -> str:
-    """The scratch tensor of a call that a split reduction's `slot`-th workspace uses: one per
-    (slot, dtype, device) for the whole call, as large as its largest use, allocated before the
-    first kernel.  The kernels of a call run in order on one stream, and a workspace is read only
-    by its reduction's combining kernels, which run before the next split reduction writes it
-    (a ResNet-50 training step allocated 176 workspaces, ~4 us each on an H100's host)."""
+    """The call's scratch tensor for a split reduction's `slot`-th workspace: one per (slot, dtype,
+    device), as large as its largest use (kernels run in order on one stream, and a workspace is
+    read only by its combining kernels, before the next split reduction writes it)."""
     pools = wrapper.workspaces
     key = (slot, dtype, device)
     name, size = pools.get(key, (f"workspace{len(pools)}", 0))
@@ -527,8 +483,7 @@ def _workspace(wrapper, slot: int, numel: int, dtype, device) -> str:
 
 
 def _device_name(sources: dict[str, TritonStep]) -> str | None:
-    """The GPU the kernels run on, by name (autotuning's records are per GPU); None where no
-    kernel is timed (the interpreter, unless a test times kernels there)."""
+    """The GPU the kernels run on, by name (autotuning's records are per GPU); None: none is timed."""
     if os.environ.get("TRITON_INTERPRET") == "1":
         return "interpreter" if triton_tune.ON_INTERPRETER else None
     import torch
@@ -536,22 +491,8 @@ def _device_name(sources: dict[str, TritonStep]) -> str | None:
     return torch.cuda.get_device_name() if torch.cuda.is_available() else None
 
 
-def graph_device_type(scheduler) -> str | None:
-    for step in scheduler.steps:
-        if isinstance(step, Kernel):
-            return step.nodes[0].layout.device.type
-    return None
-
-
-def _precompile(launchers: list[TritonLauncher]) -> None:
-    """Compiles the graph's kernels, before its first call (on a GPU; the interpreter has
-    nothing to compile)."""
-    _finish_precompile(launchers, _start_precompile(launchers))
-
-
 def _start_precompile(launchers: list[TritonLauncher]):
-    """The kernels handed to the compile workers: (start time, their batch), or None where
-    nothing compiles."""
+    """The kernels handed to the compile workers: (start time, their batch); None: nothing compiles."""
     if os.environ.get("TRITON_INTERPRET") == "1" or not any(launcher.pointer_dtypes for launcher in launchers):
         return None
     from . import pool as triton_pool
@@ -560,8 +501,7 @@ def _start_precompile(launchers: list[TritonLauncher]):
 
 
 def _finish_precompile(launchers: list[TritonLauncher], handed: tuple | None) -> None:
-    """Waits for the workers (into Triton's cache: the compiles below find their kernels), then
-    compiles each kernel here in threads."""
+    """Waits for the workers (into Triton's cache), then compiles each kernel here in threads."""
     if handed is None:
         return
     from concurrent.futures import ThreadPoolExecutor
@@ -588,16 +528,21 @@ def _finish_precompile(launchers: list[TritonLauncher], handed: tuple | None) ->
                    handed_over - started, finished - handed_over)
 
 
+def _extent(layout: Layout) -> sympy.Expr:
+    """Elements a pointer to this layout reaches, its offset included."""
+    return sympy.sympify(layout.offset + sum(((size - 1) * abs(stride) for size, stride in
+                                              zip(layout.size, layout.stride)), sympy.Integer(0)) + 1)
+
+
 def _extents(graph, scheduler) -> dict:
-    """Elements each buffer's pointer reaches (its offset included), where the sizes are known:
-    the scratch tensors autotuning runs kernels on are this large."""
+    """Elements each buffer's pointer reaches, where the sizes are known: the scratch tensors
+    autotuning runs kernels on are this large."""
     extents = {}
     for buffer in [*graph.inputs, *graph.buffers, *scheduler.kept]:
         layout = getattr(buffer, "layout", None)
         if not isinstance(layout, Layout):
             continue
-        extent = sympy.sympify(layout.offset + sum(((size - 1) * abs(stride) for size, stride in
-                                                    zip(layout.size, layout.stride)), sympy.Integer(0)) + 1)
+        extent = _extent(layout)
         if extent.is_number and all(sympy.sympify(size).is_number for size in layout.size):
             extents[buffer.name] = 0 if any(int(size) == 0 for size in layout.size) else int(extent)
     for name, tensor in graph.constants.items():
@@ -616,25 +561,17 @@ def _planned_offsets(graph) -> dict:
 
 def _maybe_empty(graph) -> frozenset:
     """Buffers whose size may be 0 (their loads are masked in every dimension of the kernel)."""
-    names = set()
-    for buffer in [*graph.inputs, *graph.buffers]:
-        layout = getattr(buffer, "layout", None)
-        if isinstance(layout, Layout):
-            numel = sympy.sympify(sympy.Mul(*layout.size)) if layout.size else sympy.Integer(1)
-            if numel.is_zero is not False:
-                names.add(buffer.name)
-    return frozenset(names)
+    return frozenset(buffer.name for buffer in [*graph.inputs, *graph.buffers]
+                     if isinstance(getattr(buffer, "layout", None), Layout)
+                     and product(buffer.layout.size).is_zero is not False)
 
 
 def _needs_int64(graph) -> bool:
     """Does some buffer reach past what int32 indices address (or may it, with symbolic sizes)?"""
     for buffer in [*graph.inputs, *graph.buffers]:
         layout = getattr(buffer, "layout", None)
-        if not isinstance(layout, Layout):
-            continue
-        extent = layout.offset + sum(((size - 1) * abs(stride) for size, stride in zip(layout.size, layout.stride)),
-                                     sympy.Integer(0)) + 1
-        extent = sympy.sympify(extent)
-        if not extent.is_number or int(extent) >= INT32_LIMIT:
-            return True
+        if isinstance(layout, Layout):
+            extent = _extent(layout)
+            if not extent.is_number or int(extent) >= INT32_LIMIT:
+                return True
     return False

@@ -1,31 +1,17 @@
 """Triton kernels from the same loop IR and schedule as the C++ ones (GPU code generation).
 
-A scheduled kernel (codegen input: `Kernel`, nodes sharing outer loop ranges) becomes one or
-more Triton kernels:
+A scheduled kernel becomes one or more Triton kernels: pointwise only, a flat `xindex` over
+every element in blocks of XBLOCK; with inner loops or reductions, 2-D blocks [XBLOCK, RBLOCK]
+(x over the outer ranges, r over the rows), persistent when a row fits in one block (no loop,
+every value in registers), else looped (`for roffset in range(0, rnumel, RBLOCK)`, accumulators
+reduced after the loop).  A node must find a kernel-mate's value in registers (another thread
+may hold the element); where it cannot, the kernel is split there (scheduling/gpu_partition.py).
 
-    pointwise only, one space   a flat `xindex` over every element: blocks of XBLOCK, masked
-    with inner loops/reductions a 2-D block [XBLOCK, RBLOCK]: x runs over the outer ranges,
-                                r over the inner (reduction) ranges.  Persistent when the row
-                                fits in one block (RBLOCK >= rnumel: no loop, every value stays in
-                                registers), else looped: `for roffset in range(0, rnumel, RBLOCK)`
-                                per loop group, accumulators [XBLOCK, RBLOCK] reduced after it.
-
-A node reading a kernel-mate's output must find that value in registers (another thread of
-the block may hold the element; stores are not visible to it): where it cannot (a different
-index, a value from an earlier loop), the kernel is split there and the rest becomes the next
-kernel, which reads the value from memory.
-
-Each node's index variables are `xindex`/`rindex` unflattened over its ranges; loads and stores
-use the node's layout indices less the storage offset the graph planned for that buffer (the
-wrapper passes tensors: Triton indexes from their data pointer).  float16/bfloat16 are loaded as
-float32 and stored in their own dtype; values rounded where eager rounds.  Op spellings live in
-`TRITON_OPS` (the C++ generator's `CPP_OPS` counterpart); reductions in `_REDUCE`.
-
-Data-dependent indices (embedding, gather, x[idx]) are bounds-checked: an index out of range
-reads row 0 and sets a flag the wrapper turns into eager's IndexError after the graph ran.
-
-Scatters (index_put, scatter, embedding's backward) are two kernels: the base copy, then the
-updates (accumulating ones with atomic adds).
+Loads and stores index from the tensors' data pointers (less the storage offset the graph
+planned); float16/bfloat16 are computed in float32, rounded where eager rounds.  Op spellings are
+`TRITON_OPS` (ops.py); reductions are in reduce.py.  Data-dependent indices are bounds-checked
+(an index out of range reads row 0 and sets a flag the wrapper turns into eager's IndexError).
+Scatters are two kernels: the base copy, then the updates (accumulating ones with atomic adds).
 """
 from __future__ import annotations
 
@@ -36,7 +22,7 @@ import sympy
 import torch
 
 from ...lowering.indexing import simplify_index
-from ...lowering.ir import ComputedBuffer, Pointwise, Reduction, store_layout
+from ...lowering.ir import ComputedBuffer, Pointwise, Reduction, product, store_layout
 from ...lowering.printer import provenance
 from ...lowering.symbolic import is_size_symbol
 from ...scheduling.scheduler import Kernel, LoopGroup, squeeze
@@ -49,13 +35,9 @@ from .reduce import _BLOCK_REDUCE, _Reducer
 PERSISTENT_RNUMEL = 2048  # rows up to this many elements are reduced in one block, without a loop
 
 
-
-
-
 class TritonKernel(Emitter):
-    """Nodes of one scheduled kernel as one Triton kernel; where a node reads a kernel-mate's
-    value that the kernel does not hold, the source says so (`unheld`) and the partitioning
-    pass (scheduling/gpu_partition.py) decides what to make instead."""
+    """Nodes of one scheduled kernel as one Triton kernel; a read of a kernel-mate's value the kernel
+    does not hold is reported (`unheld`) to the partitioning pass (scheduling/gpu_partition.py)."""
 
     ASSIGN = "{name} = {expr}"
     INDEX_CAST = "{name} = {value}.to(tl.int64)"
@@ -74,11 +56,10 @@ class TritonKernel(Emitter):
         self.outer = list(outer)
         self.buffer_dtypes = buffer_dtypes
         self.offsets = offsets or {}  # buffer -> storage offset the graph planned (wrapper passes tensors)
-        self.int64 = int64
+        self.index_type = "tl.int64" if int64 else "tl.int32"
         self.own = {node.name for node in nodes}
-        # Values only this kernel reads, each read where it is computed: kept in registers, never
-        # stored (`elided`; the wrapper allocates no buffer for them).  The caller offers a
-        # reduction's result only for a kernel that is neither split nor cut.
+        # Values only this kernel reads, where it computes them: kept in registers, never stored
+        # (`elided`: no buffer).  A reduction's result is offered only for a kernel neither split nor cut.
         self.internal = {node.name for node in nodes if node.name in internal
                          and isinstance(node.data, (Pointwise, Reduction))}
         self.outputs = [node.name for node in nodes if node.name not in self.internal]
@@ -96,17 +77,15 @@ class TritonKernel(Emitter):
         self.size_symbols.update(s.name for s in expr.free_symbols if is_size_symbol(s))
         return texpr(expr)
 
+    text = tex
+
     def simplified(self, index):
-        """The index without the floors and mods its variables' ranges make idle (a view's
-        `(x2 + x1 // 512) % 512` with x1, x2 < 512 is x2): fewer integer divisions per element,
-        and the contiguity of the address shows."""
+        """The index without the floors and mods its variables' ranges make idle (`(x2 + x1 // 512) %
+        512` with x1, x2 < 512 is x2): fewer divisions, and the address's contiguity shows."""
         index = sympy.sympify(index)
         if not self.bounds or not index.has(sympy.floor, sympy.Mod):
             return index
         return simplify_index(index, self.bounds)
-
-    def text(self, expr) -> str:
-        return self.tex(expr)
 
     def checked_index(self, value: str, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
         symbol = super().checked_index(value, size, site, wrap_negative)
@@ -142,24 +121,18 @@ class TritonKernel(Emitter):
         """The block dimensions an index spans: through x/r variables (its shape has them), and
         through data-dependent indices (it may: such a value's shape is not known here)."""
         names = {s.name for s in sympy.sympify(expr).free_symbols if not is_size_symbol(s)}
-        indirect = set()
-        for name in names:
-            indirect |= self.indirect_dims.get(name, set())
+        indirect = set().union(*(self.indirect_dims.get(name, set()) for name in names))
         direct = {dim for dim in ("x", "r")
                   if any(name.startswith(dim) for name in names if name not in self.indirect_dims)}
         return direct, indirect
 
     def address(self, index, everywhere: bool = False) -> tuple[str, str]:
-        """(index text, mask text) for a load: masked in the dimensions the index uses (and in
-        all of the scope's under ops.masked, whose condition may vary in each, and for a buffer
-        that may be empty: `everywhere`, as an index need not name a dimension of size 0); the
-        index is spread over every masked dimension, so that the pointer block has the mask's
-        shape.  An index of no dimension reads one element, which a non-empty buffer has."""
+        """(index text, mask text) for a load, masked in the dimensions the index uses (in all of the
+        scope's under ops.masked, and `everywhere` for a buffer that may be empty) and spread over
+        every masked one, so that the pointer block has the mask's shape."""
         direct, indirect = self._dims_of(index)
         needed = direct | indirect | (set(self.dims) if self.conditions or everywhere else set())
-        text = self.tex(index)
-        for dim in sorted(needed - direct):
-            text = f"{text} + 0 * {dim}index"
+        text = self.tex(index) + "".join(f" + 0 * {dim}index" for dim in sorted(needed - direct))
         if not needed and not direct:  # one element, as a [1] / [1, 1] block (never a 0-d value)
             text = f"{text} + tl.zeros({self.unit_shape}, tl.int32)"
         masks = [f"{dim}mask" for dim in ("x", "r") if dim in needed] + [f"({c})" for c in self.conditions]
@@ -171,10 +144,7 @@ class TritonKernel(Emitter):
         mask = " & ".join(f"{dim}mask" for dim in self.dims)
         if node.name not in self.internal:
             pointer, offset = on_pointer(f"out_ptr{self.outputs.index(node.name)}", address)
-            text = self.tex(offset)
-            for dim in self.dims:
-                if dim not in direct:
-                    text = f"{text} + 0 * {dim}index"
+            text = self.tex(offset) + "".join(f" + 0 * {dim}index" for dim in self.dims if dim not in direct)
             self.scope.lines.append(f"tl.store({pointer} + {text}, {value}, {mask})")
         if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
             value = self.emit(f"{value}.to({TL_DTYPES[node.dtype]}).to(tl.float32)", torch.float32)
@@ -182,44 +152,44 @@ class TritonKernel(Emitter):
         self.emitted.add(node.name)
 
     # -- generation -------------------------------------------------------------------------------
-    def generate(self, name: str) -> TritonSource:
-        groups = Kernel(name, self.outer, self.nodes).groups()
-        positions = {node.name: k for k, node in enumerate(self.nodes)}
-        r_groups = [g for g in groups if g.reduction or g.inner]
-        self.rnumel = None
-        if r_groups:
-            self.rnumel = _numel(r_groups[0].row_ranges())
-            if any(sympy.expand(_numel(group.row_ranges()) - self.rnumel) != 0 for group in r_groups[1:]):
-                raise ValueError("a Triton kernel over rows of several sizes (gpu_partition splits them first)")
-        xranges = self.outer if r_groups else squeeze(self.nodes[0].data.ranges)
-        self.xnumel = _numel(xranges)
-        persistent = self.rnumel is not None and sympy.sympify(self.rnumel).is_number and \
-            int(self.rnumel) <= PERSISTENT_RNUMEL
-        self.persistent = persistent
+    def _begin(self, xranges: list, rnumel, persistent: bool, rlines: list[str] = (), order=None) -> None:
+        """A kernel's scope and first lines: the block's x indices ([XBLOCK, 1] where it has rows,
+        `rnumel`), `rlines`, then the x variables over `xranges` (walked in `order`)."""
+        self.rnumel, self.persistent, self.xnumel = rnumel, persistent, product(xranges)
         self.kernel_scope = self.scope = Scope()
         self.dims: tuple[str, ...] = ("x",)  # the block dimensions of the group being generated
         self.ops = TritonOps(self)
-        index_type = "tl.int64" if self.int64 else "tl.int32"
-        head = []
-        if self.rnumel is None:
-            head += [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
-                     f"xindex = xoffset + tl.arange(0, XBLOCK).to({index_type})", "xmask = xindex < xnumel"]
-        else:
-            head += [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
-                     f"xindex = xoffset + tl.arange(0, XBLOCK)[:, None].to({index_type})", "xmask = xindex < xnumel",
-                     f"rbase = tl.arange(0, RBLOCK)[None, :].to({index_type})"]
-            if persistent:
-                head += ["rindex = rbase", "rmask = rindex < rnumel"]
-            if self.split:  # this program's chunk of the rows (RCHUNK: a multiple of RBLOCK)
-                head += [f"rstart = tl.program_id(1).to({index_type}) * RCHUNK",
-                         "rend = tl.minimum(rstart + RCHUNK, rnumel)"]
-        order = _store_order(self.nodes[0], xranges) if self.rnumel is None else None
+        column = "" if rnumel is None else "[:, None]"
+        head = [f"xoffset = tl.program_id(0).to({self.index_type}) * XBLOCK",
+                f"xindex = xoffset + tl.arange(0, XBLOCK){column}.to({self.index_type})", "xmask = xindex < xnumel",
+                *rlines]
         if order is None:
             self.xvars = _unflatten("x", "xindex", xranges, head, self)
         else:  # xindex walks the first output's memory in order (neighbouring lanes, neighbouring bytes)
             walked = _unflatten("x", "xindex", [xranges[d] for d in order], head, self)
             self.xvars = [walked[order.index(d)] for d in range(len(xranges))]
         self.kernel_scope.lines += head
+
+    def generate(self, name: str) -> TritonSource:
+        groups = Kernel(name, self.outer, self.nodes).groups()
+        positions = {node.name: k for k, node in enumerate(self.nodes)}
+        r_groups = [g for g in groups if g.reduction or g.inner]
+        rnumel, rlines = None, []
+        if r_groups:
+            rnumel = product(r_groups[0].row_ranges())
+            if any(sympy.expand(product(group.row_ranges()) - rnumel) != 0 for group in r_groups[1:]):
+                raise ValueError("a Triton kernel over rows of several sizes (gpu_partition splits them first)")
+        xranges = self.outer if r_groups else squeeze(self.nodes[0].data.ranges)
+        persistent = rnumel is not None and sympy.sympify(rnumel).is_number and int(rnumel) <= PERSISTENT_RNUMEL
+        if rnumel is not None:
+            rlines.append(f"rbase = tl.arange(0, RBLOCK)[None, :].to({self.index_type})")
+            if persistent:
+                rlines += ["rindex = rbase", "rmask = rindex < rnumel"]
+            if self.split:  # this program's chunk of the rows (RCHUNK: a multiple of RBLOCK)
+                rlines += [f"rstart = tl.program_id(1).to({self.index_type}) * RCHUNK",
+                           "rend = tl.minimum(rstart + RCHUNK, rnumel)"]
+        order = _store_order(self.nodes[0], xranges) if rnumel is None else None
+        self._begin(xranges, rnumel, persistent, rlines, order)
         self._rvars: dict[tuple, list] = {}
         try:
             self._runs(_shared_passes(groups, self.persistent), positions)
@@ -266,18 +236,7 @@ class TritonKernel(Emitter):
         (node,) = self.nodes
         data = node.data
         ranges = data.out_ranges if phase == "base" else data.ranges
-        self.rnumel = None
-        self.persistent = False
-        xranges = squeeze(ranges)
-        self.xnumel = _numel(xranges)
-        self.kernel_scope = self.scope = Scope()
-        self.dims = ("x",)
-        self.ops = TritonOps(self)
-        index_type = "tl.int64" if self.int64 else "tl.int32"
-        head = [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
-                f"xindex = xoffset + tl.arange(0, XBLOCK).to({index_type})", "xmask = xindex < xnumel"]
-        self.xvars = _unflatten("x", "xindex", xranges, head, self)
-        self.kernel_scope.lines += head
+        self._begin(squeeze(ranges), None, False)
         index = loop_index(ranges, self.xvars)
         if phase == "base":
             self.store(node, index, data.base(self.ops, index))
@@ -301,41 +260,38 @@ class TritonKernel(Emitter):
             source.XBLOCK, source.num_warps = 1, 1
         return source
 
-    def _combine_head(self, split: int, xranges: list) -> None:
+    def _combine_head(self, split: int, xranges: list, inputs: list[str]) -> None:
         """A combining kernel's start: one persistent block over the `split` partial results of
-        each output (rows of the workspace [split, xnumel])."""
-        self.rnumel = sympy.Integer(split)
-        self.persistent = True
-        self.xnumel = _numel(xranges)
-        self.kernel_scope = self.scope = Scope()
-        self.ops = TritonOps(self)
-        index_type = "tl.int64" if self.int64 else "tl.int32"
-        head = [f"xoffset = tl.program_id(0).to({index_type}) * XBLOCK",
-                f"xindex = xoffset + tl.arange(0, XBLOCK)[:, None].to({index_type})", "xmask = xindex < xnumel",
-                f"rindex = tl.arange(0, RBLOCK)[None, :].to({index_type})", "rmask = rindex < rnumel"]
-        self.xvars = _unflatten("x", "xindex", xranges, head, self)
-        self.kernel_scope.lines += head
+        each output (rows of the workspaces [split, xnumel], the kernel's `inputs`)."""
+        self._begin(xranges, sympy.Integer(split), True,
+                    [f"rindex = tl.arange(0, RBLOCK)[None, :].to({self.index_type})", "rmask = rindex < rnumel"])
+        self.inputs += inputs
+        self.dims = ("x", "r")
+
+    def _combined(self, name: str, split: int) -> TritonSource:
+        source = self._finish(name)
+        source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
+        source.tuning = "fixed"
+        return source
+
+    def _as_dtype(self, result: str, dtype: torch.dtype) -> str:
+        """A reduced value in its node's dtype (a bool as `!= 0`)."""
+        if dtype == torch.bool:
+            return self.emit(f"({result} != 0)", torch.bool)
+        return self.emit(f"{result}.to({TL_DTYPES[dtype]})", dtype)
 
     def generate_combine(self, name: str, kind: str, acc_torch: torch.dtype, split: int, xranges: list) -> TritonSource:
         """A split reduction's second pass: each output's `split` partial results (a workspace
         [split, xnumel], the kernel's input) reduced and stored as the node stores its value."""
         (node,) = self.nodes
-        self._combine_head(split, xranges)
-        self.inputs.append("workspace")
-        self.dims = ("x", "r")
+        self._combine_head(split, xranges, ["workspace"])
         partial = self.emit("tl.load(in_ptr0 + rindex * xnumel + xindex, xmask & rmask, other=0)", acc_torch)
-        reduce = _Reducer(self, "any" if kind == "any" else "all" if kind == "all" else kind, TL_DTYPES[acc_torch],
-                          acc_torch)
-        result = reduce.whole(partial)[kind]
+        result = _Reducer(self, kind, TL_DTYPES[acc_torch], acc_torch).whole(partial)[kind]
         self.dims = ("x",)
         if node.dtype != acc_torch:
-            result = self.emit(f"{result}.to({TL_DTYPES[node.dtype]})", node.dtype) if node.dtype != torch.bool \
-                else self.emit(f"({result} != 0)", torch.bool)
+            result = self._as_dtype(result, node.dtype)
         self.store(node, loop_index(node.data.ranges, self.xvars), result)
-        source = self._finish(name)
-        source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
-        source.tuning = "fixed"
-        return source
+        return self._combined(name, split)
 
     def generate_welford_combine(self, name: str, acc_torch: torch.dtype, split: int, xranges: list, rnumel: int,
                                  rchunk: int) -> TritonSource:
@@ -343,9 +299,7 @@ class TritonKernel(Emitter):
         inputs 0 and 1) combined exactly (Chan et al.: each chunk weighted by its count, known
         from its position), and both results stored."""
         mean_node, m2_node = self.nodes
-        self._combine_head(split, xranges)
-        self.inputs += ["workspace_mean", "workspace_m2"]
-        self.dims = ("x", "r")
+        self._combine_head(split, xranges, ["workspace_mean", "workspace_m2"])
         acc = TL_DTYPES[acc_torch]
         means = self.emit("tl.load(in_ptr0 + rindex * xnumel + xindex, xmask & rmask, other=0)", acc_torch)
         m2s = self.emit("tl.load(in_ptr1 + rindex * xnumel + xindex, xmask & rmask, other=0)", acc_torch)
@@ -363,12 +317,9 @@ class TritonKernel(Emitter):
         self.dims = ("x",)
         for node, result in ((mean_node, mean), (m2_node, m2)):
             if node.dtype != acc_torch:
-                result = self.emit(f"{result}.to({TL_DTYPES[node.dtype]})", node.dtype)
+                result = self._as_dtype(result, node.dtype)
             self.store(node, loop_index(node.data.ranges, self.xvars), result)
-        source = self._finish(name)
-        source.XBLOCK, source.RBLOCK = max(1, min(64, 4096 // next_power_of_2(split))), next_power_of_2(split)
-        source.tuning = "fixed"
-        return source
+        return self._combined(name, split)
 
     def _rvars_for(self, ranges: list) -> list:
         """Index variables over `ranges` from rindex, defined in the current scope (once per
@@ -404,9 +355,6 @@ class TritonKernel(Emitter):
             index = loop_index(node.data.ranges, [*self.xvars, *inner_vars])
             value = node.data.inner_fn(self.ops, index)
             self.store(node, index, value)
-
-    def _reduction(self, group: LoopGroup) -> None:
-        self._reductions([group])
 
     def _reductions(self, groups: list[LoopGroup], prologue: LoopGroup | None = None) -> None:
         """Reductions over the same rows in one pass (one loop: each element loaded once for
@@ -467,8 +415,7 @@ class TritonKernel(Emitter):
                 self.emitted.add(member.name)
                 continue
             if member.dtype != acc_torch:
-                result = self.emit(f"{result}.to({TL_DTYPES[member.dtype]})", member.dtype) \
-                    if member.dtype != torch.bool else self.emit(f"({result} != 0)", torch.bool)
+                result = self._as_dtype(result, member.dtype)
             self.store(member, loop_index(member.data.ranges, self.xvars), result)
 
     def _finish(self, name: str) -> TritonSource:
@@ -493,13 +440,6 @@ class TritonKernel(Emitter):
                             [] if self.split else list(self.outputs), symbols,
                             self.xnumel, self.rnumel, xblock, rblock, warps, list(self.index_checks), tuning=tuning,
                             elided=sorted(self.internal), unheld=self.unheld)
-
-
-def _numel(ranges) -> sympy.Expr:
-    total = sympy.Integer(1)
-    for size in ranges:
-        total = total * size
-    return total
 
 
 def _unflatten(prefix: str, flat: str, ranges: list, lines: list[str], kernel: TritonKernel) -> list:
@@ -569,10 +509,8 @@ def _store_order(node: ComputedBuffer, xranges: list) -> list | None:
     return order if order != list(range(len(strides))) else None
 
 
-# Defaults measured on an H100 (ViT-B and BERT-base training, 2026-11-24, 35 tuned kernels):
-# persistent rows of 768 (RBLOCK 1024) ran fastest one row per block with 4 warps in 22 of 23
-# kernels (the old 4 rows with 8 warps: 10-35% slower); pointwise kernels over 2^24 elements or
-# more ran best or within 3% at XBLOCK 2048 with 8 warps (1024 with 4: up to 20% slower).
+# Defaults measured on an H100 (ViT-B and BERT training): persistent rows of 768 ran fastest one row
+# per block with 4 warps; pointwise kernels of 2^24 elements or more at XBLOCK 2048 with 8 warps.
 LARGE_FLAT = 1 << 24
 
 

@@ -1,6 +1,6 @@
-"""Triton's spellings of ember's ops (the C++ generator's `CPP_OPS` counterpart) and the ops
-handler that writes them, with the pieces of a kernel's text they need: literals, index
-expressions, the CSE scope, the prelude of helper functions, and loading a kernel's source."""
+"""Triton's spellings of ember's ops (`TRITON_OPS`, the C++ `CPP_OPS` counterpart) and the ops
+handler that writes them, with literals, index expressions, the prelude of helper functions, the
+kernel's source record (TritonSource) and loading a kernel's source."""
 from __future__ import annotations
 
 import dataclasses
@@ -116,9 +116,8 @@ def _ember_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
 '''
 
 def _exact_quotient(total: str, count: str, dtype: torch.dtype) -> str:
-    """total / count, rounded once: Triton's `/` on float32 is the GPU's approximate division
-    (8 equal values' sum / 8 came out 1 ulp off their value, so their variance was not 0 and
-    a quotient of it jumped: on an H200: test_variance_of_equal_values_is_exactly_zero)."""
+    """total / count, rounded once: Triton's `/` on float32 is the GPU's approximate division (8
+    equal values' mean came out 1 ulp off: test_variance_of_equal_values_is_exactly_zero)."""
     if dtype == torch.float32:
         return f"tl.div_rn({total}, tl.full([1, 1], {count}, tl.float32))"
     return f"({total} / {count})"
@@ -131,12 +130,8 @@ def next_power_of_2(n: int) -> int:
 def on_pointer(pointer: str, index) -> tuple[str, sympy.Expr]:
     """(pointer text, index) with the index's constant term moved onto the pointer:
     `(in_ptr0 + 45) + (r0_2 + 9 * r0_1)`.  Triton 3.6 miscompiles a block of addresses
-    `45 + r % 9 + 9 * ((r // 9) % 5)` (a constant plus two dimensions of one range that
-    a reduction over an expanded dim kept apart): with 4 or more warps the loads read from
-    element 0, as if the constant were not there (with 1 or 2, from element 64 on; stores
-    alike), so an amax over a[1::2] expanded read a[0] (test_an_amax_over_an_expanded_view_at_an_offset_reads_the_view).  With the
-    constant on the scalar pointer, or a term of a program id or an argument beside it,
-    every warp count gives the right addresses (tests/codegen/test_triton_kernels.py)."""
+    `45 + r % 9 + 9 * ((r // 9) % 5)` with 4 or more warps (the loads read from element 0, as if
+    the constant were not there): pinned by test_an_amax_over_an_expanded_view_at_an_offset_reads_the_view."""
     index = sympy.sympify(index)
     constant, rest = index.as_coeff_Add()
     if constant == 0 or not rest.free_symbols or not constant.is_Integer:
@@ -207,20 +202,17 @@ class TritonSource:
     num_warps: int
     index_checks: list[str] = dataclasses.field(default_factory=list)  # then one more argument: oob_ptr
     grid_y: int = 1  # split reductions: programs along the reduction (each reduces one chunk)
-    # scratch tensors the wrapper allocates for this kernel and its followers: (name, numel, dtype),
-    # passed after the outputs
+    # scratch tensors for this kernel and its followers, passed after the outputs: (name, numel, dtype)
     workspaces: list = dataclasses.field(default_factory=list)
     constexprs: dict = dataclasses.field(default_factory=dict)  # more constexpr arguments (RCHUNK)
     pointer_dtypes: list | None = None  # on a GPU: the tensors' dtypes, for compiling ahead of the call
     pointer_numels: list | None = None  # elements each pointer reaches (None: not known statically)
-    # which block sizes the kernel's code allows (tune.py): "flat" (pointwise), "rows" /
-    # "columns" (looped reductions), "rows_persistent" / "columns_persistent" (RBLOCK holds the
-    # whole row), "fixed" (scatters with atomics, combining kernels: as generated)
+    # the block sizes its code allows (tune.py): "flat", "rows" / "columns" (looped reductions),
+    # "rows_persistent" / "columns_persistent" (RBLOCK holds the row), "fixed" (as generated)
     tuning: str = "fixed"
     elided: list = dataclasses.field(default_factory=list)  # values of the kernel never stored
-    # the first read of a kernel-mate's value that the kernel could not serve from registers:
-    # (position of the reading node, the value, whether it was one to keep in registers); the
-    # source is then incomplete, and scheduling/gpu_partition.py decides what to make instead
+    # the first read of a kernel-mate's value not served from registers (reading node's position,
+    # the value, whether it was to stay in registers): the source is incomplete (gpu_partition.py)
     unheld: tuple | None = None
 
 
@@ -350,8 +342,7 @@ _LOADED: dict[str, Callable] = {}  # canonical kernel text -> its @triton.jit fu
 
 def canonical_kernel(source: str, name: str) -> tuple[str, str]:
     """(canonical name, text): the kernel's function named by a hash of its code, without the
-    provenance comments.  Kernels that compute the same thing (a layer's kernels, repeated in every
-    layer) then share one Triton function: it compiles once, and a profile shows one name."""
+    provenance comments, so that kernels computing the same thing (every layer's) compile once."""
     code = source[source.index("@triton.jit"):]
     unnamed = kernel_file_text(code.replace(f"def {name}(", "def _(", 1))  # (the prelude counts)
     digest = hashlib.sha256(unnamed.encode()).hexdigest()[:16]
@@ -362,8 +353,7 @@ def canonical_kernel(source: str, name: str) -> tuple[str, str]:
 
 def load_kernel(source: str, name: str) -> Callable:
     """The @triton.jit function of the kernel `name` in `source`, imported from a file in ember's
-    cache (Triton reads a kernel's source from its file; each text is written once).  Named by its
-    code (canonical_kernel): one function per distinct kernel in this process."""
+    cache (Triton reads a kernel's source from its file), one per distinct kernel (canonical_kernel)."""
     canonical, source = canonical_kernel(source, name)
     if canonical in _LOADED:
         return _LOADED[canonical]

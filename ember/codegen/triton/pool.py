@@ -1,17 +1,13 @@
 """Compiling a graph's Triton kernels in worker processes.
 
-Threads alone left cold compiles GIL-bound: Triton's front end (Python walking the kernel's AST)
-and its MLIR passes held the interpreter, so a training graph's ~250 kernels took ~25 s to build
-on a 16-core GPU host.  Workers compile the kernels into Triton's on-disk cache; the parent then
-compiles each kernel as before (`TritonLauncher.precompile`), which finds it there.
-
-How a kernel's compile is handed over: the parent runs Triton's own warm-up for the wrapper's
-arguments with `knobs.runtime.jit_cache_hook` set, which receives the specialization Triton
-would compile (signature, constants, alignment attributes, options, as JSON) and skips
-compiling; a worker rebuilds the same source from that data, as `JITFunction.preload` does, and
-compiles it for the parent's GPU target.  Workers need no GPU and never touch CUDA (ptxas runs
-from Triton's wheel).  A kernel a worker fails on is compiled by the parent, which reports the
-error with the kernel's path.
+Threads alone left cold compiles GIL-bound (Triton's front end and MLIR passes hold the
+interpreter: a training graph's ~250 kernels took ~25 s on a 16-core GPU host).  Workers compile
+the kernels into Triton's on-disk cache; the parent then compiles each kernel as before
+(`TritonLauncher.precompile`) and finds it there.  The hand-over: the parent runs Triton's own
+warm-up with `knobs.runtime.jit_cache_hook` set, which receives the specialization Triton would
+compile (as JSON) and skips compiling; a worker rebuilds the same source from it, as
+`JITFunction.preload` does, and compiles it for the parent's GPU target (no GPU needed).  A
+kernel a worker fails on is compiled by the parent, which reports the error.
 """
 from __future__ import annotations
 
@@ -164,11 +160,6 @@ def specializations(launchers: list) -> list[tuple[str, str, str]]:
     finally:
         knobs.runtime.jit_cache_hook = previous
     return list(found.values())
-
-
-def compile_in_workers(launchers: list) -> None:
-    """Fills Triton's cache with the launchers' kernels, compiled in the worker processes."""
-    finish_in_workers(start_in_workers(launchers))
 
 
 def start_in_workers(launchers: list) -> Batch | None:

@@ -37,9 +37,8 @@ class _Reducer:
         """A [XBLOCK, RBLOCK] block (masked lanes at the identity) reduced along r: [XBLOCK, 1]."""
         reduced = self.kernel.emit(_BLOCK_REDUCE[self.kind].format(block))
         if self.kind == "sum" and self.acc_torch.is_floating_point:
-            # eager's sum starts from +0.0, so a sum of -0.0s is +0.0; tl.sum's tree of -0.0s (or
-            # of one element, RBLOCK 1) is -0.0, and its sign shows through atan2 and division
-            # (on an H200, test_a_sum_of_negative_zeros_is_positive_zero_as_in_eager: atan2(-0.0, gelu(sum)) gave -pi, eager -0.0)
+            # eager's sum of -0.0s is +0.0, tl.sum's -0.0 (its sign shows through atan2 and division:
+            # test_a_sum_of_negative_zeros_is_positive_zero_as_in_eager)
             reduced = self.kernel.emit(f"({reduced} + 0.0)")
         return reduced
 
@@ -59,12 +58,9 @@ class _Reducer:
             positions = kernel.emit(f"tl.broadcast_to(rindex, {masked}.shape)")
             pair = kernel.emit(f"tl.reduce(({masked}, {positions}), 1, _ember_{kind})")
             return {kind: kernel.emit(f"{pair}[1][:, None]")}
-        # welford: passes over registers (as exact as Welford's, and cheaper).  Eager's
-        # Welford makes the mean NaN once an infinity meets another value (inf - inf): so here.
-        # The sum's mean is refined by the mean of the deviations from it: a GPU thread adds
-        # its elements in order, so 8 equal values sum to 8x only up to rounding and their
-        # variance came out 1e-3, not 0 (on an H200: test_variance_of_equal_values_is_exactly_zero); refined, the mean of
-        # equal values is the value (Welford's running mean is), as exact elsewhere or more.
+        # welford: passes over registers; the mean is NaN once an infinity meets another value, as
+        # eager's, and the sum's mean is refined by the mean of the deviations from it, so that the
+        # mean of equal values is the value (test_variance_of_equal_values_is_exactly_zero).
         total = kernel.emit(f"tl.sum({masked}, 1)[:, None]")
         infinite = kernel.emit(f"tl.max(tl.where(xmask & rmask, (tl.abs({value}) == float('inf')).to(tl.int8), 0), 1)"
                                f"[:, None]")

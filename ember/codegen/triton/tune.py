@@ -1,19 +1,15 @@
 """Autotuning of Triton kernels' block sizes and warps.
 
-A generated kernel takes its block sizes as constexpr arguments, so one text runs with any of a
-few launch configurations.  `candidates` lists those its code allows (a persistent reduction
-keeps RBLOCK at the whole row; a split reduction's RBLOCK may only shrink (its chunk, RCHUNK,
-stays a multiple of it); scatters
-with atomics and combining kernels keep theirs).  When a graph is built on a GPU, each kernel that
-moves enough memory to matter compiles every candidate (in the compile workers, with the rest),
-runs each on scratch tensors of its arguments' sizes, and keeps the fastest:
+A kernel takes its block sizes as constexpr arguments, so one text runs with any of a few launch
+configurations (`candidates`: those its code allows; scatters with atomics and combining kernels
+keep theirs).  When a graph is built on a GPU, each kernel that moves enough memory compiles
+every candidate, runs each on scratch tensors of its arguments' sizes and keeps the fastest:
 
     kernel7 (rows_persistent, 8192 x 768): XBLOCK=4 RBLOCK=1024 warps=8 41.2 us | XBLOCK=1 ... 38.0 us -> XBLOCK=1
 
 The choice is stored on disk, keyed by the kernel's code, sizes, dtypes, the GPU and Triton's
-version, so another process (or the same graph built again) compiles only the winner.
-`EMBER_LOGS=autotune` prints each choice with its timings; `ember.config.autotune = False` keeps
-the generated defaults.
+version.  `EMBER_LOGS=autotune` prints each choice; `ember.config.autotune = False` keeps the
+generated defaults.
 """
 from __future__ import annotations
 
@@ -106,10 +102,10 @@ def candidates(source) -> list[Launch]:
 
 
 def static_sizes(source) -> tuple | None:
+    """The kernel's integer arguments after its pointers (xnumel, rnumel), when they are numbers."""
     import sympy
 
-    sizes = [source.xnumel] + ([source.rnumel] if source.rnumel is not None else [])
-    values = [sympy.sympify(size) for size in sizes]
+    values = [sympy.sympify(size) for size in (source.xnumel, source.rnumel) if size is not None]
     if source.size_args or not all(value.is_number for value in values):
         return None
     return tuple(int(value) for value in values)
@@ -121,11 +117,11 @@ def moved_bytes(source) -> int:
     return sum(numel * dtype.itemsize for numel, dtype in zip(source.pointer_numels, source.pointer_dtypes))
 
 
-# Kernels tuned per graph at most: each candidate is a compile, and a cold compile of ResNet-50's
-# training step tuned 80 kernels (about 200 more compiles: 43 s instead of 16 on an H100).
+# Kernels tuned per graph at most: each candidate is a compile (ResNet-50's training step tuning 80
+# kernels compiled in 43 s instead of 16 on an H100).
 MAX_TUNED = 12
-# Kinds by what tuning gained on an H100 (GPT-2, BERT, ResNet-50): persistent row reductions
-# 20-25%, looped column sums 10-20% on transformers (0 of 23 changed on ResNet-50), pointwise 0-8%.
+# Kinds by what tuning gained on an H100: persistent row reductions 20-25%, looped column sums 10-20%
+# on transformers, pointwise 0-8%.
 KIND_RANK = {"rows_persistent": 0, "columns_persistent": 0, "columns": 1, "flat": 2}
 
 
@@ -140,9 +136,8 @@ def most_promising(wanted: dict, sources: dict) -> list:
     return sorted(wanted, key=rank)[:MAX_TUNED]
 
 
-# Kernels whose generated default won (or came within the noise) nearly every time they were
-# timed on an H100 are not tuned: each candidate is one more compile in a cold start (ViT-B
-# training compiled 108 kernels, 69 of them candidates).  See triton._launch's defaults.
+# Kernels whose generated default won (or came within the noise) nearly every time on an H100 are
+# not tuned: each candidate is one more compile in a cold start (kernel._launch's defaults).
 TUNE_SETTLED = False  # (tests set it: every candidate of every kind still runs there)
 
 
