@@ -519,6 +519,24 @@ _NORM_BACKWARD_CANCELS = {aten.native_batch_norm_backward.default: _batch_norm_b
                           aten.native_layer_norm_backward.default: _layer_norm_backward_cancels}
 
 
+def _as_native_batch_norm_backward(func, args):
+    """The arguments of any batch norm backward in native_batch_norm_backward's order (grad_out,
+    input, weight, running_mean, running_var, save_mean, save_invstd, train, ...), or None.  On
+    CUDA the reference's float64 backward is cudnn's (input first) or batch_norm_backward, whose
+    save_var is the inverse std as well; both are training backwards where save_mean is set (conv
+    716737 and 717045 on the GPU: a bias gradient before a batch_norm, eager 0, ember 1.5e-5, went
+    unwatched and read as wrong)."""
+    if func is aten.native_batch_norm_backward.default:
+        return args
+    if func is aten.cudnn_batch_norm_backward.default:
+        args = (args[1], args[0], *args[2:7])
+    elif func is not aten.batch_norm_backward.default:
+        return None
+    save_mean = args[5]
+    train = isinstance(save_mean, torch.Tensor) and save_mean.numel() > 0
+    return (*args[:7], train)
+
+
 # Fmod/remainder by a subnormal divisor, or with a quotient beyond the dtype's range (-9e307
 # fmod 1e-30: special 1733): ATen's vectorized lanes (a - trunc(a / b) * b) give NaN, its scalar
 # tail (and any exact implementation) the remainder, so eager disagrees with itself by position.
@@ -888,11 +906,15 @@ class ConditionWatch(TorchDispatchMode):
             # (cudnn's takes the input first)
             self.ill_conditioned = True
             return result
-        if func in _NORM_BACKWARD_CANCELS:
+        batch_norm_args = _as_native_batch_norm_backward(func, args)
+        if func in _NORM_BACKWARD_CANCELS or batch_norm_args is not None:
             try:
-                self.ill_conditioned = _NORM_BACKWARD_CANCELS[func](args)
-                if func is aten.native_batch_norm_backward.default and result[0] is not None:
-                    bound = _batch_norm_input_gradient_bound(args)
+                if batch_norm_args is None:
+                    self.ill_conditioned = _NORM_BACKWARD_CANCELS[func](args)
+                else:
+                    self.ill_conditioned = _batch_norm_backward_cancels(batch_norm_args)
+                if batch_norm_args is not None and result[0] is not None:
+                    bound = _batch_norm_input_gradient_bound(batch_norm_args)
                     if bound is not None and bound.shape == result[0].shape:
                         self.sum_bounds[result[0]] = bound
             except Exception:  # noqa: BLE001 - a watch must never change the run

@@ -775,3 +775,49 @@ def test_jumps_on_sums_of_libm_results_are_ill_conditioned_even_exactly_on_the_j
     halves = torch.full((3, 4), 0.5, dtype=torch.float64)
     assert not _watched(lambda t: torch.floor(t.sum(-1) ** 2), halves)
     assert not _watched(lambda t: torch.floor(torch.exp(t * 0) * 3), halves)
+
+
+def test_cudas_batch_norm_backwards_are_watched_as_the_native_one():
+    """On the GPU the float64 reference's batch norm backward is cudnn's (input first) or
+    batch_norm_backward, not native_batch_norm_backward: a bias gradient before a batch_norm that
+    is rounding noise (conv 716737, 717045 on an H200: eager 0, ember 1.5e-5) read as wrong.  Their
+    arguments, put in the native order, give the native verdict and bounds."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from .conditioning import (_as_native_batch_norm_backward, _batch_norm_backward_cancels,
+                               _batch_norm_input_gradient_bound)
+
+    aten = torch.ops.aten
+    calls = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is aten.native_batch_norm_backward.default:
+                calls.append(args)
+            return func(*args, **(kwargs or {}))
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(6, 8, 1, 3, generator=g, dtype=torch.float64)
+    w = torch.randn(8, generator=g, dtype=torch.float64).requires_grad_()
+    upstream = torch.randn(6, 8, 1, 3, generator=g, dtype=torch.float64) * 1000
+    with Record():
+        y = torch.nn.functional.batch_norm(x, None, None, w, None, training=True)
+        z = torch.nn.functional.batch_norm(y, None, None, None, None, training=True)
+        (z * upstream).sum().backward()
+    native = calls[-1]
+    assert _as_native_batch_norm_backward(aten.native_batch_norm_backward.default, native) is native
+    assert _batch_norm_backward_cancels(native)
+    grad, inp, weight, running_mean, running_var, save_mean, save_invstd = native[:7]
+    weight = torch.ones(8, dtype=torch.float64) if weight is None else weight
+    cudnn = (inp, grad, weight, running_mean, running_var, save_mean, save_invstd, 1e-5, torch.empty(0))
+    new = (grad, inp, weight, running_mean, running_var, save_mean, save_invstd, True, 1e-5,
+           [True, True, True], torch.empty(0))
+    for func, args in ((aten.cudnn_batch_norm_backward.default, cudnn), (aten.batch_norm_backward.default, new)):
+        mapped = _as_native_batch_norm_backward(func, args)
+        assert _batch_norm_backward_cancels(mapped)
+        assert torch.equal(_batch_norm_input_gradient_bound(mapped),
+                           _batch_norm_input_gradient_bound((*native[:2], weight, *native[3:])))
+    # (eval mode: no saved statistics, nothing to watch)
+    assert not _batch_norm_backward_cancels(_as_native_batch_norm_backward(
+        aten.batch_norm_backward.default, (*new[:5], torch.empty(0), torch.empty(0), *new[7:])))
+    assert _as_native_batch_norm_backward(aten.convolution_backward.default, native) is None

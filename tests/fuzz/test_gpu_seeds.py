@@ -32,12 +32,31 @@ GPU_SEEDS = [
     ("index", 712532),      # index_put writing row 3 twice ([3, 2, -1]): eager's threads race (flaky_eager)
     ("autograd", 714661),   # floor(tanh(0 +- noise) / a) (conditioning: noise zeros through tanh and squeeze_)
     ("autograd", 715038),   # floor of a sum of softmax rows, 1.0 exactly in float64 (conditioning: inexact)
+    ("conv", 716737),       # a conv bias gradient before a batch_norm, its noise (conditioning: cuDNN's backward)
+    ("conv", 717045),       # a batch_norm bias gradient before another (the same)
+]
+
+# Wrong on the GPU and not fixed yet (xfail; an XPASS means look again, and move it up once fixed).
+GPU_SEEDS_OPEN = [
+    # amax of 8192 NaNs (a var over 2 values with correction 2, minus c) split over 8 programs:
+    # eager NaN, ember -9.223372e18 (float(-2**63)); the same kernels under Triton's interpreter
+    # and the C++ kernels give NaN.  Found 2026-12-03 at 44ed42b, seeds 716700:717400.
+    ("stats", 717002),
 ]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("mode,seed", GPU_SEEDS)
 def test_gpu_fuzz_seed_is_no_longer_wrong(mode, seed, monkeypatch):
+    monkeypatch.setenv("EMBER_FUZZ_DEVICE", "cuda")
+    (outcome,) = run_program(generate(seed, mode), ("ember",))
+    assert outcome.cls not in ("wrong", "crash"), f"{outcome.cls} {outcome.check}: {outcome.detail}"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("mode,seed", GPU_SEEDS_OPEN)
+@pytest.mark.xfail(strict=False, reason="an open wrong result on the GPU (see GPU_SEEDS_OPEN); XPASS: check, then move it up")
+def test_open_gpu_fuzz_seed(mode, seed, monkeypatch):
     monkeypatch.setenv("EMBER_FUZZ_DEVICE", "cuda")
     (outcome,) = run_program(generate(seed, mode), ("ember",))
     assert outcome.cls not in ("wrong", "crash"), f"{outcome.cls} {outcome.check}: {outcome.detail}"
