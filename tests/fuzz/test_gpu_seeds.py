@@ -55,7 +55,7 @@ def test_gpu_fuzz_seed_is_no_longer_wrong(mode, seed, monkeypatch):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("mode,seed", GPU_SEEDS_OPEN)
-@pytest.mark.xfail(strict=False, reason="an open wrong result on the GPU (see GPU_SEEDS_OPEN); XPASS: check, then move it up")
+@pytest.mark.xfail(strict=False, reason="an open wrong result on the GPU (GPU_SEEDS_OPEN)")
 def test_open_gpu_fuzz_seed(mode, seed, monkeypatch):
     monkeypatch.setenv("EMBER_FUZZ_DEVICE", "cuda")
     (outcome,) = run_program(generate(seed, mode), ("ember",))
