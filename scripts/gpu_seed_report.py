@@ -22,6 +22,8 @@ VARIANTS = {
     "ember": ("ember", {}),
     "ember_no_tune": ("ember", {"autotune": False}),
     "ember_nchw": ("ember", {"channels_last_convolutions": ""}),
+    "ember_launch": ("ember", {"triton_direct_launch": False}),  # through Triton's own launcher
+    "ember_stores": ("ember", {"triton_elide_stores": False}),
 }
 
 
