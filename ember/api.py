@@ -25,7 +25,7 @@ def disable(fn: Callable | None = None, *, reason: str | None = None):
         return functools.partial(disable, reason=reason)
     if isinstance(fn, OptimizedModule):
         return fn._orig_mod
-    fn = getattr(fn, "_ember_original", None) or fn
+    fn = _original(fn)
 
     @functools.wraps(fn)
     def disabled(*args, **kwargs):
@@ -34,6 +34,13 @@ def disable(fn: Callable | None = None, *, reason: str | None = None):
     disabled._ember_disabled = True
     disabled._ember_disable_reason = reason
     return disabled
+
+
+def _original(fn):
+    """What ember.compile was given for `fn` (a compiled module's model, a dispatcher's function), else `fn`."""
+    if isinstance(fn, OptimizedModule):
+        return fn._orig_mod
+    return getattr(fn, "_ember_original", None) or fn
 
 
 _WRAPPER_PREFIX = "_orig_mod."
@@ -224,23 +231,18 @@ def compile(model_or_fn=None, *, backend="ember", fullgraph: bool = False, dynam
                                  options=options)
     backend_fn, backend_name = lookup_backend(backend)
     if not callable(model_or_fn):
-        raise TypeError(
-            f"ember.compile expects a function or an nn.Module, got {type(model_or_fn).__name__} "
-            f"({model_or_fn!r:.80}); pass the callable itself, e.g. ember.compile(model)"
-        )
+        raise TypeError(f"ember.compile expects a function or an nn.Module, got {type(model_or_fn).__name__} "
+                        f"({model_or_fn!r:.80}); pass the callable itself, e.g. ember.compile(model)")
     settings = _compile_settings(mode, options, dynamic)
     if ember_config._config.disable or ember_config.disabled_by_environment():
         # the off switch (EMBER_DISABLE=1, TORCH_COMPILE_DISABLE=1, ember.config.disable): as torch.compile
         # with TORCH_COMPILE_DISABLE, the function or module itself comes back, to run eagerly
-        return getattr(model_or_fn, "_ember_original", None) or (
-            model_or_fn._orig_mod if isinstance(model_or_fn, OptimizedModule) else model_or_fn)
+        return _original(model_or_fn)
     context = CompileContext(backend_fn, backend_name, fullgraph, dynamic, mode, settings)
-    if isinstance(model_or_fn, OptimizedModule):
-        model_or_fn = model_or_fn._orig_mod
+    model_or_fn = _original(model_or_fn)
     if isinstance(model_or_fn, torch.nn.Module):
         arguments = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
         return OptimizedModule(model_or_fn, context, arguments)
-    model_or_fn = getattr(model_or_fn, "_ember_original", None) or model_or_fn
     if isinstance(model_or_fn, types.MethodType) and isinstance(model_or_fn.__func__, types.FunctionType):
         dispatcher = make_dispatcher(model_or_fn.__func__, context)
         return types.MethodType(dispatcher, model_or_fn.__self__)
@@ -301,15 +303,9 @@ def explain(fn: Callable, *, backend="eager") -> Callable[..., ExplainOutput]:
             compiled(*args, **kwargs)
         ops = [[_op_name(node) for node in gm.graph.nodes if node.op in ("call_function", "call_method")]
                for gm in observer.graphs]
-        return ExplainOutput(
-            graphs=list(observer.graphs),
-            graph_count=len(observer.graphs),
-            graph_break_count=len(observer.breaks),
-            break_reasons=list(observer.breaks),
-            guards=list(observer.guards),
-            ops_per_graph=ops,
-            frames_run_eagerly=list(observer.skips),
-        )
+        return ExplainOutput(graphs=list(observer.graphs), graph_count=len(observer.graphs),
+                             graph_break_count=len(observer.breaks), break_reasons=list(observer.breaks),
+                             guards=list(observer.guards), ops_per_graph=ops, frames_run_eagerly=list(observer.skips))
 
     return run
 

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 import sys
 import types
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 
-def _environment_flag(name: str, default: bool = True) -> Callable[[], bool]:
-    """A default read from $name at start-up: "0" turns the setting off, anything else on."""
-    return lambda: os.environ.get(name, "1" if default else "0") != "0"
+def _environment_flag(name: str) -> Callable[[], bool]:
+    """A default (on) read from $name at start-up: "0" turns the setting off, anything else on."""
+    return lambda: os.environ.get(name, "1") != "0"
 
 
 def _environment_int(name: str, default: Callable[[], int]) -> Callable[[], int]:
@@ -37,11 +36,9 @@ def disabled_by_environment() -> bool:
 @dataclasses.dataclass
 class Config:
     # ---- the whole compiler ------------------------------------------------------------
-    # Off switch: ember.compile returns what it is given, and functions compiled earlier run
-    # eagerly.  Default: $EMBER_DISABLE or $TORCH_COMPILE_DISABLE (ember.compile also reads them).
+    # Off switch: ember.compile returns its argument; functions compiled earlier run eagerly.
     disable: bool = dataclasses.field(default_factory=disabled_by_environment)
-    # Debug report folder (debug_dir.py): every stage's dump per captured frame, with an index.html.
-    # Empty: $EMBER_DEBUG_DIR if set (read at each capture), else no report.
+    # Debug report folder (debug_dir.py); empty: $EMBER_DEBUG_DIR (read at each capture), else none.
     debug_dir: str = ""
 
     # ---- capture (ember's TorchDynamo) -------------------------------------------------
@@ -54,8 +51,7 @@ class Config:
     inline_depth_limit: int = 64
     # Graph-break on Tensor.item()/tolist() (torch.compile's default) instead of capturing.
     capture_scalar_outputs: bool = False
-    # Graph-break on ops whose output size depends on values (nonzero, masked_select, unique:
-    # torch.compile's default) instead of capturing them with unbacked sizes.
+    # Graph-break on ops whose output size depends on values (nonzero, unique: torch.compile's default).
     capture_dynamic_output_shape_ops: bool = False
     # A backend that raises: False surfaces the error, True warns and runs the graph eagerly.
     fallback_on_backend_error: bool = False
@@ -67,62 +63,45 @@ class Config:
     verify_graphs: bool = True
 
     # ---- AOT autograd (before tracing) ---------------------------------------------------------
-    # Devices (comma-separated types) whose 2-D convolutions take channels-last operands, which
-    # then carry through the graph (autograd/conv_layout.py: cuDNN's fast kernels are NHWC).
+    # Devices (comma-separated) whose 2-D convolutions take channels-last operands (cuDNN's fast kernels).
     channels_last_convolutions: str = "cuda"
-    # A training graph's backward is begun with its forward where the compilers allow it; False:
-    # at its first call.  Default: $EMBER_BEGIN_BACKWARD.
+    # A training graph's backward is begun with its forward where possible; False: at its first call.
     begin_backward: bool = dataclasses.field(default_factory=_environment_flag("EMBER_BEGIN_BACKWARD"))
-    # A backward's recomputed forward nodes go just before their first user; False: where the
-    # joint graph has them.  Default: $EMBER_RECOMPUTE_NEAR_USE.
+    # A backward's recomputed forward nodes go just before their first user; False: where they were.
     recompute_near_use: bool = dataclasses.field(default_factory=_environment_flag("EMBER_RECOMPUTE_NEAR_USE"))
 
     # ---- lowering (ATen graph -> loop IR) ----------------------------------------------------
-    # A lowering rule that crashes raises (True) instead of running its op as an ATen call (which
-    # keeps results right but hides the bug; the test suite turns this on).
+    # A crashing lowering rule raises instead of running its op as an ATen call (which hides the bug).
     raise_lowering_errors: bool = False
 
     # ---- scheduling -------------------------------------------------------------------------
-    # Buffers one kernel may read and write in all (a chain of BERT's recomputed LayerNorms fused
-    # into one kernel of 150 pointers took 7 s to compile).  Default: $EMBER_MAX_KERNEL_BUFFERS or 64.
-    max_kernel_buffers: int = dataclasses.field(default_factory=_environment_int("EMBER_MAX_KERNEL_BUFFERS", lambda: 64))
+    # Buffers one kernel may read and write in all (BERT's kernel of 150 pointers took 7 s to compile).
+    max_kernel_buffers: int = dataclasses.field(
+        default_factory=_environment_int("EMBER_MAX_KERNEL_BUFFERS", lambda: 64))
 
     # ---- codegen ---------------------------------------------------------------------------
-    # Kernels check data-dependent indices (embedding, gather, x[idx], index_put, scatter) and raise
-    # IndexError as eager does; off, an out-of-range index reads or writes row 0 (for measuring).
+    # Kernels check data-dependent indices and raise IndexError as eager does; off: row 0 (for measuring).
     bounds_checks: bool = True
-    # Where built kernels are cached.  Empty: $EMBER_CACHE_DIR if set, else ~/.cache/ember
-    # (read when a kernel is built).
+    # Where built kernels are cached; empty: $EMBER_CACHE_DIR, else ~/.cache/ember (read at each build).
     cache_dir: str = ""
-    # Kernels for CPU graphs: "cpp" (C++/OpenMP), or "triton": run by Triton's interpreter
-    # (TRITON_INTERPRET=1 before triton is imported), to test the GPU code generator; very slow.
+    # Kernels for CPU graphs: "cpp", or "triton" through Triton's interpreter (tests the GPU code; slow).
     cpu_kernels: str = "cpp"
-
-    # Triton kernels that move enough memory time a few launch configurations when their graph is
-    # built and keep the fastest (codegen/triton/tune.py); choices are cached on disk.
+    # Memory-heavy Triton kernels time a few launch configurations and keep the fastest (triton/tune.py).
     autotune: bool = True
-    # Worker processes for cold Triton compiles (0: threads of this process only).
-    # Default: $EMBER_COMPILE_WORKERS, else min(32, cores - 1).
+    # Worker processes for cold Triton compiles (0: threads only); default: min(32, cores - 1).
     compile_workers: int = dataclasses.field(default_factory=_environment_int(
         "EMBER_COMPILE_WORKERS", lambda: max(0, min(32, (os.cpu_count() or 1) - 1))))
-    # The workers start when a GPU graph begins tracing (importing Triton's compiler meanwhile);
-    # False: when its kernels are handed over.  Default: $EMBER_COMPILE_PREWARM.
+    # The workers start when a GPU graph begins tracing; False: when its kernels are handed over.
     compile_prewarm: bool = dataclasses.field(default_factory=_environment_flag("EMBER_COMPILE_PREWARM"))
-    # The wrapper calls each compiled Triton kernel's launcher directly; False: every launch
-    # through Triton's JIT.  Default: $EMBER_TRITON_DIRECT.
+    # The wrapper calls each Triton kernel's launcher directly; False: every launch through Triton's JIT.
     triton_direct_launch: bool = dataclasses.field(default_factory=_environment_flag("EMBER_TRITON_DIRECT"))
-    # Values read only inside the Triton kernel that computes them stay in registers; False:
-    # every value is stored.  Default: $EMBER_TRITON_ELIDE_STORES.
+    # Values read only inside the Triton kernel computing them stay in registers; False: all stored.
     triton_elide_stores: bool = dataclasses.field(default_factory=_environment_flag("EMBER_TRITON_ELIDE_STORES"))
 
-    # ---- compiled autograd --------------------------------------------------------------------
-    # Backward calls inside ember.compile'd functions run as one captured, compiled graph
-    # (ember/compiled_autograd), compiled with the enclosing call's backend.
+    # ---- compiled autograd and runtime ----------------------------------------------------------
+    # Backward calls inside ember.compile'd functions run as one captured graph (ember/compiled_autograd).
     compiled_autograd: bool = False
-
-    # ---- runtime ---------------------------------------------------------------------------
-    # Replay CUDA graphs' wrappers as CUDA graphs (mode="reduce-overhead"): one launch instead of
-    # one per kernel (ember/runtime/cudagraphs.py).
+    # Replay GPU graphs' wrappers as CUDA graphs (mode="reduce-overhead", ember/runtime/cudagraphs.py).
     cudagraphs: bool = False
 
     def keys(self) -> list[str]:
@@ -140,14 +119,10 @@ def _field_types() -> dict[str, type]:
 def _check(name: str, value: Any) -> None:
     types = _field_types()
     if name not in types:
-        raise AttributeError(
-            f"ember.config has no setting {name!r}; known settings: {', '.join(sorted(types))}"
-        )
+        raise AttributeError(f"ember.config has no setting {name!r}; known settings: {', '.join(sorted(types))}")
     expected = types[name]
     if expected is not object and not isinstance(value, expected):
-        raise TypeError(
-            f"ember.config.{name} takes a {expected.__name__}, got {type(value).__name__} ({value!r})"
-        )
+        raise TypeError(f"ember.config.{name} takes a {expected.__name__}, got {type(value).__name__} ({value!r})")
 
 
 def get(name: str) -> Any:
@@ -160,43 +135,23 @@ def set(**settings: Any) -> None:  # noqa: A001 - mirrors the module-level API
         setattr(_config, name, value)
 
 
-@contextlib.contextmanager
-def _patch_cm(settings: dict[str, Any]) -> Iterator[None]:
-    for name, value in settings.items():
-        _check(name, value)
-    saved = {name: getattr(_config, name) for name in settings}
-    try:
-        for name, value in settings.items():
-            setattr(_config, name, value)
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(_config, name, value)
-
-
-class patch:
+class patch(contextlib.ContextDecorator):
     """Override settings inside a `with` block or for the duration of a decorated function."""
 
     def __init__(self, **settings: Any) -> None:
         for name, value in settings.items():
             _check(name, value)
         self.settings = settings
-        self._cm = None
+        self._saved: list[dict[str, Any]] = []  # one per entry: a decorated function may recurse
 
     def __enter__(self) -> None:
-        self._cm = _patch_cm(self.settings)
-        self._cm.__enter__()
+        self._saved.append({name: getattr(_config, name) for name in self.settings})
+        for name, value in self.settings.items():
+            setattr(_config, name, value)
 
     def __exit__(self, *exc) -> None:
-        self._cm.__exit__(*exc)
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with _patch_cm(self.settings):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        for name, value in self._saved.pop().items():
+            setattr(_config, name, value)
 
 
 def snapshot() -> dict[str, Any]:

@@ -126,14 +126,17 @@ _OUTSIDE = ("compiled outside any capture (a backward at its first call, compile
 
 
 class _State:
-    report: _Report | None = None
-    stack: list[_Frame] = []
-    outside: _Frame | None = None  # where records outside any capture go now
-    last_name: str = ""  # the frame captured last
     saved_level: int | None = None  # the parent logger's level before the report switched it on
+
+    def reset(self, report: _Report | None) -> None:
+        self.report = report
+        self.stack: list[_Frame] = []
+        self.outside: _Frame | None = None  # where records outside any capture go now
+        self.last_name = ""  # the frame captured last
 
 
 _state = _State()
+_state.reset(None)
 _sink = _Sink(level=logging.DEBUG)
 
 
@@ -144,8 +147,7 @@ def _parent() -> logging.Logger:
 
 
 def _install(root: str) -> None:
-    _state.report = _Report(root)
-    _state.stack, _state.outside, _state.last_name = [], None, ""
+    _state.reset(_Report(root))
     parent = _parent()
     _state.saved_level = parent.level
     parent.setLevel(logging.DEBUG)
@@ -161,8 +163,7 @@ def _uninstall() -> None:
     if _state.saved_level is not None and parent.level == logging.DEBUG:  # (unless changed since)
         parent.setLevel(_state.saved_level)
     _state.saved_level = None
-    _state.report = None
-    _state.stack, _state.outside, _state.last_name = [], None, ""
+    _state.reset(None)
 
 
 def _sync() -> _Report | None:

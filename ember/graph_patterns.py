@@ -23,6 +23,12 @@ def _through_views(node):
     return node
 
 
+def _extremum_of(other, value) -> bool:
+    """Is `other` max/min (amax, amin, ...) of `value` (through views)?"""
+    return (isinstance(other, torch.fx.Node) and other.op == "call_function" and other.target in _EXTREMA
+            and _through_views(other.args[0]) is value)
+
+
 def compared_with_its_extremum(graph: torch.fx.Graph) -> set:
     """Values `x` that an `x == max(x)` mask (max/min's backward) compares with their own extremum.
     Recomputed by another kernel, `x` can round an ulp differently (vector lanes, scalar loops):
@@ -33,10 +39,7 @@ def compared_with_its_extremum(graph: torch.fx.Graph) -> set:
         if node.op != "call_function" or node.target not in _EQUALITIES:
             continue
         sides = [_through_views(arg) for arg in node.args[:2]]
-        for value, other in (sides, sides[::-1]):
-            if (isinstance(other, torch.fx.Node) and other.op == "call_function" and other.target in _EXTREMA
-                    and _through_views(other.args[0]) is value):
-                pinned.add(value)
+        pinned.update(value for value, other in (sides, sides[::-1]) if _extremum_of(other, value))
     return pinned
 
 
@@ -67,8 +70,7 @@ def subtracted_from_its_extremum(graph: torch.fx.Graph) -> set:
         if node.op != "call_function" or node.target is not aten.sub.Tensor:
             continue
         value, other = (_through_views(arg) for arg in node.args[:2])
-        if (isinstance(other, torch.fx.Node) and other.op == "call_function" and other.target in _EXTREMA
-                and _through_views(other.args[0]) is value and _from_transcendental(value)):
+        if _extremum_of(other, value) and _from_transcendental(value):
             pinned.add(value)
     return pinned
 

@@ -32,16 +32,7 @@ CHANNELS = (
 )
 
 _handler = logging.StreamHandler(sys.stderr)
-_handler.setFormatter(logging.Formatter("[ember.%(channel)s] %(message)s"))
-
-
-class _ChannelFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.channel = record.name.split(".", 1)[-1]
-        return True
-
-
-_handler.addFilter(_ChannelFilter())
+_handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))  # [ember.<channel>]
 
 
 def get(channel: str) -> logging.Logger:

@@ -96,17 +96,12 @@ def eliminate_common_subexpressions(gm: torch.fx.GraphModule) -> int:
     for node in list(graph.nodes):
         if not _pure(node):
             continue
-        inner = _double_transpose_of(node)
-        if inner is not None and node not in keep:
-            node.replace_all_uses_with(inner)
-            graph.erase_node(node)
-            removed += 1
-            continue
-        try:
-            key = (node.target, _hashable(node.args), _hashable(node.kwargs))
-            first = seen.setdefault(key, node)
-        except TypeError:
-            continue
+        first = _double_transpose_of(node) if node not in keep else None
+        if first is None:
+            try:
+                first = seen.setdefault((node.target, _hashable(node.args), _hashable(node.kwargs)), node)
+            except TypeError:
+                continue
         if first is node or node in keep:
             continue
         node.replace_all_uses_with(first)

@@ -61,12 +61,16 @@ def _tensor_bytes(node: torch.fx.Node) -> int:
 
 
 def _split_roles(joint: torch.fx.GraphModule, spec: JointSpec):
+    """(primals, tangents, forward outputs, gradients, the nodes only the backward can run (with
+    `_backward_nodes`), those of them the gradients need)."""
     placeholders = [n for n in joint.graph.nodes if n.op == "placeholder"]
     primals = [n for n in placeholders if n.name.startswith("primals_")]
     tangents = [n for n in placeholders if n.name.startswith("tangents_")]
     outputs = list(next(n for n in joint.graph.nodes if n.op == "output").args[0])
     forward_count = spec.num_fw_outputs + len(spec.mutated_inputs)
-    return primals, tangents, outputs[:forward_count], outputs[forward_count:]
+    fw_outputs, grads = outputs[:forward_count], outputs[forward_count:]
+    backward = _backward_nodes(joint, tangents, fw_outputs)
+    return primals, tangents, fw_outputs, grads, backward, _ancestors(grads) & backward
 
 
 def _ancestors(roots, stop=()) -> set:
@@ -190,9 +194,7 @@ def _layout_values(value) -> list:
 
 def partition_default(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition:
     """Saves every forward value the backward reads (or that is a gradient itself), in graph order."""
-    primals, tangents, fw_outputs, grads = _split_roles(joint, spec)
-    backward = _backward_nodes(joint, tangents, fw_outputs)
-    backward_needed = _ancestors(grads) & backward
+    primals, tangents, fw_outputs, grads, backward, backward_needed = _split_roles(joint, spec)
     direct = {g for g in grads if isinstance(g, torch.fx.Node)}
     saved = [node for node in joint.graph.nodes if node not in backward and node.op != "output" and
              (node in direct or any(user in backward_needed for user in node.users))]
@@ -207,9 +209,7 @@ _RECOMPUTABLE_EXTRA = {
     aten.detach.default, aten.clone.default, aten.full.default, aten.zeros.default, aten.ones.default,
     aten.zeros_like.default, aten.ones_like.default, aten.full_like.default, aten.scalar_tensor.default,
     aten.arange.default, aten.arange.start, aten.arange.start_step, aten.split.Tensor, aten.cat.default,
-    aten.where.self, aten.to.dtype,
-    aten._to_copy.default, aten.convert_element_type.default if hasattr(aten, "convert_element_type") else None,
-    operator.getitem,
+    aten.where.self, aten.to.dtype, aten._to_copy.default, operator.getitem,
 }
 # Reductions are not in the list: each reads a whole input to make a small result, so saving
 # the result (a norm's mean and rstd) is nearly free while recomputing it costs a full pass.
@@ -244,9 +244,7 @@ def _must_recompute(node: torch.fx.Node, backward: set) -> bool:
 
 
 def partition_min_cut(joint: torch.fx.GraphModule, spec: JointSpec) -> Partition:
-    primals, tangents, fw_outputs, grads = _split_roles(joint, spec)
-    backward = _backward_nodes(joint, tangents, fw_outputs)
-    backward_needed = _ancestors(grads) & backward
+    primals, tangents, fw_outputs, grads, backward, backward_needed = _split_roles(joint, spec)
     if not backward_needed:
         return partition_default(joint, spec)
     nodes = [n for n in joint.graph.nodes if n.op != "output"]

@@ -87,32 +87,31 @@ class CompiledPair:
             _describe_layout_of(node, value)
         return placeholders
 
-    def backward_for(self, returned: frozenset[int], given: frozenset[int],
-                     saved: list) -> tuple[Callable, frozenset[int]]:
-        """(the backward given only the tangents at positions `given`, computing the gradients at
-        `returned`; the positions of the saved values it reads).  As eager, only what the given
-        tangents reach runs: what depends on missing ones alone is zeros (a zero tangent pushed
-        through would make 0 * inf = NaN)."""
-        key = (returned, given)
-        with self._lock, gc_paused():
-            if key not in self._pruned:
-                self._placeholders_laid_out_as(saved)  # (copied with the graph)
-                module = _without_missing_tangents(self.backward_graph, returned, given)
-                compiled = self._compile_backward(module, [n.meta.get("val") for n in _placeholders(module)])
-                self._pruned[key] = (compiled, self.saved_reads(module))
-        return self._pruned[key]
-
-    def saved_reads(self, graph: torch.fx.GraphModule) -> frozenset[int]:
-        """The positions of the saved values a (pruned) backward graph reads."""
-        return frozenset(k for k, node in enumerate(_placeholders(graph)[:self.num_saved]) if node.users)
-
-    def pruned_graph(self, returned: frozenset[int], given: frozenset[int]) -> torch.fx.GraphModule:
-        """`backward_for`'s graph, not compiled (compiled autograd runs it op by op)."""
-        key = ("graph", returned, given)
-        with self._lock:
-            if key not in self._pruned:
-                self._pruned[key] = _without_missing_tangents(self.backward_graph, returned, given)
-        return self._pruned[key]
+    def for_tangents(self, given: set, count: int, saved: list | None, ctx, saved_tensors) -> Callable:
+        """The backward given the tangents at positions `given` (of `count`): compiled for the
+        layouts of `saved`, or (`saved` None: compiled autograd runs it op by op) its graph.  Given
+        fewer, as eager, only what the given tangents reach runs: what depends on missing ones alone
+        is zeros (a zero tangent pushed through would make 0 * inf = NaN).  First eager's error if a
+        saved tensor it reads was written in place since the forward."""
+        if len(given) == count:
+            backward, reads = (self.backward_graph if saved is None else self.backward(saved)), None
+        else:
+            returned = frozenset(k for k, sources in enumerate(self.spec.grad_sources) if sources & given)
+            key = (saved is None, returned, frozenset(given))
+            with self._lock, gc_paused():
+                if key not in self._pruned:
+                    if saved is not None:
+                        self._placeholders_laid_out_as(saved)  # (copied with the graph)
+                    module = _without_missing_tangents(self.backward_graph, returned, key[2])
+                    placeholders = _placeholders(module)
+                    reads = frozenset(k for k, node in enumerate(placeholders[:self.num_saved]) if node.users)
+                    if saved is not None:
+                        module = self._compile_backward(module, [n.meta.get("val") for n in placeholders])
+                    self._pruned[key] = (module, reads)
+                backward, reads = self._pruned[key]
+        if ctx.saved_versions is not None:
+            _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
+        return backward
 
     @functools.cached_property
     def tangent_fakes(self) -> list:
@@ -379,13 +378,7 @@ def _run_backward(pair: CompiledPair, ctx, tangents: list) -> list:
     tangents = [tangent.contiguous() if tangent is not None else
                 torch.zeros(shape, dtype=fake.dtype, device=fake.device)
                 for tangent, fake, shape in zip(tangents, pair.tangent_fakes, shapes)]
-    if len(given) < len(tangents):
-        returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
-        backward, reads = pair.backward_for(returned, frozenset(given), saved)
-    else:
-        backward, reads = pair.backward(saved), None
-    if ctx.saved_versions is not None:
-        _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
+    backward = pair.for_tangents(given, len(tangents), saved, ctx, saved_tensors)
     return _input_gradients(spec, backward(*saved, *tangents), given)
 
 
@@ -420,14 +413,7 @@ def _traced_backward(pair: CompiledPair, ctx, tangents: list, tracer) -> list:
     given = {position for position, tangent in enumerate(tangents) if tangent is not None}
     if not given:
         return [None] * spec.num_primals
-    if len(given) < len(tangents):  # (as _run_backward: the graph of what the given tangents reach)
-        returned = frozenset(k for k, sources in enumerate(spec.grad_sources) if sources & given)
-        graph = pair.pruned_graph(returned, frozenset(given))
-        reads = pair.saved_reads(graph)
-    else:
-        graph, reads = pair.backward_graph, None
-    if ctx.saved_versions is not None:  # (the error eager raises, from the backward's own check)
-        _check_versions(saved_tensors, ctx.saved_versions, ctx.saved_layout, reads)
+    graph = pair.for_tangents(given, len(tangents), None, ctx, saved_tensors)
     tangents = [tangent.contiguous() if tangent is not None else None for tangent in tangents]
     region = _traced_regions.setdefault(id(pair), len(_traced_regions))
     grads = tracer.run_region(graph, [*saved, *tangents], f"aot{region}_")

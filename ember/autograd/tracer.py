@@ -60,18 +60,8 @@ class ViewInfo:
     index: int | None  # which output of a multi-output view (split/unbind)
 
 
-# In-place ops whose functional form has another overload name.
-_FUNCTIONAL_OVERRIDES = {
-    aten.bernoulli_.float: aten.bernoulli.p,
-    aten.bernoulli_.Tensor: aten.bernoulli.Tensor,
-    aten.normal_.default: aten.normal_functional.default,
-    aten.transpose_.default: aten.transpose.int,
-    aten.swapaxes_.default: aten.swapaxes.default,
-    aten.swapdims_.default: aten.swapdims.default,
-    aten.squeeze_.default: aten.squeeze.default,
-    aten.squeeze_.dim: aten.squeeze.dim,
-    aten.squeeze_.dims: aten.squeeze.dims,
-}
+# In-place ops whose functional form has another name (the rest are found by their arguments).
+_FUNCTIONAL_OVERRIDES = {aten.normal_.default: aten.normal_functional.default}
 
 
 def _functional_variant(func) -> Any:

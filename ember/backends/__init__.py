@@ -16,23 +16,18 @@ import torch
 
 from ..pipeline import aot_eager_backend as aot_eager
 from ..pipeline import ember_backend
+from .reference import inductor
 
 
 def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     return gm.forward
 
 
-def _inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    from .reference import inductor
-
-    return inductor(gm, example_inputs)
-
-
 BACKENDS: dict[str, Callable] = {
     "eager": eager,
     "aot_eager": aot_eager,
     "ember": ember_backend,
-    "inductor": _inductor,
+    "inductor": inductor,
 }
 
 
@@ -41,10 +36,8 @@ def lookup_backend(backend) -> tuple[Callable, str]:
         return backend, getattr(backend, "__name__", type(backend).__name__)
     if isinstance(backend, str):
         if backend not in BACKENDS:
-            raise ValueError(
-                f"unknown ember backend {backend!r}; choose one of {', '.join(sorted(BACKENDS))} "
-                f"or pass a callable (gm, example_inputs) -> callable"
-            )
+            raise ValueError(f"unknown ember backend {backend!r}; choose one of {', '.join(sorted(BACKENDS))} "
+                             f"or pass a callable (gm, example_inputs) -> callable")
         return BACKENDS[backend], backend
     raise TypeError(f"backend must be a name or a callable, not {type(backend).__name__}")
 

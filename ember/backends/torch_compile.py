@@ -20,22 +20,17 @@ log_fallbacks = logs.get("fallbacks")
 def ember(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """torch.compile's backend signature: (GraphModule, example inputs) -> callable."""
     from ..debug_dir import frame
-
-    with frame(name="torch.compile graph"):  # (EMBER_DEBUG_DIR's report: one folder per graph)
-        return _compile(gm, example_inputs)
-
-
-def _compile(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     from . import ember_backend
 
     keep = [index for index, value in enumerate(example_inputs) if not _is_int(value)]
-    if len(keep) == len(example_inputs):
-        return ember_backend(gm, list(example_inputs))
-    own = _copy(gm)  # (Dynamo reads its graph's inputs again after the backend returns)
-    if not _sizes_from_tensors(own):
-        log_fallbacks.debug("torch.compile graph with int inputs that are no tensor's size: running it as captured")
-        return gm.forward
-    compiled = ember_backend(own, [example_inputs[index] for index in keep])
+    with frame(name="torch.compile graph"):  # (EMBER_DEBUG_DIR's report: one folder per graph)
+        if len(keep) == len(example_inputs):
+            return ember_backend(gm, list(example_inputs))
+        own = _copy(gm)  # (Dynamo reads its graph's inputs again after the backend returns)
+        if not _sizes_from_tensors(own):
+            log_fallbacks.debug("torch.compile graph with int inputs that are no tensor's size: running it as captured")
+            return gm.forward
+        compiled = ember_backend(own, [example_inputs[index] for index in keep])
 
     def call(*args):
         return compiled(*[args[index] for index in keep])
@@ -57,17 +52,16 @@ def _is_int(value) -> bool:
 def _sizes_from_tensors(gm: torch.fx.GraphModule) -> bool:
     """Rewrite `gm` so that no int placeholder remains: unused ones are dropped, a size symbol
     is read from a tensor input that has it.  False (gm unchanged) where one is no tensor's size."""
-    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    values = {node: node.meta.get("example_value", node.meta.get("val"))
+              for node in gm.graph.nodes if node.op == "placeholder"}
     tensor_sizes = {}
-    for node in placeholders:
-        value = node.meta.get("example_value", node.meta.get("val"))
+    for node, value in values.items():
         if isinstance(value, torch.Tensor):
             for dim, size in enumerate(value.shape):
                 if isinstance(size, torch.SymInt):
                     tensor_sizes.setdefault(size.node.expr, (node, dim))
     plan = []
-    for node in placeholders:
-        value = node.meta.get("example_value", node.meta.get("val"))
+    for node, value in values.items():
         if isinstance(value, torch.Tensor):
             continue
         if not _is_int(value):

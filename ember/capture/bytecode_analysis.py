@@ -83,13 +83,11 @@ def _liveness(code: types.CodeType) -> list[frozenset]:
         for index in range(count - 1, -1, -1):
             inst = insts[index]
             live_out = frozenset().union(*(live_in[s] for s in successors[index])) if successors[index] else frozenset()
-            name = inst.argval if isinstance(inst.argval, str) else None
-            if inst.opname in READS and name is not None:
-                current = live_out | {name}
-            elif inst.opname in WRITES and name is not None:
-                current = live_out - {name}
-            else:
-                current = live_out
+            current = live_out
+            if isinstance(inst.argval, str) and inst.opname in READS:
+                current = live_out | {inst.argval}
+            elif isinstance(inst.argval, str) and inst.opname in WRITES:
+                current = live_out - {inst.argval}
             if current != live_in[index]:
                 live_in[index] = current
                 changed = True

@@ -33,7 +33,7 @@ from . import bytecode_analysis as analysis
 from .errors import SkipFrame, Unsupported
 from .source_text import is_keyword_name, keyword_arguments
 from .sources import CLOSURE, GLOBALS, CellContentsSource, ClosureSource
-from .variables.base import BINARY_OPERATORS, ConstantVariable, VariableTracker
+from .variables.base import BINARY_OPERATORS, ConstantVariable, VariableTracker, static_of
 from .variables.containers import (
     BaseListVariable,
     DictVariable,
@@ -193,9 +193,7 @@ class GlueCodegen:
         if rebuild_from is not None:
             return self._new(v, rebuild_from(self))
         real = getattr(v, "real_object", None)
-        if real is None:
-            getter = getattr(v, "static_value", None)
-            real = getter() if getter is not None else None
+        real = static_of(v) if real is None else real
         if real is None and isinstance(v, UserFunctionVariable):
             real = v.fn
         if real is None and hasattr(v, "function") and not isinstance(v, UserMethodVariable):
@@ -394,6 +392,13 @@ def _next(tx, inst) -> int:
     return tx.insts.next_offset(inst.offset)
 
 
+def _pushed(cg, tx, inst, rest: list, expr: str, *pushed_first) -> list[Branch]:
+    """`expr` evaluated into a temporary, pushed (after `pushed_first`) for the next instruction."""
+    result = cg.temp()
+    cg.emit(f"{result} = {expr}")
+    return [Branch(None, _next(tx, inst), [*rest, *pushed_first, result])]
+
+
 def _emit_call(cg, tx, inst, stack):
     base = len(stack) - inst.arg - 2
     rest, (first, second), args = stack[:base], stack[base:base + 2], stack[base + 2:]
@@ -401,21 +406,16 @@ def _emit_call(cg, tx, inst, stack):
     names = tx.kw_names or ()
     positional = args[:len(args) - len(names)]
     keywords = keyword_arguments(zip(names, args[len(args) - len(names):]))
-    result = cg.temp()
-    cg.emit(f"{result} = __ember_wrap({function})({', '.join([*positional, *keywords])})")
-    return [Branch(None, _next(tx, inst), [*rest, result])]
+    return _pushed(cg, tx, inst, rest, f"__ember_wrap({function})({', '.join([*positional, *keywords])})")
 
 
 def _emit_call_ex(cg, tx, inst, stack):
     has_kwargs = inst.arg & 1
     kwargs = stack[-1] if has_kwargs else None
     below, function, args = stack[len(stack) - 3 - has_kwargs:len(stack) - has_kwargs]
-    rest = stack[:-3 - has_kwargs]
-    result = cg.temp()
     function, prefix = (below, f"{function}, ") if below is not None else (function, "")
     extra = f", **{kwargs}" if kwargs else ""
-    cg.emit(f"{result} = __ember_wrap({function})({prefix}*{args}{extra})")
-    return [Branch(None, _next(tx, inst), [*rest, result])]
+    return _pushed(cg, tx, inst, stack[:-3 - has_kwargs], f"__ember_wrap({function})({prefix}*{args}{extra})")
 
 
 def _emit_jump(jump_if: bool | None, none_test: bool | None = None):
@@ -443,9 +443,7 @@ def _emit_result(make: Callable[[list[str], Any], str], pops: int, statement: bo
         if statement:
             cg.emit(make(operands, inst))
             return [Branch(None, _next(tx, inst), rest)]
-        result = cg.temp()
-        cg.emit(f"{result} = {make(operands, inst)}")
-        return [Branch(None, _next(tx, inst), [*rest, result])]
+        return _pushed(cg, tx, inst, rest, make(operands, inst))
 
     return emitter
 
@@ -467,12 +465,10 @@ def _emit_unpack(cg, tx, inst, stack):
 
 
 def _emit_load_attr(cg, tx, inst, stack):
-    result = cg.temp()
-    cg.emit(f"{result} = getattr({stack[-1]}, {inst.argval!r})")
     with_null = inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_ATTR" and tx.code is not None
                                                   and sys.version_info >= (3, 12) and inst.arg & 1)
-    pushed = [None, result] if with_null else [result]
-    return [Branch(None, _next(tx, inst), [*stack[:-1], *pushed])]
+    null = [None] if with_null else []
+    return _pushed(cg, tx, inst, stack[:-1], f"getattr({stack[-1]}, {inst.argval!r})", *null)
 
 
 def _binary_expr(operands, inst):

@@ -29,7 +29,7 @@ from .guards import GuardSet
 from .side_effects import SideEffects
 from .shapes import ShapePlan, SpecializationWatch, StaticShapesNeeded, marked_dims, symbolic_fake
 from .sources import ModuleDictSource, Source
-from .variables.base import ConstantVariable, VariableTracker, constant, is_constant_value
+from .variables.base import ConstantVariable, VariableTracker, constant, is_constant_value, static_of
 
 
 @dataclasses.dataclass
@@ -327,11 +327,9 @@ def _unwrap(tx, value: Any) -> tuple[Any, Any]:
         return proxies, fakes
     if isinstance(value, DictVariable):
         return _unwrap(tx, value.items)
-    static = getattr(value, "static_value", None)
-    if static is not None:
-        known = static()
-        if known is not None and isinstance(known, _PASSABLE_OBJECTS):
-            return known, known
+    known = static_of(value)
+    if isinstance(known, _PASSABLE_OBJECTS):
+        return known, known
     raise Unsupported(f"{value} passed to a tensor operator")
 
 
@@ -345,8 +343,7 @@ _LEGACY_TENSOR_TYPES = frozenset(getattr(torch, "_tensor_classes", ()))
 def _tensor_type_name(value: Any) -> Any:
     """Tensor.type's argument: a legacy tensor class becomes its name ("torch.HalfTensor"), which
     means the same to Tensor.type and is a literal in the graph's code."""
-    static = getattr(value, "static_value", None)
-    known = static() if static is not None else None
+    known = static_of(value)
     if isinstance(known, type) and known in _LEGACY_TENSOR_TYPES:
         return ConstantVariable(f"{known.__module__}.{known.__name__}")
     return value

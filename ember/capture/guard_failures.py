@@ -12,8 +12,6 @@ from typing import Any, Callable
 
 import torch
 
-from . import sources
-
 
 @dataclasses.dataclass(frozen=True)
 class Check:
@@ -40,33 +38,9 @@ class TensorFacts:
         return cls(type(value), value.dtype, value.device, tuple(value.shape), stride, value.requires_grad)
 
 
-# -- paths in the user's terms ---------------------------------------------------------------------
-def _attr(base: str, name: str) -> str:
-    return f"{base}.{name}" if name.isidentifier() else f"getattr({base}, {name!r})"
-
-
-_PATHS: dict[type, Callable[[Any], str]] = {
-    sources.LocalSource: lambda source: source.local,
-    sources.GlobalSource: lambda source: source.global_name,
-    sources.ClosureSource: lambda source: source.var_name,
-    sources.AttrSource: lambda source: _attr(user_path(source.base), source.attr),
-    sources.ModuleDictSource: lambda source: _attr(user_path(source.base), source.key),
-    sources.ItemSource: lambda source: f"{user_path(source.base)}[{source.key!r}]",
-    sources.DictItemSource: lambda source: f"{user_path(source.base)}[{source.key!r}]",
-    sources.TypeSource: lambda source: f"type({user_path(source.base)})",
-    sources.CellContentsSource: lambda source: f"{user_path(source.base)}.__closure__[{source.index}].cell_contents",
-}
-
-
 def user_path(source: Any) -> str:
-    """`self._modules['fc']._parameters['weight']` -> `self.fc.weight`; globals by their name."""
-    if isinstance(source, str):
-        return source
-    render = _PATHS.get(type(source))
-    if render is not None:
-        return render(source)
-    label = getattr(source, "label", None)  # objects embedded by reference (translator.RefSource)
-    return label if isinstance(label, str) else source.expr()
+    """A Source's path as the user wrote it (`Source.user_path`); a ready label as it is."""
+    return source if isinstance(source, str) else source.user_path()
 
 
 # -- explainers: (path, expected, actual) -> the first difference -----------------------------------

@@ -115,24 +115,19 @@ def unsupported_hooks(module: torch.nn.Module) -> str | None:
     return None
 
 
-def _pre_hooks(module: torch.nn.Module) -> list[tuple[Any, bool]]:
-    """(hook, takes kwargs) in the order Module.__call__ runs them: global hooks first."""
-    with_kwargs = getattr(module, "_forward_pre_hooks_with_kwargs", {})
-    hooks = [*module_impl._global_forward_pre_hooks.items(), *module._forward_pre_hooks.items()]
-    return [(hook, hook_id in with_kwargs) for hook_id, hook in hooks]
-
-
-def _forward_hooks(module: torch.nn.Module) -> list[tuple[Any, bool]]:
-    with_kwargs = {**_global("_global_forward_hooks_with_kwargs"),
-                   **getattr(module, "_forward_hooks_with_kwargs", {})}
-    hooks = [*module_impl._global_forward_hooks.items(), *module._forward_hooks.items()]
+def _hooks(module: torch.nn.Module, kind: str) -> list[tuple[Any, bool]]:
+    """(hook, takes kwargs) of `kind` ("pre_hooks" or "hooks") in the order Module.__call__ runs
+    them: global hooks first (torch has no global pre-hooks with kwargs: that table is empty)."""
+    with_kwargs = {**_global(f"_global_forward_{kind}_with_kwargs"),
+                   **getattr(module, f"_forward_{kind}_with_kwargs", {})}
+    hooks = [*getattr(module_impl, f"_global_forward_{kind}").items(), *getattr(module, f"_forward_{kind}").items()]
     return [(hook, hook_id in with_kwargs) for hook_id, hook in hooks]
 
 
 def hook_key(module: torch.nn.Module) -> tuple:
     """Identifies the module's current hooks (the cached function holds them, so ids stay unique)."""
-    return (tuple((id(hook), kwargs) for hook, kwargs in _pre_hooks(module)),
-            tuple((id(hook), kwargs) for hook, kwargs in _forward_hooks(module)))
+    return (tuple((id(hook), kwargs) for hook, kwargs in _hooks(module, "pre_hooks")),
+            tuple((id(hook), kwargs) for hook, kwargs in _hooks(module, "hooks")))
 
 
 _PRE_HOOK = """\
@@ -170,10 +165,10 @@ def make_hooked_call(module: torch.nn.Module, forward: Callable | None) -> types
         return template.format(hook=label, kwargs=kwargs)
 
     lines = [f"def {name}(self, *args, **kwargs):\n"]
-    lines += [call(hook, _PRE_HOOK_WITH_KWARGS if kw else _PRE_HOOK) for hook, kw in _pre_hooks(module)]
+    lines += [call(hook, _PRE_HOOK_WITH_KWARGS if kw else _PRE_HOOK) for hook, kw in _hooks(module, "pre_hooks")]
     lines.append("    output = self.forward(*args, **kwargs)\n" if forward is None else
                  "    output = __ember_forward(self, *args, **kwargs)\n")
-    lines += [call(hook, _FORWARD_HOOK, "kwargs, " if kw else "") for hook, kw in _forward_hooks(module)]
+    lines += [call(hook, _FORWARD_HOOK, "kwargs, " if kw else "") for hook, kw in _hooks(module, "hooks")]
     lines.append("    return output\n")
     source = "".join(lines)
     filename = f"<ember: {type(module).__qualname__}.__call__ with hooks {id(namespace):x}>"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .errors import Unsupported, UserException
 from .opcodes import VERSION, handler, one_liners
-from .variables.base import ConstantVariable, NullVariable, VariableTracker, constant
+from .variables.base import NullVariable, VariableTracker, constant, is_none, static_of
 from .variables.builder import wrap_static
 from .variables.containers import DictVariable
 from .variables.functions import NestedFunctionVariable
@@ -38,8 +38,7 @@ def _conditional(truth_when_jump: bool | None, none_test: bool | None = None):
     def run(tx, inst):
         value = tx.pop()
         if none_test is not None:
-            is_none = isinstance(value, ConstantVariable) and value.value is None
-            jump = is_none if none_test else not is_none
+            jump = is_none(value) == none_test
         else:
             jump = value.truth(tx) == truth_when_jump
         if jump:
@@ -165,7 +164,7 @@ def _pop_except(tx, inst):
 def _check_exc_match(tx, inst):
     expected = tx.pop()
     value = tx.stack[-1]
-    classes = getattr(expected, "static_value", lambda: None)()
+    classes = static_of(expected)
     if classes is None:
         classes = expected.as_python_constant()
     real = getattr(value, "value", None)

@@ -149,16 +149,14 @@ def mark_changed_scalars(runner, closure, args) -> None:
     log = logs.get("recompiles")
     for entry in runner.cache_entries:
         guards = entry.guard_set
-        for expr, path, old, new in guards.changed_scalars(runner.params, runner.f_globals, closure, args):
+        found = [(expr, f"{path} was {old!r}, now {new!r}")
+                 for expr, path, old, new in guards.changed_scalars(runner.params, runner.f_globals, closure, args)]
+        found += [(expr, f"{path} is written by the code itself (state it carries)")
+                  for expr, path in guards.number_constants().items() if expr in getattr(guards, "written_scalars", ())]
+        for expr, why in found:
             if expr not in state.scalars and expr not in state.static_scalars:
                 state.scalars.add(expr)
-                log.debug("%s: %s was %r, now %r; marking it dynamic", runner.code.co_name, path, old, new)
-        for expr, path in guards.number_constants().items():
-            if expr in getattr(guards, "written_scalars", ()) and expr not in state.scalars \
-                    and expr not in state.static_scalars:
-                state.scalars.add(expr)
-                log.debug("%s: %s is written by the code itself (state it carries); marking it dynamic",
-                          runner.code.co_name, path)
+                log.debug("%s: %s; marking it dynamic", runner.code.co_name, why)
 
 
 def note_written_scalars(graph) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from .variables.base import VariableTracker
+from .variables.base import VariableTracker, static_of
 
 
 class RealObjectWatch:
@@ -70,9 +70,7 @@ class SideEffects:
     def owner_key(owner: VariableTracker) -> int:
         """Writes to one real object go together, whichever variable stands for it."""
         real = getattr(owner, "real_object", None)
-        if real is None:
-            getter = getattr(owner, "static_value", None)
-            real = getter() if getter is not None else None
+        real = static_of(owner) if real is None else real
         return id(real) if real is not None else id(owner)
 
     def store_attr(self, owner: VariableTracker, name: str, value: VariableTracker) -> None:

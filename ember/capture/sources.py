@@ -21,37 +21,46 @@ CLOSURE = "__ember_closure"
 
 
 class Source:
-    """A path to a value.  Most subclasses are rendered from the templates `_expr` and `_name` over
-    their fields, each Source field by its own `expr()` / `name()`."""
+    """A path to a value.  Most subclasses are rendered from the templates `_expr`, `_name` and
+    `_user` over their fields, each Source field by the same method of its own."""
 
-    _expr = _name = ""
+    _expr = _name = _user = ""
 
     def expr(self) -> str:
-        return self._expr.format(**self._fields("expr"))
+        return self._render(self._expr, "expr")
 
     def name(self) -> str:
         """A readable identifier for graph placeholders (`self.linear.weight` -> self_linear_weight)."""
-        return self._name.format(**self._fields("name"))
+        return self._render(self._name, "name")
+
+    def user_path(self) -> str:
+        """The path as the user wrote it, for messages (`self._modules['fc']._parameters['weight']`
+        -> `self.fc.weight`); the guard's expression where there is no such spelling."""
+        return self._render(self._user, "user_path") if self._user else self.expr()
 
     def root(self) -> "Source":
         base = getattr(self, "base", None)
         return self if base is None else base.root()
 
-    def _fields(self, method: str) -> dict:
-        return {key: getattr(value, method)() if isinstance(value, Source) else value
-                for key, value in vars(self).items()}
+    def _render(self, template: str, method: str) -> str:
+        return template.format(**{key: getattr(value, method)() if isinstance(value, Source) else value
+                                  for key, value in vars(self).items()})
+
+
+def _attr_path(base: str, name: str) -> str:
+    return f"{base}.{name}" if name.isidentifier() else f"getattr({base}, {name!r})"
 
 
 @dataclasses.dataclass(frozen=True)
 class LocalSource(Source):
     local: str
-    _expr = _name = "{local}"
+    _expr = _name = _user = "{local}"
 
 
 @dataclasses.dataclass(frozen=True)
 class GlobalSource(Source):
     global_name: str
-    _expr, _name = GLOBALS + "[{global_name!r}]", "{global_name}"
+    _expr, _name, _user = GLOBALS + "[{global_name!r}]", "{global_name}", "{global_name}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +69,7 @@ class ClosureSource(Source):
 
     index: int
     var_name: str
-    _expr, _name = CLOSURE + "[{index}].cell_contents", "{var_name}"
+    _expr, _name, _user = CLOSURE + "[{index}].cell_contents", "{var_name}", "{var_name}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +78,8 @@ class CellContentsSource(Source):
 
     base: Source
     index: int
-    _expr, _name = "{base}.__closure__[{index}].cell_contents", "{base}_closure_{index}"
+    _expr = _user = "{base}.__closure__[{index}].cell_contents"
+    _name = "{base}_closure_{index}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +93,9 @@ class AttrSource(Source):
             return f"{self.base.expr()}.{self.attr}"
         return f"getattr({self.base.expr()}, {self.attr!r})"
 
+    def user_path(self) -> str:
+        return _attr_path(self.base.user_path(), self.attr)
+
 
 @dataclasses.dataclass(frozen=True)
 class ModuleDictSource(Source):
@@ -92,6 +105,9 @@ class ModuleDictSource(Source):
     table: str  # "_parameters" | "_buffers" | "_modules"
     key: str
     _expr, _name = "{base}.{table}[{key!r}]", "{base}_{key}"
+
+    def user_path(self) -> str:
+        return _attr_path(self.base.user_path(), self.key)
 
 
 def literal(value: object) -> str | None:
@@ -115,16 +131,10 @@ class ItemSource(Source):
     base: Source
     key: object  # a hashable constant
     key_expr: str | None = None  # how the key is spelled when it has no literal (a guard reference)
-    _name = "{base}_{key}"
+    _name, _user = "{base}_{key}", "{base}[{key!r}]"
 
     def expr(self) -> str:
         return f"{self.base.expr()}[{self.key_expr or literal(self.key) or repr(self.key)}]"
-
-
-@dataclasses.dataclass(frozen=True)
-class TypeSource(Source):
-    base: Source
-    _expr, _name = "type({base})", "type_{base}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +143,7 @@ class DictItemSource(Source):
 
     base: Source
     key: object
-    _expr, _name = "dict.__getitem__({base}, {key!r})", "{base}_{key}"
+    _expr, _name, _user = "dict.__getitem__({base}, {key!r})", "{base}_{key}", "{base}[{key!r}]"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,7 @@ from . import bytecode_analysis as analysis
 from .errors import RestartCapture, SkipFrame, Unsupported, UserException
 from .graph import OutputGraph
 from .sources import GLOBALS, ClosureSource, GlobalSource, ItemSource, LocalSource, Source
-from .variables.base import ConstantVariable, VariableTracker, constant
+from .variables.base import ConstantVariable, VariableTracker, constant, static_of
 from .variables.builder import wrap, wrap_constant_result, wrap_static
 from .variables.containers import BaseListVariable, DictVariable, ListIteratorVariable
 from .variables.functions import CellVariable, RealCellVariable, bind_arguments, real_cell
@@ -37,15 +37,11 @@ from .variables.tensor import TensorVariable
 class RefSource(Source):
     """A Python object embedded by reference (e.g. another module's globals dict)."""
 
+    _expr, _name, _user = "{ref_name}", "{label}", "{label}"
+
     def __init__(self, graph: OutputGraph, obj: Any, label: str) -> None:
         self.ref_name = graph.guards.ref(obj)
         self.label = label
-
-    def expr(self) -> str:
-        return self.ref_name
-
-    def name(self) -> str:
-        return self.label
 
     def __eq__(self, other) -> bool:
         return isinstance(other, RefSource) and other.ref_name == self.ref_name
@@ -335,8 +331,7 @@ _GENERIC_BUILTINS = (list, tuple, dict, set, frozenset, type)
 
 def _generic_alias(container: VariableTracker, index: VariableTracker) -> VariableTracker | None:
     """`list[Tensor]`: a types.GenericAlias, made for real (it only records its arguments)."""
-    static = getattr(container, "static_value", None)
-    cls = static() if static is not None else None
+    cls = static_of(container)
     if not any(cls is builtin for builtin in _GENERIC_BUILTINS) or not index.is_python_constant():
         return None
     return PythonObjectVariable(cls[index.as_python_constant()])

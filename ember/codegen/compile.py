@@ -285,12 +285,10 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: list, started: list | Non
         try:
             with bounds_scope(bounds) as scope:
                 return run_steps(steps, "graph", work, start=start, pause_after=pause_after), scope
-        except GraphNotSupported as reason:
+        except (GraphNotSupported, KernelCompileError) as error:
+            reason = error if isinstance(error, GraphNotSupported) else \
+                f"a kernel did not build: {str(error).splitlines()[0]}"
             log_fallbacks.debug("graph not compiled (%s): running it as ATen calls", reason)
-            work.result, work.done = as_traced(gm.forward), True
-        except KernelCompileError as error:
-            log_fallbacks.debug("graph not compiled (a kernel did not build: %s): running it as ATen calls",
-                                str(error).splitlines()[0])
             work.result, work.done = as_traced(gm.forward), True
         return len(steps), bounds
 

@@ -257,42 +257,37 @@ class WrapperCodegen:
         for step in self.steps:
             if not isinstance(step, Kernel):
                 read_by_calls |= buffer_names((step.call.args, step.call.kwargs))
-        elided, placed = self.elided, graph.input_writes
         shaped = {}
-        for step in self.steps:
-            if not isinstance(step, Kernel):
+        for node in self._given_memory():
+            layouts = views.get(node.name)
+            if not layouts or len(layouts) != 1 or layouts[0] is None or node.name in read_by_calls:
                 continue
-            for node in step.nodes:
-                layouts = views.get(node.name)
-                if not layouts or len(layouts) != 1 or layouts[0] is None or node.name in read_by_calls or \
-                        node.name in elided or node.name in placed:
-                    continue
-                view, own = layouts[0], node.layout
-                if view.dtype == own.dtype and sympy.sympify(view.offset) == 0 and view.is_contiguous() and \
-                        own.is_contiguous() and sympy.expand(product(view.size) - product(own.size)) == 0:
-                    shaped[node.name] = view
+            view, own = layouts[0], node.layout
+            if view.dtype == own.dtype and sympy.sympify(view.offset) == 0 and view.is_contiguous() and \
+                    own.is_contiguous() and sympy.expand(product(view.size) - product(own.size)) == 0:
+                shaped[node.name] = view
         return shaped
+
+    def _given_memory(self) -> list:
+        """The kernels' outputs that get memory of their own: not kept in registers, not stored into an input."""
+        elided, placed = self.elided, self.graph.input_writes
+        return [node for step in self.steps if isinstance(step, Kernel) for node in step.nodes
+                if node.name not in elided and node.name not in placed]
 
     def _plan_reuse(self, anew=()) -> dict[str, str]:
         """new buffer -> the dead buffer whose memory it takes over (`anew`: buffers allocated
         anew all the same)."""
-        buffers = {}
+        buffers = {node.name: node for node in self._given_memory()}
         aliased = set()  # read by an extern op that may return a view of its input
         elided = self.elided
         placed = self.graph.input_writes  # (an input's memory: never handed to another buffer)
-        for step in self.steps:
-            if isinstance(step, Kernel):
-                for node in step.nodes:
-                    if node.name not in elided and node.name not in placed:
-                        buffers[node.name] = node
-            else:
-                call = step.call
-                fresh = _returns_fresh(call.target)
-                for output in call.outputs:
-                    if output is not None and fresh and output.layout.offset == 0:
-                        buffers[output.name] = output
-                if not fresh:
-                    aliased |= buffer_names((call.args, call.kwargs))
+        for call in [step.call for step in self.steps if not isinstance(step, Kernel)]:
+            fresh = _returns_fresh(call.target)
+            for output in call.outputs:
+                if output is not None and fresh and output.layout.offset == 0:
+                    buffers[output.name] = output
+            if not fresh:
+                aliased |= buffer_names((call.args, call.kwargs))
         pool: dict[tuple, list[str]] = {}
         reuse: dict[str, str] = {}
         for position, step in enumerate(self.steps):

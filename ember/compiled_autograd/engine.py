@@ -233,7 +233,7 @@ class CompiledAutograd:
         buffers: dict = {}
         for index, ((node, number), grad) in enumerate(zip(roots, grads)):
             tracer.placeholder(grad, InputSource("root", index), f"grad_{index}")
-            _add(tracer, buffers, node, number, grad)
+            _add(buffers, node, number, grad)
         hook_sites, new_grads, accumulations = [], [], []
         module_outputs: dict = {}  # id(BackwardHook) -> its module's output gradients, as traced
         with tracer:
@@ -276,7 +276,7 @@ class CompiledAutograd:
                             continue  # (grad(): a node that feeds none of the inputs)
                         raise CannotCapture(f"{type(node).__name__} feeds a node outside the walk")
                     grad = _validated(grad, next_node._input_metadata[number], tracer.origin)
-                    _add(tracer, buffers, next_node, number, grad)
+                    _add(buffers, next_node, number, grad)
         for old, grad in accumulations:  # (in place, as the engine adds to an existing .grad)
             tracer.graph.call_function(torch.ops.aten.add_.Tensor, (old, tracer.node_of(grad)), name="accumulate_grad_")
         found = {index: grad for index, grad in found.items() if grad is not None}
@@ -374,9 +374,10 @@ def _module_hooks(tracer: BackwardTracer, node, position: int, grads: list, hook
     return results
 
 
-def _add(tracer: BackwardTracer, buffers: dict, node, number: int, grad) -> None:
+def _add(buffers: dict, node, number: int, grad) -> None:
+    """A gradient into the node's input buffer, summed with what came before (a traced op)."""
     slot = buffers.setdefault(node, {})
-    slot[number] = grad if number not in slot else tracer.add(slot[number], grad)
+    slot[number] = grad if number not in slot else torch.ops.aten.add.Tensor(slot[number], grad)
 
 
 def _validated(grad: torch.Tensor, metadata, origin: str) -> torch.Tensor:

@@ -39,21 +39,18 @@ def node_key(node, kind: str, unpacked: dict | None = None) -> tuple:
     the backward's inputs are fetched from them next)."""
     if kind == "builtin":
         return tuple((name, describe(_saved(node, name))) for name in saved_names(node))
-    if kind in ("ember", "python") and unpacked is not None:
-        if node not in unpacked:
-            unpacked[node] = _saved(node)
-        saved = unpacked[node]
-    else:
-        saved = _saved(node) if kind in ("ember", "python") else ()
+    if kind not in ("ember", "python"):
+        return ()
+    unpacked = {} if unpacked is None else unpacked
+    if node not in unpacked:
+        unpacked[node] = _saved(node)
+    tensors = tuple(describe(t) for t in unpacked[node])
     if kind == "ember":  # (its backward reads the saved values, saved_other and tangent_shapes)
-        return tuple(describe(t) for t in saved), describe(getattr(node, "saved_other", None)), \
+        return tensors, describe(getattr(node, "saved_other", None)), \
             describe(getattr(node, "tangent_shapes", None)), describe(getattr(node, "saved_layout", None))
-    if kind == "python":
-        tensors = tuple(describe(t) for t in saved)
-        plain = tuple(sorted((k, describe(v)) for k, v in vars(node).items() if not k.startswith("_")
-                             and not isinstance(v, torch.Tensor)))
-        return tensors, plain
-    return ()
+    plain = tuple(sorted((k, describe(v)) for k, v in vars(node).items() if not k.startswith("_")
+                         and not isinstance(v, torch.Tensor)))
+    return tensors, plain
 
 
 def _saved(node, name: str | None = None):
@@ -85,16 +82,17 @@ def _matcher(tracer: BackwardTracer, candidates: list, label: str):
     return resolve
 
 
-def _call(tracer: BackwardTracer, candidates: list, label: str, call, failed: str) -> tuple:
+def _call(tracer: BackwardTracer, candidates: list, label: str, call, failed: str | None) -> tuple:
     """`call()` under the tracer, tensors the node's backward reads resolved among `candidates`;
-    an error other than CannotCapture becomes one (`failed`: what the message calls the call)."""
+    an error other than CannotCapture becomes one (`failed`: what the message calls the call;
+    None: errors pass as they are)."""
     tracer.resolve = _matcher(tracer, candidates, label)
     try:
         with torch.no_grad():
             results = call()
-    except CannotCapture:
-        raise
     except Exception as error:  # noqa: BLE001 - the engine runs it and reports its own error
+        if failed is None or isinstance(error, CannotCapture):
+            raise
         raise CannotCapture(f"{failed} ({type(error).__name__}: {error})") from None
     finally:
         tracer.resolve = lambda tensor: None
@@ -127,12 +125,8 @@ def trace_ember(tracer: BackwardTracer, node, position: int, grads: list) -> tup
     """ember's compiled region: its backward graph's ops, inlined (the compiled kernels would be
     opaque to the tracer)."""
     candidates = [(tensor, InputSource("ctx", position, "", k)) for k, tensor in enumerate(_saved(node))]
-    tracer.resolve = _matcher(tracer, candidates, f"n{position}_saved")
-    try:
-        with torch.no_grad():
-            return tuple(node._forward_cls.ember_traceable_backward(node, tracer, *grads))
-    finally:
-        tracer.resolve = lambda tensor: None
+    return _call(tracer, candidates, f"n{position}_saved",
+                 lambda: tuple(node._forward_cls.ember_traceable_backward(node, tracer, *grads)), None)
 
 
 RULES = {"builtin": trace_builtin, "python": trace_python, "ember": trace_ember}

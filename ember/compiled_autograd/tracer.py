@@ -93,11 +93,6 @@ class BackwardTracer(TorchDispatchMode):
         self.resolve: Callable[[torch.Tensor], torch.fx.Node | None] = lambda tensor: None
 
     # -- inputs ----------------------------------------------------------------------------------------
-    def run_region(self, gm: torch.fx.GraphModule, args: list, prefix: str) -> Any:
-        """An ember region's backward graph, op by op (its Function's `ember_traceable_backward`):
-        tensors the graph holds are read from the region's node at each backward."""
-        return run_graph_traced(self, gm, args, prefix, lambda target: InputSource("attr", self.position, target))
-
     def placeholder(self, tensor: torch.Tensor, source: InputSource, name: str) -> torch.fx.Node:
         with self._before_ops():
             node = self.graph.placeholder(name)
@@ -169,11 +164,15 @@ class BackwardTracer(TorchDispatchMode):
     # -- graph-level calls ----------------------------------------------------------------------------
     def call_hook(self, hook: Callable, grad: torch.Tensor, kind: str) -> torch.Tensor:
         """`hook(grad)` as a call in the graph; the trace goes on with a stand-in of grad."""
+        return self._stand_in(grad, self._call_with_hooks(call_hook, hook, (self.node_of(grad),), kind))
+
+    def _call_with_hooks(self, function: Callable, hook, arguments: tuple, kind: str) -> torch.fx.Node:
+        """`function(hooks, i, *arguments)` in the graph, `hooks[i]` being `hook`."""
         self.hooks.append(hook)
-        node = self.graph.call_function(call_hook, (self.hooks_input(), len(self.hooks) - 1, self.node_of(grad)),
+        node = self.graph.call_function(function, (self.hooks_input(), len(self.hooks) - 1, *arguments),
                                         name=f"call_{kind}")
         node.meta["ember_origin"] = self.origin
-        return self._stand_in(grad, node)
+        return node
 
     def _stand_in(self, like: torch.Tensor, node: torch.fx.Node) -> torch.Tensor:
         """A new tensor like `like` (a view, no memory), whose value is `node`'s."""
@@ -185,46 +184,37 @@ class BackwardTracer(TorchDispatchMode):
     def call_tuple(self, function: Callable, hook, head: tuple, arguments: list, likes: list, kind: str) -> list:
         """`function(hooks, i, *head, *arguments)` in the graph, returning a tuple; the trace goes
         on with a stand-in of `likes[k]` for its item k (None where that is None)."""
-        self.hooks.append(hook)
         values = [self.node_of(a) if isinstance(a, torch.Tensor) else a for a in arguments]
-        node = self.graph.call_function(function, (self.hooks_input(), len(self.hooks) - 1, *head, *values),
-                                        name=f"call_{kind}")
-        node.meta["ember_origin"] = self.origin
+        node = self._call_with_hooks(function, hook, (*head, *values), kind)
         return [self._stand_in(like, self.graph.call_function(operator.getitem, (node, position),
                                                               name=f"{node.name}_{position}"))
                 if isinstance(like, torch.Tensor) else None for position, like in enumerate(likes)]
 
-    def add(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """Two gradient contributions summed (the engine's input buffer)."""
-        return torch.ops.aten.add.Tensor(a, b)
+    def run_region(self, gm: torch.fx.GraphModule, args: list, prefix: str) -> Any:
+        """An ember region's backward graph (its Function's `ember_traceable_backward`), node by
+        node, each recorded op named `prefix` + its node's name (`aot0_mul_3` is `mul_3` of backward
+        graph 0).  Tensors the graph holds become inputs, read from the region's node at each backward."""
+        tracer = self
 
+        class Named(torch.fx.Interpreter):
+            def run_node(self, node):
+                tracer.name_hint = node.name
+                try:
+                    return super().run_node(node)
+                finally:
+                    tracer.name_hint = None
 
-def run_graph_traced(tracer: BackwardTracer, gm: torch.fx.GraphModule, args: list, prefix: str,
-                     attribute_source: Callable[[str], InputSource]) -> Any:
-    """Runs `gm` node by node under the tracer, naming each recorded op `prefix` + its node's name
-    (ember's compiled backward graphs: `aot0_mul_3` is `mul_3` of backward graph 0).  Tensors the
-    graph holds as attributes become inputs (`attribute_source(target)`: where to fetch them)."""
+            def get_attr(self, target, args, kwargs):
+                value = super().get_attr(target, args, kwargs)
+                if isinstance(value, torch.Tensor):
+                    known = tracer.values.get(id(value))
+                    if known is None or known[0]() is not value:
+                        tracer.placeholder(value, InputSource("attr", tracer.position, target),
+                                           prefix + target.replace(".", "_"))
+                return value
 
-    class Named(torch.fx.Interpreter):
-        def run_node(self, node):
-            tracer.name_hint = node.name
-            try:
-                return super().run_node(node)
-            finally:
-                tracer.name_hint = None
-
-        def get_attr(self, target, args, kwargs):
-            value = super().get_attr(target, args, kwargs)
-            if isinstance(value, torch.Tensor):
-                known = tracer.values.get(id(value))
-                if known is None or known[0]() is not value:
-                    tracer.placeholder(value, attribute_source(target), prefix + target.replace(".", "_"))
-            return value
-
-    previous = tracer.prefix
-    tracer.prefix = prefix
-    try:
-        return Named(gm).run(*args)
-    finally:
-        tracer.prefix = previous
-
+        previous, self.prefix = self.prefix, prefix
+        try:
+            return Named(gm).run(*args)
+        finally:
+            self.prefix = previous

@@ -116,14 +116,19 @@ def _cpu_vectorized(x) -> bool:
     return x.dim() in formats and x.is_contiguous(memory_format=formats[x.dim()])
 
 
+def _channel_dims(x):
+    """The dims batch norm reduces over (all but the channels, dim 1), and a function viewing a
+    per-channel vector so that it broadcasts against x."""
+    broadcast = [1, x.shape[1]] + [1] * (x.dim() - 2)
+    return [0] + list(range(2, x.dim())), lambda value: aten.view.default(value, broadcast)
+
+
 @register(aten.native_batch_norm.default, aten._native_batch_norm_legit.default)
 def native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
     input_dtype = x.dtype
     stats_dtype = _stats_dtype(x, weight, bias, running_mean, running_var)
     x, weight, bias = upcast(x, weight, bias)
-    channels = x.shape[1]
-    reduce_dims = [0] + list(range(2, x.dim()))
-    broadcast = [1, channels] + [1] * (x.dim() - 2)
+    reduce_dims, per_channel = _channel_dims(x)
     if training:
         # Eager's CPU kernel sums a float32 input's statistics in double (squares near 1e38 overflow
         # float); its vectorized kernel (contiguous or channels-last input) then goes on in float,
@@ -137,7 +142,7 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
         invstd = aten.rsqrt.default(aten.add.Tensor(var, eps))
         if wide:
             mean, invstd = downcast(mean, torch.float32), downcast(invstd, torch.float32)
-        count = x.numel() // channels
+        count = x.numel() // x.shape[1]
         if running_mean is not None:
             (old_mean,) = upcast(running_mean)
             updated = aten.add.Tensor(aten.mul.Tensor(old_mean, 1 - momentum), aten.mul.Tensor(mean, momentum))
@@ -161,15 +166,14 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training, mome
         # (no bias: 0 - mean * alpha, written -(mean * alpha) + 0 so that a 0 comes out +0)
         beta = aten.add.Tensor(aten.neg.default(aten.mul.Tensor(center, alpha)), 0.0) if bias is None else \
             aten.sub.Tensor(bias, aten.mul.Tensor(center, alpha))
-        out = aten.add.Tensor(aten.mul.Tensor(x, aten.view.default(alpha, broadcast)),
-                              aten.view.default(beta, broadcast))
+        out = aten.add.Tensor(aten.mul.Tensor(x, per_channel(alpha)), per_channel(beta))
         return downcast(out, input_dtype), save_mean, save_invstd
-    out = aten.mul.Tensor(aten.sub.Tensor(x, aten.view.default(center, broadcast)), aten.view.default(scale, broadcast))
+    out = aten.mul.Tensor(aten.sub.Tensor(x, per_channel(center)), per_channel(scale))
     if weight is not None:
-        out = aten.mul.Tensor(out, aten.view.default(weight, broadcast))
+        out = aten.mul.Tensor(out, per_channel(weight))
     # Eager's kernel computes x * alpha + (bias - mean * alpha), bias 0 when there is none: a
     # centered 0 comes out +0 whatever the weight's sign (see native_layer_norm).
-    out = aten.add.Tensor(out, aten.view.default(bias, broadcast) if bias is not None else 0.0)
+    out = aten.add.Tensor(out, per_channel(bias) if bias is not None else 0.0)
     return downcast(out, input_dtype), save_mean, save_invstd
 
 
@@ -179,18 +183,12 @@ def native_batch_norm_backward(grad_out, x, weight, running_mean, running_var, s
     input_dtype = x.dtype
     grad_out, x, weight_value, running_mean, running_var, save_mean, save_invstd = upcast(
         grad_out, x, weight, running_mean, running_var, save_mean, save_invstd)
-    channels = x.shape[1]
-    reduce_dims = [0] + list(range(2, x.dim()))
-    broadcast = [1, channels] + [1] * (x.dim() - 2)
-    count = x.numel() // channels
+    reduce_dims, per_channel = _channel_dims(x)
+    count = x.numel() // x.shape[1]
     if train:
         mean, invstd = save_mean, save_invstd
     else:
         mean, invstd = running_mean, aten.rsqrt.default(aten.add.Tensor(running_var, eps))
-
-    def per_channel(value):
-        return aten.view.default(value, broadcast)
-
     centered = aten.sub.Tensor(x, per_channel(mean))
     grad_sum = aten.sum.dim_IntList(grad_out, reduce_dims)
     dot = aten.sum.dim_IntList(aten.mul.Tensor(grad_out, centered), reduce_dims)

@@ -6,32 +6,26 @@ from . import downcast, register, upcast
 aten = torch.ops.aten
 
 
-def _upcast(x, half_to_float):
-    if half_to_float or x.dtype in (torch.float16, torch.bfloat16):
-        return aten._to_copy.default(x, dtype=torch.float32), x.dtype
-    return x, x.dtype
-
-
 @register(aten._softmax.default)
 def softmax(x, dim, half_to_float):
     if not x.is_floating_point():
         return NotImplemented  # (eager runs it only on an empty tensor: one ATen call, as eager)
-    compute, dtype = _upcast(x, half_to_float)
+    (compute,) = upcast(x)  # (half_to_float is for float16/bfloat16 inputs only)
     shifted = aten.sub.Tensor(compute, aten.amax.default(compute, [dim], True))
     exps = aten.exp.default(shifted)
     result = aten.div.Tensor(exps, aten.sum.dim_IntList(exps, [dim], True))
-    return result if half_to_float else downcast(result, dtype)
+    return result if half_to_float else downcast(result, x.dtype)
 
 
 @register(aten._log_softmax.default)
 def log_softmax(x, dim, half_to_float):
     if not x.is_floating_point():
         return NotImplemented  # (eager runs it only on an empty tensor: one ATen call, as eager)
-    compute, dtype = _upcast(x, half_to_float)
+    (compute,) = upcast(x)  # (half_to_float is for float16/bfloat16 inputs only)
     shifted = aten.sub.Tensor(compute, aten.amax.default(compute, [dim], True))
     logsum = aten.log.default(aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True))
     result = aten.sub.Tensor(shifted, logsum)
-    return result if half_to_float else downcast(result, dtype)
+    return result if half_to_float else downcast(result, x.dtype)
 
 
 @register(aten._softmax_backward_data.default)

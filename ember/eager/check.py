@@ -13,12 +13,15 @@ one ATen call), a wrong "accepts" is not.  Random ops run with the random state 
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import _disable_current_modes
+
+from ..sizes import expr, hint
 
 aten = torch.ops.aten
 _ACCEPTS: dict = {}
@@ -48,11 +51,24 @@ def _real(value, shape_of, integer_fill, on_host: bool = False):
     return torch.full(shape_of(value), fill, dtype=value.dtype, device="cpu" if on_host else value.device)
 
 
-def _has_host_kernel(func) -> bool:
-    """Can the op run on CPU tensors at all (cuDNN's cannot: those are tried where they live)?"""
+def _tried_on_host(func, tensors: list) -> bool:
+    """Integer tensors on a GPU are tried on the CPU (module doc), where the op has a host kernel
+    at all (cuDNN's have not: those are tried where they live)."""
+    if not any(_is_integer(t) for t in tensors) or all(t.device.type == "cpu" for t in tensors):
+        return False
     name = func.name() if hasattr(func, "name") else ""
     return any(torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
                for key in ("CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd")) if name else False
+
+
+@contextlib.contextmanager
+def real_run(func, tensors: list, on_host: bool = False):
+    """The scope an op runs in on real stand-ins for `tensors`: below every mode, without grad, and
+    for a random op with the random state of the devices it draws on restored."""
+    seeded = torch.Tag.nondeterministic_seeded in getattr(func, "tags", ())
+    cuda = [] if on_host else sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
+    with _disable_current_modes(), torch.no_grad(), torch.random.fork_rng(devices=cuda, enabled=seeded):
+        yield
 
 
 def _tiny_shape(tensor: torch.Tensor) -> list[int]:
@@ -62,8 +78,8 @@ def _tiny_shape(tensor: torch.Tensor) -> list[int]:
 def _static_shape(tensor: torch.Tensor) -> list[int] | None:
     """The tensor's sizes: symbolic ones at the trace's values (their hints, read without a
     guard); None for a data-dependent size (no real tensor to make)."""
-    sizes = [size.node.hint if isinstance(size, torch.SymInt) else size for size in tensor.shape]
-    return None if any(size is None for size in sizes) else [int(size) for size in sizes]
+    sizes = [hint(size) for size in tensor.shape]
+    return None if None in sizes else sizes
 
 
 def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
@@ -79,34 +95,31 @@ def eager_accepts(func, args: tuple, kwargs: dict) -> bool:
     if len({t.device for t in tensors}) > 1 and not _devices_accepted(func, args, kwargs):
         _ACCEPTS[key] = False
         return False
-    integers = any(_is_integer(t) for t in tensors)
-    fills = (1, 0) if integers else (1,)
-    on_host = integers and any(t.device.type != "cpu" for t in tensors) and _has_host_kernel(func)  # (module doc)
+    fills = (1, 0) if any(_is_integer(t) for t in tensors) else (1,)
+    on_host = _tried_on_host(func, tensors)
     attempts = [(_tiny_shape, fill) for fill in fills]
     shapes = [_static_shape(t) for t in tensors]
     if all(shape is not None for shape in shapes) and sum(math.prod(shape) for shape in shapes) <= _REAL_SHAPES_LIMIT:
         attempts += [(_static_shape, fill) for fill in fills]
-    tiny_only = len(attempts) == len(fills)
-    accepted = False
-    seeded = torch.Tag.nondeterministic_seeded in getattr(func, "tags", ())
-    cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"}) if not on_host else []
-    with _disable_current_modes(), torch.no_grad(), torch.random.fork_rng(devices=cuda, enabled=seeded):
-        for shape_of, integer_fill in attempts:
-            try:
-                real_args, real_kwargs = pytree.tree_map(lambda v: _real(v, shape_of, integer_fill, on_host),
-                                                         (args, kwargs))
-                if on_host:
-                    real_kwargs = {k: ("cpu" if k == "device" and v is not None else v) for k, v in real_kwargs.items()}
-                func(*real_args, **real_kwargs)
-            except Exception:  # noqa: BLE001 - any refusal counts; the next try may still run
-                continue
-            accepted = True
-            break
-    if not accepted and tiny_only:
+    with real_run(func, tensors, on_host):
+        accepted = any(_runs_on(func, args, kwargs, shape_of, fill, on_host) for shape_of, fill in attempts)
+    if not accepted and len(attempts) == len(fills):
         return True  # could not try the real shapes: assume eager runs it (not remembered: a
         # later call with real shapes must still try them)
     _ACCEPTS[key] = accepted
     return accepted
+
+
+def _runs_on(func, args: tuple, kwargs: dict, shape_of, integer_fill, on_host: bool) -> bool:
+    """Does `func` run on real tensors of `shape_of` each fake (integers filled with `integer_fill`)?"""
+    try:
+        real_args, real_kwargs = pytree.tree_map(lambda v: _real(v, shape_of, integer_fill, on_host), (args, kwargs))
+        if on_host:
+            real_kwargs = {k: ("cpu" if k == "device" and v is not None else v) for k, v in real_kwargs.items()}
+        func(*real_args, **real_kwargs)
+    except Exception:  # noqa: BLE001 - any refusal counts; the next try may still run
+        return False
+    return True
 
 
 def _devices_accepted(func, args: tuple, kwargs: dict) -> bool:
@@ -117,8 +130,7 @@ def _devices_accepted(func, args: tuple, kwargs: dict) -> bool:
     mode = FakeTensorMode(allow_non_fake_inputs=False)
     with _disable_current_modes():
         with mode:
-            fakes = pytree.tree_map(lambda v: torch.ones(_tiny_shape(v), dtype=v.dtype, device=v.device)
-                                    if isinstance(v, torch.Tensor) else _real(v, _tiny_shape, 1), (args, kwargs))
+            fakes = pytree.tree_map(lambda v: _real(v, _tiny_shape, 1), (args, kwargs))
             try:
                 func(*fakes[0], **fakes[1])
             except Exception as error:  # noqa: BLE001 - any other complaint is about the made-up sizes
@@ -129,10 +141,9 @@ def _devices_accepted(func, args: tuple, kwargs: dict) -> bool:
 def _device_mismatch(error: Exception) -> bool:
     """Fake tensors' device complaint: FakeTensorDeviceMismatchError (torch 2.13: "found at
     least two devices"), a RuntimeError before it (2.11: "found two different devices")."""
-    mismatch = getattr(torch._subclasses.fake_tensor, "FakeTensorDeviceMismatchError", None)
-    text = str(error)
-    return (mismatch is not None and isinstance(error, mismatch)) or "found two different devices" in text \
-        or "found at least two devices" in text
+    mismatch = getattr(torch._subclasses.fake_tensor, "FakeTensorDeviceMismatchError", ())
+    return isinstance(error, mismatch) or any(words in str(error) for words in ("found two different devices",
+                                                                                 "found at least two devices"))
 
 
 def node_eager_accepts(node: torch.fx.Node) -> bool:
@@ -262,9 +273,7 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
         return "a write into memory the op also reads, with symbolic sizes"
     real_storages: dict = {}
     real: dict = {}
-    # (made-up integers on a GPU could index out of range: a device-side assert; see eager_accepts)
-    host = any(_is_integer(t) for t in tensors) and any(t.device.type != "cpu" for t in tensors) and \
-        _has_host_kernel(func)
+    host = _tried_on_host(func, tensors)  # (made-up integers on a GPU could index out of range)
     with _disable_current_modes(), torch.no_grad():
         try:
             for tensor in tensors:
@@ -293,7 +302,7 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
             for other in tensors:
                 if other is target or storages[id(other)] != storages[id(target)]:
                     continue
-                if pointwise and _same_view(other, target):
+                if pointwise and _same_view_without_guards(other, target):
                     continue
                 if _overlap(real[id(target)], real[id(other)]):
                     return "it reads memory it writes in place (eager's result depends on the order)"
@@ -302,17 +311,11 @@ def eager_overlap_error(func, args: tuple, kwargs: dict, written: list) -> str |
 
 def _same_view_without_guards(a: torch.Tensor, b: torch.Tensor) -> bool:
     """The same sizes, strides and offset, as expressions (symbolic ones are not evaluated)."""
-    from ..sizes import expr
-
     def same(x, y):
         return len(x) == len(y) and all(str(expr(p)) == str(expr(q)) for p, q in zip(x, y))
 
     return same(a.shape, b.shape) and same(a.stride(), b.stride()) and \
         str(expr(a.storage_offset())) == str(expr(b.storage_offset()))
-
-
-def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
 
 
 def _overlap(written: torch.Tensor, read: torch.Tensor) -> bool:

@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 
 from ..sizes import contiguous_without_guards, dense_in_order, expr, hint, symbolic_result
 from .check import _REAL_SHAPES_LIMIT as _REAL_ELEMENTS_LIMIT  # (real inputs up to this many elements in all)
+from .check import real_run
 from .metadata import rewritten
 
 # Ops laid out by their kernels as a pointwise op is, without the pointwise tag: elementwise ops
@@ -78,22 +79,22 @@ def _leaves(args: tuple, kwargs: dict) -> list:
     return leaves
 
 
-def _extent(tensor: torch.Tensor) -> int:
-    """Elements of storage the tensor's sizes and strides reach (from offset 0)."""
-    if tensor.numel() == 0:
-        return 0
-    return 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+def _extent(sizes, strides) -> int:
+    """Elements of storage these sizes and strides reach (from offset 0)."""
+    return 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides)) if all(sizes) else 0
 
 
 def _real(value):
     """A real tensor with the fake's sizes and strides, all ones (no division by zero)."""
     if not isinstance(value, torch.Tensor):
         return value
-    storage = torch.ones(_extent(value), dtype=value.dtype, device=value.device)
+    storage = torch.ones(_extent(value.shape, value.stride()), dtype=value.dtype, device=value.device)
     return storage.as_strided(tuple(value.shape), tuple(value.stride()))
 
 
-def _eager_layouts(func, args: tuple, kwargs: dict, leaves: list, tensors: list) -> tuple | None:
+def _eager_layouts(func, args: tuple, kwargs: dict) -> tuple | None:
+    leaves = _leaves(args, kwargs)
+    tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     try:
         key = (func, tuple(kwargs), tuple(_signature(leaf) for leaf in leaves))
         hash(key)
@@ -102,10 +103,8 @@ def _eager_layouts(func, args: tuple, kwargs: dict, leaves: list, tensors: list)
     if key in _LAYOUTS:
         return _LAYOUTS[key]
     answer = None
-    if sum(_extent(t) for t in tensors) <= _REAL_ELEMENTS_LIMIT:
-        seeded = torch.Tag.nondeterministic_seeded in func.tags
-        cuda = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
-        with _disable_current_modes(), torch.no_grad(), torch.random.fork_rng(devices=cuda, enabled=seeded):
+    if sum(_extent(t.shape, t.stride()) for t in tensors) <= _REAL_ELEMENTS_LIMIT:
+        with real_run(func, tensors):
             try:
                 real_args, real_kwargs = pytree.tree_map(_real, (args, kwargs))
                 results = pytree.tree_leaves(func(*real_args, **real_kwargs))
@@ -134,59 +133,56 @@ def with_eager_layout(func, args: tuple, kwargs: dict, result: Any) -> Any:
     if any(t.layout != torch.strided for t in tensors):
         return result
     if any(t._has_symbolic_sizes_strides for t in [*tensors, *(r for r in results if isinstance(r, torch.Tensor))]):
-        return _with_eager_order(func, args, kwargs, result, results, spec, tensors)
+        if all(contiguous_without_guards(t) for t in tensors):
+            return result
+        try:
+            hinted_args, hinted_kwargs = pytree.tree_map(_hinted, (args, kwargs))
+        except _NoHint:
+            return result
+        return _relaid(result, results, spec, _eager_layouts(func, hinted_args, hinted_kwargs), _in_eagers_order)
     if all(t.is_contiguous() for t in tensors):
         return result
-    layouts = _eager_layouts(func, args, kwargs, leaves, tensors)
+    return _relaid(result, results, spec, _eager_layouts(func, args, kwargs), _with_eager_strides)
+
+
+def _relaid(result, results: list, spec, layouts: tuple | None, relay) -> Any:
+    """`result` with each tensor that has eager's layout replaced by `relay(tensor, layout)`."""
     if layouts is None or len(layouts) != len(results):
         return result
-    fixed = []
-    for value, layout in zip(results, layouts):
-        if isinstance(value, torch.Tensor) and layout is not None and layout[0] == tuple(value.shape) \
-                and layout[1] != tuple(value.stride()):
-            try:
-                # Runs under the modes below the caller's (the fake mode): a fake with eager's strides.
-                value = torch.empty_strided(tuple(value.shape), layout[1], dtype=value.dtype, device=value.device)
-            except Exception:  # noqa: BLE001 - a dtype empty_strided refuses: keep the meta layout
-                pass
-        fixed.append(value)
+    fixed = [relay(value, layout) if isinstance(value, torch.Tensor) and layout is not None else value
+             for value, layout in zip(results, layouts)]
     if all(a is b for a, b in zip(fixed, results)):
         return result
     return pytree.tree_unflatten(fixed, spec)
 
 
-def _with_eager_order(func, args, kwargs, result, results: list, spec, tensors: list):
+def _with_eager_strides(value: torch.Tensor, layout: tuple) -> torch.Tensor:
+    if layout[0] != tuple(value.shape) or layout[1] == tuple(value.stride()):
+        return value
+    try:
+        # Runs under the modes below the caller's (the fake mode): a fake with eager's strides.
+        return torch.empty_strided(tuple(value.shape), layout[1], dtype=value.dtype, device=value.device)
+    except Exception:  # noqa: BLE001 - a dtype empty_strided refuses: keep the meta layout
+        return value
+
+
+def _in_eagers_order(value: torch.Tensor, layout: tuple) -> torch.Tensor:
     """Symbolic sizes: eager's layout at the trace's sizes (the symbols' hints) gives the order
     of the result's dims in memory; the result gets dense strides in that order, as expressions
     of its symbolic sizes.  The order holds for every size the guards allow: they pin each
     input's strides to its traced expressions, and eager's kernels order a pointwise result's
     dims by its inputs' strides."""
-    if all(contiguous_without_guards(t) for t in tensors):
-        return result
-    try:
-        hinted = pytree.tree_map(_hinted, (args, kwargs))
-    except _NoHint:
-        return result
-    hinted_args, hinted_kwargs = hinted
-    hinted_tensors = [leaf for leaf in _leaves(hinted_args, hinted_kwargs) if isinstance(leaf, torch.Tensor)]
-    layouts = _eager_layouts(func, hinted_args, hinted_kwargs, _leaves(hinted_args, hinted_kwargs), hinted_tensors)
-    if layouts is None or len(layouts) != len(results):
-        return result
-    fixed = []
-    for value, layout in zip(results, layouts):
-        if isinstance(value, torch.Tensor) and layout is not None and len(layout[1]) == value.dim():
-            order = sorted(range(value.dim()), key=lambda d: (-layout[1][d], d))  # outermost first
-            strides = [None] * value.dim()
-            running = 1
-            for dim in reversed(order):
-                strides[dim] = running
-                running = running * value.shape[dim]
-            if dense_in_order(*layout, order) and [expr(a) for a in strides] != [expr(b) for b in value.stride()]:
-                value = torch.empty_strided(value.shape, strides, dtype=value.dtype, device=value.device)
-        fixed.append(value)
-    if all(a is b for a, b in zip(fixed, results)):
-        return result
-    return pytree.tree_unflatten(fixed, spec)
+    if len(layout[1]) != value.dim():
+        return value
+    order = sorted(range(value.dim()), key=lambda d: (-layout[1][d], d))  # outermost first
+    strides = [None] * value.dim()
+    running = 1
+    for dim in reversed(order):
+        strides[dim] = running
+        running = running * value.shape[dim]
+    if dense_in_order(*layout, order) and [expr(a) for a in strides] != [expr(b) for b in value.stride()]:
+        return torch.empty_strided(value.shape, strides, dtype=value.dtype, device=value.device)
+    return value
 
 
 class _NoHint(Exception):
@@ -207,7 +203,7 @@ def _hinted(value):
     if not isinstance(value, torch.Tensor):
         return value
     sizes, strides = [_hint(s) for s in value.shape], [_hint(s) for s in value.stride()]
-    extent = 1 + sum((n - 1) * st for n, st in zip(sizes, strides)) if all(sizes) else 0
+    extent = _extent(sizes, strides)
     if extent > _REAL_ELEMENTS_LIMIT:
         raise _NoHint
     with _disable_current_modes():

@@ -12,6 +12,8 @@ import operator
 
 import torch
 
+from .graph import users_through
+
 aten = torch.ops.aten
 DEVICES = {"cuda"}  # (cuBLASLt's bias epilogue; tests add "cpu" to run the rewrite in CI)
 
@@ -66,19 +68,6 @@ def _stored_anyway(node: torch.fx.Node) -> bool:
     a lowering) read it, through views?  Then `addmm` writes it in place of the product."""
     from .lowerings import EXTERN_OPS, LOWERINGS
 
-    pending, seen = [node], set()
-    while pending:
-        current = pending.pop()
-        for user in current.users:
-            if user in seen:
-                continue
-            seen.add(user)
-            if user.op == "output":
-                return True
-            if user.op != "call_function":
-                continue
-            if user.target in _VIEWS:
-                pending.append(user)
-            elif user.target in EXTERN_OPS or user.target not in LOWERINGS:
-                return True
-    return False
+    return any(user.op == "output" or (user.op == "call_function" and user.target not in _VIEWS
+                                       and (user.target in EXTERN_OPS or user.target not in LOWERINGS))
+               for user in users_through(node, _VIEWS))

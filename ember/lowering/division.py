@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from .ir import IRNode, Pointwise
-from .pointwise import pointwise
+from .pointwise import _rounded_to, pointwise
 from .registry import _LOW_PRECISION, _size, _val, FallbackNeeded, loader_for, register
 
 aten = torch.ops.aten
@@ -52,10 +52,7 @@ def _divide(ctx, node, a, b, rounding_mode):
         return pointwise(ctx, node, "truediv" if rounding_mode is None else "truncdiv", [a, b])
     numerator = loader_for(a, out_size, compute)
     if isinstance(a, IRNode) and a.dtype != promoted and compute != promoted:
-        plain = numerator
-
-        def numerator(ops, index):  # (rounded to the half type first, as eager converts it)
-            return ops.to_dtype(ops.to_dtype(plain(ops, index), promoted), compute)
+        numerator = _rounded_to(numerator, promoted, compute)  # (to the half type first, as eager converts it)
 
     def inner_fn(ops, index):
         result = ops.mul(numerator(ops, index), inverse(ops, index))

@@ -284,7 +284,7 @@ class GraphLowering(torch.fx.Interpreter):
             return None
         realized = self.realize(value)
         wanted = _layout_of(fake)
-        if _same_layout(realized.layout, wanted):
+        if same_layout(realized.layout, wanted):
             return realized
         dense = _dense_layout(fake)
         if dense is not None:
@@ -293,7 +293,7 @@ class GraphLowering(torch.fx.Interpreter):
         if not isinstance(base, torch.fx.Node) or self.realize_as_traced(base) is None:
             return None
         realized = self.realize(value)
-        return realized if _same_layout(realized.layout, wanted) else None
+        return realized if same_layout(realized.layout, wanted) else None
 
     def store(self, value: IRNode, layout: Layout | None = None) -> ComputedBuffer:
         """Store `value` in a new buffer, contiguous unless `layout` says otherwise."""
@@ -373,7 +373,7 @@ class GraphLowering(torch.fx.Interpreter):
             return value
         realized = self.realize(value)
         wanted = dataclasses.replace(_layout_of(fake), offset=sympy.Integer(0))
-        if _same_layout(dataclasses.replace(realized.layout, offset=sympy.Integer(0)), wanted):
+        if same_layout(dataclasses.replace(realized.layout, offset=sympy.Integer(0)), wanted):
             return realized
         dense = _dense_layout(wanted)
         return self.store(value, dense) if dense is not None else realized
@@ -409,16 +409,20 @@ _VIEW_OPS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default,
 
 def _feeds_output(node: torch.fx.Node) -> bool:
     """Is the node a graph output, itself or through views?"""
+    return any(user.op == "output" for user in users_through(node, _VIEW_OPS))
+
+
+def users_through(node: torch.fx.Node, views):
+    """The node's users and, through the ops in `views`, its views' users (each once)."""
     pending, seen = [node], set()
     while pending:
-        current = pending.pop()
-        for user in current.users:
-            if user.op == "output":
-                return True
-            if user.op == "call_function" and user.target in _VIEW_OPS and user not in seen:
-                seen.add(user)
+        for user in pending.pop().users:
+            if user in seen:
+                continue
+            seen.add(user)
+            yield user
+            if user.op == "call_function" and user.target in views:
                 pending.append(user)
-    return False
 
 
 def _fresh_layout(value: torch.Tensor) -> Layout:
@@ -445,7 +449,7 @@ def _same_strides(a: Layout, b: Layout) -> bool:
     return [st for st, n in zip(a.stride, a.size) if n != 1] == [st for st, n in zip(b.stride, b.size) if n != 1]
 
 
-def _same_layout(a: Layout, b: Layout) -> bool:
+def same_layout(a: Layout, b: Layout) -> bool:
     """Same sizes, offset and strides (of dimensions longer than 1), for every allowed size."""
     def equal(x, y):
         return sympy.expand(sympy.sympify(x) - sympy.sympify(y)) == 0
@@ -468,29 +472,13 @@ def _channels_last_layout(value) -> Layout | None:
 
 
 def _dense_layout(value) -> Layout | None:
-    """The fake value's layout (or a Layout) if it is dense (a permutation of a contiguous
-    layout), else None."""
+    """The fake value's layout (or a Layout) if it is dense for every allowed size (some order of
+    its dims makes the strides contiguous ones, structurally, after expansion), else None.  The
+    order is found by walking up from stride 1."""
     if not isinstance(value, (torch.Tensor, Layout)):
         return None
     layout = _layout_of(value) if isinstance(value, torch.Tensor) else value
-    if any(s == 0 for s in layout.stride):
-        return None
-    if any(not e.is_number for e in (*layout.size, *layout.stride)):
-        return _symbolic_dense_layout(layout)
-    expected = 1
-    for size, stride in sorted(zip(layout.size, layout.stride), key=lambda pair: pair[1]):
-        if size == 1:
-            continue
-        if stride != expected:
-            return None
-        expected *= size
-    return layout if layout.offset == 0 else None
-
-
-def _symbolic_dense_layout(layout: Layout) -> Layout | None:
-    """Dense for every allowed size: some order of the dims makes the strides contiguous ones
-    (structurally, after expansion); the order is found by walking up from stride 1."""
-    if layout.offset != 0:
+    if any(s == 0 for s in layout.stride) or layout.offset != 0:
         return None
     remaining = [(size, stride) for size, stride in zip(layout.size, layout.stride) if size != 1]
     expected = sympy.Integer(1)

@@ -55,16 +55,19 @@ def unflatten(flat: Expr, size: Sequence[Expr]) -> list[Expr]:
     """The per-dimension indices of a flat (row-major) index, remembered for fixed sizes (every load
     through a reshape calls this, and sympy's floor and Mod constructors are slow)."""
     size = tuple(size)
-    key = (flat, size)
-    found = _UNFLATTENED.get(key)
-    if found is not None:
-        return list(found)
-    result = _unflatten(flat, size)
-    if not any(_has_size_symbols(sympy.sympify(e)) for e in (flat, *size)):
-        if len(_UNFLATTENED) > 100_000:
-            _UNFLATTENED.clear()
-        _UNFLATTENED[key] = tuple(result)
-    return result
+    if any(_has_size_symbols(sympy.sympify(e)) for e in (flat, *size)):
+        return _unflatten(flat, size)
+    return list(_remembered(_UNFLATTENED, (flat, size), lambda: tuple(_unflatten(flat, size)), 100_000))
+
+
+def _remembered(table: dict, key, compute, limit: int):
+    """table[key], computed first where missing (the table emptied once it holds `limit` entries)."""
+    found = table.get(key)
+    if found is None:
+        if len(table) > limit:
+            table.clear()
+        found = table[key] = compute()
+    return found
 
 
 def _unflatten(flat: Expr, size: Sequence[Expr]) -> list[Expr]:
@@ -131,26 +134,28 @@ def _view_groups(old_size: Sequence[Expr], new_size: Sequence[Expr]):
         return None
     old_dims = [k for k, s in enumerate(old_size) if int(s) != 1]
     new_dims = [k for k, s in enumerate(new_size) if int(s) != 1]
-    groups, i, j = [], 0, 0
-    while i < len(old_dims) and j < len(new_dims):
-        old_group, new_group = [old_dims[i]], [new_dims[j]]
-        old_product, new_product = int(old_size[old_dims[i]]), int(new_size[new_dims[j]])
-        i, j = i + 1, j + 1
-        while old_product != new_product:
-            if old_product < new_product:
-                if i == len(old_dims):
-                    return None
-                old_group.append(old_dims[i])
-                old_product *= int(old_size[old_dims[i]])
-                i += 1
-            else:
-                if j == len(new_dims):
-                    return None
-                new_group.append(new_dims[j])
-                new_product *= int(new_size[new_dims[j]])
-                j += 1
-        groups.append((old_group, new_group))
-    return groups if i == len(old_dims) and j == len(new_dims) else None
+    runs = product_runs([int(old_size[k]) for k in old_dims], [int(new_size[k]) for k in new_dims])
+    if runs is None:
+        return None
+    return [([old_dims[p] for p in old_run], [new_dims[p] for p in new_run]) for old_run, new_run in runs]
+
+
+def product_runs(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
+    """`a` and `b` cut into runs of adjacent positions whose sizes have equal products, in order
+    ([768] and [12, 64]: ([0], [0, 1])); None where the two do not cut alike to their ends."""
+    sizes, runs, start = (a, b), [], [0, 0]
+    while start[0] < len(a) and start[1] < len(b):
+        run, products = ([start[0]], [start[1]]), [a[start[0]], b[start[1]]]
+        start = [start[0] + 1, start[1] + 1]
+        while products[0] != products[1]:
+            side = 0 if products[0] < products[1] else 1  # (the side whose run is short)
+            if start[side] == len(sizes[side]):
+                return None
+            run[side].append(start[side])
+            products[side] *= sizes[side][start[side]]
+            start[side] += 1
+        runs.append(run)
+    return runs if start == [len(a), len(b)] else None
 
 
 def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
@@ -221,33 +226,34 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
 
     def rewrite_mod(node):
         base, m = node.args
-        if not m.is_Integer:
-            return rewrite_symbolic_mod(node) if _positive_size(m) else node
-        _, rest = split(base, m)
+        if not m.is_Integer and not _positive_size(m):
+            return node
+        split_off, factor = (split, factor_out) if m.is_Integer else (symbolic_split, symbolic_factor_out)
+        _, rest = split_off(base, m)
         if fits(rest, m):
             return rest
-        found = factor_out(rest, m)
-        if found is not None:
+        found = factor(rest, m)
+        if found is not None:  # Mod(g*A + B, g*k) = g*Mod(A, k) + B (g is never m: B would fit)
             g, scaled, small = found
-            return g * sympy.Mod(scaled, m // g) + small if m // g != 1 else small
+            return g * sympy.Mod(scaled, sympy.cancel(m / g)) + small
         return sympy.Mod(rest, m) if rest != base else node
 
     def rewrite_floor(node):
-        inner = node.args[0]
-        numerator, denominator = sympy.fraction(sympy.together(inner))
-        if not denominator.is_Integer and _positive_size(denominator):
-            return rewrite_symbolic_floor(node, numerator, denominator)
-        if not denominator.is_Integer or denominator == 1:
+        numerator, denominator = sympy.fraction(sympy.together(node.args[0]))
+        integer = denominator.is_Integer
+        if denominator == 1 or not integer and not _positive_size(denominator):
             return node
-        multiples, rest = split(numerator, denominator)
+        split_off, factor = (split, factor_out) if integer else (symbolic_split, symbolic_factor_out)
+        multiples, rest = split_off(numerator, denominator)
+        whole = sympy.expand(multiples / denominator if integer else sympy.cancel(multiples / denominator))
         if fits(rest, denominator):
-            return sympy.expand(multiples / denominator)
-        found = factor_out(rest, denominator)
-        if found is not None:
+            return whole
+        found = factor(rest, denominator)
+        if found is not None:  # floor((g*A + B) / (g*k)) = floor(A / k)
             g, scaled, _small = found
-            reduced = denominator // g
-            quotient = scaled if reduced == 1 else sympy.floor(scaled / reduced)
-            return sympy.expand(multiples / denominator) + quotient
+            return whole + sympy.floor(scaled / sympy.cancel(denominator / g))
+        if multiples != 0 and not integer:  # floor(q + r/m) = q + floor(r/m) for an integer q
+            return whole + sympy.floor(rest / denominator)
         return node
 
     def symbolic_split(e, m):
@@ -284,30 +290,6 @@ def simplify_with_bounds(expr: Expr, bounds: dict) -> Expr:
                 if fits(rest, g):
                     return g, sympy.expand(sympy.cancel(multiples / g)), rest
         return None
-
-    def rewrite_symbolic_mod(node):
-        base, m = node.args
-        _, rest = symbolic_split(base, m)
-        if fits(rest, m):
-            return rest
-        found = symbolic_factor_out(rest, m)
-        if found is not None:  # Mod(g*A + B, g*k) = g*Mod(A, k) + B
-            g, scaled, small = found
-            return g * sympy.Mod(scaled, sympy.cancel(m / g)) + small
-        return sympy.Mod(rest, m) if rest != base else node
-
-    def rewrite_symbolic_floor(node, numerator, denominator):
-        multiples, rest = symbolic_split(numerator, denominator)
-        whole = sympy.expand(sympy.cancel(multiples / denominator))
-        if fits(rest, denominator):
-            return whole
-        found = symbolic_factor_out(rest, denominator)
-        if found is not None:  # floor((g*A + B) / (g*k)) = floor(A / k)
-            g, scaled, _small = found
-            return whole + sympy.floor(scaled / sympy.cancel(denominator / g))
-        if multiples != 0:  # floor(q + r/m) = q + floor(r/m) for an integer q
-            return whole + sympy.floor(rest / denominator)
-        return node
 
     previous = None
     while previous != expr:
@@ -397,12 +379,7 @@ def simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
     if _has_size_symbols(expr) or any(not sympy.sympify(high).is_number for high in (bounds or {}).values()):
         return _simplify_index(expr, bounds)
     key = (expr, tuple(sorted((var.name, high) for var, high in bounds.items())) if bounds else ())
-    found = _SIMPLIFIED.get(key)
-    if found is None:
-        if len(_SIMPLIFIED) > 200_000:
-            _SIMPLIFIED.clear()
-        found = _SIMPLIFIED[key] = _simplify_index(expr, bounds)
-    return found
+    return _remembered(_SIMPLIFIED, key, lambda: _simplify_index(expr, bounds), 200_000)
 
 
 def _simplify_index(expr: Expr, bounds: dict | None = None) -> Expr:
@@ -447,6 +424,12 @@ class _IndexPrinter(sympy.printing.str.StrPrinter):
     def _print_Symbol(self, expr):
         return expr.name
 
+    def _print_Max(self, expr):
+        return self._extremum("max", expr.args)
+
+    def _print_Min(self, expr):
+        return self._extremum("min", expr.args)
+
 
 class CPrinter(_IndexPrinter):
     """Index expressions for C."""
@@ -460,16 +443,10 @@ class CPrinter(_IndexPrinter):
             return "*".join([f"({self._print(base)})"] * int(exponent))
         raise NotImplementedError(f"index expression {expr}")
 
-    def _print_Max(self, expr):
-        return self._nested("std::max<int64_t>", expr.args)
-
-    def _print_Min(self, expr):
-        return self._nested("std::min<int64_t>", expr.args)
-
-    def _nested(self, function, args):
+    def _extremum(self, name, args):
         text = self._print(args[0])
         for arg in args[1:]:
-            text = f"{function}({text}, {self._print(arg)})"
+            text = f"std::{name}<int64_t>({text}, {self._print(arg)})"
         return text
 
     def _print_Mul(self, expr):
@@ -486,11 +463,8 @@ class PythonSizePrinter(_IndexPrinter):
     def _print_Integer(self, expr):
         return str(int(expr))
 
-    def _print_Max(self, expr):
-        return f"max({', '.join(self._print(a) for a in expr.args)})"
-
-    def _print_Min(self, expr):
-        return f"min({', '.join(self._print(a) for a in expr.args)})"
+    def _extremum(self, name, args):
+        return f"{name}({', '.join(self._print(a) for a in args)})"
 
     def _print_Rational(self, expr):
         raise ShapesNotSupported(f"a fraction {expr} in a size expression")

@@ -56,11 +56,7 @@ class _Recording:
         self.graph, self.static_inputs, self.outputs = graph, static_inputs, outputs
         self.replayable = replayable
         self.direct = direct
-        self.free, self.results = _direct_protocol(outputs) if direct else (_always, lambda: _copies(outputs))
-
-
-def _always() -> bool:
-    return True
+        self.free, self.results = _direct_protocol(outputs) if direct else (lambda: True, lambda: _copies(outputs))
 
 
 class CudaGraphRunner:

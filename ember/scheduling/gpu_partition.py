@@ -82,7 +82,8 @@ def partition(kernel: Kernel, make: Make, split_reduction: SplitReduction, split
             return split_at(nodes, name, changed, "inner loops of another size")
         # (pointwise kernels only: reductions may be split or cut, regenerating their nodes)
         pointwise = not any(isinstance(node.data, Reduction) for node in nodes)
-        kept = {n for n in names & internal if readers.get(n, set()) <= names} if pointwise else set()
+        only_here = {n for n in names & internal if readers.get(n, set()) <= names}  # (values no other kernel reads)
+        kept = set(only_here) if pointwise else set()
         while True:
             first = make(nodes, frozenset(kept))
             source = first.generate(name)
@@ -100,8 +101,7 @@ def partition(kernel: Kernel, make: Make, split_reduction: SplitReduction, split
         if cut is not None:
             return split_at(nodes, name, cut, "")
         if not pointwise:
-            kept = {n for n in names & internal if readers.get(n, set()) <= names}
-            return [_with_reductions_kept(make, nodes, name, source, kept)]
+            return [_with_reductions_kept(make, nodes, name, source, only_here)]
         return [source]
 
     def split_at(nodes: list, name: str, position: int, reason: str) -> list:

@@ -18,6 +18,7 @@ import torch
 
 from .. import config as ember_config
 from ..lowering.analysis import record
+from ..lowering.graph import same_layout
 from ..lowering.ir import ComputedBuffer, InputBuffer, Pointwise, index_vars, store_layout
 from .scheduler import Kernel, Scheduler, output_names
 
@@ -57,10 +58,7 @@ def input_writes(gm: torch.fx.GraphModule, scheduler: Scheduler) -> dict[str, st
 
 def _same_layout(value: ComputedBuffer, target: InputBuffer) -> bool:
     a, b = value.layout, target.layout
-    return a.dtype == b.dtype and a.device == b.device and len(a.size) == len(b.size) and \
-        all(sympy.expand(x - y) == 0 for x, y in zip(a.size, b.size)) and \
-        all(sympy.expand(x - y) == 0 for x, y, n in zip(a.stride, b.stride, a.size) if n != 1) and \
-        sympy.sympify(a.offset) == 0 and sympy.sympify(b.offset) == 0
+    return a.dtype == b.dtype and a.device == b.device and same_layout(a, b) and sympy.sympify(a.offset) == 0
 
 
 def _reads_only_where_it_stores(value: ComputedBuffer, target: InputBuffer, readers: list) -> bool:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
-import math
 from typing import Any
 
 import sympy
@@ -23,7 +22,7 @@ import sympy
 from .. import config as ember_config
 from ..lowering.analysis import record
 from ..lowering.graph import GraphLowering, _SideEffectMarker
-from ..lowering.indexing import simplify_index
+from ..lowering.indexing import product_runs, simplify_index
 from ..lowering.printer import provenance, sizes
 from ..lowering.symbolic import is_size_symbol
 from ..lowering.ir import (Buffer, ComputedBuffer, ExternBuffer, ExternCall, Layout, Pointwise, Reduction,
@@ -292,13 +291,14 @@ class Scheduler:
                     step_of[node.name] = position
         candidates = set(step_of)
         for position, step in enumerate(self.steps):
-            if isinstance(step, Kernel):
-                for node in step.nodes:
-                    candidates -= {name for name in self._reads.get(node.name, set())
-                                   if step_of.get(name) != position}
-            else:
-                candidates -= self._extern_reads(step.call)
+            candidates -= {name for name in self._step_reads(step) if step_of.get(name) != position}
         return candidates - set(output_names(self.graph))
+
+    def _step_reads(self, step) -> set[str]:
+        """The buffers a step (a kernel, or an extern call) reads."""
+        if isinstance(step, Kernel):
+            return set().union(*(self._reads.get(node.name, set()) for node in step.nodes))
+        return self._extern_reads(step.call)
 
     def undefined_reads(self) -> list[str]:
         """Reads of buffers no earlier step (or earlier node of the same kernel) writes, nor an
@@ -322,13 +322,7 @@ class Scheduler:
         """step index -> buffers that die after it (inputs included)."""
         last: dict[str, int] = {}
         for position, step in enumerate(self.steps):
-            if isinstance(step, Kernel):
-                for node in step.nodes:
-                    for name in self._reads.get(node.name, set()):
-                        last[name] = position
-            else:
-                for name in self._extern_reads(step.call):
-                    last[name] = position
+            last.update(dict.fromkeys(self._step_reads(step), position))
         returned = set(output_names(self.graph))
         dying: dict[int, list[str]] = {}
         for name, position in last.items():
@@ -351,17 +345,10 @@ def _serializes(outer: list, node: ComputedBuffer) -> bool:
 
 
 def _loop_mates(nodes: list[ComputedBuffer], node: ComputedBuffer, outer: list) -> set[str]:
-    """The nodes that would share `node`'s loop body were it appended to `nodes` (Kernel.groups:
-    the trailing run of pointwise nodes over the same inner ranges)."""
+    """The nodes that would share `node`'s loop body were it appended to `nodes` (its LoopGroup)."""
     if isinstance(node.data, Reduction):
         return set()
-    inner = inner_ranges(node, outer)
-    mates = set()
-    for member in reversed(nodes):
-        if isinstance(member.data, Reduction) or inner_ranges(member, outer) != inner:
-            break
-        mates.add(member.name)
-    return mates
+    return {member.name for member in Kernel("", outer, nodes + [node]).groups()[-1].nodes} - {node.name}
 
 
 def _to_kernel(node: ComputedBuffer, outer: list) -> dict:
@@ -387,26 +374,16 @@ def common_refinement(a: list, b: list) -> list | None:
     if not all(value.is_number for value in values):
         return None
     a, b = [int(n) for n in a], [int(n) for n in b]
+    runs = product_runs(a, b)
+    if runs is None:
+        return None
     refined: list = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        run_a, run_b = [a[i]], [b[j]]
-        i, j = i + 1, j + 1
-        while math.prod(run_a) != math.prod(run_b):
-            if math.prod(run_a) < math.prod(run_b):
-                if i == len(a):
-                    return None
-                run_a.append(a[i])
-                i += 1
-            else:
-                if j == len(b):
-                    return None
-                run_b.append(b[j])
-                j += 1
+    for positions_a, positions_b in runs:
+        run_a, run_b = [a[p] for p in positions_a], [b[p] for p in positions_b]
         if len(run_a) > 1 and len(run_b) > 1 and run_a != run_b:
             return None
         refined += [sympy.Integer(n) for n in (run_a if len(run_a) >= len(run_b) else run_b)]
-    return refined if i == len(a) and j == len(b) else None
+    return refined
 
 
 def refine(node: ComputedBuffer, ranges: list) -> Pointwise | None:
@@ -420,20 +397,11 @@ def refine(node: ComputedBuffer, ranges: list) -> Pointwise | None:
         return data
     if not isinstance(layout, Layout) or len(layout.size) != len(own):
         return None
-    runs, k = [], 0
-    for position, size in enumerate(own):
-        if size == 1:
-            continue
-        run, total = [], 1
-        while total < int(size):
-            run.append(k)
-            total *= int(ranges[k])
-            k += 1
-        if total != int(size):
-            return None
-        runs.append((position, run))
-    if k != len(ranges):
+    own_dims = [position for position, size in enumerate(own) if size != 1]
+    found = product_runs([int(own[position]) for position in own_dims], [int(n) for n in ranges])
+    if found is None or any(len(own_run) != 1 for own_run, _ in found):
         return None
+    runs = [(own_dims[own_run[0]], run) for own_run, run in found]  # (own dim, the ranges it splits into)
     strides: list = [None] * len(ranges)
     for position, run in runs:
         stride = layout.stride[position]

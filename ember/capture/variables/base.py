@@ -6,6 +6,7 @@ calls and iteration.  What it cannot do symbolically raises `Unsupported` (a gra
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 import types
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,17 @@ class VariableTracker:
     def __repr__(self) -> str:
         where = f" from {self.source.expr()}" if self.source is not None else ""
         return f"{type(self).__name__}{where}"
+
+
+class ContainerVariable(VariableTracker):
+    """A list, tuple, dict, set or deque: true when its `items` are not empty; a mutation of one
+    that existed before the frame is recorded, to be written back after the graph runs."""
+
+    def truth(self, tx: "Translator") -> bool:
+        return bool(self.items)
+
+    def mutated(self, tx: "Translator") -> None:
+        tx.graph.side_effects.mutate_container(self)
 
 
 class MethodVariable(VariableTracker):
@@ -209,13 +221,20 @@ def constant_args(args, kwargs: dict) -> tuple[list, dict]:
     return [arg.as_python_constant() for arg in args], {key: arg.as_python_constant() for key, arg in kwargs.items()}
 
 
+@contextlib.contextmanager
+def user_errors(*kinds: type[BaseException]):
+    """An exception of `kinds` (any Exception when none are named) raised inside is the user's."""
+    try:
+        yield
+    except (kinds or Exception) as error:
+        raise UserException(error) from None
+
+
 def call_for_real(function, args, kwargs) -> Any:
     """`function` called on the real values of constant variables (its exception is the user's)."""
     const_args, const_kwargs = constant_args(args, kwargs)
-    try:
+    with user_errors():
         return function(*const_args, **const_kwargs)
-    except Exception as error:
-        raise UserException(error) from None
 
 
 def run_for_real(tx, function, args, kwargs) -> VariableTracker:
@@ -227,10 +246,8 @@ def run_for_real(tx, function, args, kwargs) -> VariableTracker:
 
 def real_getattr(value: Any, name: str) -> Any:
     """getattr of a real object; its AttributeError is the user's."""
-    try:
+    with user_errors(AttributeError):
         return getattr(value, name)
-    except AttributeError as error:
-        raise UserException(error) from None
 
 
 BINARY_OPERATORS = {

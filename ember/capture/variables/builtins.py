@@ -16,16 +16,16 @@ import torch
 
 from ..errors import Unsupported, UserException
 from .base import (INPLACE_TO_BINARY, ConstantVariable, VariableTracker, all_constant, constant, is_none, real_getattr,
-                   run_for_real, static_of)
+                   run_for_real, static_of, user_errors)
 from .builder import wrap_static
 from .containers import (BaseListVariable, DictVariable, DictViewVariable, ListIteratorVariable, ListVariable,
-                         RangeIteratorVariable, SetVariable, TupleVariable, mapping_pairs)
+                         RangeIteratorVariable, SetVariable, TupleVariable)
 from .functions import BaseFunctionVariable, PartialVariable, UserFunctionVariable, UserMethodVariable
 from .glue_values import ObjectTextVariable, contains_answer, tensor_comparison, tensor_to_number
 from .modules import NNModuleVariable
 from .number_or_tensor import tensor_min_max
-from .objects import (ClassVariable, InstanceVariable, NewObjectVariable, PythonObjectVariable, RealValueVariable,
-                      SuperVariable, UserObjectVariable, _class_attribute, has_python_method)
+from .objects import (InstanceVariable, NewObjectVariable, ObjectMethodVariable, PythonObjectVariable,
+                      RealValueVariable, SuperVariable, _class_attribute, has_python_method)
 from .operators import binary_op, is_op, unary_op
 from .sets import set_operator
 from .tensor import TensorVariable
@@ -92,38 +92,13 @@ class BuiltinVariable(RealValueVariable):
         return f"BuiltinVariable({getattr(self.function, '__name__', self.function)})"
 
 
-class ObjectMethodVariable(VariableTracker):
-    """object.__setattr__ / object.__new__ / object.__init__ called explicitly (dataclasses do)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-
-    def call_function(self, tx, args, kwargs) -> VariableTracker:
-        if self.name == "__setattr__" and len(args) == 3:
-            target, name, value = args
-            if isinstance(target, NewObjectVariable):
-                target.store_attr(tx, name.as_python_constant(), value, force=True)
-                return constant(None)
-            if isinstance(target, UserObjectVariable):
-                tx.graph.side_effects.store_attr(target, name.as_python_constant(), value)
-                return constant(None)
-        if self.name == "__new__" and len(args) == 1 and isinstance(args[0], ClassVariable):
-            return NewObjectVariable(args[0].cls)
-        if self.name == "__init__":
-            return constant(None)
-        raise Unsupported(f"object.{self.name}")
-
-
 # -- helpers shared with containers -------------------------------------------------------------
 def values_equal(tx, left: VariableTracker, right: VariableTracker) -> bool:
     if is_op(tx, left, right):
         return True
     if left.is_python_constant() and right.is_python_constant():
-        try:
+        with user_errors():
             return bool(left.as_python_constant() == right.as_python_constant())
-        except Exception as error:
-            raise UserException(error) from None
     from ..scalars import symbolic_equal
 
     equal = symbolic_equal(tx, left, right)  # (a number captured as a symbol: the ShapeEnv decides)
@@ -166,20 +141,16 @@ def contains(tx, container: VariableTracker, item: VariableTracker) -> VariableT
     if isinstance(container, (DictVariable, SetVariable, DictViewVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, ConstantVariable) and item.is_python_constant():
-        try:
+        with user_errors():
             return constant(item.as_python_constant() in container.value)
-        except Exception as error:
-            raise UserException(error) from None
     if isinstance(container, TensorVariable):
         raise Unsupported("`in` on a tensor depends on its values")
     proxy = getattr(container, "real_object", None)
     if type(proxy) is types.MappingProxyType and container.source is not None and item.is_python_constant():
         # `"x" in cls.__dict__`: answered now from the live class dict, guarded on the answer
         key = item.as_python_constant()
-        try:
+        with user_errors(TypeError):
             answer = key in proxy
-        except TypeError as error:
-            raise UserException(error) from None
         expr = f"({tx.graph.guards.ref(key)} in {container.source.expr()}) is {answer}"
         tx.graph.guards.add(expr, f"{key!r} {'in' if answer else 'not in'} {container.source.expr()}")
         return constant(answer)
@@ -238,10 +209,8 @@ def _isinstance(tx, value, classes):
         # FakeTensor-free answer: a plain tensor is a torch.Tensor and nothing more specific.
         return constant(issubclass(torch.Tensor, target) if isinstance(target, type) else
                         any(issubclass(torch.Tensor, t) for t in target))
-    try:
+    with user_errors(TypeError):
         return constant(issubclass(value_type, target))
-    except TypeError as error:
-        raise UserException(error) from None
 
 
 @register(issubclass)
@@ -342,20 +311,19 @@ def _tuple(tx, iterable=None):
     return iterable if type(iterable) is TupleVariable else TupleVariable(_iterate(tx, iterable))
 
 
-@register(set)
-def _set(tx, iterable=None):
-    if isinstance(iterable, SetVariable):  # the same members: their order does not matter
-        return SetVariable.from_keys(iterable.items)
-    return SetVariable(_iterate(tx, iterable))
+def _set_of(frozen: bool):
+    def handler(tx, iterable=None):
+        if isinstance(iterable, SetVariable):  # the same members: their order does not matter
+            if frozen and iterable.frozen:
+                return iterable  # frozenset(a frozenset) is that frozenset
+            return SetVariable.from_keys(iterable.items, frozen=frozen)
+        return SetVariable(_iterate(tx, iterable), frozen=frozen)
+
+    return handler
 
 
-@register(frozenset)
-def _frozenset(tx, iterable=None):
-    if isinstance(iterable, SetVariable):
-        if iterable.frozen:
-            return iterable  # frozenset(a frozenset) is that frozenset
-        return SetVariable.from_keys(iterable.items, frozen=True)
-    return SetVariable(_iterate(tx, iterable), frozen=True)
+register(set)(_set_of(False))
+register(frozenset)(_set_of(True))
 
 
 @register(dict)
@@ -368,10 +336,7 @@ def new_dict(tx, dict_type: type, args: tuple, kwargs: dict) -> DictVariable:
     if len(args) > 1:
         raise UserException(TypeError(f"{dict_type.__name__} expected at most 1 argument, got {len(args)}"))
     result = DictVariable({}, dict_type=dict_type)
-    for key, value in mapping_pairs(tx, args[0]) if args else []:
-        result.setitem(tx, key, value)
-    for key, value in kwargs.items():
-        result.setitem(tx, constant(key), value)
+    result.call_method(tx, "update", list(args), kwargs)
     return result
 
 
@@ -513,11 +478,7 @@ def _never(reason: str):
 
 register(print)(_never("print() writes to stdout"))
 register(id)(_never("id() of an object"))
-
-
-@register(delattr)
-def _delattr(tx, value, name):
-    raise Unsupported("delattr")
+register(delattr)(_never("delattr"))
 
 
 @register(super)

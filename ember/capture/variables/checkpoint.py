@@ -36,7 +36,7 @@ class CheckpointVariable(VariableTracker):
         return self.function
 
     def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
-        from .torch_functions import GradModeVariable
+        from .torch_functions import GradModeVariable, NullContextVariable
 
         if not args:
             raise UserException(TypeError("checkpoint() missing 1 required positional argument: 'function'"))
@@ -52,7 +52,7 @@ class CheckpointVariable(VariableTracker):
             raise Unsupported("checkpoint with a context_fn (selective checkpointing) is not captured")
         if reentrant and kwargs:
             raise UserException(ValueError("Unexpected keyword arguments: " + ",".join(kwargs)))
-        manager = None
+        manager = NullContextVariable()
         if reentrant and torch.is_grad_enabled() and not any(
                 isinstance(a, TensorVariable) and a.example.requires_grad for a in arguments):
             # The reentrant form runs the function without grad and its outputs need no gradient
@@ -61,14 +61,12 @@ class CheckpointVariable(VariableTracker):
         graph = tx.graph
         outer = getattr(graph, "recompute_region", None)
         graph.recompute_region = outer if outer is not None else next(_regions)  # nested: one region
-        if manager is not None:
-            manager.enter(tx)
+        manager.enter(tx)
         try:
             result = tx.call(function, list(arguments), kwargs)
         finally:
             graph.recompute_region = outer
-        if manager is not None:
-            manager.exit(tx)
+        manager.exit(tx)
         return result
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 
 from ..errors import Unsupported, UserException
-from .base import VariableTracker, all_constant, constant, constant_args, is_none
+from .base import VariableTracker, all_constant, constant, constant_args, is_none, user_errors
 from .builtins import BuiltinVariable, new_dict, register
 from .containers import DictVariable
 from .objects import ClassVariable
@@ -91,10 +91,8 @@ def _namedtuple(tx, *args, **kwargs):
     const_args, const_kwargs = constant_args(args, kwargs)
     # Eager namedtuple() names the caller's module as the class's module; here that is the user's.
     const_kwargs.setdefault("module", tx.f_globals.get("__name__"))
-    try:
+    with user_errors():
         cls = collections.namedtuple(*const_args, **const_kwargs)
-    except Exception as error:
-        raise UserException(error) from None
     variable = ClassVariable(cls)
     refs = tx.graph.guards
     arguments = [refs.ref(value) for value in const_args]

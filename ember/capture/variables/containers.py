@@ -15,8 +15,8 @@ from typing import Any
 
 from ..errors import Unsupported, UserException
 from ..sources import ItemSource
-from .base import ConstantVariable, VariableTracker, all_constant, constant
-from .builder import wrap, wrap_constant_result, wrap_static
+from .base import ConstantVariable, ContainerVariable, VariableTracker, all_constant, constant, user_errors
+from .builder import wrap, wrap_constant_result
 from .sets import DictViewVariable, SetVariable, hash_key, lookup_key, missing_key  # noqa: F401 (re-exported)
 
 
@@ -24,25 +24,28 @@ class UnreadItems:
     """Items of a value found at a source that are wrapped (and guarded) only when read:
     `unread` maps an index or key to (translator, real value, source); its slot in `_items` is None."""
 
-    unread: dict | None = None
+    unread: Any = None
 
     @property
     def items(self):
         if self.unread:
-            for key in list(self.unread):
-                self._read(key)
+            self._read_all()
         return self._items
 
     @items.setter
     def items(self, value) -> None:
         self._items = value
 
+    def _read_all(self) -> None:
+        for key in list(self.unread):
+            self._read(key)
+
     def _read(self, key: Any) -> None:
         tx, value, source = self.unread.pop(key)
         self._items[key] = wrap(tx, value, source)
 
 
-class BaseListVariable(VariableTracker):
+class BaseListVariable(ContainerVariable):
     container_type: type = list
 
     def __init__(self, items: list[VariableTracker], source=None) -> None:
@@ -55,9 +58,6 @@ class BaseListVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         return self.container_type(item.as_python_constant() for item in self.items)
 
-    def truth(self, tx) -> bool:
-        return bool(self.items)
-
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         return list(self.items)
 
@@ -68,10 +68,8 @@ class BaseListVariable(VariableTracker):
         key = index.as_python_constant() if index.is_python_constant() else _constant_tensor_index(index)
         if key is None:
             raise Unsupported(f"indexing a {self.container_type.__name__} with {index}")
-        try:
+        with user_errors(IndexError, TypeError):
             picked = self.items[key]
-        except (IndexError, TypeError) as error:
-            raise UserException(error) from None
         if isinstance(key, slice):
             return type(self)(picked) if not isinstance(self, NamedTupleVariable) else TupleVariable(picked)
         return picked
@@ -86,10 +84,8 @@ class BaseListVariable(VariableTracker):
 
             return contains(tx, self, args[0])
         if name == "index" and args and all_constant([*self.items, *args]):
-            try:
+            with user_errors(ValueError):
                 return constant(self.as_python_constant().index(*[a.as_python_constant() for a in args]))
-            except ValueError as error:
-                raise UserException(error) from None
         if name == "count" and len(args) == 1:
             from .builtins import values_equal
 
@@ -132,10 +128,8 @@ def _constant_tensor_index(index: VariableTracker) -> int | None:
     known = getattr(index, "known_value", lambda: None)()
     if known is None:
         return None
-    try:
+    with user_errors(TypeError):
         return operator.index(known)
-    except TypeError as error:
-        raise UserException(error) from None
 
 
 def _field_names(tuple_class: type) -> tuple:
@@ -178,29 +172,22 @@ class NamedTupleVariable(TupleVariable):
         value = getattr(self.tuple_class, name, None)
         if name in ("_fields", "_field_defaults") and value is not None:
             return wrap_constant_result(tx, value)  # fixed when the class was made
-        raw = inspect.getattr_static(self.tuple_class, name, None)
-        if isinstance(raw, (types.FunctionType, staticmethod, classmethod)):
-            from .functions import UserFunctionVariable, UserMethodVariable
-            from .objects import ClassVariable
+        from .objects import ClassVariable, bind_class_attribute
 
-            if isinstance(raw, staticmethod):  # called without the instance
-                return wrap_static(tx, raw.__func__)
-            if isinstance(raw, classmethod):
-                return UserMethodVariable(wrap_static(tx, raw.__func__), ClassVariable(self.tuple_class))
-            return UserMethodVariable(UserFunctionVariable(raw), self)
+        raw = inspect.getattr_static(self.tuple_class, name, None)
+        bound = bind_class_attribute(tx, raw, self, ClassVariable(self.tuple_class))
+        if bound is not None:
+            return bound
         raise Unsupported(f"attribute {name!r} of named tuple {self.tuple_class.__name__}")
 
 
-class ListVariable(BaseListVariable):
+class ListVariable(UnreadItems, BaseListVariable):
     """A list.  One that existed before the frame is read lazily: until the capture reads it, only
     its type is guarded and `items` holds what the frame appended (written back with `extend`), so
-    appending to a global log guards neither its length nor its items."""
+    appending to a global log guards neither its length nor its items.  Its `unread` is
+    (translator, the real list) until read."""
 
     container_type = list
-
-    def __init__(self, items: list[VariableTracker], source=None) -> None:
-        self.unread: tuple[Any, list] | None = None  # (translator, the real list) until read
-        super().__init__(items, source)
 
     @classmethod
     def unread_list(cls, tx, value: list, source) -> "ListVariable":
@@ -209,17 +196,7 @@ class ListVariable(BaseListVariable):
         variable.unread = (tx, value)
         return variable
 
-    @property
-    def items(self) -> list[VariableTracker]:
-        if self.unread is not None:
-            self._read()
-        return self._items
-
-    @items.setter
-    def items(self, value: list[VariableTracker]) -> None:
-        self._items = value
-
-    def _read(self) -> None:
+    def _read_all(self) -> None:
         """The capture depends on what the list held: guard its length, wrap its items (before
         what the frame appended, in place: iterators share the item list)."""
         tx, value = self.unread
@@ -237,9 +214,6 @@ class ListVariable(BaseListVariable):
     def get_iter(self, tx) -> VariableTracker:
         # A list iterator reads the live list by index, so items appended during a loop are seen.
         return ListIteratorVariable(self.items, over=self)
-
-    def mutated(self, tx) -> None:
-        tx.graph.side_effects.mutate_container(self)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         # append and extend add at the end whatever the list held: no need to read it
@@ -302,24 +276,20 @@ class ListVariable(BaseListVariable):
         if isinstance(key, slice):
             self.items[key] = value.unpack_sequence(tx)
         else:
-            try:
+            with user_errors(IndexError):
                 self.items[key] = value
-            except IndexError as error:
-                raise UserException(error) from None
 
     def delitem(self, tx, index: VariableTracker) -> None:
         key = index.as_python_constant()
         self.mutated(tx)
-        try:
+        with user_errors(IndexError):
             del self.items[key]
-        except IndexError as error:
-            raise UserException(error) from None
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         raise Unsupported(f"attribute {name!r} of a list")
 
 
-class DictVariable(UnreadItems, VariableTracker):
+class DictVariable(UnreadItems, ContainerVariable):
     """A dict; keys are constants or objects (`key_vars`), values any variables.  One that existed
     before the frame wraps (and guards) its constant values lazily: `y[1]` reads and guards only that
     value, so changing a value the frame never reads does not recompile; `items` wraps them all."""
@@ -354,9 +324,6 @@ class DictVariable(UnreadItems, VariableTracker):
             raise Unsupported("a dict keyed by objects is not a constant")
         return self.dict_type({key: value.as_python_constant() for key, value in self.items.items()})
 
-    def truth(self, tx) -> bool:
-        return bool(self.items)
-
     def lookup(self, tx, key_var: VariableTracker) -> Any:
         return lookup_key(tx, key_var, self.key_vars)
 
@@ -365,9 +332,6 @@ class DictVariable(UnreadItems, VariableTracker):
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         return [self.key_var(key) for key in self.items]
-
-    def mutated(self, tx) -> None:
-        tx.graph.side_effects.mutate_container(self)
 
     def getitem(self, tx, key_var: VariableTracker) -> VariableTracker:
         key = self.lookup(tx, key_var)
@@ -468,12 +432,7 @@ class DictVariable(UnreadItems, VariableTracker):
             copy.default_factory = self.default_factory
             return copy
         if name == "__delitem__" and len(args) == 1:
-            key = self.lookup(tx, args[0])
-            if key not in items:
-                raise missing_key(args[0], key)
-            self.mutated(tx)
-            del items[key]
-            self.key_vars.pop(key, None)
+            self.call_method(tx, "pop", args, {})
             return constant(None)
         return super().call_method(tx, name, args, kwargs)
 

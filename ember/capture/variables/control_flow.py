@@ -62,12 +62,9 @@ def _tensor_cond(tx, pred, true_fn, false_fn, operands: list) -> VariableTracker
     if not all(isinstance(operand, TensorVariable) for operand in operands):
         raise Unsupported("torch.cond with operands that are not all tensors")
 
-    def arguments(region):
-        return [region.argument(operand.example) for operand in operands]
-
     regions = []
     for which, branch in (("true", true_fn), ("false", false_fn)):
-        region = speculate(tx, f"torch.cond's {which} branch", branch, arguments)
+        region = speculate(tx, f"torch.cond's {which} branch", branch, operands, [op.example for op in operands])
         region.check_writes(set())
         regions.append(region)
     taken, other = regions
@@ -107,13 +104,16 @@ class CondSelect:
                if isinstance(value, torch.Tensor)):
             # inside torch.vmap / torch.func.grad (a captured transform's subgraph): where over
             # both branches, as torch.cond's own batching rule does
-            condition = pred.reshape(())
-            true_out = flat_leaves(self.true_module(*inputs))
-            false_out = flat_leaves(self.false_module(*inputs))
-            return tuple(torch.where(condition, a, b) for a, b in zip(true_out, false_out))
+            return self.where(pred.reshape(()), inputs)
         if _is_real(pred, inputs):
             return flat_leaves((self.true_module if bool(pred) else self.false_module)(*inputs))
         return SelectBranches.apply(pred, self, *inputs)
+
+    def where(self, condition: torch.Tensor, inputs) -> tuple:
+        """Both branches run, each output picked by the 0-d `condition`."""
+        true_out = flat_leaves(self.true_module(*inputs))
+        false_out = flat_leaves(self.false_module(*inputs))
+        return tuple(torch.where(condition.to(a.device), a, b) for a, b in zip(true_out, false_out))
 
 
 def _is_real(pred, inputs) -> bool:
@@ -130,13 +130,11 @@ class SelectBranches(torch.autograd.Function):
     @staticmethod
     def forward(ctx, pred, select, *inputs):
         condition = pred.reshape(())
-        true_out = flat_leaves(select.true_module(*inputs))
-        false_out = flat_leaves(select.false_module(*inputs))
         ctx.select = select
         ctx.tensor_positions = [i for i, value in enumerate(inputs) if isinstance(value, torch.Tensor)]
         ctx.others = {i: value for i, value in enumerate(inputs) if not isinstance(value, torch.Tensor)}
         ctx.save_for_backward(condition, *[inputs[i] for i in ctx.tensor_positions])
-        return tuple(torch.where(condition.to(a.device), a, b) for a, b in zip(true_out, false_out))
+        return select.where(condition, inputs)
 
     @staticmethod
     def backward(ctx, *grads):

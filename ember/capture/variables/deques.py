@@ -1,31 +1,33 @@
-"""collections.deque made inside a compiled function: a list of variables plus its maxlen.
+"""collections.deque made inside a compiled function: a real deque whose items are variables.
 
-Its methods change the list as the real deque would (a full bounded deque drops from the other end).
+Its methods run on that real deque, so it changes (a full bounded deque drops from the other end) and
+raises as eager's does; only positions are constants and `remove` compares items as Python's == does.
 A deque passed in is not modelled.  An iterator over it raises, as eager's does, if the deque changed.
 """
 from __future__ import annotations
 
 import collections
+import functools
+import operator
 
 from ..errors import Unsupported, UserException
-from .base import SpelledMethodVariable, VariableTracker, constant
+from .base import ContainerVariable, SpelledMethodVariable, VariableTracker, constant, user_errors
 from .builtins import register, values_equal
 from .containers import ListIteratorVariable
 
 
-class DequeVariable(VariableTracker):
+class DequeVariable(ContainerVariable):
     def __init__(self, items: list[VariableTracker], maxlen: int | None = None) -> None:
         super().__init__()
-        self.maxlen = maxlen
-        self.items: list[VariableTracker] = []
+        self.items: collections.deque[VariableTracker] = collections.deque(items, maxlen)
         self.version = 0  # changes on every mutation: live iterators check it
-        self._extend(items, left=False)
+
+    @property
+    def maxlen(self) -> int | None:
+        return self.items.maxlen
 
     def python_type(self) -> type:
         return collections.deque
-
-    def truth(self, tx) -> bool:
-        return bool(self.items)
 
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         return list(self.items)
@@ -42,32 +44,10 @@ class DequeVariable(VariableTracker):
         return f"{cg.ref(collections.deque, 'type')}(({items}){maxlen})"
 
     def __repr__(self) -> str:
-        return f"DequeVariable({self.items!r}, maxlen={self.maxlen})"
-
-    # -- changes -------------------------------------------------------------------------------
-    def _extend(self, new_items: list[VariableTracker], left: bool) -> None:
-        for item in new_items:
-            if self.maxlen == 0:
-                return
-            if self.maxlen is not None and len(self.items) == self.maxlen:
-                del self.items[-1 if left else 0]
-            if left:
-                self.items.insert(0, item)
-            else:
-                self.items.append(item)
-
-    def _index(self, index: VariableTracker) -> int:
-        if not index.is_python_constant():
-            raise Unsupported(f"indexing a deque with {index}")
-        position = index.as_python_constant()
-        if not isinstance(position, int):
-            raise UserException(TypeError(f"sequence index must be integer, not '{type(position).__name__}'"))
-        if not -len(self.items) <= position < len(self.items):
-            raise UserException(IndexError("deque index out of range"))
-        return position
+        return f"DequeVariable({list(self.items)!r}, maxlen={self.maxlen})"
 
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
-        return self.items[self._index(index)]
+        return self.call_method(tx, "__getitem__", [index], {})
 
     def var_getattr(self, tx, name: str) -> VariableTracker:
         if name == "maxlen":
@@ -85,48 +65,31 @@ class DequeVariable(VariableTracker):
         if len(args) not in arity:
             raise UserException(TypeError(f"deque.{name}() takes {arity[-1]} arguments ({len(args)} given)"))
         items = self.items
-        if name in ("append", "appendleft"):
-            self._extend([args[0]], left=name == "appendleft")
-        elif name in ("extend", "extendleft"):
-            new_items = args[0].unpack_sequence(tx)  # (read before changing: d.extend(d))
-            self._extend(new_items, left=name == "extendleft")
-        elif name in ("pop", "popleft"):
-            if not items:
-                raise UserException(IndexError("pop from an empty deque"))
-            self.version += 1
-            return items.pop(-1 if name == "pop" else 0)
-        elif name == "insert":
-            if self.maxlen is not None and len(items) >= self.maxlen:
-                raise UserException(IndexError("deque already at its maximum size"))
-            items.insert(args[0].as_python_constant(), args[1])
-        elif name in ("clear", "reverse"):
-            getattr(items, name)()
-        elif name == "rotate":
-            steps = args[0].as_python_constant() if args else 1
-            if items:
-                steps %= len(items)
-                items[:] = items[-steps:] + items[:-steps] if steps else items
-        elif name == "remove":
-            for position, item in enumerate(items):
-                if values_equal(tx, item, args[0]):
-                    del items[position]
-                    break
-            else:
-                if not args[0].is_python_constant():
-                    raise Unsupported("deque.remove of a value not in the deque")  # (its repr)
+        if name == "remove":
+            position = next((at for at, item in enumerate(items) if values_equal(tx, item, args[0])), None)
+            if position is None and not args[0].is_python_constant():
+                raise Unsupported("deque.remove of a value not in the deque")  # (its repr)
+            if position is None:
                 raise UserException(ValueError(f"{args[0].as_python_constant()!r} is not in deque"))
-        elif name == "copy":
-            return DequeVariable(list(items), self.maxlen)
-        elif name == "__getitem__":
-            return self.getitem(tx, args[0])
-        elif name == "__setitem__":
-            items[self._index(args[0])] = args[1]
-        elif name == "__delitem__":
-            del items[self._index(args[0])]
-        elif name == "__len__":
-            return constant(len(items))
+            args = [constant(position)]
+            name = "__delitem__"
+        if name in ("copy", "__len__"):
+            return DequeVariable(list(items), self.maxlen) if name == "copy" else constant(len(items))
+        if name in ("extend", "extendleft"):
+            args = [args[0].unpack_sequence(tx)]  # (read before changing: d.extend(d))
+        elif name.startswith("__") and not args[0].is_python_constant():  # d[i] = x, del d[i], d[i]
+            raise Unsupported(f"indexing a deque with {args[0]}")
+        elif name.startswith("__") or (name in ("insert", "rotate") and args):
+            args = [args[0].as_python_constant(), *args[1:]]
+        # (d[i] through operator: `d.__getitem__("a")` words its TypeError apart from `d["a"]`)
+        method = functools.partial(getattr(operator, name[2:-2]), items) if name.startswith("__") \
+            else getattr(items, name)
+        with user_errors(IndexError, TypeError):
+            result = method(*args)
+        if name == "__getitem__":
+            return result
         self.version += 1
-        return constant(None)
+        return result if name in ("pop", "popleft") else constant(None)
 
 
 # method -> the numbers of positional arguments it takes

@@ -14,7 +14,8 @@ import torch
 
 from ..errors import Unsupported
 from .base import VariableTracker
-from .subgraphs import bind_options, call_node, flat_leaves, leaf_variables, rebuild, speculate, unique_name
+from .subgraphs import (UNKNOWN, TransformCall, TransformedFunctionVariable, bind_options, call_region, leaf_variables,
+                       rebuild, speculate, unique_name)
 from .tensor import TensorVariable
 
 TRANSFORMS = {torch.func.grad: "grad", torch.func.grad_and_value: "grad_and_value"}
@@ -43,14 +44,8 @@ class GradTransformVariable(VariableTracker):
         return codegen.ref(self.transform)
 
 
-class GradFunctionVariable(VariableTracker):
+class GradFunctionVariable(TransformedFunctionVariable):
     """What torch.func.grad(f, ...) returned."""
-
-    def __init__(self, transform: Any, function: VariableTracker, options: dict) -> None:
-        super().__init__()
-        self.transform = transform
-        self.function = function
-        self.options = options
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         what = f"torch.func.{TRANSFORMS[self.transform]}'s function"
@@ -66,64 +61,18 @@ class GradFunctionVariable(VariableTracker):
         # constants are passed to the function as they are; argnums count the tensors only
         remapped = tuple(tensors.index(i) for i in positions)
         options = dict(self.options, argnums=remapped if isinstance(argnums, tuple) else remapped[0])
-        fake_mode = tx.graph.fake_mode
-
-        def arguments(region):
-            made = []
+        examples = []
+        with tx.graph.fake_mode:
             for index, arg in enumerate(args):
-                if index not in tensors:
-                    made.append(arg)
-                    continue
-                with fake_mode:
-                    example = arg.example.detach()
-                    if index in positions and (example.is_floating_point() or example.is_complex()):
-                        example.requires_grad_(True)
-                made.append(region.argument(example))
-            return made
-
-        region = speculate(tx, what, self.function, arguments, kwargs)
+                example = arg.example.detach() if index in tensors else None
+                if index in positions and (example.is_floating_point() or example.is_complex()):
+                    example.requires_grad_(True)
+                examples.append(example)
+        region = speculate(tx, what, self.function, args, examples, kwargs)
         region.check_writes(set())
-        name = unique_name(TRANSFORMS[self.transform])
-        module = region.module(region.lifted, name)
-        region.remove()
-        target = GradCall(self.transform, module, options)
-        target.__name__ = target.__qualname__ = name
-        result = call_node(tx, target, [*[args[i] for i in tensors], *region.lifted])
-        if target.spec is _UNKNOWN:
+        target, result = call_region(tx, region, unique_name(TRANSFORMS[self.transform]),
+                                     lambda module: TransformCall(self.transform, module, options),
+                                     [args[i] for i in tensors])
+        if target.spec is UNKNOWN:
             raise Unsupported(f"{what}: the result's structure is unknown")
         return rebuild(leaf_variables(result, target.count), target.spec)
-
-    def reconstruct_expr(self, codegen) -> str:
-        options = "".join(f", {key}={codegen.literal(value)}" for key, value in self.options.items())
-        return f"{codegen.ref(self.transform)}({codegen.reconstruct(self.function)}{options})"
-
-
-_UNKNOWN = object()
-
-
-class GradCall:
-    """The graph node's target: the transform of a captured subgraph, its results as a flat tuple
-    (the structure noted at the first call, on fakes at capture time)."""
-
-    def __init__(self, transform: Any, module: torch.fx.GraphModule, options: dict) -> None:
-        self.transform = transform
-        self.module = module
-        self.options = options
-        self.spec = _UNKNOWN
-        self.count = 0
-
-    def __call__(self, *args) -> tuple:
-        result = self.transform(self.module, **self.options)(*args)
-        if self.spec is _UNKNOWN:
-            self.spec = spec_of(result)
-            self.count = len(flat_leaves(result))
-        return flat_leaves(result)
-
-
-def spec_of(value: Any):
-    """The structure `subgraphs.rebuild` takes, of a tensor or (nested) tuple/list of tensors."""
-    if isinstance(value, torch.Tensor):
-        return None
-    if type(value) in (tuple, list):
-        return type(value), [(len(flat_leaves(item)), spec_of(item)) for item in value]
-    raise TypeError(f"a {type(value).__name__} in the result (only tensors are captured)")

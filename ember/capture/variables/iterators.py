@@ -14,7 +14,7 @@ import sys
 from typing import Any, Callable, Generator
 
 from ..errors import Unsupported, UserException
-from .base import VariableTracker, constant, is_none
+from .base import VariableTracker, constant, is_none, user_errors
 from .builtins import register
 from .containers import IteratorVariable, TupleVariable
 from .operators import binary_op
@@ -155,10 +155,8 @@ def _count(tx, start=None, step=None):
     step = constant(1) if step is None else step
     if not (start.is_python_constant() and step.is_python_constant()):
         raise Unsupported("itertools.count() of non-constants")
-    try:
+    with user_errors(TypeError):
         itertools.count(start.as_python_constant(), step.as_python_constant())  # Python's argument checks
-    except TypeError as error:
-        raise UserException(error) from None
     return CountIteratorVariable(start.as_python_constant(), step.as_python_constant())
 
 
@@ -316,10 +314,8 @@ def _choose(kind):
         size = None if _is_none(r) else _constant_int(r, f"{kind.__name__}() length")
         if size is None and kind is not itertools.permutations:
             raise UserException(TypeError(f"{kind.__name__}() missing required argument 'r' (pos 2)"))
-        try:
+        with user_errors(ValueError):
             chosen = kind(range(len(pool)), size) if size is not None else kind(range(len(pool)))
-        except ValueError as error:
-            raise UserException(error) from None
         tx = yield
         for row in chosen:
             tx = yield TupleVariable([pool[i] for i in row])

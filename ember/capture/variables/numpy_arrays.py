@@ -90,8 +90,6 @@ def wrap_numpy_static(tx, value: Any) -> VariableTracker | None:
     if _is_random(value) and callable(value):
         return NumpyFunctionVariable(value, None)
     folded = getattr(value, "__name__", None) in _FOLDED_NAMES and getattr(np, value.__name__, None) is value
-    if folded and isinstance(value, type):
-        return NumpyFunctionVariable(value, None)
     entry = _numpy_map().get(id(value))
     mapped = entry is not None and entry[0] is value
     if folded or mapped:  # (a folded function: np.result_type of arrays is torch._numpy's)

@@ -19,7 +19,7 @@ import torch
 from ..errors import Unsupported, UserException
 from ..sources import AttrSource, DictItemSource, WeakRefCallSource
 from .base import (INPLACE_TO_BINARY, MethodVariable, VariableTracker, all_constant, call_for_real, constant,
-                   constant_args, is_constant_value, real_getattr, run_for_real)
+                   constant_args, is_constant_value, real_getattr, run_for_real, user_errors)
 from .builder import wrap, wrap_constant_result, wrap_static
 from .containers import DictVariable, ListIteratorVariable, NamedTupleVariable, TupleVariable
 from .functions import UserMethodVariable
@@ -184,24 +184,33 @@ class BuiltinDictMethodVariable(MethodVariable):
         raise Unsupported(f"dict.{self.name} on a dict subclass")
 
 
-def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: Any, attr_source) -> VariableTracker:
-    if isinstance(raw, types.FunctionType):
-        # wrap_static, not a bare UserFunctionVariable: a method torch disabled for tracing
-        # (Optimizer.zero_grad) or that runs as a graph node must be recognised as such.
-        return UserMethodVariable(wrap_static(tx, raw), owner)
+def bind_class_attribute(tx, raw: Any, instance: VariableTracker | None,
+                         cls_var: VariableTracker) -> VariableTracker | None:
+    """A function, staticmethod or classmethod found in a class dict, bound as Python binds it:
+    to `instance` (unbound where None), to the class `cls_var`, or not at all; None for anything else."""
     if isinstance(raw, staticmethod):
         return wrap_static(tx, raw.__func__)
     if isinstance(raw, classmethod):
-        return UserMethodVariable(wrap_static(tx, raw.__func__), ClassVariable(cls))
+        return UserMethodVariable(wrap_static(tx, raw.__func__), cls_var)
+    if isinstance(raw, types.FunctionType):
+        # wrap_static, not a bare UserFunctionVariable: a method torch disabled for tracing
+        # (Optimizer.zero_grad) or that runs as a graph node must be recognised as such.
+        function = wrap_static(tx, raw)
+        return function if instance is None else UserMethodVariable(function, instance)
+    return None
+
+
+def _descriptor_result(tx, owner: VariableTracker, cls: type, name: str, raw: Any, attr_source) -> VariableTracker:
+    bound = bind_class_attribute(tx, raw, owner, ClassVariable(cls))
+    if bound is not None:
+        return bound
     if isinstance(raw, property) and not _pybind_field(cls, raw):
         if raw.fget is None:
             raise UserException(AttributeError(f"property {name!r} has no getter"))
         return wrap_static(tx, raw.fget).call_function(tx, [owner], {})
     if isinstance(raw, (types.MemberDescriptorType, property)) and getattr(owner, "real_object", None) is not None:
-        try:
+        with user_errors(AttributeError):
             value = raw.__get__(owner.real_object, cls)
-        except AttributeError as error:
-            raise UserException(error) from None
         return _wrap_read(tx, value, attr_source)
     if hasattr(type(raw), "__get__") and not isinstance(raw, (types.BuiltinFunctionType, type)):
         if isinstance(raw, (types.MethodDescriptorType, types.WrapperDescriptorType)):
@@ -455,12 +464,9 @@ class ClassVariable(RealValueVariable):
             if name in ("__name__", "__qualname__", "__module__"):
                 return constant(getattr(self.cls, name))
             return wrap_static(tx, real_getattr(self.cls, name))
-        if isinstance(raw, staticmethod):
-            return wrap_static(tx, raw.__func__)
-        if isinstance(raw, classmethod):
-            return UserMethodVariable(wrap_static(tx, raw.__func__), self)
-        if isinstance(raw, types.FunctionType):
-            return wrap_static(tx, raw)
+        bound = bind_class_attribute(tx, raw, None, self)
+        if bound is not None:
+            return bound
         if isinstance(raw, property):
             raise Unsupported("property object read from a class")
         source = self.source
@@ -565,16 +571,11 @@ class SuperVariable(VariableTracker):
             if name in klass.__dict__:
                 raw = klass.__dict__[name]
                 if raw is object.__init__:
-                    return _NoOpFunction()
-                if isinstance(raw, types.FunctionType):
-                    if owner_is_class:
-                        return wrap_static(tx, raw)
-                    return UserMethodVariable(wrap_static(tx, raw), self.owner)
-                if isinstance(raw, classmethod):
-                    owner_cls = self.owner if owner_is_class else ClassVariable(owner_type)
-                    return UserMethodVariable(wrap_static(tx, raw.__func__), owner_cls)
-                if isinstance(raw, staticmethod):
-                    return wrap_static(tx, raw.__func__)
+                    return ObjectMethodVariable("__init__")
+                owner_cls = self.owner if owner_is_class else ClassVariable(owner_type)
+                bound = bind_class_attribute(tx, raw, None if owner_is_class else self.owner, owner_cls)
+                if bound is not None:
+                    return bound
                 if isinstance(raw, property) and not owner_is_class:
                     return wrap_static(tx, raw.fget).call_function(tx, [self.owner], {})
                 if klass is dict and name in _READ_ONLY_DICT_METHODS and isinstance(self.owner, UserObjectVariable):
@@ -583,7 +584,25 @@ class SuperVariable(VariableTracker):
         raise UserException(AttributeError(f"'super' object has no attribute '{name}'"))
 
 
-class _NoOpFunction(VariableTracker):
+class ObjectMethodVariable(VariableTracker):
+    """object.__setattr__ / object.__new__ / object.__init__ called explicitly (dataclasses do)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
     def call_function(self, tx, args, kwargs) -> VariableTracker:
-        return constant(None)
+        if self.name == "__setattr__" and len(args) == 3:
+            target, name, value = args
+            if isinstance(target, NewObjectVariable):
+                target.store_attr(tx, name.as_python_constant(), value, force=True)
+                return constant(None)
+            if isinstance(target, UserObjectVariable):
+                tx.graph.side_effects.store_attr(target, name.as_python_constant(), value)
+                return constant(None)
+        if self.name == "__new__" and len(args) == 1 and isinstance(args[0], ClassVariable):
+            return NewObjectVariable(args[0].cls)
+        if self.name == "__init__":
+            return constant(None)
+        raise Unsupported(f"object.{self.name}")
 

@@ -10,7 +10,7 @@ import types
 from typing import Any, Callable
 
 from ..errors import Unsupported, UserException
-from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant
+from .base import INPLACE_TO_BINARY, ConstantVariable, VariableTracker, constant, static_of, user_errors
 from .builder import wrap_constant_result
 from .containers import BaseListVariable, DictVariable, ListVariable, SetVariable, TupleVariable
 from .functions import UserFunctionVariable
@@ -40,10 +40,8 @@ def _is_symbolic(value: VariableTracker) -> bool:
 
 
 def _run_constant(function: Callable, *values: Any) -> VariableTracker:
-    try:
+    with user_errors():
         result = function(*values)
-    except Exception as error:
-        raise UserException(error) from None
     return wrap_constant_result(None, result)
 
 
@@ -88,20 +86,16 @@ def binary_op(tx, function: Callable, left: VariableTracker, right: VariableTrac
         left = _as_sequence(left)
     if isinstance(left, BaseListVariable):
         right = _as_sequence(right)
-    if isinstance(left, BaseListVariable) and isinstance(right, BaseListVariable):
-        if base is operator.add:
-            if inplace and isinstance(left, ListVariable):
-                left.call_method(tx, "extend", [right], {})
-                return left
-            if type(left).container_type is not type(right).container_type:
-                raise UserException(TypeError(
-                    f'can only concatenate {left.container_type.__name__} (not "{right.container_type.__name__}") '
-                    f"to {left.container_type.__name__}"))
-            return type(left)([*left.items, *right.items]) if type(left) in (ListVariable, TupleVariable) \
-                else TupleVariable([*left.items, *right.items])
     if inplace and isinstance(left, ListVariable) and base is operator.add:
         left.call_method(tx, "extend", [right], {})
         return left
+    if isinstance(left, BaseListVariable) and isinstance(right, BaseListVariable) and base is operator.add:
+        if type(left).container_type is not type(right).container_type:
+            raise UserException(TypeError(
+                f'can only concatenate {left.container_type.__name__} (not "{right.container_type.__name__}") '
+                f"to {left.container_type.__name__}"))
+        return type(left)([*left.items, *right.items]) if type(left) in (ListVariable, TupleVariable) \
+            else TupleVariable([*left.items, *right.items])
     if isinstance(left, BaseListVariable) and base is operator.mul and right.is_python_constant():
         count = right.as_python_constant()
         if isinstance(count, int):
@@ -229,12 +223,7 @@ def _same_function(tx, left: VariableTracker, right: VariableTracker) -> bool | 
 
 
 def _static(variable: VariableTracker) -> Any:
-    getter = getattr(variable, "static_value", None)
-    if getter is not None:
-        return getter()
-    if isinstance(variable, ConstantVariable):
-        return variable.value
-    return None
+    return variable.value if isinstance(variable, ConstantVariable) else static_of(variable)
 
 
 def unary_op(tx, function: Callable, value: VariableTracker) -> VariableTracker:

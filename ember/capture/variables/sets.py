@@ -12,7 +12,7 @@ import operator
 from typing import Any
 
 from ..errors import Unsupported, UserException
-from .base import ConstantVariable, VariableTracker, constant
+from .base import ConstantVariable, ContainerVariable, VariableTracker, constant, user_errors
 from .tensor import TensorVariable
 
 
@@ -29,10 +29,8 @@ def hash_key(tx, key: VariableTracker) -> Any:
 
     if key.is_python_constant():
         value = key.as_python_constant()
-        try:
+        with user_errors(TypeError):
             hash(value)
-        except TypeError as error:
-            raise UserException(error) from None
         return value
     if isinstance(key, TensorVariable):
         return IdentityKey("tensor", id(key))  # one variable per tensor object (in-place ops keep it)
@@ -86,7 +84,7 @@ _MUTATING = {"add", "discard", "remove", "clear", "pop", *_UPDATES}
 _COMPARISONS = {operator.eq, operator.ne, operator.le, operator.lt, operator.ge, operator.gt}
 
 
-class SetVariable(VariableTracker):
+class SetVariable(ContainerVariable):
     def __init__(self, items: list[VariableTracker], source=None, frozen: bool = False) -> None:
         super().__init__(source)
         self.items: dict[Any, VariableTracker] = {}
@@ -108,9 +106,6 @@ class SetVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         return (frozenset if self.frozen else set)(item.as_python_constant() for item in self.items.values())
 
-    def truth(self, tx) -> bool:
-        return bool(self.items)
-
     def unpack_sequence(self, tx) -> list[VariableTracker]:
         if self.order_known or len(self.items) <= 1:  # one member: no order to get wrong
             return list(self.items.values())
@@ -122,7 +117,7 @@ class SetVariable(VariableTracker):
 
     def mutated(self, tx) -> None:
         self.order_known = False
-        tx.graph.side_effects.mutate_container(self)
+        super().mutated(tx)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         if self.frozen and name in _MUTATING:

@@ -153,10 +153,12 @@ def random_op(tx, module: torch.fx.GraphModule):
     return detector.found
 
 
-def speculate(tx, what: str, function: VariableTracker, make_args, kwargs: dict | None = None) -> Region:
-    """Call `function` on the arguments `make_args(region)` builds, as a region."""
+def speculate(tx, what: str, function: VariableTracker, args: list, examples: list,
+              kwargs: dict | None = None) -> Region:
+    """Call `function` on `args` as a region; an argument with a fake in `examples` (else None) is
+    passed as a region input with that fake."""
     region = Region(tx, what)
-    args = make_args(region)
+    args = [arg if example is None else region.argument(example) for arg, example in zip(args, examples)]
     result = tx.call(function, args, dict(kwargs or {}))
     region.finish(result)
     return region
@@ -230,6 +232,65 @@ def leaf_variables(result: VariableTracker, count: int) -> list:
     if len(items) != count:
         raise Unsupported("a subgraph call returned another number of tensors than traced")
     return list(items)
+
+
+def call_region(tx, region: Region, name: str, make_target, args: list) -> tuple:
+    """The region's nodes replaced by one node: `make_target(the region's module)`, named `name`, on
+    `args` then the values the region lifted.  Returns the target and the node's result."""
+    module = region.module(region.lifted, name)
+    region.remove()
+    target = make_target(module)
+    target.__name__ = target.__qualname__ = name
+    return target, call_node(tx, target, [*args, *region.lifted])
+
+
+class TransformedFunctionVariable(VariableTracker):
+    """What a transform (torch.vmap, torch.func.grad, ...) returned for `function` and the constant
+    `options`; rebuilt after the graph as `transform(function, **options)`."""
+
+    def __init__(self, transform: Any, function: Any, options: dict) -> None:
+        super().__init__()
+        self.transform = transform
+        self.function = function
+        self.options = options
+
+    def reconstruct_expr(self, codegen) -> str:
+        options = "".join(f", {key}={codegen.literal(value)}" for key, value in self.options.items())
+        return f"{codegen.ref(self.transform)}({self.function_expr(codegen)}{options})"
+
+    def function_expr(self, codegen) -> str:
+        return codegen.reconstruct(self.function)
+
+
+UNKNOWN = object()
+
+
+class TransformCall:
+    """A graph node's target: `transform` (torch.vmap, torch.func.grad, ...) of a captured subgraph, its
+    results as a flat tuple (their structure noted at the first call, on fakes at capture time)."""
+
+    def __init__(self, transform: Any, module: torch.fx.GraphModule, options: dict) -> None:
+        self.transform = transform
+        self.module = module
+        self.options = options
+        self.spec = UNKNOWN
+        self.count = 0
+
+    def __call__(self, *args) -> tuple:
+        result = self.transform(self.module, **self.options)(*args)
+        if self.spec is UNKNOWN:
+            self.spec = spec_of(result)
+            self.count = len(flat_leaves(result))
+        return flat_leaves(result)
+
+
+def spec_of(value: Any):
+    """The structure `rebuild` takes, of a tensor or (nested) tuple/list of tensors."""
+    if isinstance(value, torch.Tensor):
+        return None
+    if type(value) in (tuple, list):
+        return type(value), [(len(flat_leaves(item)), spec_of(item)) for item in value]
+    raise TypeError(f"a {type(value).__name__} in the result (only tensors are captured)")
 
 
 def call_node(tx, target, args: list) -> VariableTracker:

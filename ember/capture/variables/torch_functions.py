@@ -87,7 +87,6 @@ def _register_fixed_answers() -> None:
         ("torch._C", "_get_tracing_state", None),
         ("torch.fx._symbolic_trace", "is_fx_tracing", False),
         ("torch._dynamo", "is_compiling", True),
-        ("torch.cuda", "is_available", None),
     ]
     for module_name, attr, answer in candidates:
         if module_name.startswith("torch._dynamo"):
@@ -101,7 +100,7 @@ def _register_fixed_answers() -> None:
                 continue
         function = getattr(module, attr, None)
         if function is not None:
-            _FIXED_ANSWERS[function] = answer if answer is not None or attr != "is_available" else function()
+            _FIXED_ANSWERS[function] = answer
 
 
 _register_fixed_answers()
@@ -111,6 +110,7 @@ _register_fixed_answers()
 # a program can change (a process group, an ONNX export, checkpoint recomputation), guarded.
 _ONCE, _GUARDED = "once", "guarded"
 _NAMED_FIXED_ANSWERS = {
+    ("torch.cuda", "is_available"): _ONCE,
     ("torch.distributed", "is_available"): _ONCE,
     ("torch.distributed.distributed_c10d", "is_initialized"): _GUARDED,
     ("torch.onnx", "is_in_onnx_export"): _GUARDED,

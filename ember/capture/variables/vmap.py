@@ -15,7 +15,8 @@ import torch
 
 from ..errors import Unsupported
 from .base import VariableTracker
-from .subgraphs import bind_options, call_node, flat_leaves, leaf_variables, rebuild, speculate, unique_name
+from .subgraphs import (TransformCall, TransformedFunctionVariable, bind_options, call_region, leaf_variables, rebuild,
+                       speculate, unique_name)
 from .tensor import TensorVariable
 from .torch_functions import _BREAKING, TorchFunctionVariable, _in_breaking_module, _same_object_as_argument
 
@@ -30,20 +31,15 @@ class VmapVariable(VariableTracker):
         names = ("func", "in_dims", "out_dims", "randomness")
         func, options = bind_options("torch.vmap", names, args, kwargs, extra=("chunk_size",))
         if type(func) is not TorchFunctionVariable:
-            return VmappedPythonFunctionVariable(func, options)
+            return VmappedPythonFunctionVariable(torch.vmap, func, options)
         function = func.function
         if function in _BREAKING or _in_breaking_module(getattr(function, "__module__", "") or ""):
             raise Unsupported(f"torch.func.vmap of {getattr(function, '__qualname__', function)}")
-        return VmappedFunctionVariable(function, options)
+        return VmappedFunctionVariable(torch.vmap, function, options)
 
 
-class VmappedFunctionVariable(VariableTracker):
+class VmappedFunctionVariable(TransformedFunctionVariable):
     """What torch.vmap(f, ...) returned, for one of torch's functions f."""
-
-    def __init__(self, function: Any, options: dict) -> None:
-        super().__init__()
-        self.function = function
-        self.options = options
 
     def call_function(self, tx, args, kwargs) -> VariableTracker:
         if kwargs or not all(isinstance(arg, TensorVariable) or arg.is_python_constant() for arg in args):
@@ -58,15 +54,11 @@ class VmappedFunctionVariable(VariableTracker):
         result = tx.graph.call(tx, "call_function", vmapped, list(args), {})
         return _same_object_as_argument(result, list(args))
 
-    def reconstruct_expr(self, codegen) -> str:
-        options = "".join(f", {key}={codegen.literal(value)}" for key, value in self.options.items())
-        return f"{codegen.ref(torch.vmap)}({self._function_expr(codegen)}{options})"
-
-    def _function_expr(self, codegen) -> str:
+    def function_expr(self, codegen) -> str:
         return codegen.ref(self.function)
 
 
-class VmappedPythonFunctionVariable(VmappedFunctionVariable):
+class VmappedPythonFunctionVariable(TransformedFunctionVariable):
     """What torch.vmap(f, ...) returned for a Python function (or any callable ember inlines):
     `function` is its variable."""
 
@@ -102,44 +94,15 @@ class VmappedPythonFunctionVariable(VmappedFunctionVariable):
         # (sizes that differ, symbolic ones included, make vmap itself fail on the fakes: a break)
         if not batched or len(sizes) > 1 or 0 in sizes:
             raise Unsupported("torch.vmap of a Python function: no batched tensor, or batch sizes 0 or unequal")
-        fake_mode = tx.graph.fake_mode
-
-        def arguments(region):
-            made = []
-            for arg, dim in zip(args, normalized):
-                if dim is None:
-                    made.append(arg)
-                else:
-                    with fake_mode:
-                        made.append(region.argument(arg.example.select(dim, 0)))
-            return made
-
-        region = speculate(tx, "torch.vmap's function", self.function, arguments, kwargs)
+        with tx.graph.fake_mode:
+            examples = [None if dim is None else arg.example.select(dim, 0) for arg, dim in zip(args, normalized)]
+        region = speculate(tx, "torch.vmap's function", self.function, args, examples, kwargs)
         region.check_writes(set(region.inputs))
         if not region.leaves:
             raise Unsupported("torch.vmap of a function that returns no tensor")
         name = unique_name("vmap") + ("_" if region.writes else "")  # (a trailing _: kept as a write)
-        module = region.module(region.lifted, name)
-        region.remove()
-        call_dims = tuple(dim for dim in normalized if dim is not None) + (None,) * len(region.lifted)
-        target = VmapCall(module, call_dims, options)
-        target.__name__ = target.__qualname__ = name
-        result = call_node(tx, target, [*batched, *region.lifted])
+        options["in_dims"] = tuple(dim for dim in normalized if dim is not None) + (None,) * len(region.lifted)
+        _, result = call_region(tx, region, name, lambda module: TransformCall(torch.vmap, module, options), batched)
         # (a batched argument written in place and returned is that argument's variable)
         leaves = [_same_object_as_argument(leaf, batched) for leaf in leaf_variables(result, len(region.leaves))]
         return rebuild(leaves, region.spec)
-
-    def _function_expr(self, codegen) -> str:
-        return codegen.reconstruct(self.function)
-
-
-class VmapCall:
-    """The graph node's target: torch.vmap of a captured subgraph, its results as a flat tuple."""
-
-    def __init__(self, module: torch.fx.GraphModule, in_dims: tuple, options: dict) -> None:
-        self.module = module
-        self.in_dims = in_dims
-        self.options = options
-
-    def __call__(self, *args) -> tuple:
-        return flat_leaves(torch.vmap(self.module, in_dims=self.in_dims, **self.options)(*args))

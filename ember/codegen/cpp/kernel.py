@@ -33,6 +33,13 @@ def _block(lines) -> list[str]:
     return ["{", *("    " + line for line in lines), "}"]
 
 
+def _nest(loops, body: list[str]) -> list[str]:
+    """`body` inside `loops` ((pragma or None, for header) pairs, the outermost first), each a block."""
+    for pragma, header in reversed(loops):
+        body = [*([pragma] if pragma else []), header, *_block(body)]
+    return body
+
+
 class CppKernel(Emitter):
     ASSIGN = "auto {name} = {expr};"
     INDEX_CAST = "int64_t {name} = static_cast<int64_t>({value});"
@@ -69,6 +76,12 @@ class CppKernel(Emitter):
 
     def loop(self, var, size) -> str:
         return f"for (int64_t {var} = 0; {var} < {self.c(size)}; {var}++)"
+
+    def reduction_vars(self, ranges: list, looped: list) -> tuple[list, list]:
+        """r0, r1, ... over `ranges` (bounded in the `looped` dims), and the index they make (0 in the others)."""
+        rvars = index_vars(len(ranges), "r")
+        self.bounds.update({rvars[d]: ranges[d] - 1 for d in looped})
+        return rvars, [rvars[d] if d in looped else sympy.Integer(0) for d in range(len(ranges))]
 
     def threading(self, work) -> str:
         """The OpenMP clause that keeps a small kernel on one thread (decided at run time for
@@ -120,7 +133,7 @@ class CppKernel(Emitter):
         self.threaded = self.threading(self._work())
         loop_outer = outer if has_reduction or not outer else outer[:-1]
         self.loop_outer = loop_outer
-        outer_vars = [sympy.Symbol(f"x{k}", integer=True, nonnegative=True) for k in range(len(loop_outer))]
+        outer_vars = index_vars(len(loop_outer), "x")
         self.bounds.update({var: size - 1 for var, size in zip(outer_vars, loop_outer)})
         body = self.scope = Scope()
         for group in self.kernel.groups():
@@ -190,10 +203,8 @@ class CppKernel(Emitter):
         block, lane = (sympy.Symbol(name, integer=True, nonnegative=True) for name in ("xb", "xl"))
         self.bounds.update({block: size - 1, lane: lanes - 1})
         position = block + lane
-        rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(reduction_ranges))]
         loop_dims = [d for d, n in enumerate(reduction_ranges) if n != 1]
-        self.bounds.update({rvars[d]: reduction_ranges[d] - 1 for d in loop_dims})
-        rindex = [rvars[d] if d in loop_dims else sympy.Integer(0) for d in range(len(reduction_ranges))]
+        rvars, rindex = self.reduction_vars(reduction_ranges, loop_dims)
         self.scope = Scope()
         self.loop_outer = [size]
         accumulators = []
@@ -208,9 +219,8 @@ class CppKernel(Emitter):
             value = node.data.inner_fn(self.ops, loop_index(node.data.ranges, [position]), rindex)
             self.scope.lines.append(_UPDATES[node.data.spec.reduction_type].format(acc=f"{name}[xl]", value=value,
                                                                                   type=acc_type))
-        inner = ["#pragma omp simd", "for (int64_t xl = 0; xl < xn; xl++)", *_block(self.pop_scope().lines)]
-        for d in reversed(loop_dims):
-            inner = [self.loop(rvars[d], reduction_ranges[d]), *_block(inner)]
+        inner = _nest([*((None, self.loop(rvars[d], reduction_ranges[d])) for d in loop_dims),
+                       ("#pragma omp simd", "for (int64_t xl = 0; xl < xn; xl++)")], self.pop_scope().lines)
         lines = [f"#pragma omp parallel for{self.threaded}",
                  f"for (int64_t xb = 0; xb < {self.c(size)}; xb += {lanes})", "{",
                  f"    int64_t xn = std::min<int64_t>({lanes}, {self.c(size)} - xb);"]
@@ -252,7 +262,7 @@ class CppKernel(Emitter):
         return root.lines
 
     def _loop_nest(self, prefix: str, sizes, emit, parallel: bool, simd: bool) -> None:
-        variables = [sympy.Symbol(f"{prefix}{k}", integer=True, nonnegative=True) for k in range(len(sizes))]
+        variables = index_vars(len(sizes), prefix)
         index = [var if size != 1 else sympy.Integer(0) for var, size in zip(variables, sizes)]
         active = [(var, size) for var, size in zip(variables, sizes) if size != 1]
         self.bounds.update({var: size - 1 for var, size in active})
@@ -289,29 +299,27 @@ class CppKernel(Emitter):
             self._reduction(group.nodes[0], outer_vars)
             return
         inner_sizes = ([self.vector_dim] if self.vector_dim is not None else []) + list(group.inner)
-        inner_vars = ([sympy.Symbol("xv", integer=True, nonnegative=True)] if self.vector_dim is not None else []) \
-            + [sympy.Symbol(f"y{k}", integer=True, nonnegative=True) for k in range(len(group.inner))]
+        vector = [sympy.Symbol("xv", integer=True, nonnegative=True)] if self.vector_dim is not None else []
+        inner_vars = vector + index_vars(len(group.inner), "y")
         self.bounds.update({var: size - 1 for var, size in zip(inner_vars, inner_sizes)})
-        outer_scope = self.scope
-        headers = []
+        loops = []
         for depth, (var, size) in enumerate(zip(inner_vars, inner_sizes)):
             innermost = depth == len(inner_sizes) - 1
             if depth == 0 and not self.loop_outer:
                 pragma = ("#pragma omp parallel for simd" if innermost else "#pragma omp parallel for") + self.threaded
             else:
                 pragma = "#pragma omp simd" if innermost else None
-            headers.append((pragma, self.loop(var, size)))
-            self.push_block()
+            loops.append((pragma, self.loop(var, size)))
+        body = self.push_block() if loops else self.scope
         for node in group.nodes:
             index = loop_index(node.data.ranges, [*outer_vars, *inner_vars])
             value = node.data.inner_fn(self.ops, index)
             if node.dtype in _LOW_PRECISION:  # later readers in this kernel see the stored precision
                 value = self.ops.to_dtype(value, node.dtype)
             self.scope.stored[(node.name, self._store(node, index, value))] = value
-        for pragma, header in reversed(headers):
-            inner = self.pop_scope()
-            self.scope.lines += [*([pragma] if pragma else []), header, *_block(inner.lines)]
-        assert self.scope is outer_scope
+        if loops:
+            self.pop_scope()
+            self.scope.lines += _nest(loops, body.lines)
 
     def _store(self, node: ComputedBuffer, index, value: str) -> str:
         """Stores `value` at the node's element `index`; the store's index text."""
@@ -339,7 +347,6 @@ class CppKernel(Emitter):
         lines = self.scope.lines
         lines.append(f"{acc} {name}_mean[{lanes}] = {{}}; {acc} {name}_m2[{lanes}] = {{}}; {acc} {name}_n = 0;")
         lines.append(f"{acc} {name}_tmean = 0, {name}_tm2 = 0, {name}_tn = 0;")
-        rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(ranges))]
         index = loop_index(node.data.ranges, outer_vars)
         inner_dim = loop_dims[-1] if loop_dims else None
         inner_size = ranges[inner_dim] if inner_dim is not None else 1
@@ -351,10 +358,10 @@ class CppKernel(Emitter):
             inner_size = int(inner_size)
             blocks, tail_start = inner_size // lanes, (inner_size // lanes) * lanes
         outer_dims = loop_dims[:-1]
-        self.bounds.update({rvars[d]: ranges[d] - 1 for d in outer_dims})
+        rvars, outer_index = self.reduction_vars(ranges, outer_dims)
 
         def body(inner_expr, update):
-            rindex = [rvars[d] if d in outer_dims else sympy.Integer(0) for d in range(len(ranges))]
+            rindex = list(outer_index)
             if inner_dim is not None:
                 rindex[inner_dim] = inner_expr
             self.push_block()
@@ -383,9 +390,7 @@ class CppKernel(Emitter):
                 f"{name}_tm2 += delta * (static_cast<{acc}>({v}) - {name}_tmean);"])
             nest += [f"for (int64_t {tail_var} = {self.c(tail_start) if symbolic else tail_start}; {tail_var} < "
                      f"{self.c(inner_size) if symbolic else inner_size}; {tail_var}++)", *_block(tail_body)]
-        for d in reversed(outer_dims):
-            nest = [self.loop(rvars[d], ranges[d]), *_block(nest)]
-        lines.extend(nest)
+        lines.extend(_nest([(None, self.loop(rvars[d], ranges[d])) for d in outer_dims], nest))
         lines.append(f"{acc} {name}_rmean = 0, {name}_rm2 = 0, {name}_rn = 0;")
         lines.append(f"for (int {name}_k = 0; {name}_k < {lanes}; {name}_k++) ember_welford_combine({name}_rmean, "
                      f"{name}_rm2, {name}_rn, {name}_mean[{name}_k], {name}_m2[{name}_k], {name}_n);")
@@ -414,9 +419,7 @@ class CppKernel(Emitter):
         # loop walks memory with a constant stride and vectorizes; no divisions in the index.
         ranges = list(spec.reduction_ranges)
         loop_dims = [d for d, size in enumerate(ranges) if size != 1] or ([len(ranges) - 1] if ranges else [])
-        rvars = [sympy.Symbol(f"r{d}", integer=True, nonnegative=True) for d in range(len(ranges))]
-        rindex = [rvars[d] if d in loop_dims else sympy.Integer(0) for d in range(len(ranges))]
-        self.bounds.update({rvars[d]: ranges[d] - 1 for d in loop_dims})
+        rvars, rindex = self.reduction_vars(ranges, loop_dims)
         flat_position = self.c(sum((rvars[d] * stride for d, stride in
                                      zip(range(len(ranges)), contiguous_strides(ranges)) if d in loop_dims),
                                     sympy.Integer(0)))
@@ -428,19 +431,17 @@ class CppKernel(Emitter):
                                                       position=flat_position))
         inner = self.pop_scope()
         clause = _REDUCTION_CLAUSE.get((kind, acc_type))
-        lines = list(inner.lines) if loop_dims else _block(inner.lines)
-        for depth, d in enumerate(reversed(loop_dims)):
-            outermost = depth == len(loop_dims) - 1
-            innermost = depth == 0
-            header = [self.loop(rvars[d], ranges[d]), *_block(lines)]
+        loops = []
+        for depth, d in enumerate(loop_dims):
+            outermost, innermost = depth == 0, depth == len(loop_dims) - 1
             pragma = None
             if clause and outermost and parallel_inside:
                 pragma = f"#pragma omp parallel for{' simd' if innermost else ''} reduction({clause}:{accumulator})" \
                     + self.threaded
             elif clause and innermost:
                 pragma = f"#pragma omp simd reduction({clause}:{accumulator})"
-            lines = ([pragma] if pragma else []) + header
-        self.scope.lines.extend(lines)
+            loops.append((pragma, self.loop(rvars[d], ranges[d])))
+        self.scope.lines.extend(_nest(loops, inner.lines) if loop_dims else _block(inner.lines))
         result = index_name if index_name else accumulator
         if node.dtype != spec.src_dtype or index_name:
             result = cast_value(result, node.dtype)

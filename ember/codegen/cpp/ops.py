@@ -143,14 +143,10 @@ def value_ctype(dtype: torch.dtype) -> str:
     return "float" if dtype in _LOW_PRECISION else CTYPES[dtype]
 
 
-def round_to(expr: str, dtype: torch.dtype) -> str:
-    """A float value rounded to float16/bfloat16 precision, kept as a float."""
-    return f"static_cast<float>(static_cast<{ctype(dtype)}>({expr}))"
-
-
 def cast_value(expr: str, dtype: torch.dtype) -> str:
-    """`expr` converted to a value of `dtype` (float16/bfloat16 values stay floats)."""
-    return round_to(expr, dtype) if dtype in _LOW_PRECISION else f"static_cast<{ctype(dtype)}>({expr})"
+    """`expr` converted to a value of `dtype` (float16/bfloat16: rounded to their precision, kept as floats)."""
+    cast = f"static_cast<{ctype(dtype)}>({expr})"
+    return f"static_cast<float>({cast})" if dtype in _LOW_PRECISION else cast
 
 
 def literal(value: Any, dtype: torch.dtype) -> str:
@@ -201,16 +197,12 @@ class CppOps:
 
     def index_expr(self, expr, dtype) -> str:
         value = self._emit(f"static_cast<int64_t>({self.kernel.index(expr)})")
-        if dtype in _LOW_PRECISION:
-            return self._emit(round_to(value, dtype))
-        return self._emit(f"static_cast<{ctype(dtype)}>({value})")  # (an integer: no float -> int here)
+        return self._emit(cast_value(value, dtype))  # (an integer: no float -> int here)
 
     def to_dtype(self, value: str, dtype) -> str:
-        if dtype in _LOW_PRECISION:
-            return self._emit(round_to(value, dtype))
         if dtype != torch.bool and not dtype.is_floating_point:
             self.kernel.converts_to_integer = True
-        return self._emit(f"static_cast<{ctype(dtype)}>({value})")
+        return self._emit(cast_value(value, dtype))
 
     def indirect_indexing(self, value: str, size, site: str = "", wrap_negative: bool = True) -> sympy.Symbol:
         return self.kernel.checked_index(value, size, site, wrap_negative)

@@ -551,27 +551,24 @@ def _extents(graph, scheduler) -> dict:
     return extents
 
 
+def _laid_out(graph) -> list:
+    """The graph's inputs and buffers that have a Layout."""
+    return [buffer for buffer in [*graph.inputs, *graph.buffers] if isinstance(getattr(buffer, "layout", None), Layout)]
+
+
 def _planned_offsets(graph) -> dict:
     """Storage offsets the graph planned for memory ember did not allocate (inputs, extern
     results); a kernel indexes those tensors from their data pointer, so it subtracts them."""
-    return {buffer.name: buffer.layout.offset for buffer in [*graph.inputs, *graph.buffers]
-            if not isinstance(buffer, ComputedBuffer) and isinstance(getattr(buffer, "layout", None), Layout)
-            and buffer.layout.offset != 0}
+    return {buffer.name: buffer.layout.offset for buffer in _laid_out(graph)
+            if not isinstance(buffer, ComputedBuffer) and buffer.layout.offset != 0}
 
 
 def _maybe_empty(graph) -> frozenset:
     """Buffers whose size may be 0 (their loads are masked in every dimension of the kernel)."""
-    return frozenset(buffer.name for buffer in [*graph.inputs, *graph.buffers]
-                     if isinstance(getattr(buffer, "layout", None), Layout)
-                     and product(buffer.layout.size).is_zero is not False)
+    return frozenset(buffer.name for buffer in _laid_out(graph) if product(buffer.layout.size).is_zero is not False)
 
 
 def _needs_int64(graph) -> bool:
     """Does some buffer reach past what int32 indices address (or may it, with symbolic sizes)?"""
-    for buffer in [*graph.inputs, *graph.buffers]:
-        layout = getattr(buffer, "layout", None)
-        if isinstance(layout, Layout):
-            extent = _extent(layout)
-            if not extent.is_number or int(extent) >= INT32_LIMIT:
-                return True
-    return False
+    extents = [_extent(buffer.layout) for buffer in _laid_out(graph)]
+    return any(not extent.is_number or int(extent) >= INT32_LIMIT for extent in extents)

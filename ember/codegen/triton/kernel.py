@@ -274,11 +274,13 @@ class TritonKernel(Emitter):
         source.tuning = "fixed"
         return source
 
-    def _as_dtype(self, result: str, dtype: torch.dtype) -> str:
-        """A reduced value in its node's dtype (a bool as `!= 0`)."""
-        if dtype == torch.bool:
-            return self.emit(f"({result} != 0)", torch.bool)
-        return self.emit(f"{result}.to({TL_DTYPES[dtype]})", dtype)
+    def _store_result(self, node: ComputedBuffer, result: str, acc_torch: torch.dtype) -> None:
+        """A reduced value stored in its node's dtype (a bool as `!= 0`), one per row."""
+        if node.dtype == torch.bool and acc_torch != torch.bool:
+            result = self.emit(f"({result} != 0)", torch.bool)
+        elif node.dtype != acc_torch:
+            result = self.emit(f"{result}.to({TL_DTYPES[node.dtype]})", node.dtype)
+        self.store(node, loop_index(node.data.ranges, self.xvars), result)
 
     def generate_combine(self, name: str, kind: str, acc_torch: torch.dtype, split: int, xranges: list) -> TritonSource:
         """A split reduction's second pass: each output's `split` partial results (a workspace
@@ -288,9 +290,7 @@ class TritonKernel(Emitter):
         partial = self.emit("tl.load(in_ptr0 + rindex * xnumel + xindex, xmask & rmask, other=0)", acc_torch)
         result = _Reducer(self, kind, TL_DTYPES[acc_torch], acc_torch).whole(partial)[kind]
         self.dims = ("x",)
-        if node.dtype != acc_torch:
-            result = self._as_dtype(result, node.dtype)
-        self.store(node, loop_index(node.data.ranges, self.xvars), result)
+        self._store_result(node, result, acc_torch)
         return self._combined(name, split)
 
     def generate_welford_combine(self, name: str, acc_torch: torch.dtype, split: int, xranges: list, rnumel: int,
@@ -316,9 +316,7 @@ class TritonKernel(Emitter):
                        acc_torch)
         self.dims = ("x",)
         for node, result in ((mean_node, mean), (m2_node, m2)):
-            if node.dtype != acc_torch:
-                result = self._as_dtype(result, node.dtype)
-            self.store(node, loop_index(node.data.ranges, self.xvars), result)
+            self._store_result(node, result, acc_torch)
         return self._combined(name, split)
 
     def _rvars_for(self, ranges: list) -> list:
@@ -414,9 +412,7 @@ class TritonKernel(Emitter):
                 self.scope.lines.append(f"tl.store(ws_ptr{slot} + tl.program_id(1) * xnumel + xindex, {result}, xmask)")
                 self.emitted.add(member.name)
                 continue
-            if member.dtype != acc_torch:
-                result = self._as_dtype(result, member.dtype)
-            self.store(member, loop_index(member.data.ranges, self.xvars), result)
+            self._store_result(member, result, acc_torch)
 
     def _finish(self, name: str) -> TritonSource:
         symbols = sorted(self.size_symbols | {s.name for e in (self.xnumel, self.rnumel or 0)

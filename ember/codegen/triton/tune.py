@@ -219,11 +219,6 @@ def scratch_arguments(source, launcher, device) -> list:
     return tensors + list(launcher.sizes) + flags
 
 
-def measure(launchers: list, sources: list, step) -> list[float]:
-    """Microseconds per launch of each candidate (`launchers[k]` runs `sources[k]`)."""
-    return time_launches(launchers, sources, launchers[0].device)
-
-
 def report(source, key: str, launches: list, times: list, best: int) -> None:
     if os.environ.get("TRITON_INTERPRET") != "1":  # (the interpreter's stand-in timings are not kept)
         record(source, key, launches[best], {launch.text(): round(t, 2) for launch, t in zip(launches, times)})
@@ -239,12 +234,13 @@ def fastest(times: list[float]) -> int:
     return best if times[best] < 0.97 * times[0] else 0
 
 
-def time_launches(launchers: list, sources: list, device) -> list[float]:
-    """Microseconds per launch of each (launcher, source), measured on the same scratch tensors:
-    a warm-up launch, then three rounds of launches between CUDA events; the median round."""
+def measure(launchers: list, sources: list, step) -> list[float]:
+    """Microseconds per launch of each candidate (`launchers[k]` runs `sources[k]`), measured on the
+    same scratch tensors: a warm-up launch, then three rounds of launches between CUDA events; the
+    median round."""
     import torch
 
-    arguments = scratch_arguments(sources[0], launchers[0], device)
+    arguments = scratch_arguments(sources[0], launchers[0], launchers[0].device)
     times = []
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for launcher, source in zip(launchers, sources):
