@@ -66,10 +66,11 @@ SplitReduction = Callable[[Make, list, str, Emitted, int], list]
 
 def partition(kernel: Kernel, make: Make, split_reduction: SplitReduction, splittable: Callable[[object, set], bool],
               limits: GpuLimits, internal: frozenset = frozenset()) -> list:
-    """The kernel's nodes as generated kernels (named kernel3, kernel3_N, ... in the order made;
-    the caller renumbers them).  `splittable(node, names)`: can the emitter reduce this node's
+    """The kernel's nodes as generated kernels (named kernel3, kernel3_N, ... each name made once,
+    since a split reduction names its workspaces after it; the caller renumbers them).  `splittable(node, names)`: can the emitter reduce this node's
     rows in chunks, with the kernel's nodes `names`; `internal`: values no other step reads."""
     readers: dict[str, set[str]] = {}
+    names_made = itertools.count(1)
     if internal:
         for node in kernel.nodes:
             for read, _ in record(node.data).loads:
@@ -108,7 +109,7 @@ def partition(kernel: Kernel, make: Make, split_reduction: SplitReduction, split
         if position == 0:
             raise NotImplementedError(f"a Triton kernel cannot start with {nodes[0].name}: {reason}")
         head = generate(nodes[:position], name)
-        return head + generate(nodes[position:], f"{kernel.name}_{len(head)}")
+        return head + generate(nodes[position:], f"{kernel.name}_{next(names_made)}")
 
     if not all(isinstance(node.data, (Pointwise, Reduction)) for node in kernel.nodes):
         raise NotImplementedError("a Triton kernel of other loops")

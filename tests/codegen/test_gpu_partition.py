@@ -106,3 +106,30 @@ def test_a_kept_value_the_kernel_cannot_hold_is_stored_instead():
     if len(kernel.nodes) >= 2:  # (asked to keep it, reported it unheld: asked again without it)
         assert name in asked[0] and name not in asked[-1]
     assert len(sources) == 1 and sources[0].unheld is None
+
+
+def test_split_reductions_of_one_kernel_each_get_a_workspace_of_their_own():
+    # a pointwise head, a float amax, a pointwise tie mask and an int64 count: cut three times, two
+    # split reductions.  Tails once took their names from the local head's length, so the count's
+    # stage was named like the amax's and their workspaces shared a name; the amax's kernels were
+    # then compiled for an int64 workspace and direct launches turned its NaN into -2**63 on a GPU.
+    def fn(x):
+        v = x - 1
+        m = v.amax()
+        ties = v == m
+        return v, m, ties, ties.sum()
+
+    x = torch.randn(16, 2, 16, 16)
+    x[0, 0, 0, 0] = float("nan")
+    args = [x.to(DEVICE)]
+    with ember.config.patch(cpu_kernels="triton"):
+        got = ember.compile(fn)(*args)
+    torch.testing.assert_close(got, fn(*args), equal_nan=True)
+    seen = _scheduled_kernels(fn, torch.randn(16, 2, 16, 16))
+    splits = 0
+    for kernel, (dtypes, *_), _ in seen:
+        sources = triton_split.triton_kernels(kernel, dtypes)
+        workspaces = [name for source in sources for name, _, _ in source.workspaces]
+        assert len(set(workspaces)) == len(workspaces), workspaces
+        splits += len(workspaces)
+    assert splits >= 2

@@ -34,15 +34,11 @@ GPU_SEEDS = [
     ("autograd", 715038),   # floor of a sum of softmax rows, 1.0 exactly in float64 (conditioning: inexact)
     ("conv", 716737),       # a conv bias gradient before a batch_norm, its noise (conditioning: cuDNN's backward)
     ("conv", 717045),       # a batch_norm bias gradient before another (the same)
+    ("stats", 717002),      # an amax's NaN as -2**63: its workspace named like a count's, int64 (test_gpu_partition)
 ]
 
 # Wrong on the GPU and not fixed yet (xfail; an XPASS means look again, and move it up once fixed).
-GPU_SEEDS_OPEN = [
-    # amax of 8192 NaNs (a var over 2 values with correction 2, minus c) split over 8 programs:
-    # eager NaN, ember -9.223372e18 (float(-2**63)); the same kernels under Triton's interpreter
-    # and the C++ kernels give NaN.  Found 2026-12-03 at 44ed42b, seeds 716700:717400.
-    ("stats", 717002),
-]
+GPU_SEEDS_OPEN: list = []
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")

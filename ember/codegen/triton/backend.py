@@ -317,6 +317,9 @@ class TritonBackend:
             raise GraphNotSupported(f"no Triton kernel for it yet: {reason}") from reason
         extents = _extents(graph, scheduler)
         for step in steps.values():
+            workspaces = [name for kernel in step.kernels for name, _, _ in kernel.workspaces]
+            if len(set(workspaces)) != len(workspaces):  # (each names its kernels' pointer dtypes)
+                raise GraphNotSupported(f"two split reductions name one workspace: {sorted(workspaces)}")
             known = {**dtypes, **{name: dtype for kernel in step.kernels for name, _, dtype in kernel.workspaces}}
             for kernel in step.kernels:
                 kernel.pointer_dtypes = [known[name] for name in [*kernel.inputs, *kernel.outputs]] + \
